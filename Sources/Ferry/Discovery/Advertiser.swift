@@ -1,0 +1,193 @@
+import Synchronization
+
+/// Publishes this peer on the local network through avahi-daemon, like MultipeerConnectivity's
+/// `MCNearbyServiceAdvertiser`.
+///
+/// ```swift
+/// let advertiser = try Advertiser(peer: me, serviceType: .ferry, port: 52_000)
+/// let name = try await advertiser.start()   // returns once the service is on the network
+/// for await event in advertiser.events { print(event) }
+/// ```
+///
+/// The service is published as `<display name>._<type>._tcp.local` with the TXT records of
+/// ``DiscoveryInfo``. If another service already has the name, Avahi's alternative name
+/// (`alice #2`) is taken and reported as ``AdvertiserEvent/renamed(from:to:)``. If avahi-daemon
+/// restarts, the service is published again when it is back.
+public final class Advertiser: Sendable {
+  /// The peer being advertised.
+  public let peer: PeerID
+  /// The service type it is published under.
+  public let serviceType: ServiceType
+  /// The TCP port published in the SRV record.
+  public let port: UInt16
+  /// The TXT record published: `v`, `fp` and the application's pairs.
+  public let discoveryInfo: DiscoveryInfo
+  /// What happens to the publication after ``start()``: renames, daemon restarts, failures.
+  /// Finishes after ``stop()``.
+  public let events: AsyncStream<AdvertiserEvent>
+
+  private let continuation: AsyncStream<AdvertiserEvent>.Continuation
+  private let state = Mutex(State())
+
+  private struct State {
+    var connection: AvahiConnection?
+    var publication: AvahiPublication?
+    var waiter: CheckedContinuation<String, any Error>?
+    var publishedName: String?
+    var stopped = false
+  }
+
+  /// Prepares an advertiser; nothing is published until ``start()``.
+  ///
+  /// - Parameters:
+  ///   - peer: This peer; its display name becomes the service instance name and its fingerprint
+  ///     the `fp` TXT record.
+  ///   - serviceType: The service type, `_ferry._tcp` by default.
+  ///   - port: The TCP port peers connect to.
+  ///   - discoveryInfo: The application's TXT pairs.
+  /// - Throws: ``DiscoveryError/invalidDiscoveryInfo(_:)`` when the pairs break a TXT rule.
+  public init(
+    peer: PeerID, serviceType: ServiceType = .ferry, port: UInt16,
+    discoveryInfo: [String: String] = [:]
+  ) throws(DiscoveryError) {
+    self.peer = peer
+    self.serviceType = serviceType
+    self.port = port
+    do {
+      self.discoveryInfo = try DiscoveryInfo(fingerprint: peer.fingerprint, values: discoveryInfo)
+    } catch {
+      throw .invalidDiscoveryInfo(error)
+    }
+    (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+  }
+
+  deinit {
+    stop()
+  }
+
+  /// The name the service is published under now (after any rename), or nil before it is
+  /// established.
+  public var publishedName: String? {
+    state.withLock { $0.publishedName }
+  }
+
+  /// Connects to avahi-daemon, publishes the service and waits until it is established on the
+  /// network (typically under a second: Avahi probes the name first).
+  ///
+  /// - Returns: The published instance name, which differs from the display name after a
+  ///   collision.
+  /// - Throws: ``DiscoveryError/discoveryUnavailable(reason:)`` when avahi-daemon or the system
+  ///   bus is not running; ``DiscoveryError/registrationFailed(reason:)`` when the daemon refuses
+  ///   the service; ``DiscoveryError/stopped`` when ``stop()`` is called (or the task is
+  ///   cancelled) before the service is established or when called twice.
+  public func start() async throws(DiscoveryError) -> String {
+    do {
+      return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { waiter in
+          do {
+            try begin(waiter: waiter)
+          } catch {
+            waiter.resume(throwing: error)
+          }
+        }
+      } onCancel: {
+        stop()
+      }
+    } catch let error as DiscoveryError {
+      throw error
+    } catch {
+      throw .stopped
+    }
+  }
+
+  /// Withdraws the service (peers see it removed within about a second) and disconnects from
+  /// avahi-daemon. Idempotent.
+  public func stop() {
+    let (connection, publication, waiter) = state.withLock { state in
+      state.stopped = true
+      defer {
+        state.connection = nil
+        state.publication = nil
+        state.waiter = nil
+      }
+      return (state.connection, state.publication, state.waiter)
+    }
+    if let connection, let publication {
+      connection.withLock { _ in publication.withdraw() }
+      connection.close()
+    }
+    waiter?.resume(throwing: DiscoveryError.stopped)
+    continuation.finish()
+  }
+
+  private func begin(waiter: CheckedContinuation<String, any Error>) throws(DiscoveryError) {
+    let publication = AvahiPublication(
+      name: peer.displayName, type: serviceType.dnsSDType, port: port,
+      txt: discoveryInfo.encodedEntries
+    ) { [weak self] event in
+      self?.publicationReported(event)
+    }
+    try state.withLock { state throws(DiscoveryError) in
+      guard !state.stopped, state.publication == nil else { throw .stopped }
+      state.waiter = waiter
+      state.publication = publication
+    }
+    // Outside our mutex: Avahi callbacks take it, and the first one runs inside this call.
+    let connection: AvahiConnection
+    do {
+      connection = try AvahiConnection { event in publication.handle(event) }
+    } catch {
+      state.withLock { state in
+        state.waiter = nil
+        state.publication = nil
+      }
+      throw error
+    }
+    let stoppedMeanwhile = state.withLock { state in
+      if !state.stopped { state.connection = connection }
+      return state.stopped
+    }
+    if stoppedMeanwhile {
+      connection.close()
+    }
+  }
+
+  /// Runs on the poll thread.
+  private func publicationReported(_ event: AvahiPublication.Event) {
+    switch event {
+    case .established(let name):
+      let waiter = state.withLock { state in
+        state.publishedName = name
+        defer { state.waiter = nil }
+        return state.waiter
+      }
+      waiter?.resume(returning: name)
+      continuation.yield(.published(name: name))
+    case .renamed(let old, let new):
+      continuation.yield(.renamed(from: old, to: new))
+    case .daemonLost(let reason):
+      state.withLock { $0.publishedName = nil }
+      continuation.yield(.daemonDisconnected(reason: reason))
+    case .failed(let reason):
+      let error = DiscoveryError.registrationFailed(reason: reason)
+      let waiter = state.withLock { state in
+        defer { state.waiter = nil }
+        return state.waiter
+      }
+      waiter?.resume(throwing: error)
+      continuation.yield(.failed(error))
+    }
+  }
+}
+
+/// What happens to an ``Advertiser``'s publication.
+public enum AdvertiserEvent: Hashable, Sendable {
+  /// The service is established on the network under `name` (again, after a daemon restart).
+  case published(name: String)
+  /// `from` was taken by another service; the advertiser now publishes as `to`.
+  case renamed(from: String, to: String)
+  /// avahi-daemon went away; the service comes back by itself when the daemon returns.
+  case daemonDisconnected(reason: String)
+  /// avahi-daemon refused the service.
+  case failed(DiscoveryError)
+}

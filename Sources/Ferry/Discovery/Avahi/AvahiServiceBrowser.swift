@@ -1,0 +1,191 @@
+import CAvahi
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Browses one service type through an ``AvahiConnection`` and resolves every instance it sees,
+/// keeping each resolver open so that address and TXT changes are reported too.
+///
+/// Poll-thread confined, like ``AvahiPublication``.
+final class AvahiServiceBrowser: @unchecked Sendable {
+  private let type: String
+  private let report: (BrowserEvent) -> Void
+  private let failed: (String) -> Void
+  private var aggregator: PeerAggregator
+  private var browser: OpaquePointer?
+  private var resolvers: [PeerAggregator.InstanceKey: OpaquePointer] = [:]
+  private var stopped = false
+
+  init(
+    serviceType: ServiceType, report: @escaping (BrowserEvent) -> Void,
+    failed: @escaping (String) -> Void
+  ) {
+    self.type = serviceType.dnsSDType
+    self.aggregator = PeerAggregator(serviceType: serviceType)
+    self.report = report
+    self.failed = failed
+  }
+
+  /// The peers found so far (under the lock).
+  var peers: [DiscoveredPeer] { aggregator.peers }
+
+  /// Feeds a connection event to the browser.
+  func handle(_ event: AvahiConnectionEvent) {
+    guard !stopped else { return }
+    switch event {
+    case .running(let client):
+      guard browser == nil else { return }
+      browser = avahi_service_browser_new(
+        client, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(AVAHI_PROTO_UNSPEC), type, nil,
+        AvahiLookupFlags(0), serviceBrowserCallback, Unmanaged.passUnretained(self).toOpaque())
+      if browser == nil {
+        failed(avahiErrorMessage(avahi_client_errno(client)))
+      }
+    case .registering:
+      break
+    case .disconnected:
+      // The old client freed the browser and resolvers with itself.
+      browser = nil
+      resolvers = [:]
+      aggregator.removeAll().forEach(report)
+    }
+  }
+
+  /// Frees the browser and resolvers (under the lock).
+  func stop() {
+    stopped = true
+    for resolver in resolvers.values {
+      avahi_service_resolver_free(resolver)
+    }
+    resolvers = [:]
+    if let browser {
+      avahi_service_browser_free(browser)
+      self.browser = nil
+    }
+  }
+
+  fileprivate func browserEvent(
+    _ changed: OpaquePointer, event: AvahiBrowserEvent, interface: AvahiIfIndex,
+    protocol family: AvahiProtocol, name: UnsafePointer<CChar>?, domain: UnsafePointer<CChar>?
+  ) {
+    guard !stopped, changed == browser || browser == nil else { return }
+    switch event {
+    case AVAHI_BROWSER_NEW:
+      guard let name, let domain else { return }
+      let key = instanceKey(interface, family, name, domain)
+      guard resolvers[key] == nil else { return }
+      let client = avahi_service_browser_get_client(changed)
+      let resolver = avahi_service_resolver_new(
+        client, interface, family, name, type, domain, AvahiProtocol(AVAHI_PROTO_UNSPEC),
+        AvahiLookupFlags(0), serviceResolverCallback, Unmanaged.passUnretained(self).toOpaque())
+      if let resolver {
+        resolvers[key] = resolver
+      }
+    case AVAHI_BROWSER_REMOVE:
+      guard let name, let domain else { return }
+      let key = instanceKey(interface, family, name, domain)
+      if let resolver = resolvers.removeValue(forKey: key) {
+        avahi_service_resolver_free(resolver)
+      }
+      aggregator.removed(key).map(report)
+    case AVAHI_BROWSER_FAILURE:
+      failed(avahiErrorMessage(avahi_client_errno(avahi_service_browser_get_client(changed))))
+    default:  // ALL_FOR_NOW, CACHE_EXHAUSTED
+      break
+    }
+  }
+
+  fileprivate func resolverEvent(
+    _ resolver: OpaquePointer, event: AvahiResolverEvent, interface: AvahiIfIndex,
+    protocol family: AvahiProtocol, name: UnsafePointer<CChar>?, domain: UnsafePointer<CChar>?,
+    hostName: UnsafePointer<CChar>?, address: UnsafePointer<AvahiAddress>?, port: UInt16,
+    txt: UnsafeMutablePointer<AvahiStringList>?
+  ) {
+    guard !stopped, let name, let domain else { return }
+    let key = instanceKey(interface, family, name, domain)
+    guard resolvers[key] == resolver else { return }
+    switch event {
+    case AVAHI_RESOLVER_FOUND:
+      guard let address, let resolved = discoveredAddress(address, interface: interface) else {
+        return
+      }
+      let resolution = PeerAggregator.Resolution(
+        hostName: hostName.map { String(cString: $0) } ?? "", port: port, address: resolved,
+        txt: txtEntries(txt))
+      aggregator.resolved(key, resolution).map(report)
+    default:
+      // Resolution timed out (the host does not answer). Drop the resolver; the instance
+      // counts as unresolved, so it is never reported.
+      resolvers.removeValue(forKey: key)
+      avahi_service_resolver_free(resolver)
+    }
+  }
+}
+
+private func instanceKey(
+  _ interface: AvahiIfIndex, _ family: AvahiProtocol, _ name: UnsafePointer<CChar>,
+  _ domain: UnsafePointer<CChar>
+) -> PeerAggregator.InstanceKey {
+  PeerAggregator.InstanceKey(
+    interfaceIndex: interface, protocolFamily: family, name: String(cString: name),
+    domain: String(cString: domain))
+}
+
+private func interfaceName(_ index: AvahiIfIndex) -> String {
+  var buffer = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+  guard index > 0, if_indextoname(UInt32(index), &buffer) != nil else { return "if\(index)" }
+  return decodeCString(buffer)
+}
+
+private func discoveredAddress(
+  _ address: UnsafePointer<AvahiAddress>, interface: AvahiIfIndex
+) -> DiscoveredAddress? {
+  var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
+  guard avahi_address_snprint(&buffer, buffer.count, address) != nil else { return nil }
+  let text = decodeCString(buffer)
+  let ifName = interfaceName(interface)
+  if address.pointee.proto == AvahiProtocol(AVAHI_PROTO_INET6) {
+    let isLinkLocal = text.lowercased().hasPrefix("fe80:")
+    return DiscoveredAddress(
+      family: .ipv6, ip: isLinkLocal ? "\(text)%\(ifName)" : text, interface: ifName)
+  }
+  return DiscoveredAddress(family: .ipv4, ip: text, interface: ifName)
+}
+
+private func txtEntries(_ list: UnsafeMutablePointer<AvahiStringList>?) -> [[UInt8]] {
+  var entries: [[UInt8]] = []
+  var node = list
+  while let current = node {
+    let size = Int(avahi_string_list_get_size(current))
+    if let text = avahi_string_list_get_text(current) {
+      entries.append(Array(UnsafeBufferPointer(start: text, count: size)))
+    }
+    node = avahi_string_list_get_next(current)
+  }
+  // Avahi keeps the list in reverse order of addition.
+  return entries.reversed()
+}
+
+private let serviceBrowserCallback: AvahiServiceBrowserCallback = {
+  browser, interface, family, event, name, _, domain, _, userdata in
+  guard let browser, let userdata else { return }
+  Unmanaged<AvahiServiceBrowser>.fromOpaque(userdata).takeUnretainedValue()
+    .browserEvent(
+      browser, event: event, interface: interface, protocol: family, name: name, domain: domain)
+}
+
+private let serviceResolverCallback: AvahiServiceResolverCallback = {
+  resolver, interface, family, event, name, _, domain, hostName, address, port, txt, _,
+  userdata in
+  guard let resolver, let userdata else { return }
+  Unmanaged<AvahiServiceBrowser>.fromOpaque(userdata).takeUnretainedValue()
+    .resolverEvent(
+      resolver, event: event, interface: interface, protocol: family, name: name,
+      domain: domain, hostName: hostName, address: address, port: port, txt: txt)
+}
+
+/// The text before the first NUL of a C buffer.
+private func decodeCString(_ buffer: [CChar]) -> String {
+  String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}

@@ -1,0 +1,37 @@
+/// Errors from advertising and browsing.
+public enum DiscoveryError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// avahi-daemon (or the D-Bus system bus it is reached through) is not running. `reason` is
+  /// Avahi's own words. The description says how to start it and that direct addressing works
+  /// without it.
+  case discoveryUnavailable(reason: String)
+  /// The discovery info cannot be published.
+  case invalidDiscoveryInfo(TXTRecordError)
+  /// avahi-daemon refused or dropped the registration (after it was reachable).
+  case registrationFailed(reason: String)
+  /// avahi-daemon could not browse or resolve.
+  case browsingFailed(reason: String)
+  /// The advertiser was stopped before its service was published.
+  case stopped
+
+  /// A message for users, with the remedy where there is one.
+  public var description: String {
+    switch self {
+    case .discoveryUnavailable(let reason):
+      return """
+        mDNS discovery is unavailable: cannot reach avahi-daemon (\(reason)).
+        Start it with 'sudo systemctl start avahi-daemon' (or 'sudo service avahi-daemon start'; \
+        install it with 'sudo apt install avahi-daemon'); it needs the D-Bus system bus.
+        Without discovery, connect directly: ferry send --address HOST:PORT, with the port \
+        'ferry receive --port N' listens on.
+        """
+    case .invalidDiscoveryInfo(let error):
+      return error.description
+    case .registrationFailed(let reason):
+      return "avahi-daemon could not publish the service: \(reason)"
+    case .browsingFailed(let reason):
+      return "avahi-daemon could not browse: \(reason)"
+    case .stopped:
+      return "the advertiser was stopped before its service was published"
+    }
+  }
+}

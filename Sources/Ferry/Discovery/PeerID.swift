@@ -1,0 +1,74 @@
+/// A peer as users and the protocol know it: a display name chosen by its owner and the
+/// fingerprint of its identity certificate.
+///
+/// The display name is what people read; the fingerprint is the real key. Two peers with the same
+/// name and different fingerprints are different peers (and, for a known name, a warning sign).
+public struct PeerID: Hashable, Sendable, CustomStringConvertible {
+  /// The longest display name in UTF-8 bytes: one DNS label, since the name is also the mDNS
+  /// service instance name.
+  public static let maximumDisplayNameBytes = 63
+
+  /// The name shown to users, 1–63 UTF-8 bytes.
+  public let displayName: String
+
+  /// The SHA-256 fingerprint of the peer's certificate.
+  public let fingerprint: Fingerprint
+
+  /// Creates a peer identity.
+  ///
+  /// - Parameters:
+  ///   - displayName: 1–63 bytes of UTF-8 with no control characters.
+  ///   - fingerprint: The identity's certificate fingerprint.
+  /// - Throws: ``PeerIDError`` when the display name is empty, too long or holds a control
+  ///   character.
+  public init(displayName: String, fingerprint: Fingerprint) throws(PeerIDError) {
+    try Self.validate(displayName: displayName)
+    self.displayName = displayName
+    self.fingerprint = fingerprint
+  }
+
+  /// Checks a display name without building a peer.
+  ///
+  /// - Throws: ``PeerIDError`` as ``init(displayName:fingerprint:)`` does.
+  public static func validate(displayName: String) throws(PeerIDError) {
+    let byteCount = displayName.utf8.count
+    if byteCount == 0 {
+      throw .emptyDisplayName
+    }
+    if byteCount > maximumDisplayNameBytes {
+      throw .displayNameTooLong(escaped(displayName), byteCount: byteCount)
+    }
+    if displayName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+      throw .controlCharacterInDisplayName(escaped(displayName))
+    }
+  }
+
+  /// The display name followed by the short fingerprint, e.g. `alice [9F2C 41AB 0C3D 7E11]`.
+  public var description: String {
+    "\(displayName) [\(fingerprint.shortDescription)]"
+  }
+}
+
+/// Why a display name cannot name a peer.
+public enum PeerIDError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// The display name is empty.
+  case emptyDisplayName
+  /// The display name is longer than 63 UTF-8 bytes. The name is given escaped.
+  case displayNameTooLong(String, byteCount: Int)
+  /// The display name holds a control character (newline, tab, NUL, …). The name is given escaped.
+  case controlCharacterInDisplayName(String)
+
+  /// A one-line explanation naming the rule.
+  public var description: String {
+    switch self {
+    case .emptyDisplayName:
+      return "invalid display name: it is empty; it needs 1 to 63 bytes of UTF-8"
+    case .displayNameTooLong(let name, let count):
+      return
+        "invalid display name \"\(name)\": it is \(count) bytes of UTF-8; the limit is "
+        + "\(PeerID.maximumDisplayNameBytes) (one DNS label)"
+    case .controlCharacterInDisplayName(let name):
+      return "invalid display name \"\(name)\": control characters are not allowed"
+    }
+  }
+}

@@ -1,0 +1,112 @@
+import ArgumentParser
+import Ferry
+
+/// `ferry browse`: lists peers as they appear and disappear.
+struct BrowseCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "browse",
+    abstract: "List Ferry peers on the local network as they come and go.",
+    discussion: """
+      Each peer is printed when it is found ('+'), when its addresses or records change ('~') \
+      and when it leaves ('-'). Without --timeout, browsing goes on until Ctrl-C (exit 130).
+      With --timeout, ferry exits 0 if it found at least one peer and 3 if it found none.
+
+      Examples:
+        ferry browse
+        ferry browse --timeout 3 --json | jq -r 'select(.event == "peer-found") | .name'
+        ferry browse --service my-app
+      """)
+
+  @Option(help: "The DNS-SD service type to browse (RFC 6335 name, e.g. 'ferry' or '_ferry._tcp').")
+  var service: String = ServiceType.ferry.name
+
+  @Option(help: "Stop after this many seconds.")
+  var timeout: Double?
+
+  @Flag(help: "Write one JSON object per line to stdout (peer-found, peer-updated, peer-lost).")
+  var json = false
+
+  func validate() throws {
+    if let timeout, !(timeout > 0) {
+      throw ValidationError("--timeout must be a positive number of seconds")
+    }
+  }
+
+  func run() async throws {
+    let output = EventWriter(json: json)
+    let serviceType = try parseServiceType(service)
+    let browser: Browser
+    do {
+      browser = try Browser(serviceType: serviceType)
+    } catch {
+      throw cliFailure(error)
+    }
+    Interrupts.onInterrupt { browser.stop() }
+    if let timeout {
+      Task {
+        try? await Task.sleep(for: .seconds(timeout))
+        browser.stop()
+      }
+    }
+    var foundAny = false
+    do {
+      for try await event in browser.events {
+        switch event {
+        case .found(let peer):
+          foundAny = true
+          output.event("peer-found", peerFields(peer))
+          if !json { output.say("+ \(humanLine(peer))") }
+        case .updated(let peer):
+          output.event("peer-updated", peerFields(peer))
+          if !json { output.say("~ \(humanLine(peer))") }
+        case .lost(let peer):
+          output.event("peer-lost", peerFields(peer))
+          if !json { output.say("- \(peer.peerID?.description ?? peer.name)") }
+        }
+      }
+    } catch let error as DiscoveryError {
+      throw cliFailure(error)
+    }
+    if timeout != nil && !foundAny {
+      throw CLIFailure(
+        status: .noPeer,
+        message: "no peer of \(serviceType) found within \(timeout!.formatted()) s",
+        code: "no-peer")
+    }
+  }
+
+  private func humanLine(_ peer: DiscoveredPeer) -> String {
+    let who = peer.peerID?.description ?? "\(peer.name) [not a Ferry peer: no fingerprint]"
+    let addresses = peer.addresses.map {
+      "\($0.hostPortString(port: peer.port)) on \($0.interface)"
+    }
+    return "\(who)  \(addresses.joined(separator: ", "))  (\(peer.hostName))"
+  }
+}
+
+/// The JSON fields describing a discovered peer, shared by the peer-* events.
+func peerFields(_ peer: DiscoveredPeer) -> [(String, JSONValue)] {
+  [
+    ("name", .string(peer.name)),
+    ("fingerprint", peer.info.fingerprint.map { .string($0.hexString) } ?? .null),
+    ("protocol_version", peer.info.protocolVersion.map { .int($0) } ?? .null),
+    ("service", .string(peer.serviceType.dnsSDType)),
+    ("domain", .string(peer.domain)),
+    ("host", .string(peer.hostName)),
+    ("port", .int(Int(peer.port))),
+    (
+      "addresses",
+      .array(
+        peer.addresses.map {
+          .object([
+            ("ip", .string($0.ip)), ("family", .string($0.family.rawValue)),
+            ("interface", .string($0.interface)),
+          ])
+        })
+    ),
+    (
+      "txt",
+      .object(peer.info.values.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })
+    ),
+  ]
+}

@@ -1,0 +1,43 @@
+import Foundation
+
+/// Writes what a command has to say: NDJSON events on stdout with `--json`, human lines
+/// otherwise. Human messages never reach stdout in JSON mode; errors always go to stderr too.
+struct EventWriter: Sendable {
+  /// Whether `--json` was given.
+  let json: Bool
+
+  /// Emits one JSON event: `{"event":NAME,"timestamp":ISO-8601,...fields}` (JSON mode only).
+  func event(_ name: String, _ fields: [(String, JSONValue)] = []) {
+    guard json else { return }
+    let object = JSONValue.object(
+      [("event", .string(name)), ("timestamp", .string(Self.timestamp()))] + fields)
+    StandardStream.output.write(object.serialized + "\n")
+  }
+
+  /// A line for people: stdout normally, stderr in JSON mode so that stdout stays NDJSON.
+  func say(_ line: String) {
+    (json ? StandardStream.error : .output).write(line + "\n")
+  }
+
+  /// A status line for people that is never part of the command's data: always stderr.
+  func note(_ line: String) {
+    StandardStream.error.write(line + "\n")
+  }
+
+  /// Reports a failure: an `error` event in JSON mode, and `ferry: error: …` on stderr always.
+  func failure(_ failure: CLIFailure) {
+    event(
+      "error",
+      [
+        ("code", .string(failure.code)), ("exit", .int(Int(failure.status.rawValue))),
+        ("message", .string(failure.message)),
+      ])
+    StandardStream.error.write("ferry: error: \(failure.message)\n")
+  }
+
+  /// ISO 8601 UTC with milliseconds, e.g. `2026-11-21T12:00:00.123Z`.
+  static func timestamp(_ date: Date = Date()) -> String {
+    date.formatted(
+      Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+  }
+}

@@ -1,0 +1,67 @@
+/// A JSON value, serialized compactly with keys in a fixed order so NDJSON lines are stable.
+enum JSONValue: Sendable, Equatable {
+  case string(String)
+  case int(Int)
+  case double(Double)
+  case bool(Bool)
+  case null
+  case array([JSONValue])
+  /// Keys are written in the order given.
+  case object([(String, JSONValue)])
+
+  static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    lhs.serialized == rhs.serialized
+  }
+
+  /// The compact JSON text.
+  var serialized: String {
+    var out = ""
+    write(to: &out)
+    return out
+  }
+
+  private func write(to out: inout String) {
+    switch self {
+    case .string(let string): writeString(string, to: &out)
+    case .int(let value): out += String(value)
+    case .double(let value): out += value.isFinite ? String(value) : "null"
+    case .bool(let value): out += value ? "true" : "false"
+    case .null: out += "null"
+    case .array(let values):
+      out += "["
+      for (index, value) in values.enumerated() {
+        if index > 0 { out += "," }
+        value.write(to: &out)
+      }
+      out += "]"
+    case .object(let members):
+      out += "{"
+      for (index, (key, value)) in members.enumerated() {
+        if index > 0 { out += "," }
+        writeString(key, to: &out)
+        out += ":"
+        value.write(to: &out)
+      }
+      out += "}"
+    }
+  }
+
+  private func writeString(_ string: String, to out: inout String) {
+    out += "\""
+    for scalar in string.unicodeScalars {
+      switch scalar {
+      case "\"": out += "\\\""
+      case "\\": out += "\\\\"
+      case "\n": out += "\\n"
+      case "\r": out += "\\r"
+      case "\t": out += "\\t"
+      case _
+      where scalar.value < 0x20 || scalar.value == 0x7F || (0x2028...0x2029).contains(scalar.value):
+        let hex = String(scalar.value, radix: 16)
+        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+      default: out.unicodeScalars.append(scalar)
+      }
+    }
+    out += "\""
+  }
+}

@@ -1,0 +1,31 @@
+/// The exit codes of the `ferry` CLI, as the product brief specifies them.
+enum ExitStatus: Int32, Sendable {
+  /// Everything asked for was done.
+  case success = 0
+  /// Some transfer failed.
+  case transferFailed = 1
+  /// Usage error or invalid input.
+  case usage = 2
+  /// No peer found, peer unreachable, or timed out.
+  case noPeer = 3
+  /// The receiver declined.
+  case declined = 4
+  /// Authentication or verification failure.
+  case authentication = 5
+  /// Discovery unavailable (no avahi-daemon).
+  case discoveryUnavailable = 6
+  /// Interrupted (SIGINT).
+  case interrupted = 130
+}
+
+/// An error that ends the command with a message on stderr and a given exit status.
+struct CLIFailure: Error, CustomStringConvertible {
+  /// The exit status.
+  let status: ExitStatus
+  /// The message, printed after `ferry: error: `.
+  let message: String
+  /// The stable code used in JSON `error` events.
+  let code: String
+
+  var description: String { message }
+}
