@@ -47,6 +47,6 @@ enum FerryMain {
         status = code == .validationFailure ? ExitStatus.usage.rawValue : code.rawValue
       }
     }
-    exit(status)
+    exit(Interrupts.wasInterrupted ? ExitStatus.interrupted.rawValue : status)
   }
 }

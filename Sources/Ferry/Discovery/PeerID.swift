@@ -36,10 +36,10 @@ public struct PeerID: Hashable, Sendable, CustomStringConvertible {
       throw .emptyDisplayName
     }
     if byteCount > maximumDisplayNameBytes {
-      throw .displayNameTooLong(escaped(displayName), byteCount: byteCount)
+      throw .displayNameTooLong(escaped(displayName, keepingUnicode: true), byteCount: byteCount)
     }
     if displayName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-      throw .controlCharacterInDisplayName(escaped(displayName))
+      throw .controlCharacterInDisplayName(escaped(displayName, keepingUnicode: true))
     }
   }
 

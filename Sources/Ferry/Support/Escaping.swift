@@ -1,9 +1,11 @@
-/// Returns `string` with every non-ASCII or control scalar written as `\u{XXXX}`, so that messages
-/// that quote untrusted input stay on one printable line.
-func escaped(_ string: String) -> String {
+/// Returns `string` with every control scalar — and, unless `keepingUnicode`, every non-ASCII
+/// scalar — written as `\u{XXXX}`, and with `\` and `"` backslash-escaped, so that messages that
+/// quote untrusted input stay on one printable line.
+func escaped(_ string: String, keepingUnicode: Bool = false) -> String {
   var out = ""
   for scalar in string.unicodeScalars {
-    if scalar.isASCII && scalar.value >= 0x20 && scalar.value != 0x7F {
+    let isControl = scalar.properties.generalCategory == .control
+    if !isControl && (scalar.isASCII || keepingUnicode) {
       if scalar == "\\" || scalar == "\"" {
         out.append("\\")
       }

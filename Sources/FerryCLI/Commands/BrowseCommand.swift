@@ -17,7 +17,9 @@ struct BrowseCommand: AsyncParsableCommand {
         ferry browse --service my-app
       """)
 
-  @Option(help: "The DNS-SD service type to browse (RFC 6335 name, e.g. 'ferry' or '_ferry._tcp').")
+  @Option(
+    parsing: .unconditional,
+    help: "The DNS-SD service type to browse (RFC 6335 name, e.g. 'ferry' or '_ferry._tcp').")
   var service: String = ServiceType.ferry.name
 
   @Option(help: "Stop after this many seconds.")

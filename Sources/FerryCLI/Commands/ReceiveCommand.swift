@@ -24,7 +24,9 @@ struct ReceiveCommand: AsyncParsableCommand {
   @Option(help: "The name senders see (1-63 bytes of UTF-8). Default: this machine's host name.")
   var name: String?
 
-  @Option(help: "The DNS-SD service type to publish (RFC 6335 name).")
+  @Option(
+    parsing: .unconditional,
+    help: "The DNS-SD service type to publish (RFC 6335 name).")
   var service: String = ServiceType.ferry.name
 
   @Option(help: "The TCP port to listen on (default: any free port).")
@@ -73,9 +75,13 @@ struct ReceiveCommand: AsyncParsableCommand {
     output.say(
       "Advertising as '\(published)' [\(peer.fingerprint.shortDescription)] on "
         + "\(serviceType), port \(reservation.port). Press Ctrl-C to stop.")
+    // Renames before the first `.published` are already in `published` and reported above.
+    var initialRegistration = true
     for await event in advertiser.events {
       switch event {
       case .published:
+        initialRegistration = false
+      case .renamed where initialRegistration:
         break
       case .renamed(let from, let to):
         output.event("renamed", [("from", .string(from)), ("to", .string(to))])

@@ -1,10 +1,16 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// Turns SIGINT and SIGTERM into an orderly exit: the cleanup runs (withdrawing mDNS records,
-/// cancelling transfers), then the process exits 130 — never 0.
+/// cancelling transfers), then the process exits 130 — never 0, even if the cleanup lets the
+/// command's main path finish first (``FerryMain`` checks ``wasInterrupted``).
 enum Interrupts {
+  private static let interrupted = Atomic<Bool>(false)
   nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
+
+  /// Whether SIGINT or SIGTERM arrived.
+  static var wasInterrupted: Bool { interrupted.load(ordering: .acquiring) }
 
   /// Installs the handler; call once, early, from the main task.
   static func onInterrupt(_ cleanup: @escaping @Sendable () -> Void) {
@@ -12,6 +18,7 @@ enum Interrupts {
       signal(signalNumber, SIG_IGN)
       let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
       source.setEventHandler {
+        guard !interrupted.exchange(true, ordering: .acquiringAndReleasing) else { return }
         cleanup()
         exit(ExitStatus.interrupted.rawValue)
       }

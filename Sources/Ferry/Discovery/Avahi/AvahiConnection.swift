@@ -54,14 +54,13 @@ final class AvahiConnection: @unchecked Sendable {
     let client = avahi_client_new(
       avahi_threaded_poll_get(poll), AvahiClientFlags(0), clientCallback,
       Unmanaged.passUnretained(context).toOpaque(), &error)
+    // On the failure paths below, `deinit` runs (every stored property is set by now) and its
+    // close() frees what was made; freeing here too would free twice.
     guard let client else {
-      avahi_threaded_poll_free(poll)
       throw .discoveryUnavailable(reason: avahiErrorMessage(error))
     }
     self.client = client
     guard avahi_threaded_poll_start(poll) == 0 else {
-      avahi_client_free(client)
-      avahi_threaded_poll_free(poll)
       throw .discoveryUnavailable(reason: "cannot start the Avahi poll thread")
     }
   }

@@ -1,0 +1,141 @@
+import Ferry
+import Foundation
+import Testing
+
+/// The built `ferry` binary, run as a user would: exit codes, stderr messages, JSON lines.
+@Suite("ferry CLI")
+struct CLITests {
+  @Test(
+    "an invalid --service exits 2 with the rule on stderr",
+    arguments: [
+      (["browse", "--service", "my_app"], "'_' is not allowed"),
+      (["browse", "--service", "abcdefghijklmnop"], "at most 15"),
+      (["browse", "--service", ""], "1 to 15 characters"),
+      (["browse", "--service", "-x"], "hyphen at the start"),
+      (["receive", "--service", "a--b"], "next to each other"),
+      (["receive", "--service", "日本"], "\\u{65E5}"),
+    ])
+  func invalidServiceType(arguments: [String], message: String) async throws {
+    let result = try await run(Harness.ferryBinary, arguments)
+    #expect(result.status == 2)
+    #expect(result.stderr.contains(message), "stderr: \(result.stderr)")
+    #expect(result.stderr.contains("RFC 6335"))
+    #expect(result.stdout.isEmpty)
+  }
+
+  @Test("usage errors exit 2, not ArgumentParser's 64")
+  func usageErrors() async throws {
+    #expect(try await run(Harness.ferryBinary, ["browse", "--no-such-flag"]).status == 2)
+    #expect(try await run(Harness.ferryBinary, ["browse", "--timeout", "-1"]).status == 2)
+    #expect(try await run(Harness.ferryBinary, ["no-such-command"]).status == 2)
+  }
+
+  @Test("--version, --help with examples, and completion scripts exit 0")
+  func helpAndVersion() async throws {
+    let version = try await run(Harness.ferryBinary, ["--version"])
+    #expect(version.status == 0)
+    #expect(version.stdout.contains("0."))
+    let help = try await run(Harness.ferryBinary, ["browse", "--help"])
+    #expect(help.status == 0)
+    #expect(help.stdout.contains("Examples:"))
+    #expect(help.stdout.contains("--timeout"))
+    for shell in ["bash", "zsh", "fish"] {
+      let completion = try await run(Harness.ferryBinary, ["--generate-completion-script", shell])
+      #expect(completion.status == 0)
+      #expect(completion.stdout.contains("browse"))
+    }
+  }
+
+  @Test("with no system bus at all, browse exits 6 and says how to start avahi-daemon")
+  func noBus() async throws {
+    let environment = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
+    let human = try await run(Harness.ferryBinary, ["browse"], environment: environment)
+    #expect(human.status == 6)
+    #expect(human.stderr.contains("avahi-daemon"))
+    #expect(human.stderr.contains("--address"))
+    #expect(human.stdout.isEmpty)
+
+    let json = try await run(Harness.ferryBinary, ["browse", "--json"], environment: environment)
+    #expect(json.status == 6)
+    let event = try #require(
+      jsonObject(json.stdout.split(separator: "\n").last.map(String.init) ?? ""))
+    #expect(event["event"] as? String == "error")
+    #expect(event["code"] as? String == "discovery-unavailable")
+    #expect(event["exit"] as? Int == 6)
+    #expect(event["timestamp"] is String)
+  }
+
+  @Test(
+    "on a bus without avahi-daemon, browse and receive exit 6",
+    .enabled(if: Harness.noDaemonBus != nil, "needs scripts/harness/local.sh (run scripts/test)"))
+  func noDaemon() async throws {
+    let environment = ["DBUS_SYSTEM_BUS_ADDRESS": Harness.noDaemonBus!]
+    for command in [["browse"], ["receive", "--name", "x"]] {
+      let result = try await run(Harness.ferryBinary, command, environment: environment)
+      #expect(result.status == 6, "\(command): \(result.stderr)")
+      #expect(result.stderr.contains("Daemon not running"))
+      #expect(result.stderr.contains("avahi-daemon"))
+    }
+  }
+}
+
+/// The CLI against the loopback avahi-daemon.
+@Suite("ferry CLI with avahi-daemon", .needsLocalAvahi)
+struct CLILocalAvahiTests {
+  @Test("browse --timeout exits 3 when no peer is found")
+  func nothingFound() async throws {
+    let type = Harness.uniqueServiceType()
+    let result = try await run(
+      Harness.ferryBinary, ["browse", "--service", type, "--timeout", "1"])
+    #expect(result.status == 3)
+    #expect(result.stderr.contains("no peer"))
+  }
+
+  @Test("receive is found by browse --json; SIGINT withdraws it and exits 130")
+  func receiveAndBrowse() async throws {
+    let type = Harness.uniqueServiceType()
+    let name = "cli peer \(Int.random(in: 1000...9999))"
+    let receiver = try ChildProcess.ferry(["receive", "--service", type, "--name", name, "--json"])
+    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let announced = try #require(advertising.flatMap { jsonObject($0.text) }, "\(receiver.stderr)")
+    let fingerprint = try #require(announced["fingerprint"] as? String)
+    let port = try #require(announced["port"] as? Int)
+
+    let browser = try ChildProcess.ferry(["browse", "--service", type, "--json"])
+    let foundLine = await browser.waitForLine { $0.contains("peer-found") }
+    let found = try #require(foundLine.flatMap { jsonObject($0.text) }, "\(browser.stderr)")
+    #expect(found["name"] as? String == name)
+    #expect(found["fingerprint"] as? String == fingerprint)
+    #expect(found["port"] as? Int == port)
+    #expect(found["service"] as? String == "_\(type)._tcp")
+    let addresses = try #require(found["addresses"] as? [[String: Any]])
+    #expect(
+      addresses.contains {
+        $0["ip"] as? String == "127.0.0.1" && $0["interface"] as? String == "lo"
+      })
+
+    receiver.signal(SIGINT)
+    #expect(await receiver.waitForExit() == 130)
+    let lostLine = await browser.waitForLine { $0.contains("peer-lost") }
+    #expect(lostLine.flatMap { jsonObject($0.text) }?["name"] as? String == name)
+
+    browser.signal(SIGINT)
+    #expect(await browser.waitForExit() == 130)
+    for line in browser.stdoutLines {
+      #expect(jsonObject(line.text) != nil, "not JSON: \(line.text)")
+    }
+  }
+
+  @Test("browse prints human lines with + and -")
+  func humanOutput() async throws {
+    let type = Harness.uniqueServiceType()
+    let receiver = try ChildProcess.ferry(["receive", "--service", type, "--name", "human"])
+    defer { receiver.signal(SIGKILL) }
+    _ = await receiver.waitForLine { $0.contains("Advertising as") }
+    let result = try await run(
+      Harness.ferryBinary, ["browse", "--service", type, "--timeout", "3"])
+    #expect(result.status == 0)
+    #expect(result.stdout.contains("+ human ["))
+    #expect(result.stdout.contains("127.0.0.1:"))
+  }
+}

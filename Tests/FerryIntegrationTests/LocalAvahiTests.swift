@@ -1,0 +1,145 @@
+import Ferry
+import Foundation
+import Testing
+
+/// Advertiser and Browser against a real avahi-daemon (loopback only), checked with Avahi's own
+/// clients. Serialized: one test restarts the daemon.
+@Suite("Discovery against a real avahi-daemon", .needsLocalAvahi, .serialized)
+struct LocalAvahiTests {
+  @Test("an Advertiser is seen by avahi-browse with its TXT records, and gone after stop()")
+  func advertiserSeenByAvahiBrowse() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let peer = testPeer("adv")
+    let advertiser = try Advertiser(
+      peer: peer, serviceType: type, port: 4321, discoveryInfo: ["path": "a=b", "role": "test"])
+    let name = try await advertiser.start()
+    #expect(name == peer.displayName)
+    #expect(advertiser.publishedName == name)
+
+    let lines = try await avahiBrowse(type).filter { $0[3] == name }
+    #expect(!lines.isEmpty, "avahi-browse did not resolve \(name)")
+    for fields in lines {
+      #expect(fields[2] == "IPv4")
+      #expect(fields[7] == "127.0.0.1")
+      #expect(fields[8] == "4321")
+      let txt = fields[9]
+      #expect(txt.contains("\"v=\(FerryProtocol.version)\""))
+      #expect(txt.contains("\"fp=\(peer.fingerprint.hexString)\""))
+      #expect(txt.contains("\"path=a=b\""))
+      #expect(txt.contains("\"role=test\""))
+    }
+
+    let stoppedAt = ContinuousClock.now
+    advertiser.stop()
+    let after = try await avahiBrowse(type, until: { !$0.contains { $0[3] == name } })
+    #expect(!after.contains { $0[3] == name }, "still published after stop(): \(after)")
+    print("avahi-browse no longer lists \(name) \(seconds(.now - stoppedAt)) s after stop()")
+  }
+
+  @Test("the Browser finds a service published by avahi-publish-service and loses it on exit")
+  func browserFindsForeignPublisher() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let browser = try Browser(serviceType: type)
+    defer { browser.stop() }
+    let events = EventRecorder(browser.events)
+    let fingerprint = randomFingerprint()
+    let name = "avahi pub \(Int.random(in: 1000...9999))"
+    let publisher = try ChildProcess(
+      "/usr/bin/avahi-publish-service",
+      ["-s", name, type.dnsSDType, "4242", "v=1", "fp=\(fingerprint.hexString)", "k=v=w", "ü=ö"])
+    let foreign = try ChildProcess(
+      "/usr/bin/avahi-publish-service", ["-s", "not ferry", type.dnsSDType, "631", "rp=queue"])
+    defer { foreign.signal(SIGKILL) }
+
+    let found = await events.first { $0.isFound(name) }
+    try #require(found != nil, "Browser never found \(name); events: \(events.all.map(\.element))")
+    let peer = found!.record.element.peer
+    #expect(peer.port == 4242)
+    #expect(
+      peer.addresses.contains(DiscoveredAddress(family: .ipv4, ip: "127.0.0.1", interface: "lo")))
+    #expect(peer.peerID?.fingerprint == fingerprint)
+    #expect(peer.peerID?.displayName == name)
+    #expect(peer.info.protocolVersion == 1)
+    #expect(peer.info.values["k"] == "v=w")
+    #expect(peer.info.values["ü"] == "ö")
+    #expect(peer.hostName == "ferry-local.local")
+
+    let other = await events.first { $0.isFound("not ferry") }
+    #expect(other?.record.element.peer.peerID == nil)
+    #expect(other?.record.element.peer.info.values == ["rp": "queue"])
+    #expect(Set(browser.peers.map(\.name)) == [name, "not ferry"])
+
+    let stopAt = ContinuousClock.now
+    publisher.signal(SIGTERM)
+    _ = await publisher.waitForExit()
+    let lost = await events.first(after: found!.index) { $0.isLost(name) }
+    try #require(lost != nil, "Browser never reported \(name) lost")
+    print("lost \(seconds(lost!.record.time - stopAt)) s after avahi-publish-service exited")
+    #expect(lost!.record.time - stopAt < .seconds(10))
+    #expect(browser.peers.map(\.name) == ["not ferry"])
+  }
+
+  @Test("two Advertisers with the same name both appear, one renamed the Avahi way")
+  func collidingNames() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let peer = testPeer("twin")
+    let first = try Advertiser(peer: peer, serviceType: type, port: 1111)
+    let second = try Advertiser(peer: peer, serviceType: type, port: 2222)
+    defer {
+      first.stop()
+      second.stop()
+    }
+    let secondEvents = EventRecorder(second.events)
+    let firstName = try await first.start()
+    let secondName = try await second.start()
+    #expect(firstName == peer.displayName)
+    #expect(secondName == "\(peer.displayName) #2")
+    let renamed = await secondEvents.first {
+      $0 == .renamed(from: peer.displayName, to: "\(peer.displayName) #2")
+    }
+    #expect(renamed != nil, "the rename was not reported: \(secondEvents.all.map(\.element))")
+
+    let lines = try await avahiBrowse(type, until: { $0.contains { $0[3] == secondName } })
+    #expect(lines.contains { $0[3] == firstName && $0[8] == "1111" })
+    #expect(lines.contains { $0[3] == secondName && $0[8] == "2222" }, "\(lines)")
+  }
+
+  @Test("after avahi-daemon restarts, the Advertiser re-registers and the Browser finds it again")
+  func daemonRestart() async throws {
+    let restart = try #require(Harness.restartAvahi)
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let peer = testPeer("restart")
+    let advertiser = try Advertiser(peer: peer, serviceType: type, port: 3333)
+    defer { advertiser.stop() }
+    let advertiserEvents = EventRecorder(advertiser.events)
+    let browser = try Browser(serviceType: type)
+    defer { browser.stop() }
+    let browserEvents = EventRecorder(browser.events)
+    _ = try await advertiser.start()
+    let found = await browserEvents.first { $0.isFound(peer.displayName) }
+    try #require(found != nil)
+
+    let result = try await run(restart, [])
+    try #require(result.status == 0, "restart failed: \(result.stderr)")
+
+    let disconnected = await advertiserEvents.first {
+      if case .daemonDisconnected = $0 { return true }
+      return false
+    }
+    #expect(disconnected != nil)
+    let republished = await advertiserEvents.first(
+      after: disconnected?.index ?? 0, timeout: .seconds(15)
+    ) {
+      $0 == .published(name: peer.displayName)
+    }
+    #expect(republished != nil, "not re-published: \(advertiserEvents.all.map(\.element))")
+    let lost = await browserEvents.first(after: found!.index) { $0.isLost(peer.displayName) }
+    #expect(lost != nil)
+    let refound = await browserEvents.first(after: lost?.index ?? 0, timeout: .seconds(15)) {
+      $0.isFound(peer.displayName)
+    }
+    #expect(refound != nil, "not found again: \(browserEvents.all.map(\.element))")
+    let lines = try await avahiBrowse(type, until: { $0.contains { $0[3] == peer.displayName } })
+    #expect(lines.contains { $0[3] == peer.displayName && $0[8] == "3333" })
+  }
+}

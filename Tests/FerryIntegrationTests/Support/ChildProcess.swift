@@ -1,0 +1,234 @@
+import Foundation
+import Synchronization
+
+/// A process started by a test, with its output collected line by line (with the time each line
+/// arrived) so that tests can wait for a line, measure latencies, and stop it by PID.
+///
+/// Spawned with posix_spawn rather than Foundation's `Process`: the child gets an empty signal
+/// mask and default dispositions (Swift's executor threads block SIGINT and SIGTERM, and a child
+/// would inherit that), and its pipes are close-on-exec so that they do not leak into siblings.
+final class ChildProcess: Sendable {
+  /// One line of output and when it was read.
+  struct Line: Sendable {
+    let text: String
+    let time: ContinuousClock.Instant
+  }
+
+  let arguments: [String]
+  let started: ContinuousClock.Instant
+  /// The PID.
+  let pid: pid_t
+  private let state = Mutex(State())
+
+  private struct State {
+    var stdout: [Line] = []
+    var stderr: [Line] = []
+    var stdoutClosed = false
+    var stderrClosed = false
+    var exitStatus: Int32?
+  }
+
+  /// Starts `executable` with `arguments`; `environment` entries are added to this process's.
+  /// Standard input is `stdin` (a file path) or /dev/null.
+  init(
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+    stdin: String = "/dev/null"
+  ) throws {
+    self.arguments = [executable] + arguments
+    let outPipe = try makePipe()
+    let errPipe = try makePipe()
+    let input = open(stdin, O_RDONLY | O_CLOEXEC)
+    guard input >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    defer {
+      close(input)
+      close(outPipe.write)
+      close(errPipe.write)
+    }
+
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, input, 0)
+    posix_spawn_file_actions_adddup2(&actions, outPipe.write, 1)
+    posix_spawn_file_actions_adddup2(&actions, errPipe.write, 2)
+
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var emptyMask = sigset_t()
+    sigemptyset(&emptyMask)
+    posix_spawnattr_setsigmask(&attributes, &emptyMask)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for signal in [SIGINT, SIGTERM, SIGPIPE, SIGHUP, SIGQUIT] { sigaddset(&defaults, signal) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+    let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+      argv.forEach { free($0) }
+      envp.forEach { free($0) }
+    }
+    var pid: pid_t = 0
+    let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    guard result == 0 else {
+      close(outPipe.read)
+      close(errPipe.read)
+      throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO)
+    }
+    self.pid = pid
+    self.started = .now
+    Self.pump(outPipe.read, into: self, isError: false)
+    Self.pump(errPipe.read, into: self, isError: true)
+  }
+
+  /// `ferry ARGS`, optionally inside a namespace host through the harness's `on` script.
+  static func ferry(
+    _ arguments: [String], on host: String? = nil, environment: [String: String] = [:]
+  ) throws -> ChildProcess {
+    if let host {
+      return try ChildProcess(
+        Harness.on!, [host, Harness.ferryBinary] + arguments, environment: environment)
+    }
+    return try ChildProcess(Harness.ferryBinary, arguments, environment: environment)
+  }
+
+  /// Lines of standard output so far.
+  var stdoutLines: [Line] { state.withLock { $0.stdout } }
+  /// Lines of standard error so far.
+  var stderrLines: [Line] { state.withLock { $0.stderr } }
+  /// Standard output so far, as text.
+  var stdout: String { stdoutLines.map { $0.text + "\n" }.joined() }
+  /// Standard error so far, as text.
+  var stderr: String { stderrLines.map { $0.text + "\n" }.joined() }
+
+  /// Waits until a stdout (or stderr) line satisfies `predicate`; returns it, or nil on timeout
+  /// or when the stream closed without one.
+  func waitForLine(
+    onStderr: Bool = false, timeout: Duration = .seconds(10), _ predicate: (String) -> Bool
+  ) async -> Line? {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+      let (lines, closed) = state.withLock {
+        onStderr ? ($0.stderr, $0.stderrClosed) : ($0.stdout, $0.stdoutClosed)
+      }
+      if let line = lines.first(where: { predicate($0.text) }) { return line }
+      if closed { return nil }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    return nil
+  }
+
+  /// Sends a signal to the process, unless it has been reaped.
+  func signal(_ number: Int32) {
+    if state.withLock({ $0.exitStatus == nil }) { kill(pid, number) }
+  }
+
+  /// Whether the process has not exited yet.
+  var isRunning: Bool { reap() == nil }
+
+  /// Waits for the process to exit and its output to be read; returns the exit status (128 + N
+  /// for a signal), or nil on timeout (the process is then killed).
+  func waitForExit(timeout: Duration = .seconds(30)) async -> Int32? {
+    let deadline = ContinuousClock.now + timeout
+    while reap() == nil {
+      guard ContinuousClock.now < deadline else {
+        kill(pid, SIGKILL)
+        return nil
+      }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    // A grandchild that inherited the pipes may keep them open, so this wait is bounded.
+    let drainDeadline = ContinuousClock.now + .seconds(2)
+    while !state.withLock({ $0.stdoutClosed && $0.stderrClosed })
+      && ContinuousClock.now < drainDeadline
+    {
+      try? await Task.sleep(for: .milliseconds(10))
+    }
+    return reap()
+  }
+
+  /// Stops the process if it still runs (SIGTERM, then SIGKILL).
+  func stop() async {
+    guard isRunning else { return }
+    signal(SIGTERM)
+    if await waitForExit(timeout: .seconds(5)) == nil {
+      kill(pid, SIGKILL)
+      _ = await waitForExit(timeout: .seconds(5))
+    }
+  }
+
+  /// Collects the exit status once the process has exited (non-blocking).
+  private func reap() -> Int32? {
+    state.withLock { state in
+      if let status = state.exitStatus { return status }
+      var status: Int32 = 0
+      guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
+      let signal = status & 0x7F
+      state.exitStatus = signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+      return state.exitStatus
+    }
+  }
+
+  private static func pump(_ fd: Int32, into child: ChildProcess, isError: Bool) {
+    let thread = Thread {
+      var pending: [UInt8] = []
+      var buffer = [UInt8](repeating: 0, count: 65536)
+      while true {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        if count <= 0 { break }
+        pending += buffer[0..<count]
+        while let newline = pending.firstIndex(of: 0x0A) {
+          let line = Line(text: String(decoding: pending[..<newline], as: UTF8.self), time: .now)
+          pending.removeSubrange(...newline)
+          child.state.withLock { isError ? $0.stderr.append(line) : $0.stdout.append(line) }
+        }
+      }
+      close(fd)
+      child.state.withLock { state in
+        if !pending.isEmpty {
+          let line = Line(text: String(decoding: pending, as: UTF8.self), time: .now)
+          if isError { state.stderr.append(line) } else { state.stdout.append(line) }
+        }
+        if isError { state.stderrClosed = true } else { state.stdoutClosed = true }
+      }
+    }
+    thread.start()
+  }
+}
+
+/// glibc's pipe2(2), which the Glibc module does not export.
+@_silgen_name("pipe2")
+private func systemPipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
+
+private func makePipe() throws -> (read: Int32, write: Int32) {
+  var fds: [Int32] = [0, 0]
+  guard systemPipe2(&fds, O_CLOEXEC) == 0 else {
+    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+  }
+  return (fds[0], fds[1])
+}
+
+/// Runs a command to completion and returns (status, stdout, stderr).
+func run(
+  _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+  timeout: Duration = .seconds(30)
+) async throws -> (status: Int32, stdout: String, stderr: String) {
+  let child = try ChildProcess(executable, arguments, environment: environment)
+  let status = await child.waitForExit(timeout: timeout) ?? -1
+  return (status, child.stdout, child.stderr)
+}
+
+/// Parses one NDJSON line into a dictionary, or nil when it is not a JSON object.
+func jsonObject(_ line: String) -> [String: Any]? {
+  guard let data = line.data(using: .utf8) else { return nil }
+  return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+}
+
+/// Seconds in a duration, for printing.
+func seconds(_ duration: Duration) -> Double {
+  Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+
+/// What scripts/harness/*.sh exported for this test process. Tests that need a piece of the
+/// harness are disabled, with the reason shown as skipped, when it is absent.
+enum Harness {
+  static let environment = ProcessInfo.processInfo.environment
+
+  /// The bus of the private loopback avahi-daemon (scripts/harness/local.sh), when this process
+  /// uses it.
+  static var localBus: String? {
+    guard let bus = environment["FERRY_TEST_LOCAL_BUS"],
+      environment["DBUS_SYSTEM_BUS_ADDRESS"] == bus
+    else { return nil }
+    return bus
+  }
+
+  /// The script that restarts the loopback avahi-daemon.
+  static var restartAvahi: String? { environment["FERRY_TEST_RESTART_AVAHI"] }
+
+  /// A bus with no avahi-daemon on it.
+  static var noDaemonBus: String? { environment["FERRY_TEST_NO_DAEMON_BUS"] }
+
+  /// Whether this process itself talks to the bus that has no avahi-daemon (a separate test
+  /// run: libdbus reads the bus address once per process).
+  static var inNoDaemonProcess: Bool {
+    guard let bus = noDaemonBus else { return false }
+    return environment["DBUS_SYSTEM_BUS_ADDRESS"] == bus
+  }
+
+  /// The `on` script of scripts/harness/hosts.sh: `on HOST cmd...`.
+  static var on: String? { environment["FERRY_TEST_ON"] }
+
+  /// The host this process runs in, when hosts.sh started it inside one (`FERRY_TEST_HOST`).
+  static var currentHost: String? { environment["FERRY_TEST_HOST"] }
+
+  /// Host name → IPv4 address, from `FERRY_TEST_HOSTS` ("a=10.213.0.1 b=…").
+  static var hostAddresses: [String: String] {
+    var result: [String: String] = [:]
+    for pair in (environment["FERRY_TEST_HOSTS"] ?? "").split(separator: " ") {
+      let parts = pair.split(separator: "=", maxSplits: 1)
+      if parts.count == 2 { result[String(parts[0])] = String(parts[1]) }
+    }
+    return result
+  }
+
+  /// The built `ferry` binary: `FERRY_BIN`, or the one beside this test bundle.
+  static var ferryBinary: String {
+    if let path = environment["FERRY_BIN"] { return path }
+    let testBundle = URL(fileURLWithPath: CommandLine.arguments[0])
+    let directory = testBundle.deletingLastPathComponent()
+    return directory.appendingPathComponent("ferry").path
+  }
+
+  /// A service type no other test uses, so tests sharing a daemon do not see each other.
+  static func uniqueServiceType(_ prefix: String = "t") -> String {
+    let letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+    let suffix = String((0..<8).map { _ in letters.randomElement()! })
+    return "\(prefix)\(suffix)"
+  }
+}
+
+/// Traits for suites that need the harness.
+extension Trait where Self == ConditionTrait {
+  /// Requires the loopback avahi-daemon of scripts/harness/local.sh.
+  static var needsLocalAvahi: Self {
+    .enabled(
+      if: Harness.localBus != nil,
+      "needs the private avahi-daemon of scripts/harness/local.sh (run scripts/test)")
+  }
+
+  /// Requires the namespace hosts of scripts/harness/hosts.sh.
+  static var needsHosts: Self {
+    .enabled(
+      if: Harness.on != nil,
+      "needs the namespace hosts of scripts/harness/hosts.sh (run scripts/test)")
+  }
+
+  /// Requires running inside host `a` of scripts/harness/hosts.sh.
+  static var needsToRunOnHostA: Self {
+    .enabled(
+      if: Harness.on != nil && Harness.currentHost == "a",
+      "needs to run inside host a of scripts/harness/hosts.sh (run scripts/test)")
+  }
+
+  /// Requires a test process whose bus has no avahi-daemon.
+  static var needsNoDaemonProcess: Self {
+    .enabled(
+      if: Harness.inNoDaemonProcess,
+      "needs a test process on a bus without avahi-daemon (scripts/test runs one)")
+  }
+}
