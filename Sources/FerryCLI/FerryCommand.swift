@@ -47,6 +47,7 @@ enum FerryMain {
         status = code == .validationFailure ? ExitStatus.usage.rawValue : code.rawValue
       }
     }
-    exit(Interrupts.wasInterrupted ? ExitStatus.interrupted.rawValue : status)
+    Interrupts.exitIfInterrupted()
+    exit(status)
   }
 }

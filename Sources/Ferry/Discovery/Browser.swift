@@ -40,7 +40,9 @@ public final class Browser: Sendable {
       report: { continuation.yield($0) },
       failed: { continuation.finish(throwing: DiscoveryError.browsingFailed(reason: $0)) })
     self.engine = engine
-    self.connection = Mutex(try AvahiConnection { event in engine.handle(event) })
+    let connection = try AvahiConnection { event in engine.handle(event) }
+    connection.withLock { _ in engine.connection = connection }
+    self.connection = Mutex(connection)
   }
 
   deinit {

@@ -98,3 +98,12 @@ public enum BrowserEvent: Hashable, Sendable {
   /// A peer is gone from every interface (its last known record is given).
   case lost(DiscoveredPeer)
 }
+
+extension BrowserEvent {
+  /// The peer the event is about, whatever its kind.
+  public var peer: DiscoveredPeer {
+    switch self {
+    case .found(let peer), .updated(let peer), .lost(let peer): return peer
+    }
+  }
+}

@@ -38,6 +38,11 @@ struct PeerAggregator {
     reported.values.sorted { $0.name < $1.name }
   }
 
+  /// The key under which `peer` is merged.
+  func peerKey(of peer: DiscoveredPeer) -> String {
+    InstanceKey(interfaceIndex: 0, protocolFamily: 0, name: peer.name, domain: peer.domain).peerKey
+  }
+
   /// An instance resolved (first time, or again with new data).
   mutating func resolved(_ key: InstanceKey, _ resolution: Resolution) -> BrowserEvent? {
     sequence += 1

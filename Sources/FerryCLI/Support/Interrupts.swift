@@ -12,6 +12,15 @@ enum Interrupts {
   /// Whether SIGINT or SIGTERM arrived.
   static var wasInterrupted: Bool { interrupted.load(ordering: .acquiring) }
 
+  /// Called by the main path when it is done: if an interrupt is being handled, waits for the
+  /// handler to exit the process (two threads calling exit(3) at once is undefined behaviour);
+  /// gives up after a few seconds and exits 130 itself.
+  static func exitIfInterrupted() {
+    guard wasInterrupted else { return }
+    Thread.sleep(forTimeInterval: 5)
+    exit(ExitStatus.interrupted.rawValue)
+  }
+
   /// Installs the handler; call once, early, from the main task.
   static func onInterrupt(_ cleanup: @escaping @Sendable () -> Void) {
     for signalNumber in [SIGINT, SIGTERM] {

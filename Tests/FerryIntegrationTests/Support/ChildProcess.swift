@@ -68,8 +68,7 @@ final class ChildProcess: Sendable {
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer {
-      argv.forEach { free($0) }
-      envp.forEach { free($0) }
+      for pointer in argv + envp { free(pointer) }
     }
     var pid: pid_t = 0
     let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)

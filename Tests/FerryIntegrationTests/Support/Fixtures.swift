@@ -12,13 +12,6 @@ func testPeer(_ prefix: String) -> PeerID {
 }
 
 extension BrowserEvent {
-  /// The peer of any event kind.
-  var peer: DiscoveredPeer {
-    switch self {
-    case .found(let peer), .updated(let peer), .lost(let peer): return peer
-    }
-  }
-
   /// Whether this is `.found` for a peer named `name`.
   func isFound(_ name: String) -> Bool {
     if case .found(let peer) = self { return peer.name == name }

@@ -1,4 +1,5 @@
 import CAvahi
+import Synchronization
 
 /// What an ``AvahiConnection`` tells its owner, always on the poll thread.
 enum AvahiConnectionEvent {
@@ -28,7 +29,10 @@ final class AvahiConnection: @unchecked Sendable {
   private let poll: OpaquePointer
   private let context: CallbackContext
   private var client: OpaquePointer?
-  private var closed = false
+  /// Set once by ``close()``. Atomic rather than guarded by the poll lock, because after close
+  /// the poll (and its mutex) is freed.
+  private let closedFlag = Atomic<Bool>(false)
+  private var closed: Bool { closedFlag.load(ordering: .acquiring) }
 
   /// The poll's vtable, for timeouts.
   fileprivate var pollAPI: UnsafePointer<AvahiPoll>? { avahi_threaded_poll_get(poll) }
@@ -70,28 +74,39 @@ final class AvahiConnection: @unchecked Sendable {
   }
 
   /// Runs `body` with the poll lock held, passing the current client (nil while the daemon is
-  /// away or after ``close()``). Must not be called from the poll thread.
+  /// away). After ``close()`` it runs `body(nil)` without locking. Must not be called from the
+  /// poll thread, nor at the same time as ``close()`` (owners serialize the two).
   func withLock<T>(_ body: (OpaquePointer?) throws -> T) rethrows -> T {
+    guard !closed else { return try body(nil) }
     avahi_threaded_poll_lock(poll)
     defer { avahi_threaded_poll_unlock(poll) }
-    return try body(closed ? nil : client)
+    return try body(client)
   }
 
   /// Stops the poll thread and frees the client with every object made on it; entry groups are
   /// withdrawn from the network as they are freed. Idempotent; must not be called from the poll
   /// thread.
   func close() {
-    avahi_threaded_poll_lock(poll)
-    let alreadyClosed = closed
-    closed = true
-    avahi_threaded_poll_unlock(poll)
-    guard !alreadyClosed else { return }
+    guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    // Once stopped (the thread joined), nothing else touches the client or the poll.
     avahi_threaded_poll_stop(poll)
     if let client {
       avahi_client_free(client)
       self.client = nil
     }
     avahi_threaded_poll_free(poll)
+  }
+
+  /// Runs `action` on the poll thread after `milliseconds`. Call on the poll thread or under the
+  /// lock; nothing runs after ``close()``.
+  func schedule(afterMilliseconds milliseconds: UInt32, _ action: @escaping () -> Void) {
+    guard !closed, let api = pollAPI else { return }
+    var when = timeval()
+    avahi_elapse_time(&when, milliseconds, 0)
+    let box = Unmanaged.passRetained(ScheduledAction(action: action, api: api))
+    if api.pointee.timeout_new(api, &when, scheduledCallback, box.toOpaque()) == nil {
+      box.release()
+    }
   }
 
   /// Called on the poll thread for every client state change.
@@ -149,6 +164,26 @@ private final class CallbackContext {
   init(handler: @escaping (AvahiConnectionEvent) -> Void) {
     self.handler = handler
   }
+}
+
+/// A one-shot action for ``AvahiConnection/schedule(afterMilliseconds:_:)``.
+private final class ScheduledAction {
+  let action: () -> Void
+  let api: UnsafePointer<AvahiPoll>
+
+  init(action: @escaping () -> Void, api: UnsafePointer<AvahiPoll>) {
+    self.action = action
+    self.api = api
+  }
+}
+
+private let scheduledCallback: AvahiTimeoutCallback = { timeout, userdata in
+  guard let userdata else { return }
+  let scheduled = Unmanaged<ScheduledAction>.fromOpaque(userdata).takeRetainedValue()
+  if let timeout {
+    scheduled.api.pointee.timeout_free(timeout)
+  }
+  scheduled.action()
 }
 
 private let retryCallback: AvahiTimeoutCallback = { timeout, userdata in

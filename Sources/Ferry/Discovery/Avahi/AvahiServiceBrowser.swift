@@ -15,7 +15,18 @@ final class AvahiServiceBrowser: @unchecked Sendable {
   private var aggregator: PeerAggregator
   private var browser: OpaquePointer?
   private var resolvers: [PeerAggregator.InstanceKey: OpaquePointer] = [:]
+  /// Instances whose resolver has not reported yet.
+  private var unresolved: Set<PeerAggregator.InstanceKey> = []
+  /// Peers found but not reported yet, by peer key: their other instances are still resolving.
+  private var held: Set<String> = []
   private var stopped = false
+
+  /// How long a newly found peer is held while its other instances resolve, so that the first
+  /// report carries all its addresses (IPv4 and IPv6 typically resolve milliseconds apart).
+  static let holdMilliseconds: UInt32 = 250
+
+  /// Schedules the release of held peers; set once the connection exists (under the lock).
+  weak var connection: AvahiConnection?
 
   init(
     serviceType: ServiceType, report: @escaping (BrowserEvent) -> Void,
@@ -48,7 +59,12 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       // The old client freed the browser and resolvers with itself.
       browser = nil
       resolvers = [:]
-      aggregator.removeAll().forEach(report)
+      unresolved = []
+      let lost = aggregator.removeAll().filter { !held.contains(aggregator.peerKey(of: $0.peer)) }
+      held = []
+      for event in lost {
+        report(event)
+      }
     }
   }
 
@@ -81,6 +97,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
         AvahiLookupFlags(0), serviceResolverCallback, Unmanaged.passUnretained(self).toOpaque())
       if let resolver {
         resolvers[key] = resolver
+        unresolved.insert(key)
       }
     case AVAHI_BROWSER_REMOVE:
       guard let name, let domain else { return }
@@ -88,7 +105,17 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       if let resolver = resolvers.removeValue(forKey: key) {
         avahi_service_resolver_free(resolver)
       }
-      aggregator.removed(key).map(report)
+      unresolved.remove(key)
+      let event = aggregator.removed(key)
+      if held.contains(key.peerKey) {
+        if case .lost = event {
+          held.remove(key.peerKey)  // Never reported, so nothing to take back.
+        } else {
+          releaseIfResolved(key.peerKey)
+        }
+      } else {
+        event.map(report)
+      }
     case AVAHI_BROWSER_FAILURE:
       failed(avahiErrorMessage(avahi_client_errno(avahi_service_browser_get_client(changed))))
     default:  // ALL_FOR_NOW, CACHE_EXHAUSTED
@@ -113,13 +140,44 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       let resolution = PeerAggregator.Resolution(
         hostName: hostName.map { String(cString: $0) } ?? "", port: port, address: resolved,
         txt: txtEntries(txt))
-      aggregator.resolved(key, resolution).map(report)
+      unresolved.remove(key)
+      let event = aggregator.resolved(key, resolution)
+      if held.contains(key.peerKey) {
+        releaseIfResolved(key.peerKey)
+      } else if case .found = event, let connection, isResolving(key.peerKey) {
+        held.insert(key.peerKey)
+        connection.schedule(afterMilliseconds: Self.holdMilliseconds) { [weak self] in
+          self?.release(key.peerKey)
+        }
+      } else {
+        event.map(report)
+      }
     default:
       // Resolution timed out (the host does not answer). Drop the resolver; the instance
-      // counts as unresolved, so it is never reported.
+      // is never reported.
       resolvers.removeValue(forKey: key)
+      unresolved.remove(key)
       avahi_service_resolver_free(resolver)
+      releaseIfResolved(key.peerKey)
     }
+  }
+
+  private func isResolving(_ peerKey: String) -> Bool {
+    unresolved.contains { $0.peerKey == peerKey }
+  }
+
+  private func releaseIfResolved(_ peerKey: String) {
+    if held.contains(peerKey) && !isResolving(peerKey) {
+      release(peerKey)
+    }
+  }
+
+  /// Reports a held peer as found, with everything resolved so far.
+  private func release(_ peerKey: String) {
+    guard !stopped, held.remove(peerKey) != nil,
+      let peer = aggregator.peers.first(where: { aggregator.peerKey(of: $0) == peerKey })
+    else { return }
+    report(.found(peer))
   }
 }
 
