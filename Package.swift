@@ -28,6 +28,11 @@ let package = Package(
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),
+    .executableTarget(
+      name: "ferry-example-discover",
+      dependencies: ["Ferry"],
+      path: "Examples/DiscoverPeers"
+    ),
     .testTarget(
       name: "FerryTests",
       dependencies: ["Ferry"]

@@ -19,6 +19,9 @@ final class AvahiServiceBrowser: @unchecked Sendable {
   private var unresolved: Set<PeerAggregator.InstanceKey> = []
   /// Peers found but not reported yet, by peer key: their other instances are still resolving.
   private var held: Set<String> = []
+  /// Peers that lost an instance but not all: the update waits briefly, since a peer leaving
+  /// withdraws all its instances at once and should be reported only as lost.
+  private var updateDue: Set<String> = []
   private var stopped = false
 
   /// How long a newly found peer is held while its other instances resolve, so that the first
@@ -62,6 +65,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       unresolved = []
       let lost = aggregator.removeAll().filter { !held.contains(aggregator.peerKey(of: $0.peer)) }
       held = []
+      updateDue = []
       for event in lost {
         report(event)
       }
@@ -113,7 +117,14 @@ final class AvahiServiceBrowser: @unchecked Sendable {
         } else {
           releaseIfResolved(key.peerKey)
         }
+      } else if case .updated = event, let connection {
+        if updateDue.insert(key.peerKey).inserted {
+          connection.schedule(afterMilliseconds: Self.holdMilliseconds) { [weak self] in
+            self?.reportDueUpdate(key.peerKey)
+          }
+        }
       } else {
+        if case .lost = event { updateDue.remove(key.peerKey) }
         event.map(report)
       }
     case AVAHI_BROWSER_FAILURE:
@@ -150,6 +161,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
           self?.release(key.peerKey)
         }
       } else {
+        updateDue.remove(key.peerKey)
         event.map(report)
       }
     default:
@@ -170,6 +182,14 @@ final class AvahiServiceBrowser: @unchecked Sendable {
     if held.contains(peerKey) && !isResolving(peerKey) {
       release(peerKey)
     }
+  }
+
+  /// Reports the current state of a peer that lost an instance, unless it was lost meanwhile.
+  private func reportDueUpdate(_ peerKey: String) {
+    guard !stopped, updateDue.remove(peerKey) != nil,
+      let peer = aggregator.peers.first(where: { aggregator.peerKey(of: $0) == peerKey })
+    else { return }
+    report(.updated(peer))
   }
 
   /// Reports a held peer as found, with everything resolved so far.
