@@ -1,13 +1,19 @@
 import Synchronization
 
-/// Publishes this peer on the local network through avahi-daemon, like MultipeerConnectivity's
-/// `MCNearbyServiceAdvertiser`.
+/// Publishes this peer on the local network through avahi-daemon and receives invitations, like
+/// MultipeerConnectivity's `MCNearbyServiceAdvertiser`.
 ///
 /// ```swift
-/// let advertiser = try Advertiser(peer: me, serviceType: .ferry, port: 52_000)
-/// let name = try await advertiser.start()   // returns once the service is on the network
-/// for await event in advertiser.events { print(event) }
+/// let advertiser = try Advertiser(identity: identity, displayName: "Kitchen laptop")
+/// let name = try await advertiser.start()   // listening, and on the network
+/// for await invitation in advertiser.invitations {
+///   try await invitation.accept(into: session)
+/// }
 /// ```
+///
+/// Created with an identity, the advertiser runs a TLS listener (on `port`, or any free port)
+/// and yields each authenticated ``Invitation``. Created with ``init(peer:serviceType:port:discoveryInfo:)``
+/// it only publishes, for applications that listen themselves.
 ///
 /// The service is published as `<display name>._<type>._tcp.local` with the TXT records of
 /// ``DiscoveryInfo``. If another service already has the name, Avahi's alternative name
@@ -18,8 +24,12 @@ public final class Advertiser: Sendable {
   public let peer: PeerID
   /// The service type it is published under.
   public let serviceType: ServiceType
-  /// The TCP port published in the SRV record.
-  public let port: UInt16
+  /// The TCP port published in the SRV record (for a listening advertiser: known once
+  /// ``start()`` has bound it).
+  public var port: UInt16 { state.withLock { $0.port } }
+  /// Invitations received, for an advertiser created with an identity; finishes after ``stop()``
+  /// (and at once for a publish-only advertiser).
+  public let invitations: AsyncStream<Invitation>
   /// The TXT record published: `v`, `fp` and the application's pairs.
   public let discoveryInfo: DiscoveryInfo
   /// What happens to the publication after ``start()``: renames, daemon restarts, failures.
@@ -27,9 +37,11 @@ public final class Advertiser: Sendable {
   public let events: AsyncStream<AdvertiserEvent>
 
   private let continuation: AsyncStream<AdvertiserEvent>.Continuation
-  private let state = Mutex(State())
+  private let listener: InvitationListener?
+  private let state: Mutex<State>
 
   private struct State {
+    var port: UInt16
     var connection: AvahiConnection?
     var publication: AvahiPublication?
     var waiter: CheckedContinuation<String, any Error>?
@@ -46,19 +58,71 @@ public final class Advertiser: Sendable {
   ///   - port: The TCP port peers connect to.
   ///   - discoveryInfo: The application's TXT pairs.
   /// - Throws: ``DiscoveryError/invalidDiscoveryInfo(_:)`` when the pairs break a TXT rule.
-  public init(
+  public convenience init(
     peer: PeerID, serviceType: ServiceType = .ferry, port: UInt16,
     discoveryInfo: [String: String] = [:]
   ) throws(DiscoveryError) {
+    try self.init(
+      peer: peer, serviceType: serviceType, port: port, discoveryInfo: discoveryInfo,
+      listener: nil)
+  }
+
+  /// Prepares an advertiser that listens for invitations; nothing happens until ``start()``.
+  ///
+  /// - Parameters:
+  ///   - identity: This installation's identity; its fingerprint is published as `fp` and its
+  ///     certificate presented to inviters.
+  ///   - displayName: The name inviters see (1–63 UTF-8 bytes), also the service instance name.
+  ///   - serviceType: The service type, `_ferry._tcp` by default.
+  ///   - port: The TCP port to listen on; 0 (the default) picks a free one.
+  ///   - discoveryInfo: The application's TXT pairs.
+  ///   - knownPeers: Where invitations look up known/new/changed-key status and accepted peers
+  ///     are recorded; nil reports every inviter as new.
+  ///   - maximumPendingInvitations: Invitations allowed to wait for an answer at once; more are
+  ///     declined as busy.
+  ///   - timeouts: Handshake deadline and heartbeat of accepted connections.
+  /// - Throws: ``DiscoveryError/invalidDiscoveryInfo(_:)`` when the pairs break a TXT rule;
+  ///   ``DiscoveryError/invalidDisplayName(_:)`` when the name is not a valid display name.
+  public convenience init(
+    identity: Identity, displayName: String, serviceType: ServiceType = .ferry,
+    port: UInt16 = 0, discoveryInfo: [String: String] = [:], knownPeers: KnownPeers? = nil,
+    maximumPendingInvitations: Int = 8, timeouts: ConnectionTimeouts = .init()
+  ) throws(DiscoveryError) {
+    let peer: PeerID
+    do {
+      peer = try PeerID(displayName: displayName, fingerprint: identity.fingerprint)
+    } catch {
+      throw .invalidDisplayName(error)
+    }
+    let listener = InvitationListener(
+      identity: identity, displayName: displayName, timeouts: timeouts, knownPeers: knownPeers,
+      maximumPending: maximumPendingInvitations)
+    try self.init(
+      peer: peer, serviceType: serviceType, port: port, discoveryInfo: discoveryInfo,
+      listener: listener)
+  }
+
+  private init(
+    peer: PeerID, serviceType: ServiceType, port: UInt16, discoveryInfo: [String: String],
+    listener: InvitationListener?
+  ) throws(DiscoveryError) {
     self.peer = peer
     self.serviceType = serviceType
-    self.port = port
     do {
       self.discoveryInfo = try DiscoveryInfo(fingerprint: peer.fingerprint, values: discoveryInfo)
     } catch {
       throw .invalidDiscoveryInfo(error)
     }
+    self.listener = listener
+    self.state = Mutex(State(port: port))
     (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    if let listener {
+      invitations = listener.invitations
+    } else {
+      let (stream, finished) = AsyncStream<Invitation>.makeStream()
+      finished.finish()
+      invitations = stream
+    }
   }
 
   deinit {
@@ -71,16 +135,27 @@ public final class Advertiser: Sendable {
     state.withLock { $0.publishedName }
   }
 
-  /// Connects to avahi-daemon, publishes the service and waits until it is established on the
-  /// network (typically under a second: Avahi probes the name first).
+  /// Starts the listener (if any), connects to avahi-daemon, publishes the service and waits
+  /// until it is established on the network (typically under a second: Avahi probes the name
+  /// first).
   ///
   /// - Returns: The published instance name, which differs from the display name after a
   ///   collision.
   /// - Throws: ``DiscoveryError/discoveryUnavailable(reason:)`` when avahi-daemon or the system
   ///   bus is not running; ``DiscoveryError/registrationFailed(reason:)`` when the daemon refuses
-  ///   the service; ``DiscoveryError/stopped`` when ``stop()`` is called (or the task is
-  ///   cancelled) before the service is established or when called twice.
+  ///   the service; ``DiscoveryError/cannotListen(port:reason:)`` when the port cannot be
+  ///   bound; ``DiscoveryError/stopped`` when ``stop()`` is called (or the task is cancelled)
+  ///   before the service is established or when called twice.
   public func start() async throws(DiscoveryError) -> String {
+    if let listener {
+      let requested = port
+      do {
+        let bound = try await listener.start(port: requested)
+        state.withLock { $0.port = bound }
+      } catch {
+        throw .cannotListen(port: requested, reason: "\(error)")
+      }
+    }
     do {
       return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { waiter in
@@ -116,13 +191,14 @@ public final class Advertiser: Sendable {
       connection.withLock { _ in publication.withdraw() }
       connection.close()
     }
+    listener?.stop()
     waiter?.resume(throwing: DiscoveryError.stopped)
     continuation.finish()
   }
 
   private func begin(waiter: CheckedContinuation<String, any Error>) throws(DiscoveryError) {
     let publication = AvahiPublication(
-      name: peer.displayName, type: serviceType.dnsSDType, port: port,
+      name: peer.displayName, type: serviceType.dnsSDType, port: self.port,
       txt: discoveryInfo.encodedEntries
     ) { [weak self] event in
       self?.publicationReported(event)

@@ -12,6 +12,10 @@ public enum DiscoveryError: Error, Hashable, Sendable, CustomStringConvertible {
   case browsingFailed(reason: String)
   /// The advertiser was stopped before its service was published.
   case stopped
+  /// The display name cannot name a peer.
+  case invalidDisplayName(PeerIDError)
+  /// The advertiser's listener cannot bind its port.
+  case cannotListen(port: UInt16, reason: String)
 
   /// A message for users, with the remedy where there is one.
   public var description: String {
@@ -32,6 +36,10 @@ public enum DiscoveryError: Error, Hashable, Sendable, CustomStringConvertible {
       return "avahi-daemon could not browse: \(reason)"
     case .stopped:
       return "the advertiser was stopped before its service was published"
+    case .invalidDisplayName(let error):
+      return error.description
+    case .cannotListen(let port, let reason):
+      return "cannot listen on port \(port): \(reason)"
     }
   }
 }

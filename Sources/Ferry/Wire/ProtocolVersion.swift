@@ -1,6 +1,17 @@
-/// Constants of the Ferry wire protocol that other layers need to agree on.
+/// Constants of the Ferry wire protocol that other layers need to agree on (docs/PROTOCOL.md).
 public enum FerryProtocol {
-  /// The protocol version this build speaks, published as the `v` TXT record and negotiated in the
-  /// session handshake (docs/PROTOCOL.md).
+  /// The protocol version this build speaks, published as the `v` TXT record and offered in
+  /// `HELLO`.
   public static let version = 1
+
+  /// Every protocol version this build can speak, highest first.
+  public static let supportedVersions: [UInt16] = [1]
+
+  /// The TLS ALPN identifier of the protocol.
+  public static let alpn = "ferry/1"
+
+  /// Picks the version both sides speak: the highest in both lists, or nil when there is none.
+  public static func negotiate(ours: [UInt16], theirs: [UInt16]) -> UInt16? {
+    Set(ours).intersection(theirs).max()
+  }
 }

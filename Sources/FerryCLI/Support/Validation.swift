@@ -17,6 +17,10 @@ func cliFailure(_ error: DiscoveryError) -> CLIFailure {
       status: .discoveryUnavailable, message: error.description, code: "discovery-unavailable")
   case .invalidDiscoveryInfo:
     return CLIFailure(status: .usage, message: error.description, code: "invalid-discovery-info")
+  case .invalidDisplayName:
+    return CLIFailure(status: .usage, message: error.description, code: "invalid-name")
+  case .cannotListen:
+    return CLIFailure(status: .usage, message: error.description, code: "cannot-listen")
   case .registrationFailed, .browsingFailed, .stopped:
     return CLIFailure(
       status: .discoveryUnavailable, message: error.description, code: "discovery-failed")

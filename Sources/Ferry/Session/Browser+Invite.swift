@@ -1,0 +1,26 @@
+extension Browser {
+  /// Invites a discovered peer into `session`: connects to its addresses in turn, checks inside
+  /// the TLS handshake that its certificate matches the `fp` it advertised, and waits for the
+  /// answer.
+  ///
+  /// - Parameters:
+  ///   - peer: A peer this browser reported.
+  ///   - session: The session the peer joins.
+  ///   - context: Up to 64 KiB the advertiser sees with the invitation.
+  ///   - timeout: How long to wait for the answer, connecting included (default 30 s, as in
+  ///     MultipeerConnectivity).
+  /// - Returns: The connected peer.
+  /// - Throws: ``InvitationError``; `.authenticationFailed` also when the peer advertises no
+  ///   fingerprint.
+  public func invite(
+    _ peer: DiscoveredPeer, to session: Session, context: [UInt8] = [],
+    timeout: Duration = .seconds(30)
+  ) async throws(InvitationError) -> PeerID {
+    guard let fingerprint = peer.info.fingerprint else {
+      throw .authenticationFailed(reason: "\(peer.name) advertises no fingerprint")
+    }
+    return try await session.invite(
+      endpoints: peer.addresses.map { ($0.ip, Int(peer.port)) }, expecting: fingerprint,
+      context: context, timeout: timeout)
+  }
+}

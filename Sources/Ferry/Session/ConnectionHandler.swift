@@ -1,0 +1,334 @@
+import NIOCore
+import NIOSSL
+import NIOTLS
+
+/// The state machine of one Ferry connection, from TLS handshake to connected link
+/// (docs/PROTOCOL.md, "Handshake"). Runs on the channel's event loop only; everything it reports
+/// goes through closures and promises that are safe to complete from there.
+///
+/// Any malformed frame, unexpected message, TLS failure or missed deadline closes this connection
+/// (with a GOODBYE when the channel is still usable) and never affects another.
+final class ConnectionHandler: ChannelInboundHandler {
+  typealias InboundIn = WireFrame
+  typealias OutboundOut = WireFrame
+
+  /// What the advertiser learns from an INVITE.
+  struct IncomingInvite {
+    let peer: PeerID
+    let context: [UInt8]
+    let timeout: Duration
+  }
+
+  enum Role {
+    /// Sends INVITE after HELLO and completes `answer` with the peer on ACCEPT.
+    case inviter(context: [UInt8], timeout: Duration, answer: EventLoopPromise<PeerID>)
+    /// Reports the INVITE through ``onInvite`` and waits for ``accept()`` or
+    /// ``decline(_:reason:)``.
+    case advertiser
+  }
+
+  enum State {
+    case tlsHandshake, awaitingHello, awaitingInvite, awaitingAnswer, pendingDecision, connected
+    case closed
+  }
+
+  private let role: Role
+  private let localName: String
+  private let timeouts: ConnectionTimeouts
+  private(set) var state = State.tlsHandshake
+  private(set) var remote: PeerID?
+  private var context: ChannelHandlerContext?
+  private var deadline: Scheduled<Void>?
+  private var heartbeat: RepeatedTask?
+  private var lastReceived = NIODeadline.now()
+  private var pings: UInt64 = 0
+  private var endReason: String?
+  private var answered = false
+
+  /// Called once when a connected link ends, with why. Set by the session that adopts the link.
+  var onLinkEnded: ((String) -> Void)?
+  /// Called when a pending invitation is withdrawn or expires before an answer (advertiser).
+  var onInvitationWithdrawn: (() -> Void)?
+  /// Called when an INVITE arrives (advertiser).
+  var onInvite: ((IncomingInvite) -> Void)?
+  /// Called once the peer is known (after HELLO), before the answer (inviter).
+  var onPeerKnown: ((PeerID) -> Void)?
+
+  init(role: Role, localName: String, timeouts: ConnectionTimeouts) {
+    self.role = role
+    self.localName = localName
+    self.timeouts = timeouts
+  }
+
+  // MARK: Channel events
+
+  func handlerAdded(context: ChannelHandlerContext) {
+    self.context = context
+    if context.channel.isActive { startHandshakeDeadline(context) }
+  }
+
+  func channelActive(context: ChannelHandlerContext) {
+    startHandshakeDeadline(context)
+    context.fireChannelActive()
+  }
+
+  func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    if case TLSUserEvent.handshakeCompleted = event, state == .tlsHandshake {
+      guard let certificate = try? context.pipeline.syncOperations.nioSSL_peerCertificate(),
+        let der = try? certificate.toDERBytes()
+      else {
+        fail(.authenticationFailed(reason: "the peer presented no certificate"), context: context)
+        return
+      }
+      peerFingerprint = Fingerprint(sha256Of: der)
+      state = .awaitingHello
+      send(
+        .hello(versions: FerryProtocol.supportedVersions, displayName: localName), context: context)
+    }
+    context.fireUserInboundEventTriggered(event)
+  }
+
+  private var peerFingerprint: Fingerprint?
+
+  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    let frame = unwrapInboundIn(data)
+    lastReceived = .now()
+    let message: ControlMessage
+    do {
+      message = try frame.controlMessage()
+    } catch {
+      protocolViolation(error, context: context)
+      return
+    }
+    handle(message, context: context)
+  }
+
+  private func handle(_ message: ControlMessage, context: ChannelHandlerContext) {
+    switch (state, message) {
+    case (.awaitingHello, .hello(let versions, let name)):
+      guard FerryProtocol.negotiate(ours: FerryProtocol.supportedVersions, theirs: versions) != nil
+      else {
+        send(.goodbye(.unsupportedVersion, reason: "no common protocol version"), context: context)
+        fail(.protocolVersionUnsupported(peerVersions: versions), context: context)
+        return
+      }
+      guard let fingerprint = peerFingerprint,
+        let peer = try? PeerID(displayName: name, fingerprint: fingerprint)
+      else {
+        protocolViolation(WireError.invalidField(.hello, "display name"), context: context)
+        return
+      }
+      remote = peer
+      switch role {
+      case .inviter(let invitationContext, let timeout, _):
+        deadline?.cancel()
+        state = .awaitingAnswer
+        onPeerKnown?(peer)
+        let milliseconds = UInt32(clamping: timeout.components.seconds * 1000)
+        send(
+          .invite(timeoutMilliseconds: milliseconds, context: invitationContext), context: context)
+      case .advertiser:
+        state = .awaitingInvite
+      }
+    case (.awaitingInvite, .invite(let milliseconds, let invitationContext)):
+      guard case .advertiser = role, let remote else { return }
+      deadline?.cancel()
+      state = .pendingDecision
+      let timeout = Duration.milliseconds(Int64(milliseconds))
+      // The invitation expires when the inviter stops waiting.
+      deadline = context.eventLoop.scheduleTask(in: .nanoseconds(timeout.timeAmount.nanoseconds)) {
+        [weak self] in
+        self?.expirePendingInvitation()
+      }
+      onInvite?(IncomingInvite(peer: remote, context: invitationContext, timeout: timeout))
+    case (.awaitingAnswer, .accept):
+      state = .connected
+      startHeartbeat(context)
+      if let remote { answer(.success(remote)) }
+    case (.awaitingAnswer, .decline(let code, let reason)):
+      let error: InvitationError
+      switch code {
+      case .declined: error = .declined(reason: reason)
+      case .busy: error = .busy
+      case .sessionFull: error = .sessionFull
+      }
+      fail(error, context: context)
+    case (.pendingDecision, .cancel):
+      endReason = "the inviter withdrew the invitation"
+      state = .closed
+      deadline?.cancel()
+      onInvitationWithdrawn?()
+      context.close(promise: nil)
+    case (.connected, .ping(let value)):
+      send(.pong(value), context: context)
+    case (.connected, .pong):
+      break
+    case (_, .goodbye(let code, let reason)):
+      endReason =
+        reason.isEmpty
+        ? "the peer closed the connection" : "the peer closed the connection: \(reason)"
+      if code == .unsupportedVersion {
+        fail(.protocolVersionUnsupported(peerVersions: []), context: context)
+      } else {
+        fail(.connectionFailed(reason: endReason!), context: context)
+      }
+    default:
+      protocolViolation(WireError.unexpected(message.frameType), context: context)
+    }
+  }
+
+  func errorCaught(context: ChannelHandlerContext, error: Error) {
+    switch error {
+    case let wire as WireError:
+      protocolViolation(wire, context: context)
+    case _ where state == .tlsHandshake:
+      fail(.authenticationFailed(reason: "TLS handshake failed: \(error)"), context: context)
+    default:
+      fail(.connectionFailed(reason: "\(error)"), context: context)
+    }
+  }
+
+  func channelInactive(context: ChannelHandlerContext) {
+    let previous = state
+    state = .closed
+    deadline?.cancel()
+    heartbeat?.cancel()
+    let reason = endReason ?? "the connection was closed"
+    switch previous {
+    case .connected:
+      onLinkEnded?(reason)
+      onLinkEnded = nil
+    case .pendingDecision:
+      onInvitationWithdrawn?()
+    case .closed:
+      break
+    default:
+      answer(
+        .failure(
+          previous == .tlsHandshake
+            ? .authenticationFailed(
+              reason: "the peer closed the connection during the TLS handshake")
+            : .connectionFailed(reason: reason)))
+    }
+    onInvitationWithdrawn = nil
+    onInvite = nil
+    onPeerKnown = nil
+    context.fireChannelInactive()
+  }
+
+  // MARK: Decisions (event loop only)
+
+  /// Accepts the pending invitation; false if it is no longer pending.
+  func accept() -> Bool {
+    guard state == .pendingDecision, let context else { return false }
+    deadline?.cancel()
+    onInvitationWithdrawn = nil
+    state = .connected
+    send(.accept, context: context)
+    startHeartbeat(context)
+    return true
+  }
+
+  /// Declines the pending invitation (or refuses an incoming one) and closes.
+  func decline(_ code: ControlMessage.DeclineCode, reason: String) {
+    guard state == .pendingDecision || state == .awaitingInvite, let context else { return }
+    deadline?.cancel()
+    onInvitationWithdrawn = nil
+    state = .closed
+    send(.decline(code, reason: reason), context: context)
+    context.close(promise: nil)
+  }
+
+  /// The inviter gives up: sends CANCEL and closes, failing the answer with `error`.
+  func withdraw(_ error: InvitationError) {
+    guard let context, state != .closed, state != .connected else { return }
+    if state == .awaitingAnswer { send(.cancel, context: context) }
+    fail(error, context: context)
+  }
+
+  /// Closes a connected link with GOODBYE.
+  func disconnect(reason: String) {
+    guard let context, state != .closed else { return }
+    endReason = reason
+    send(.goodbye(.normal, reason: reason), context: context)
+    context.close(promise: nil)
+  }
+
+  // MARK: Helpers
+
+  private func startHandshakeDeadline(_ context: ChannelHandlerContext) {
+    guard deadline == nil else { return }
+    deadline = context.eventLoop.scheduleTask(
+      in: .nanoseconds(timeouts.handshake.timeAmount.nanoseconds)
+    ) { [weak self] in
+      guard let self, let context = self.context else { return }
+      switch self.state {
+      case .tlsHandshake, .awaitingHello, .awaitingInvite:
+        self.endReason = "handshake timed out"
+        if self.state != .tlsHandshake {
+          self.send(.goodbye(.timeout, reason: "handshake timed out"), context: context)
+        }
+        self.fail(.timedOut, context: context)
+      default:
+        break
+      }
+    }
+  }
+
+  private func expirePendingInvitation() {
+    guard state == .pendingDecision, let context else { return }
+    endReason = "the invitation expired"
+    state = .closed
+    onInvitationWithdrawn?()
+    onInvitationWithdrawn = nil
+    context.close(promise: nil)
+  }
+
+  private func startHeartbeat(_ context: ChannelHandlerContext) {
+    lastReceived = .now()
+    let interval = TimeAmount.nanoseconds(timeouts.heartbeatInterval.timeAmount.nanoseconds)
+    let deadAfter = TimeAmount.nanoseconds(timeouts.deadAfter.timeAmount.nanoseconds)
+    heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) {
+      [weak self] _ in
+      guard let self, let context = self.context, self.state == .connected else { return }
+      if NIODeadline.now() - self.lastReceived > deadAfter {
+        self.endReason = "no sign of life for \(self.timeouts.deadAfter)"
+        context.close(promise: nil)
+        return
+      }
+      self.pings &+= 1
+      self.send(.ping(self.pings), context: context)
+    }
+  }
+
+  private func protocolViolation(_ error: Error, context: ChannelHandlerContext) {
+    guard state != .closed else { return }
+    endReason = "\(error)"
+    if state != .tlsHandshake {
+      send(.goodbye(.protocolError, reason: "\(error)"), context: context)
+    }
+    fail(.connectionFailed(reason: "\(error)"), context: context)
+  }
+
+  /// Fails the inviter's answer (if still pending) and closes the connection.
+  private func fail(_ error: InvitationError, context: ChannelHandlerContext) {
+    answer(.failure(error))
+    if endReason == nil { endReason = error.description }
+    context.close(promise: nil)
+  }
+
+  /// Completes the inviter's answer promise, once.
+  private func answer(_ result: Result<PeerID, InvitationError>) {
+    guard case .inviter(_, _, let promise) = role, !answered else { return }
+    answered = true
+    switch result {
+    case .success(let peer): promise.succeed(peer)
+    case .failure(let error): promise.fail(error)
+    }
+  }
+
+  private func send(_ message: ControlMessage, context: ChannelHandlerContext) {
+    context.writeAndFlush(
+      wrapOutboundOut(WireFrame(message, allocator: context.channel.allocator)), promise: nil)
+  }
+}

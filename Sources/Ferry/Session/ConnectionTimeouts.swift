@@ -1,0 +1,36 @@
+/// The timers of a Ferry connection.
+public struct ConnectionTimeouts: Hashable, Sendable {
+  /// From TCP accept (or connect) until the TLS handshake, both HELLOs and (on the advertiser)
+  /// the INVITE are done. A silent or garbage connection is dropped after this.
+  public var handshake: Duration = .seconds(5)
+  /// How often a connected link sends PING.
+  public var heartbeatInterval: Duration = .seconds(2)
+  /// A connected link that has received nothing for this long is dead.
+  public var deadAfter: Duration = .seconds(7)
+
+  /// The defaults: 5 s handshake, PING every 2 s, dead after 7 s of silence (so a vanished peer
+  /// is noticed within 9 s).
+  public init() {}
+
+  /// Custom timers.
+  public init(handshake: Duration, heartbeatInterval: Duration, deadAfter: Duration) {
+    self.handshake = handshake
+    self.heartbeatInterval = heartbeatInterval
+    self.deadAfter = deadAfter
+  }
+}
+
+extension Duration {
+  /// The duration as a NIO `TimeAmount`.
+  var timeAmount: TimeAmountProxy { TimeAmountProxy(self) }
+}
+
+/// Converts a `Duration` to nanoseconds for NIO.
+struct TimeAmountProxy {
+  let nanoseconds: Int64
+
+  init(_ duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+  }
+}

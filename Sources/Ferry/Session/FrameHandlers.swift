@@ -1,0 +1,80 @@
+import NIOCore
+
+/// A frame inside the NIO pipeline: the payload stays a `ByteBuffer` slice of what was read,
+/// so bulk payloads are never copied by the framing.
+struct WireFrame {
+  var type: FrameType
+  var channel: UInt32
+  var payload: ByteBuffer
+
+  /// The frame of a control message.
+  init(_ message: ControlMessage, allocator: ByteBufferAllocator) {
+    let frame = message.frame
+    self.type = frame.type
+    self.channel = frame.channel
+    self.payload = allocator.buffer(bytes: frame.payload)
+  }
+
+  init(type: FrameType, channel: UInt32, payload: ByteBuffer) {
+    self.type = type
+    self.channel = channel
+    self.payload = payload
+  }
+
+  /// Decodes the frame as a control message.
+  ///
+  /// - Throws: ``WireError`` when it is not a valid control message.
+  func controlMessage() throws(WireError) -> ControlMessage {
+    try ControlMessage(
+      frame: Frame(type: type, channel: channel, payload: Array(payload.readableBytesView)))
+  }
+}
+
+/// Splits the decrypted byte stream into ``WireFrame``s using the pure ``FrameHeader`` parser.
+/// A malformed header throws ``WireError``, which reaches the connection handler as an error
+/// and closes that connection.
+struct FrameDecoderHandler: ByteToMessageDecoder {
+  typealias InboundOut = WireFrame
+
+  mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws
+    -> DecodingState
+  {
+    let parsed = try buffer.withUnsafeReadableBytes { bytes throws(WireError) in
+      try FrameHeader.parse(bytes)
+    }
+    guard let header = parsed, buffer.readableBytes >= Frame.headerSize + header.payloadSize
+    else { return .needMoreData }
+    buffer.moveReaderIndex(forwardBy: Frame.headerSize)
+    let payload = buffer.readSlice(length: header.payloadSize)!
+    context.fireChannelRead(
+      wrapInboundOut(WireFrame(type: header.type, channel: header.channel, payload: payload)))
+    return .continue
+  }
+
+  mutating func decodeLast(
+    context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool
+  ) throws -> DecodingState {
+    while try decode(context: context, buffer: &buffer) == .continue {}
+    buffer.moveReaderIndex(to: buffer.writerIndex)
+    return .needMoreData
+  }
+}
+
+/// Writes ``WireFrame``s: the 9-byte header, then the payload buffer as it is (no copy).
+final class FrameEncoderHandler: ChannelOutboundHandler {
+  typealias OutboundIn = WireFrame
+  typealias OutboundOut = ByteBuffer
+
+  func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    let frame = unwrapOutboundIn(data)
+    let header = context.channel.allocator.buffer(
+      bytes: Frame.header(
+        type: frame.type, channel: frame.channel, payloadSize: frame.payload.readableBytes))
+    if frame.payload.readableBytes == 0 {
+      context.write(wrapOutboundOut(header), promise: promise)
+    } else {
+      context.write(wrapOutboundOut(header), promise: nil)
+      context.write(wrapOutboundOut(frame.payload), promise: promise)
+    }
+  }
+}

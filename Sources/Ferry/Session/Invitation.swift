@@ -1,0 +1,89 @@
+import Synchronization
+
+/// An invitation received by an ``Advertiser``: who is asking (authenticated by TLS), what
+/// Ferry knows of them, the code to compare, and the inviter's context. Answer it with
+/// ``accept(into:)`` or ``decline(reason:)``; an unanswered invitation expires when the inviter
+/// stops waiting.
+public final class Invitation: Sendable, CustomStringConvertible {
+  /// The inviting peer: its display name and the fingerprint of the certificate it proved.
+  public let peer: PeerID
+  /// Known, new, or a known name with a changed key (see ``KnownPeers/Status``).
+  public let status: KnownPeers.Status
+  /// The code both ends show.
+  public let verificationCode: VerificationCode
+  /// The inviter's context (at most 64 KiB).
+  public let context: [UInt8]
+  /// When the inviter stops waiting.
+  public let expiresAt: ContinuousClock.Instant
+
+  private let link: ConnectionLink
+  private let knownPeers: KnownPeers?
+  private let localFingerprint: Fingerprint
+  private let answered = Atomic<Bool>(false)
+  private let onFinished: @Sendable () -> Void
+
+  init(
+    peer: PeerID, status: KnownPeers.Status, localFingerprint: Fingerprint, context: [UInt8],
+    timeout: Duration, link: ConnectionLink, knownPeers: KnownPeers?,
+    onFinished: @escaping @Sendable () -> Void
+  ) {
+    self.peer = peer
+    self.status = status
+    self.verificationCode = VerificationCode(localFingerprint, peer.fingerprint)
+    self.context = context
+    self.expiresAt = .now + timeout
+    self.link = link
+    self.knownPeers = knownPeers
+    self.localFingerprint = localFingerprint
+    self.onFinished = onFinished
+  }
+
+  /// The inviter's fingerprint.
+  public var fingerprint: Fingerprint { peer.fingerprint }
+
+  /// `name [short fingerprint], code 123 456`.
+  public var description: String { "\(peer), code \(verificationCode)" }
+
+  /// Accepts: the inviter joins `session` and both ends report it connected.
+  ///
+  /// - Parameter session: A session of the advertiser's identity.
+  /// - Throws: ``InvitationError/expired`` when the inviter withdrew or timed out, or the
+  ///   invitation was already answered; ``InvitationError/sessionFull`` (the invitation is then
+  ///   declined as such); ``InvitationError/authenticationFailed(reason:)`` when `session`
+  ///   belongs to another identity than the advertiser's.
+  public func accept(into session: Session) async throws(InvitationError) {
+    guard session.identity.fingerprint == localFingerprint else {
+      throw .authenticationFailed(reason: "the session's identity is not the advertiser's")
+    }
+    guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { throw .expired }
+    defer { onFinished() }
+    let peer = self.peer
+    let link = self.link
+    let outcome = await link.withHandler { handler -> InvitationError? in
+      guard handler.state == .pendingDecision else { return .expired }
+      guard session.hasRoom else {
+        handler.decline(.sessionFull, reason: "the session is full")
+        return .sessionFull
+      }
+      guard handler.accept() else { return .expired }
+      return session.adopt(peer, link: link, handler: handler) ? nil : .sessionFull
+    }
+    if let outcome { throw outcome }
+    try? knownPeers?.recordSeen(peer)
+  }
+
+  /// Declines, with an optional reason the inviter sees. Does nothing if already answered or
+  /// expired.
+  public func decline(reason: String = "") {
+    guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    link.onHandler { $0.decline(.declined, reason: reason) }
+    onFinished()
+  }
+
+  /// Called when the inviter withdraws or the invitation expires.
+  func withdrawn() {
+    if !answered.exchange(true, ordering: .acquiringAndReleasing) {
+      onFinished()
+    }
+  }
+}

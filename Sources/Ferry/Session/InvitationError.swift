@@ -1,0 +1,54 @@
+/// Why an invitation did not produce a connected peer. Each failure a user must tell apart has
+/// its own case.
+public enum InvitationError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// No answer within the invitation's timeout.
+  case timedOut
+  /// The advertiser declined, with its reason (empty if none was given).
+  case declined(reason: String)
+  /// The advertiser has too many invitations pending.
+  case busy
+  /// A session holds at most ``Session/maximumPeers`` peers (including itself).
+  case sessionFull
+  /// No connection could be made to any of the peer's addresses.
+  case unreachable(reason: String)
+  /// The TLS handshake failed: the certificate did not match the expected fingerprint, or the
+  /// peer refused ours.
+  case authenticationFailed(reason: String)
+  /// The peer speaks no protocol version this build speaks; `peerVersions` are its versions.
+  case protocolVersionUnsupported(peerVersions: [UInt16])
+  /// The context is larger than ``ControlMessage/maximumContextSize``.
+  case contextTooLarge(byteCount: Int)
+  /// The invitation is no longer pending: the inviter withdrew it or timed out, or it was
+  /// already answered.
+  case expired
+  /// The connection broke or the peer broke the protocol during the handshake.
+  case connectionFailed(reason: String)
+  /// The task waiting for the answer was cancelled; the invitation was withdrawn.
+  case cancelled
+
+  /// A message for users.
+  public var description: String {
+    switch self {
+    case .timedOut: return "the invitation timed out without an answer"
+    case .declined(let reason):
+      return reason.isEmpty
+        ? "the invitation was declined" : "the invitation was declined: \(reason)"
+    case .busy: return "the peer is busy: too many invitations are pending there"
+    case .sessionFull:
+      return "the session is full (at most \(Session.maximumPeers) peers, including this one)"
+    case .unreachable(let reason): return "the peer is unreachable: \(reason)"
+    case .authenticationFailed(let reason): return "authentication failed: \(reason)"
+    case .protocolVersionUnsupported(let versions):
+      return
+        "the peer speaks protocol version(s) \(versions.map(String.init).joined(separator: ", ")); "
+        + "this build speaks \(FerryProtocol.supportedVersions.map(String.init).joined(separator: ", "))"
+    case .contextTooLarge(let count):
+      return
+        "the invitation context is \(count) bytes; the limit is \(ControlMessage.maximumContextSize)"
+    case .expired:
+      return "the invitation is no longer pending (the inviter gave up or it was answered)"
+    case .connectionFailed(let reason): return "the connection failed: \(reason)"
+    case .cancelled: return "the invitation was cancelled"
+    }
+  }
+}

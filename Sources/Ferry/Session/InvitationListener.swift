@@ -1,0 +1,142 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// The TLS listener behind an ``Advertiser``: accepts connections, runs the handshake under
+/// its deadline, and yields authenticated ``Invitation``s.
+///
+/// Limits against hostile or broken clients: at most ``maximumHandshakes`` connections may be
+/// in their handshake at once (more are closed at accept), every handshake has
+/// ``ConnectionTimeouts/handshake`` to deliver its INVITE, and at most `maximumPending`
+/// invitations wait for an answer (more are declined as busy).
+final class InvitationListener: Sendable {
+  /// Connections allowed in their handshake at once.
+  static let maximumHandshakes = 64
+
+  let invitations: AsyncStream<Invitation>
+  private let continuation: AsyncStream<Invitation>.Continuation
+  private let identity: Identity
+  private let displayName: String
+  private let tls: TLSContexts
+  private let timeouts: ConnectionTimeouts
+  private let knownPeers: KnownPeers?
+  private let maximumPending: Int
+  private let state = Mutex(State())
+
+  private struct State {
+    var channel: Channel?
+    var handshaking = 0
+    var pending = 0
+    var stopped = false
+  }
+
+  init(
+    identity: Identity, displayName: String, timeouts: ConnectionTimeouts,
+    knownPeers: KnownPeers?, maximumPending: Int
+  ) {
+    self.identity = identity
+    self.displayName = displayName
+    self.tls = try! TLSContexts(identity: identity)
+    self.timeouts = timeouts
+    self.knownPeers = knownPeers
+    self.maximumPending = maximumPending
+    (invitations, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+  }
+
+  /// Binds `port` (0: any) on every address, IPv6 and IPv4, and starts accepting.
+  ///
+  /// - Returns: The bound port.
+  /// - Throws: The bind error (port in use, not permitted).
+  func start(port: UInt16) async throws -> UInt16 {
+    let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+      .serverChannelOption(.backlog, value: 256)
+      .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+      .childChannelInitializer { [weak self] channel in
+        guard let self else { return channel.close() }
+        return self.initialize(channel)
+      }
+    let channel: Channel
+    do {
+      channel = try await bootstrap.bind(host: "::", port: Int(port)).get()
+    } catch {
+      // No IPv6 on this host: IPv4 only.
+      channel = try await bootstrap.bind(host: "0.0.0.0", port: Int(port)).get()
+    }
+    let stopped = state.withLock { state in
+      if !state.stopped { state.channel = channel }
+      return state.stopped
+    }
+    if stopped { try? await channel.close() }
+    return UInt16(channel.localAddress?.port ?? Int(port))
+  }
+
+  /// Stops accepting; pending invitations stay answerable until their connection ends.
+  func stop() {
+    let channel = state.withLock { state in
+      state.stopped = true
+      defer { state.channel = nil }
+      return state.channel
+    }
+    channel?.close(promise: nil)
+    continuation.finish()
+  }
+
+  private func initialize(_ channel: Channel) -> EventLoopFuture<Void> {
+    let admitted = state.withLock { state in
+      guard state.handshaking < Self.maximumHandshakes else { return false }
+      state.handshaking += 1
+      return true
+    }
+    guard admitted else { return channel.close() }
+    let handshakeDone = Atomic<Bool>(false)
+    let finishHandshake: @Sendable () -> Void = { [weak self] in
+      if !handshakeDone.exchange(true, ordering: .acquiringAndReleasing) {
+        self?.state.withLock { $0.handshaking -= 1 }
+      }
+    }
+    channel.closeFuture.whenComplete { _ in finishHandshake() }
+    do {
+      let handler = ConnectionHandler(
+        role: .advertiser, localName: displayName, timeouts: timeouts)
+      try channel.pipeline.syncOperations.addHandlers([
+        tls.serverHandler(),
+        ByteToMessageHandler(FrameDecoderHandler()),
+        FrameEncoderHandler(),
+        handler,
+      ])
+      let link = ConnectionLink(channel: channel, handler: handler)
+      handler.onInvite = { [weak self, weak handler] invite in
+        finishHandshake()
+        guard let self, let handler else { return }
+        self.received(invite, link: link, handler: handler)
+      }
+      return channel.eventLoop.makeSucceededVoidFuture()
+    } catch {
+      return channel.eventLoop.makeFailedFuture(error)
+    }
+  }
+
+  /// An INVITE arrived (on the connection's event loop).
+  private func received(
+    _ invite: ConnectionHandler.IncomingInvite, link: ConnectionLink, handler: ConnectionHandler
+  ) {
+    let admitted = state.withLock { state in
+      guard !state.stopped, state.pending < maximumPending else { return false }
+      state.pending += 1
+      return true
+    }
+    guard admitted else {
+      handler.decline(.busy, reason: "too many invitations are pending")
+      return
+    }
+    let status = (try? knownPeers?.status(of: invite.peer)) ?? .new
+    let invitation = Invitation(
+      peer: invite.peer, status: status, localFingerprint: identity.fingerprint,
+      context: invite.context, timeout: invite.timeout, link: link, knownPeers: knownPeers
+    ) { [weak self] in
+      self?.state.withLock { $0.pending -= 1 }
+    }
+    handler.onInvitationWithdrawn = { invitation.withdrawn() }
+    continuation.yield(invitation)
+  }
+}

@@ -1,0 +1,19 @@
+/// A remote peer's state in a ``Session``, as in MultipeerConnectivity.
+public enum PeerState: String, Hashable, Sendable {
+  /// Not connected: never was, declined, disconnected, or found dead by the heartbeat.
+  case notConnected
+  /// The handshake with the peer is under way.
+  case connecting
+  /// The peer is connected.
+  case connected
+}
+
+/// One change of a peer's state.
+public struct PeerStateChange: Hashable, Sendable {
+  /// The peer.
+  public let peer: PeerID
+  /// Its new state.
+  public let state: PeerState
+  /// Why it left, for ``PeerState/notConnected``.
+  public let reason: String?
+}

@@ -1,0 +1,247 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A group of connected peers, as in MultipeerConnectivity: owned by the local peer, holding at
+/// most ``maximumPeers`` peers including itself, each connected over its own mutually
+/// authenticated TLS 1.3 connection.
+///
+/// Peers join by invitation: ``Browser/invite(_:to:context:timeout:)`` (or ``invite(host:port:expecting:context:timeout:)``
+/// without discovery) on one side, ``Invitation/accept(into:)`` on the other. Every state change
+/// of every peer is reported on ``stateChanges``. A heartbeat notices a peer that vanished
+/// without closing (power loss, SIGKILL, cable pulled) within ``ConnectionTimeouts/deadAfter``
+/// plus one heartbeat interval.
+public final class Session: Sendable {
+  /// The most peers a session holds, this one included.
+  public static let maximumPeers = 8
+
+  /// The identity this session authenticates with.
+  public let identity: Identity
+  /// This peer.
+  public let myPeer: PeerID
+  /// The connection timers.
+  public let timeouts: ConnectionTimeouts
+  /// Every peer state change, in order. Finishes after ``close()``.
+  public let stateChanges: AsyncStream<PeerStateChange>
+
+  let tls: TLSContexts
+  private let continuation: AsyncStream<PeerStateChange>.Continuation
+  private let members = Mutex<[Fingerprint: Member]>([:])
+
+  private struct Member {
+    let peer: PeerID
+    let link: ConnectionLink
+  }
+
+  /// Creates a session for `identity`, presented to peers as `displayName`.
+  ///
+  /// - Throws: ``PeerIDError`` when the display name is not valid.
+  public init(identity: Identity, displayName: String, timeouts: ConnectionTimeouts = .init())
+    throws(PeerIDError)
+  {
+    self.identity = identity
+    self.myPeer = try PeerID(displayName: displayName, fingerprint: identity.fingerprint)
+    self.timeouts = timeouts
+    // A key and certificate that Identity accepted (matching P-256 pair) are valid for BoringSSL.
+    self.tls = try! TLSContexts(identity: identity)
+    (stateChanges, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+  }
+
+  deinit {
+    close()
+  }
+
+  /// The peers connected now.
+  public var connectedPeers: [PeerID] {
+    members.withLock { $0.values.map(\.peer) }.sorted { $0.displayName < $1.displayName }
+  }
+
+  /// The verification code this peer and `peer` both display.
+  public func verificationCode(with peer: PeerID) -> VerificationCode {
+    VerificationCode(myPeer.fingerprint, peer.fingerprint)
+  }
+
+  /// Invites the peer listening at `host:port` directly, without discovery.
+  ///
+  /// - Parameters:
+  ///   - host: An IP address or host name.
+  ///   - port: The advertiser's port.
+  ///   - expecting: The fingerprint the peer must present; nil accepts any certificate (the
+  ///     returned peer's fingerprint and ``verificationCode(with:)`` must then be checked by the
+  ///     user).
+  ///   - context: Up to 64 KiB the advertiser sees with the invitation.
+  ///   - timeout: How long to wait for the answer, connecting included (default 30 s).
+  /// - Returns: The connected peer.
+  /// - Throws: ``InvitationError``: `.timedOut`, `.declined`, `.busy`, `.sessionFull`,
+  ///   `.unreachable`, `.authenticationFailed`, `.protocolVersionUnsupported`,
+  ///   `.contextTooLarge`, `.connectionFailed` or `.cancelled`.
+  public func invite(
+    host: String, port: UInt16, expecting: Fingerprint? = nil, context: [UInt8] = [],
+    timeout: Duration = .seconds(30)
+  ) async throws(InvitationError) -> PeerID {
+    try await invite(
+      endpoints: [(host, Int(port))], expecting: expecting, context: context, timeout: timeout)
+  }
+
+  /// Invites a peer reachable at one of `endpoints`, tried in order until one connects.
+  func invite(
+    endpoints: [(host: String, port: Int)], expecting: Fingerprint?, context: [UInt8],
+    timeout: Duration
+  ) async throws(InvitationError) -> PeerID {
+    guard context.count <= ControlMessage.maximumContextSize else {
+      throw .contextTooLarge(byteCount: context.count)
+    }
+    guard hasRoom else { throw .sessionFull }
+    let start = ContinuousClock.now
+    var lastError = InvitationError.unreachable(reason: "the peer has no address")
+    for endpoint in endpoints {
+      let remaining = timeout - (ContinuousClock.now - start)
+      guard remaining > .zero else { throw .timedOut }
+      do {
+        return try await attempt(
+          host: endpoint.host, port: endpoint.port, expecting: expecting, context: context,
+          timeout: remaining)
+      } catch .unreachable(let reason) {
+        lastError = .unreachable(reason: reason)
+      }
+    }
+    throw lastError
+  }
+
+  /// Disconnects `peer` (GOODBYE, then close); its state becomes notConnected.
+  public func disconnect(_ peer: PeerID) {
+    let member = members.withLock { $0[peer.fingerprint] }
+    member?.link.onHandler { $0.disconnect(reason: "disconnected") }
+  }
+
+  /// Disconnects every peer.
+  public func disconnect() {
+    for member in members.withLock({ Array($0.values) }) {
+      member.link.onHandler { $0.disconnect(reason: "disconnected") }
+    }
+  }
+
+  /// Disconnects every peer and finishes ``stateChanges``.
+  public func close() {
+    disconnect()
+    continuation.finish()
+  }
+
+  // MARK: Internals
+
+  var hasRoom: Bool {
+    members.withLock { $0.count + 1 < Self.maximumPeers }
+  }
+
+  /// Adds a link whose handshake just completed; on the link's event loop. Returns false (and
+  /// closes the link) when the session is full.
+  func adopt(_ peer: PeerID, link: ConnectionLink, handler: ConnectionHandler) -> Bool {
+    let (added, previous) = members.withLock { members -> (Bool, Member?) in
+      guard members[peer.fingerprint] != nil || members.count + 1 < Self.maximumPeers else {
+        return (false, nil)
+      }
+      return (true, members.updateValue(Member(peer: peer, link: link), forKey: peer.fingerprint))
+    }
+    guard added else {
+      handler.disconnect(reason: "the session is full")
+      return false
+    }
+    // A peer that reconnects replaces its old link (which may not have noticed it is dead).
+    previous?.link.onHandler { $0.disconnect(reason: "replaced by a new connection") }
+    handler.onLinkEnded = { [weak self] reason in
+      self?.linkEnded(peer, link: link, reason: reason)
+    }
+    continuation.yield(PeerStateChange(peer: peer, state: .connected, reason: nil))
+    return true
+  }
+
+  func report(_ peer: PeerID, _ state: PeerState, reason: String? = nil) {
+    continuation.yield(PeerStateChange(peer: peer, state: state, reason: reason))
+  }
+
+  private func linkEnded(_ peer: PeerID, link: ConnectionLink, reason: String) {
+    let removed = members.withLock { members -> Bool in
+      guard members[peer.fingerprint]?.link === link else { return false }
+      members[peer.fingerprint] = nil
+      return true
+    }
+    if removed {
+      report(peer, .notConnected, reason: reason)
+    }
+  }
+
+  private func attempt(
+    host: String, port: Int, expecting: Fingerprint?, context: [UInt8], timeout: Duration
+  ) async throws(InvitationError) -> PeerID {
+    let loop = MultiThreadedEventLoopGroup.singleton.next()
+    let answer = loop.makePromise(of: PeerID.self)
+    let linkBox = LinkBox()
+    let tls = self.tls
+    let name = myPeer.displayName
+    let timeouts = self.timeouts
+    let connectTimeout = min(timeout, timeouts.handshake)
+    let bootstrap = ClientBootstrap(group: loop)
+      .connectTimeout(.nanoseconds(connectTimeout.timeAmount.nanoseconds))
+      .channelInitializer { [weak self] channel in
+        do {
+          let handler = ConnectionHandler(
+            role: .inviter(context: context, timeout: timeout, answer: answer),
+            localName: name, timeouts: timeouts)
+          handler.onPeerKnown = { peer in self?.report(peer, .connecting) }
+          try channel.pipeline.syncOperations.addHandlers([
+            try tls.clientHandler(expecting: expecting),
+            ByteToMessageHandler(FrameDecoderHandler()),
+            FrameEncoderHandler(),
+            handler,
+          ])
+          linkBox.link.withLock { $0 = ConnectionLink(channel: channel, handler: handler) }
+          return channel.eventLoop.makeSucceededVoidFuture()
+        } catch {
+          return channel.eventLoop.makeFailedFuture(error)
+        }
+      }
+    do {
+      _ = try await bootstrap.connect(host: host, port: port).get()
+    } catch {
+      let reason = "\(host) port \(port): \(error)"
+      answer.fail(InvitationError.unreachable(reason: reason))
+      throw .unreachable(reason: reason)
+    }
+    guard let link = linkBox.link.withLock({ $0 }) else {
+      answer.fail(InvitationError.connectionFailed(reason: "no connection handler"))
+      throw .connectionFailed(reason: "no connection handler")
+    }
+    // Adopt on the event loop, in the same turn as the ACCEPT, so no event falls in between.
+    let adopted = answer.futureResult.flatMapThrowing { [weak self] peer -> PeerID in
+      let handler = try link.channel.pipeline.syncOperations.handler(type: ConnectionHandler.self)
+      guard let self, self.adopt(peer, link: link, handler: handler) else {
+        throw InvitationError.sessionFull
+      }
+      return peer
+    }
+    let timer = loop.scheduleTask(in: .nanoseconds(timeout.timeAmount.nanoseconds)) {
+      link.onHandler { handler in handler.withdraw(InvitationError.timedOut) }
+    }
+    defer { timer.cancel() }
+    do {
+      return try await withTaskCancellationHandler {
+        try await adopted.get()
+      } onCancel: {
+        link.onHandler { handler in handler.withdraw(InvitationError.cancelled) }
+      }
+    } catch let error as InvitationError {
+      // A peer reported as connecting must be reported as not connected.
+      if let peer = await link.withHandler({ $0.remote }) {
+        report(peer, .notConnected, reason: error.description)
+      }
+      throw error
+    } catch {
+      throw .connectionFailed(reason: "\(error)")
+    }
+  }
+}
+
+/// Carries the link out of a channel initializer.
+private final class LinkBox: Sendable {
+  let link = Mutex<ConnectionLink?>(nil)
+}

@@ -1,0 +1,67 @@
+import NIOCore
+import NIOSSL
+
+/// The TLS 1.3 settings of Ferry connections, built from an ``Identity``: mutual
+/// authentication with self-signed certificates, trust decided by fingerprint, never by a CA.
+struct TLSContexts: Sendable {
+  let server: NIOSSLContext
+  let client: NIOSSLContext
+
+  /// Builds both contexts.
+  ///
+  /// - Throws: NIOSSL's error if the identity's key or certificate is refused by BoringSSL.
+  init(identity: Identity) throws {
+    let certificate = try NIOSSLCertificate(bytes: identity.certificateDER, format: .der)
+    let key = try NIOSSLPrivateKey(
+      bytes: Array(identity.privateKey.pemRepresentation.utf8), format: .pem)
+
+    var server = TLSConfiguration.makeServerConfiguration(
+      certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
+    var client = TLSConfiguration.makeClientConfiguration()
+    client.certificateChain = [.certificate(certificate)]
+    client.privateKey = .privateKey(key)
+    Self.harden(&server)
+    Self.harden(&client)
+    self.server = try NIOSSLContext(configuration: server)
+    self.client = try NIOSSLContext(configuration: client)
+  }
+
+  /// TLS 1.3 only; a certificate is required from the peer (on a server,
+  /// `noHostnameVerification` means "request and require"); no system trust store — the custom
+  /// verification callbacks decide.
+  private static func harden(_ configuration: inout TLSConfiguration) {
+    configuration.minimumTLSVersion = .tlsv13
+    configuration.maximumTLSVersion = .tlsv13
+    configuration.certificateVerification = .noHostnameVerification
+    configuration.trustRoots = .certificates([])
+    configuration.applicationProtocols = [FerryProtocol.alpn]
+  }
+
+  /// The advertiser's TLS handler: any client certificate is accepted during the handshake
+  /// (TLS 1.3's CertificateVerify proves the client holds its key); the connection handler
+  /// reads its fingerprint before any application byte.
+  func serverHandler() -> NIOSSLServerHandler {
+    NIOSSLServerHandler(context: server) { _, promise in
+      promise.succeed(.certificateVerified)
+    }
+  }
+
+  /// The inviter's TLS handler: the server's certificate must hash to `expected`, or, when no
+  /// fingerprint is known (direct connection without one), any certificate is accepted and
+  /// reported for the user to verify.
+  func clientHandler(expecting expected: Fingerprint?) throws -> NIOSSLClientHandler {
+    try NIOSSLClientHandler(context: client, serverHostname: nil) { certificates, promise in
+      guard let expected else {
+        promise.succeed(.certificateVerified)
+        return
+      }
+      guard let leaf = certificates.first, let der = try? leaf.toDERBytes(),
+        Fingerprint(sha256Of: der) == expected
+      else {
+        promise.succeed(.failed)
+        return
+      }
+      promise.succeed(.certificateVerified)
+    }
+  }
+}

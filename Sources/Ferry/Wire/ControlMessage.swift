@@ -1,0 +1,204 @@
+/// The control messages of protocol version 1: the handshake and liveness (docs/PROTOCOL.md,
+/// "Control frames"). All travel on channel 0. Encoding and decoding are pure and strict: every
+/// length is capped, every byte accounted for.
+public enum ControlMessage: Hashable, Sendable {
+  /// The protocol versions the sender speaks and its display name.
+  case hello(versions: [UInt16], displayName: String)
+  /// An invitation: how long the inviter waits for an answer, and the application's context.
+  case invite(timeoutMilliseconds: UInt32, context: [UInt8])
+  /// The invitation is accepted: the connection is now a session link.
+  case accept
+  /// The invitation is declined, with why.
+  case decline(DeclineCode, reason: String)
+  /// The inviter withdraws its invitation.
+  case cancel
+  /// Liveness probe carrying a value the answer echoes.
+  case ping(UInt64)
+  /// Answer to ``ping(_:)``.
+  case pong(UInt64)
+  /// The sender closes the connection.
+  case goodbye(GoodbyeCode, reason: String)
+
+  /// The largest invitation context, in bytes (64 KiB).
+  public static let maximumContextSize = 64 * 1024
+  /// The largest reason text, in UTF-8 bytes.
+  public static let maximumReasonSize = 1024
+  /// The most versions a HELLO may list.
+  public static let maximumVersionCount = 16
+
+  /// Why an invitation was declined.
+  public enum DeclineCode: UInt8, Hashable, Sendable {
+    /// The user or application said no.
+    case declined = 0
+    /// Too many invitations are pending at the advertiser.
+    case busy = 1
+    /// The advertiser's session is full.
+    case sessionFull = 2
+  }
+
+  /// Why a connection is closed.
+  public enum GoodbyeCode: UInt8, Hashable, Sendable {
+    /// An orderly close (disconnect).
+    case normal = 0
+    /// The peer sent something invalid.
+    case protocolError = 1
+    /// No protocol version in common.
+    case unsupportedVersion = 2
+    /// The handshake did not complete in time.
+    case timeout = 3
+  }
+
+  /// The frame type this message travels in.
+  public var frameType: FrameType {
+    switch self {
+    case .hello: return .hello
+    case .invite: return .invite
+    case .accept: return .accept
+    case .decline: return .decline
+    case .cancel: return .cancel
+    case .ping: return .ping
+    case .pong: return .pong
+    case .goodbye: return .goodbye
+    }
+  }
+
+  /// The message as a frame on channel 0. Over-long reasons are truncated (at a character
+  /// boundary) so that encoding cannot fail.
+  public var frame: Frame {
+    var payload: [UInt8] = []
+    switch self {
+    case .hello(let versions, let name):
+      payload.appendBigEndian(UInt16(versions.count))
+      for version in versions { payload.appendBigEndian(version) }
+      payload.append(UInt8(name.utf8.count))
+      payload += name.utf8
+    case .invite(let timeout, let context):
+      payload.appendBigEndian(timeout)
+      payload.appendBigEndian(UInt32(context.count))
+      payload += context
+    case .accept, .cancel:
+      break
+    case .decline(let code, let reason):
+      payload.append(code.rawValue)
+      appendReason(reason, to: &payload)
+    case .goodbye(let code, let reason):
+      payload.append(code.rawValue)
+      appendReason(reason, to: &payload)
+    case .ping(let value), .pong(let value):
+      payload.appendBigEndian(value)
+    }
+    return Frame(type: frameType, channel: 0, payload: payload)
+  }
+
+  /// Decodes a control frame.
+  ///
+  /// - Throws: ``WireError`` when the frame is not on channel 0, a field is truncated, over its
+  ///   cap or invalid (a display name that is empty, over 63 bytes, not UTF-8 or holding control
+  ///   characters; unknown codes), or bytes remain after the last field.
+  public init(frame: Frame) throws(WireError) {
+    let type = frame.type
+    guard frame.channel == 0 else { throw .invalidField(type, "channel \(frame.channel)") }
+    var reader = ByteReader(frame.payload, type: type)
+    switch type {
+    case .hello:
+      let count = Int(try reader.uint16())
+      guard (1...Self.maximumVersionCount).contains(count) else {
+        throw .invalidField(type, "version count \(count)")
+      }
+      var versions: [UInt16] = []
+      for _ in 0..<count { versions.append(try reader.uint16()) }
+      let nameLength = Int(try reader.uint8())
+      let name = try reader.utf8(count: nameLength, field: "display name")
+      guard (1...63).contains(nameLength),
+        !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+      else { throw .invalidField(type, "display name") }
+      self = .hello(versions: versions, displayName: name)
+    case .invite:
+      let timeout = try reader.uint32()
+      let length = Int(try reader.uint32())
+      guard length <= Self.maximumContextSize else {
+        throw .invalidField(type, "context length \(length)")
+      }
+      self = .invite(timeoutMilliseconds: timeout, context: try reader.bytes(count: length))
+    case .accept:
+      self = .accept
+    case .cancel:
+      self = .cancel
+    case .decline:
+      let raw = try reader.uint8()
+      guard let code = DeclineCode(rawValue: raw) else { throw .invalidField(type, "code \(raw)") }
+      self = .decline(code, reason: try reader.reason())
+    case .goodbye:
+      let raw = try reader.uint8()
+      guard let code = GoodbyeCode(rawValue: raw) else { throw .invalidField(type, "code \(raw)") }
+      self = .goodbye(code, reason: try reader.reason())
+    case .ping:
+      self = .ping(try reader.uint64())
+    case .pong:
+      self = .pong(try reader.uint64())
+    }
+    try reader.finish()
+  }
+}
+
+private func appendReason(_ reason: String, to payload: inout [UInt8]) {
+  var text = Substring(reason)
+  while text.utf8.count > ControlMessage.maximumReasonSize { text = text.dropLast() }
+  payload.appendBigEndian(UInt16(text.utf8.count))
+  payload += text.utf8
+}
+
+/// Reads big-endian fields from a payload, throwing ``WireError/truncated(_:)`` at its end.
+struct ByteReader {
+  private let bytes: [UInt8]
+  private var offset = 0
+  let type: FrameType
+
+  init(_ bytes: [UInt8], type: FrameType) {
+    self.bytes = bytes
+    self.type = type
+  }
+
+  mutating func bytes(count: Int) throws(WireError) -> [UInt8] {
+    guard count >= 0, bytes.count - offset >= count else { throw .truncated(type) }
+    defer { offset += count }
+    return Array(bytes[offset..<offset + count])
+  }
+
+  mutating func uint8() throws(WireError) -> UInt8 {
+    try bytes(count: 1)[0]
+  }
+
+  mutating func uint16() throws(WireError) -> UInt16 {
+    let raw = try bytes(count: 2)
+    return UInt16(raw[0]) << 8 | UInt16(raw[1])
+  }
+
+  mutating func uint32() throws(WireError) -> UInt32 {
+    try bytes(count: 4).reduce(0) { $0 << 8 | UInt32($1) }
+  }
+
+  mutating func uint64() throws(WireError) -> UInt64 {
+    try bytes(count: 8).reduce(0) { $0 << 8 | UInt64($1) }
+  }
+
+  mutating func utf8(count: Int, field: String) throws(WireError) -> String {
+    let raw = try bytes(count: count)
+    guard let text = String(validating: raw, as: UTF8.self) else {
+      throw .invalidField(type, field)
+    }
+    return text
+  }
+
+  mutating func reason() throws(WireError) -> String {
+    let length = Int(try uint16())
+    guard length <= ControlMessage.maximumReasonSize else {
+      throw .invalidField(type, "reason length \(length)")
+    }
+    return try utf8(count: length, field: "reason")
+  }
+
+  func finish() throws(WireError) {
+    guard offset == bytes.count else { throw .trailingBytes(type) }
+  }
+}
