@@ -47,6 +47,11 @@ let package = Package(
       dependencies: ["Ferry"],
       path: "Examples/DiscoverPeers"
     ),
+    .executableTarget(
+      name: "ferry-test-peer",
+      dependencies: ["Ferry"],
+      path: "Tests/TestPeer"
+    ),
     .testTarget(
       name: "FerryTests",
       dependencies: ["Ferry"]

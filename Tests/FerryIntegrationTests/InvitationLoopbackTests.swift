@@ -39,7 +39,8 @@ struct InvitationLoopbackTests {
     #expect(inviterSession.connectedPeers == [connectedPeer])
     #expect(advertiserSession.connectedPeers == [invitation.peer])
     #expect(await inviterStates.first { $0.state == .connecting } != nil)
-    #expect(await inviterStates.first { $0.state == .connected && $0.peer == connectedPeer } != nil)
+    #expect(
+      await inviterStates.first { $0.state == .connected && $0.peer == connectedPeer } != nil)
     #expect(
       await advertiserStates.first { $0.state == .connected && $0.peer == invitation.peer } != nil)
 
@@ -47,5 +48,182 @@ struct InvitationLoopbackTests {
     let gone = await advertiserStates.first { $0.state == .notConnected }
     #expect(gone != nil)
     #expect(advertiserSession.connectedPeers.isEmpty)
+    #expect(await inviterStates.first { $0.state == .notConnected } != nil)
+  }
+
+  @Test("a declined invitation reports the reason to the inviter")
+  func decline() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let (advertiser, _, identity) = try await startAdvertiser("decliner", type: type)
+    defer { advertiser.stop() }
+    let session = try Session(identity: makeIdentity(), displayName: "asker")
+    let result = Task {
+      try await session.invite(
+        host: "127.0.0.1", port: advertiser.port, expecting: identity.fingerprint)
+    }
+    let invitation = try #require(await nextInvitation(advertiser))
+    invitation.decline(reason: "not now, thanks")
+    await #expect(throws: InvitationError.declined(reason: "not now, thanks")) {
+      try await result.value
+    }
+    #expect(session.connectedPeers.isEmpty)
+  }
+
+  @Test("an unanswered invitation times out; a late accept then fails cleanly")
+  func timeoutAndLateAccept() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let (advertiser, advertiserSession, identity) = try await startAdvertiser("slow", type: type)
+    defer { advertiser.stop() }
+    let session = try Session(identity: makeIdentity(), displayName: "impatient")
+    let started = ContinuousClock.now
+    let result = Task {
+      try await session.invite(
+        host: "127.0.0.1", port: advertiser.port, expecting: identity.fingerprint,
+        timeout: .seconds(1))
+    }
+    let invitation = try #require(await nextInvitation(advertiser))
+    await #expect(throws: InvitationError.timedOut) { try await result.value }
+    let waited = ContinuousClock.now - started
+    #expect(waited >= .seconds(1) && waited < .seconds(3), "timed out after \(waited)")
+    try await Task.sleep(for: .milliseconds(200))
+    await #expect(throws: InvitationError.expired) {
+      try await invitation.accept(into: advertiserSession)
+    }
+    #expect(advertiserSession.connectedPeers.isEmpty)
+  }
+
+  @Test("beyond the pending-invitation cap the advertiser answers busy")
+  func busy() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let (advertiser, _, identity) = try await startAdvertiser(
+      "popular", type: type, maximumPending: 1)
+    defer { advertiser.stop() }
+    let first = try Session(identity: makeIdentity(), displayName: "first")
+    let firstResult = Task {
+      try await first.invite(
+        host: "127.0.0.1", port: advertiser.port, expecting: identity.fingerprint,
+        timeout: .seconds(3))
+    }
+    let pending = try #require(await nextInvitation(advertiser))
+    let second = try Session(identity: makeIdentity(), displayName: "second")
+    await #expect(throws: InvitationError.busy) {
+      try await second.invite(
+        host: "127.0.0.1", port: advertiser.port, expecting: identity.fingerprint)
+    }
+    pending.decline()
+    _ = try? await firstResult.value
+  }
+
+  @Test("a certificate that does not match the expected fingerprint fails authentication")
+  func wrongFingerprint() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let (advertiser, _, _) = try await startAdvertiser("genuine", type: type)
+    defer { advertiser.stop() }
+    let session = try Session(identity: makeIdentity(), displayName: "careful")
+    do {
+      _ = try await session.invite(
+        host: "127.0.0.1", port: advertiser.port, expecting: makeIdentity().fingerprint)
+      Issue.record("connected to a peer with the wrong certificate")
+    } catch {
+      guard case .authenticationFailed = error else {
+        Issue.record("expected authenticationFailed, got \(error)")
+        return
+      }
+    }
+    #expect(await nextInvitation(advertiser, timeout: .seconds(1)) == nil)
+  }
+
+  @Test("direct connection by HOST:PORT, with or without a named fingerprint")
+  func direct() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let (advertiser, advertiserSession, identity) = try await startAdvertiser("direct", type: type)
+    defer { advertiser.stop() }
+    Task {
+      for await invitation in advertiser.invitations {
+        try await invitation.accept(into: advertiserSession)
+      }
+    }
+    let pinned = try Session(identity: makeIdentity(), displayName: "pinned")
+    let peer = try await pinned.invite(
+      host: "127.0.0.1", port: advertiser.port, expecting: identity.fingerprint)
+    #expect(peer.fingerprint == identity.fingerprint)
+    let trusting = try Session(identity: makeIdentity(), displayName: "tofu")
+    let unpinned = try await trusting.invite(host: "::1", port: advertiser.port)
+    #expect(unpinned.fingerprint == identity.fingerprint)
+    #expect(advertiserSession.connectedPeers.count == 2)
+    withExtendedLifetime((pinned, trusting)) {}
+  }
+
+  @Test("unreachable, too large a context, and a full session are distinct errors")
+  func otherErrors() async throws {
+    let session = try Session(identity: makeIdentity(), displayName: "x")
+    do {
+      _ = try await session.invite(host: "127.0.0.1", port: 1, timeout: .seconds(3))
+      Issue.record("connected to port 1")
+    } catch {
+      guard case .unreachable = error else {
+        Issue.record("expected unreachable, got \(error)")
+        return
+      }
+    }
+    await #expect(throws: InvitationError.contextTooLarge(byteCount: 65_537)) {
+      try await session.invite(
+        host: "127.0.0.1", port: 1, context: Array(repeating: 0, count: 65_537))
+    }
+
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let (advertiser, advertiserSession, identity) = try await startAdvertiser("host", type: type)
+    defer { advertiser.stop() }
+    Task {
+      for await invitation in advertiser.invitations {
+        try? await invitation.accept(into: advertiserSession)
+      }
+    }
+    var members: [Session] = []  // Held: a released session disconnects its peers.
+    for index in 1..<Session.maximumPeers {
+      let member = try Session(identity: makeIdentity(), displayName: "member\(index)")
+      _ = try await member.invite(
+        host: "127.0.0.1", port: advertiser.port, expecting: identity.fingerprint)
+      members.append(member)
+    }
+    #expect(advertiserSession.connectedPeers.count == Session.maximumPeers - 1)
+    let latecomer = try Session(identity: makeIdentity(), displayName: "latecomer")
+    await #expect(throws: InvitationError.sessionFull) {
+      try await latecomer.invite(
+        host: "127.0.0.1", port: advertiser.port, expecting: identity.fingerprint)
+    }
+    #expect(members.count == Session.maximumPeers - 1)
+  }
+
+  @Test(
+    "a peer that stops answering (SIGKILL, or SIGSTOP: frozen, socket still open) becomes notConnected within the heartbeat bound",
+    arguments: [SIGKILL, SIGSTOP])
+  func heartbeat(signal: Int32) async throws {
+    let type = Harness.uniqueServiceType()
+    let peer = try ChildProcess(
+      Harness.testPeerBinary, ["advertise", "doomed", type, "accept"])
+    defer { peer.signal(SIGKILL) }
+    let listening = try #require(
+      await peer.waitForLine { $0.contains("\"listening\"") }.flatMap { jsonObject($0.text) },
+      "\(peer.stderr)")
+    let port = try #require(listening["port"] as? Int)
+    let session = try Session(identity: makeIdentity(), displayName: "survivor")
+    let states = EventRecorder(session.stateChanges)
+    let remote = try await session.invite(
+      host: "127.0.0.1", port: UInt16(port),
+      expecting: try Fingerprint(parsing: listening["fingerprint"] as! String))
+    #expect(await peer.waitForLine { $0.contains("\"accepted\"") } != nil)
+
+    let killedAt = ContinuousClock.now
+    peer.signal(signal)
+    let gone = try #require(
+      await states.first(timeout: .seconds(20)) { $0.state == .notConnected && $0.peer == remote })
+    let noticed = gone.record.time - killedAt
+    print(
+      "peer stopped with signal \(signal): notConnected after \(seconds(noticed)) s "
+        + "(\(gone.record.element.reason ?? ""))")
+    #expect(noticed < .seconds(12))
+    peer.signal(SIGKILL)
+    peer.signal(SIGCONT)
   }
 }

@@ -124,7 +124,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         deadline?.cancel()
         state = .awaitingAnswer
         onPeerKnown?(peer)
-        let milliseconds = UInt32(clamping: timeout.components.seconds * 1000)
+        let milliseconds = UInt32(clamping: timeout.timeAmount.nanoseconds / 1_000_000)
         send(
           .invite(timeoutMilliseconds: milliseconds, context: invitationContext), context: context)
       case .advertiser:
@@ -183,6 +183,9 @@ final class ConnectionHandler: ChannelInboundHandler {
       protocolViolation(wire, context: context)
     case _ where state == .tlsHandshake:
       fail(.authenticationFailed(reason: "TLS handshake failed: \(error)"), context: context)
+    case NIOSSLError.uncleanShutdown:
+      endReason = "the peer vanished (connection closed without a TLS close)"
+      fail(.connectionFailed(reason: endReason!), context: context)
     default:
       fail(.connectionFailed(reason: "\(error)"), context: context)
     }
@@ -246,12 +249,22 @@ final class ConnectionHandler: ChannelInboundHandler {
     fail(error, context: context)
   }
 
-  /// Closes a connected link with GOODBYE.
+  /// Closes a connected link with GOODBYE; the link is reported ended at once.
   func disconnect(reason: String) {
     guard let context, state != .closed else { return }
     endReason = reason
     send(.goodbye(.normal, reason: reason), context: context)
+    endLink(reason: reason)
     context.close(promise: nil)
+  }
+
+  /// Marks a connected link ended and reports it, once.
+  private func endLink(reason: String) {
+    guard state == .connected else { return }
+    state = .closed
+    heartbeat?.cancel()
+    onLinkEnded?(reason)
+    onLinkEnded = nil
   }
 
   // MARK: Helpers
@@ -292,7 +305,8 @@ final class ConnectionHandler: ChannelInboundHandler {
       [weak self] _ in
       guard let self, let context = self.context, self.state == .connected else { return }
       if NIODeadline.now() - self.lastReceived > deadAfter {
-        self.endReason = "no sign of life for \(self.timeouts.deadAfter)"
+        // Reported now: closing TLS may wait for a close_notify that a dead peer never sends.
+        self.endLink(reason: "no sign of life for \(self.timeouts.deadAfter)")
         context.close(promise: nil)
         return
       }

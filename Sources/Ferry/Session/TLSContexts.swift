@@ -35,6 +35,8 @@ struct TLSContexts: Sendable {
     configuration.certificateVerification = .noHostnameVerification
     configuration.trustRoots = .certificates([])
     configuration.applicationProtocols = [FerryProtocol.alpn]
+    // How long a closing side waits for the peer's close_notify.
+    configuration.shutdownTimeout = .seconds(2)
   }
 
   /// The advertiser's TLS handler: any client certificate is accepted during the handshake

@@ -52,6 +52,12 @@ enum Harness {
     return directory.appendingPathComponent("ferry").path
   }
 
+  /// The built `ferry-test-peer` binary, beside `ferry`.
+  static var testPeerBinary: String {
+    URL(fileURLWithPath: ferryBinary).deletingLastPathComponent()
+      .appendingPathComponent("ferry-test-peer").path
+  }
+
   /// A service type no other test uses, so tests sharing a daemon do not see each other.
   static func uniqueServiceType(_ prefix: String = "t") -> String {
     let letters = "abcdefghijklmnopqrstuvwxyz0123456789"

@@ -1,0 +1,213 @@
+import Foundation
+import Testing
+
+@testable import Ferry
+
+@Suite("Identity on disk")
+struct IdentityTests {
+  func temporaryHome() throws -> URL {
+    let url = URL(fileURLWithPath: NSTemporaryDirectory())
+      .appendingPathComponent("ferry-identity-\(UUID().uuidString)/home")
+    return url
+  }
+
+  func mode(_ path: String) -> mode_t {
+    var status = stat()
+    stat(path, &status)
+    return status.st_mode & 0o777
+  }
+
+  @Test("created on first use with private permissions, loaded identically afterwards")
+  func createAndLoad() throws {
+    let home = try temporaryHome()
+    defer { try? FileManager.default.removeItem(at: home.deletingLastPathComponent()) }
+    let first = try Identity.loadOrCreate(in: home)
+    #expect(mode(home.path) == 0o700)
+    #expect(mode(home.appendingPathComponent(Identity.keyFileName).path) == 0o600)
+    #expect(mode(home.appendingPathComponent(Identity.certificateFileName).path) == 0o644)
+    let second = try Identity.loadOrCreate(in: home)
+    #expect(second.fingerprint == first.fingerprint)
+    #expect(second.certificateDER == first.certificateDER)
+    let leftovers = try FileManager.default.contentsOfDirectory(atPath: home.path).filter {
+      $0.contains(".tmp-")
+    }
+    #expect(leftovers.isEmpty)
+  }
+
+  @Test("the fingerprint equals openssl x509 -fingerprint -sha256 of the same certificate")
+  func opensslFingerprint() throws {
+    let home = try temporaryHome()
+    defer { try? FileManager.default.removeItem(at: home.deletingLastPathComponent()) }
+    let identity = try Identity.loadOrCreate(in: home)
+    let output = try runTool(
+      "/usr/bin/openssl",
+      [
+        "x509", "-noout", "-fingerprint", "-sha256", "-in",
+        home.appendingPathComponent(Identity.certificateFileName).path,
+      ])
+    // "sha256 Fingerprint=AB:CD:..."
+    let hex = try #require(output.split(separator: "=").last).trimmingCharacters(
+      in: .whitespacesAndNewlines)
+    #expect(try Fingerprint(parsing: hex) == identity.fingerprint)
+    let text = try runTool(
+      "/usr/bin/openssl",
+      [
+        "x509", "-noout", "-text", "-in",
+        home.appendingPathComponent(Identity.certificateFileName).path,
+      ])
+    #expect(text.contains("ASN1 OID: prime256v1"))
+    #expect(text.contains("TLS Web Server Authentication, TLS Web Client Authentication"))
+    #expect(text.contains("CA:FALSE"))
+  }
+
+  @Test("a corrupted or half-missing identity is an error naming the file, never regenerated")
+  func corrupted() throws {
+    let home = try temporaryHome()
+    defer { try? FileManager.default.removeItem(at: home.deletingLastPathComponent()) }
+    let original = try Identity.loadOrCreate(in: home)
+    let certificate = home.appendingPathComponent(Identity.certificateFileName).path
+    let key = home.appendingPathComponent(Identity.keyFileName).path
+
+    let saved = try Data(contentsOf: URL(fileURLWithPath: certificate))
+    try Data("garbage".utf8).write(to: URL(fileURLWithPath: certificate))
+    #expect(
+      throws: IdentityError.corrupted(path: certificate, reason: "not an X.509 certificate in PEM")
+    ) {
+      try Identity.loadOrCreate(in: home)
+    }
+    try saved.write(to: URL(fileURLWithPath: certificate))
+
+    let savedKey = try Data(contentsOf: URL(fileURLWithPath: key))
+    try FileManager.default.removeItem(atPath: key)
+    do {
+      _ = try Identity.loadOrCreate(in: home)
+      Issue.record("loaded without a key")
+    } catch {
+      #expect(error.description.contains(key))
+    }
+    // Another identity's key: valid PEM, wrong pair.
+    let other = Identity.generate()
+    try AtomicFile.write(Array(other.privateKey.pemRepresentation.utf8), to: key, mode: 0o600)
+    do {
+      _ = try Identity.loadOrCreate(in: home)
+      Issue.record("loaded a mismatched pair")
+    } catch {
+      #expect(error.description.contains("does not match"))
+    }
+    try AtomicFile.write(Array(savedKey), to: key, mode: 0o600)
+    #expect(try Identity.loadOrCreate(in: home).fingerprint == original.fingerprint)
+  }
+
+  @Test("a key readable by others is refused with the chmod to run")
+  func permissions() throws {
+    let home = try temporaryHome()
+    defer { try? FileManager.default.removeItem(at: home.deletingLastPathComponent()) }
+    _ = try Identity.loadOrCreate(in: home)
+    let key = home.appendingPathComponent(Identity.keyFileName).path
+    chmod(key, 0o644)
+    #expect(throws: IdentityError.insecurePermissions(path: key, mode: 0o644)) {
+      try Identity.loadOrCreate(in: home)
+    }
+    do {
+      _ = try Identity.loadOrCreate(in: home)
+    } catch {
+      #expect(error.description.contains("chmod 600 \(key)"))
+    }
+  }
+
+  @Test("FERRY_HOME, XDG_CONFIG_HOME and HOME decide the default directory, in that order")
+  func defaultDirectory() throws {
+    let output = try runTool(
+      "/usr/bin/env",
+      ["FERRY_HOME=/x/ferry", "XDG_CONFIG_HOME=/y", "/bin/sh", "-c", "echo $FERRY_HOME"])
+    #expect(output.hasPrefix("/x/ferry"))
+    // The logic itself, read from this process's environment:
+    let expected: String
+    if let home = ProcessInfo.processInfo.environment["FERRY_HOME"], !home.isEmpty {
+      expected = home
+    } else if let config = ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"], !config.isEmpty {
+      expected = config + "/ferry"
+    } else {
+      expected = FileManager.default.homeDirectoryForCurrentUser.path + "/.config/ferry"
+    }
+    #expect(FerryHome.defaultDirectory.path == URL(fileURLWithPath: expected).path)
+  }
+}
+
+@Suite("Verification code and known peers")
+struct TrustTests {
+  @Test("the code is six digits, the same in both orders, and differs between pairs")
+  func verificationCode() {
+    let a = Identity.generate().fingerprint
+    let b = Identity.generate().fingerprint
+    let c = Identity.generate().fingerprint
+    let code = VerificationCode(a, b)
+    #expect(code == VerificationCode(b, a))
+    #expect(code.digits.count == 6)
+    #expect(code.digits.allSatisfy { $0.isNumber })
+    #expect(code.description.count == 7)
+    #expect(VerificationCode(a, c) != code || VerificationCode(b, c) != code)
+  }
+
+  @Test("the code matches the documented derivation")
+  func documentedDerivation() throws {
+    let low = try Fingerprint(bytes: Array(repeating: 0x00, count: 32))
+    let high = try Fingerprint(bytes: Array(repeating: 0xFF, count: 32))
+    // SHA-256("ferry verification code v1" || 32×00 || 32×FF), first 8 bytes mod 1e6,
+    // computed independently with: python3 -c "import hashlib; d=hashlib.sha256(b'ferry verification code v1'+bytes(32)+b'\xff'*32).digest(); print('%06d' % (int.from_bytes(d[:8],'big') % 10**6))"
+    let expected = try runTool(
+      "/usr/bin/python3",
+      [
+        "-c",
+        "import hashlib; d=hashlib.sha256(b'ferry verification code v1'+bytes(32)+b'\\xff'*32).digest(); print('%06d' % (int.from_bytes(d[:8],'big') % 10**6))",
+      ]
+    ).trimmingCharacters(in: .whitespacesAndNewlines)
+    #expect(VerificationCode(high, low).digits == expected)
+  }
+
+  @Test("known peers: new, known, changed key, trust and forget, persisted")
+  func knownPeers() throws {
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory())
+      .appendingPathComponent("ferry-peers-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let store = KnownPeers(directory: directory)
+    let alice = try PeerID(displayName: "alice", fingerprint: Identity.generate().fingerprint)
+    let impostor = try PeerID(displayName: "alice", fingerprint: Identity.generate().fingerprint)
+    #expect(try store.status(of: alice) == .new)
+    try store.recordSeen(alice)
+    #expect(try store.status(of: alice) == .known(trusted: false))
+    #expect(try store.status(of: impostor) == .changedKey(previous: alice.fingerprint))
+    try store.trust(alice.fingerprint)
+    #expect(try KnownPeers(directory: directory).status(of: alice) == .known(trusted: true))
+    #expect(try store.all().map(\.name) == ["alice"])
+    #expect(try store.forget(alice.fingerprint))
+    #expect(try store.forget(alice.fingerprint) == false)
+    #expect(try store.status(of: impostor) == .new)
+  }
+
+  @Test("a corrupted peers file is an error naming it")
+  func corruptedPeers() throws {
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory())
+      .appendingPathComponent("ferry-peers-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let store = KnownPeers(directory: directory)
+    try Data("{not json".utf8).write(to: URL(fileURLWithPath: store.path))
+    #expect(throws: IdentityError.corrupted(path: store.path, reason: "not a Ferry peers file")) {
+      try store.all()
+    }
+  }
+}
+
+/// Runs a tool and returns its standard output.
+func runTool(_ path: String, _ arguments: [String]) throws -> String {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: path)
+  process.arguments = arguments
+  let pipe = Pipe()
+  process.standardOutput = pipe
+  try process.run()
+  let data = pipe.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return String(decoding: data, as: UTF8.self)
+}

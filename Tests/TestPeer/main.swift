@@ -1,0 +1,106 @@
+// ferry-test-peer: a separate process speaking the Ferry library, for tests that need a peer in
+// another process or another network namespace (heartbeat after SIGKILL, multi-host
+// invitations). Prints one JSON object per line on stdout.
+//
+//   ferry-test-peer advertise NAME SERVICE ANSWER [MAX_PENDING]
+//       ANSWER: accept | decline:REASON | ignore | accept-after:SECONDS
+//   ferry-test-peer invite HOST PORT [FINGERPRINT|-] [NAME]
+import Ferry
+import Foundation
+
+func emit(_ object: [String: Any]) {
+  let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+  FileHandle.standardOutput.write(data + Data([0x0A]))
+}
+
+func status(_ status: KnownPeers.Status) -> String {
+  switch status {
+  case .known(let trusted): return trusted ? "trusted" : "known"
+  case .new: return "new"
+  case .changedKey: return "changed-key"
+  }
+}
+
+func watch(_ session: Session) {
+  Task {
+    for await change in session.stateChanges {
+      emit([
+        "event": "state", "peer": change.peer.displayName,
+        "fingerprint": change.peer.fingerprint.hexString, "state": change.state.rawValue,
+        "reason": change.reason ?? "",
+      ])
+    }
+  }
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let identity = Identity.generate()
+
+do {
+  switch arguments.first {
+  case "advertise" where arguments.count >= 4:
+    let (name, service, answer) = (arguments[1], try ServiceType(arguments[2]), arguments[3])
+    let maximumPending = arguments.count > 4 ? Int(arguments[4]) ?? 8 : 8
+    let session = try Session(identity: identity, displayName: name)
+    watch(session)
+    let advertiser = try Advertiser(
+      identity: identity, displayName: name, serviceType: service,
+      maximumPendingInvitations: maximumPending)
+    let published = try await advertiser.start()
+    emit([
+      "event": "listening", "name": published, "port": Int(advertiser.port),
+      "fingerprint": identity.fingerprint.hexString,
+    ])
+    for await invitation in advertiser.invitations {
+      emit([
+        "event": "invitation", "peer": invitation.peer.displayName,
+        "fingerprint": invitation.fingerprint.hexString,
+        "code": invitation.verificationCode.digits, "status": status(invitation.status),
+        "context": String(decoding: invitation.context, as: UTF8.self),
+      ])
+      switch answer {
+      case "accept":
+        try await invitation.accept(into: session)
+        emit(["event": "accepted", "peer": invitation.peer.displayName])
+      case let text where text.hasPrefix("decline:"):
+        invitation.decline(reason: String(text.dropFirst("decline:".count)))
+      case let text where text.hasPrefix("accept-after:"):
+        let delay = Double(text.dropFirst("accept-after:".count)) ?? 1
+        Task {
+          try await Task.sleep(for: .seconds(delay))
+          do {
+            try await invitation.accept(into: session)
+            emit(["event": "accepted", "peer": invitation.peer.displayName])
+          } catch {
+            emit(["event": "accept-failed", "error": "\(error)"])
+          }
+        }
+      default:
+        break  // ignore: let it expire
+      }
+    }
+  case "invite" where arguments.count >= 3:
+    let expected =
+      arguments.count > 3 && arguments[3] != "-" ? try Fingerprint(parsing: arguments[3]) : nil
+    let name = arguments.count > 4 ? arguments[4] : "test-inviter"
+    let session = try Session(identity: identity, displayName: name)
+    watch(session)
+    do {
+      let peer = try await session.invite(
+        host: arguments[1], port: UInt16(arguments[2])!, expecting: expected, timeout: .seconds(10))
+      emit([
+        "event": "connected", "peer": peer.displayName, "fingerprint": peer.fingerprint.hexString,
+        "code": session.verificationCode(with: peer).digits,
+      ])
+    } catch {
+      emit(["event": "error", "error": "\(error)"])
+    }
+    try await Task.sleep(for: .seconds(3600))
+  default:
+    FileHandle.standardError.write(Data("usage: see Tests/TestPeer/main.swift\n".utf8))
+    exit(2)
+  }
+} catch {
+  emit(["event": "error", "error": "\(error)"])
+  exit(1)
+}
