@@ -139,7 +139,7 @@ struct InvitationLoopbackTests {
     let (advertiser, advertiserSession, identity) = try await startAdvertiser("direct", type: type)
     defer { advertiser.stop() }
     Task {
-      for await invitation in advertiser.invitations {
+      while let invitation = await nextInvitation(advertiser, timeout: .seconds(60)) {
         try await invitation.accept(into: advertiserSession)
       }
     }
@@ -175,7 +175,7 @@ struct InvitationLoopbackTests {
     let (advertiser, advertiserSession, identity) = try await startAdvertiser("host", type: type)
     defer { advertiser.stop() }
     Task {
-      for await invitation in advertiser.invitations {
+      while let invitation = await nextInvitation(advertiser, timeout: .seconds(60)) {
         try? await invitation.accept(into: advertiserSession)
       }
     }

@@ -1,5 +1,6 @@
 import Ferry
 import Foundation
+import Synchronization
 
 /// A fresh identity in memory.
 func makeIdentity() -> Identity {
@@ -36,21 +37,40 @@ struct TestFailure: Error, CustomStringConvertible {
   init(_ description: String) { self.description = description }
 }
 
+/// One consumer per advertiser's invitation stream: an `AsyncStream` has a single consumer,
+/// and cancelling a task that iterates it finishes it, so tests never iterate it themselves.
+final class InvitationInbox: Sendable {
+  private static let inboxes = Mutex<[ObjectIdentifier: InvitationInbox]>([:])
+  private let recorder: EventRecorder<Invitation>
+  private let taken = Mutex(0)
+
+  private init(_ advertiser: Advertiser) {
+    recorder = EventRecorder(advertiser.invitations)
+  }
+
+  /// The inbox of `advertiser`, created on first use.
+  static func of(_ advertiser: Advertiser) -> InvitationInbox {
+    inboxes.withLock { inboxes in
+      if let inbox = inboxes[ObjectIdentifier(advertiser)] { return inbox }
+      let inbox = InvitationInbox(advertiser)
+      inboxes[ObjectIdentifier(advertiser)] = inbox
+      return inbox
+    }
+  }
+
+  /// The next invitation not yet taken, within `timeout`.
+  func next(timeout: Duration) async -> Invitation? {
+    let start = taken.withLock { $0 }
+    guard let found = await recorder.first(after: start, timeout: timeout, where: { _ in true })
+    else { return nil }
+    taken.withLock { $0 = found.index + 1 }
+    return found.record.element
+  }
+}
+
 /// The next invitation an advertiser yields, within `timeout`.
 func nextInvitation(_ advertiser: Advertiser, timeout: Duration = .seconds(10)) async
   -> Invitation?
 {
-  await withTaskGroup(of: Invitation?.self) { group in
-    group.addTask {
-      for await invitation in advertiser.invitations { return invitation }
-      return nil
-    }
-    group.addTask {
-      try? await Task.sleep(for: timeout)
-      return nil
-    }
-    let first = await group.next() ?? nil
-    group.cancelAll()
-    return first
-  }
+  await InvitationInbox.of(advertiser).next(timeout: timeout)
 }

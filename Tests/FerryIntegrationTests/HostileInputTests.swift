@@ -1,0 +1,197 @@
+import Ferry
+import Foundation
+import Testing
+
+/// Clients we did not write (OpenSSL) and clients that misbehave, against a listening
+/// Advertiser. Each bad connection must be dropped alone: the process keeps running and a
+/// proper invitation afterwards succeeds.
+@Suite("Hostile and foreign clients", .needsLocalAvahi, .serialized)
+struct HostileInputTests {
+  /// A certificate and key made by openssl, and its fingerprint as openssl prints it.
+  func opensslCredentials() async throws -> (
+    certificate: String, key: String, fingerprint: Fingerprint
+  ) {
+    let directory = NSTemporaryDirectory() + "ferry-openssl-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let (certificate, key) = ("\(directory)/cert.pem", "\(directory)/key.pem")
+    let made = try await run(
+      "/usr/bin/openssl",
+      [
+        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=openssl-peer",
+      ])
+    try #require(made.status == 0, "\(made.stderr)")
+    let printed = try await run(
+      "/usr/bin/openssl", ["x509", "-noout", "-fingerprint", "-sha256", "-in", certificate])
+    let hex = try #require(printed.stdout.split(separator: "=").last)
+    return (
+      certificate, key,
+      try Fingerprint(parsing: hex.trimmingCharacters(in: .whitespacesAndNewlines))
+    )
+  }
+
+  /// Writes bytes to a temporary file (for a child's standard input).
+  func file(_ bytes: [UInt8]) throws -> String {
+    let path = NSTemporaryDirectory() + "ferry-bytes-\(UUID().uuidString)"
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    return path
+  }
+
+  /// Checks that the advertiser still works: a proper invitation is accepted.
+  func properInvitationSucceeds(_ advertiser: Advertiser, _ session: Session, _ identity: Identity)
+    async throws
+  {
+    let inviter = try Session(identity: makeIdentity(), displayName: "proper")
+    let accepting = Task {
+      while let invitation = await nextInvitation(advertiser) {
+        if invitation.peer.displayName == "proper" {
+          try await invitation.accept(into: session)
+          return
+        }
+      }
+    }
+    let peer = try await inviter.invite(
+      host: "127.0.0.1", port: advertiser.port, expecting: identity.fingerprint,
+      timeout: .seconds(10))
+    #expect(peer.fingerprint == identity.fingerprint)
+    try await accepting.value
+    withExtendedLifetime(inviter) {}
+  }
+
+  @Test(
+    "openssl s_client with a certificate completes TLS 1.3; the advertiser learns its fingerprint")
+  func opensslClient() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let (advertiser, _, _) = try await startAdvertiser("tls-peer", type: type)
+    defer { advertiser.stop() }
+    let credentials = try await opensslCredentials()
+    let frames =
+      ControlMessage.hello(versions: [1], displayName: "openssl").frame.encoded
+      + ControlMessage.invite(timeoutMilliseconds: 10_000, context: Array("from openssl".utf8))
+      .frame.encoded
+    let client = try ChildProcess(
+      "/usr/bin/openssl",
+      [
+        "s_client", "-connect", "127.0.0.1:\(advertiser.port)", "-tls1_3", "-cert",
+        credentials.certificate, "-key", credentials.key, "-quiet",
+      ],
+      stdin: try file(frames))
+    defer { client.signal(SIGKILL) }
+    let invitation = try #require(await nextInvitation(advertiser), "\(client.stderr)")
+    #expect(invitation.fingerprint == credentials.fingerprint)
+    #expect(invitation.peer.displayName == "openssl")
+    #expect(invitation.context == Array("from openssl".utf8))
+    invitation.decline(reason: "no thanks, openssl")
+    #expect(await client.waitForExit(timeout: .seconds(10)) != nil)
+    #expect(client.stdout.contains("no thanks, openssl"))
+  }
+
+  @Test("openssl s_client without a certificate is refused before any application byte")
+  func opensslClientWithoutCertificate() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let (advertiser, session, identity) = try await startAdvertiser("strict", type: type)
+    defer { advertiser.stop() }
+    let frames =
+      ControlMessage.hello(versions: [1], displayName: "anonymous").frame.encoded
+      + ControlMessage.invite(timeoutMilliseconds: 10_000, context: []).frame.encoded
+    let client = try ChildProcess(
+      "/usr/bin/openssl",
+      ["s_client", "-connect", "127.0.0.1:\(advertiser.port)", "-tls1_3", "-quiet"],
+      stdin: try file(frames))
+    defer { client.signal(SIGKILL) }
+    let status = await client.waitForExit(timeout: .seconds(10))
+    #expect(status != nil && status != 0)
+    #expect(client.stderr.contains("certificate required"), "\(client.stderr)")
+    #expect(await nextInvitation(advertiser, timeout: .seconds(1)) == nil)
+    try await properInvitationSucceeds(advertiser, session, identity)
+  }
+
+  @Test("an advertiser speaking only a future protocol version: protocolVersionUnsupported")
+  func unsupportedVersion() async throws {
+    let credentials = try await opensslCredentials()
+    let port = UInt16.random(in: 40_000...60_000)
+    let hello = ControlMessage.hello(versions: [7, 8], displayName: "future").frame.encoded
+    let server = try ChildProcess(
+      "/usr/bin/openssl",
+      [
+        "s_server", "-accept", "127.0.0.1:\(port)", "-tls1_3", "-cert", credentials.certificate,
+        "-key", credentials.key, "-Verify", "1", "-quiet", "-naccept", "1",
+      ],
+      stdin: try file(hello))
+    defer { server.signal(SIGKILL) }
+    try await Task.sleep(for: .milliseconds(500))
+    let session = try Session(identity: makeIdentity(), displayName: "present")
+    await #expect(throws: InvitationError.protocolVersionUnsupported(peerVersions: [7, 8])) {
+      try await session.invite(
+        host: "127.0.0.1", port: port, expecting: credentials.fingerprint, timeout: .seconds(10))
+    }
+  }
+
+  @Test(
+    "random bytes, a plain-text line and a TLS client stalled after ClientHello are dropped",
+    arguments: ["random", "text", "stalled-tls", "silent"])
+  func garbage(kind: String) async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let (advertiser, session, identity) = try await startAdvertiser("sturdy", type: type)
+    defer { advertiser.stop() }
+    let socket = try RawSocket(port: advertiser.port)
+    switch kind {
+    case "random": socket.send((0..<4096).map { _ in UInt8.random(in: 0...255) })
+    case "text": socket.send(Array("GET / HTTP/1.1\r\nHost: ferry\r\n\r\n".utf8))
+    case "stalled-tls": socket.send(try await capturedClientHello())
+    default: break
+    }
+    let started = ContinuousClock.now
+    #expect(await socket.waitForClose(timeout: .seconds(10)), "\(kind): not dropped")
+    print("\(kind) connection dropped after \(seconds(.now - started)) s")
+    try await properInvitationSucceeds(advertiser, session, identity)
+  }
+
+  @Test("100 concurrent idle connections are all dropped; then a proper invitation succeeds")
+  func flood() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let (advertiser, session, identity) = try await startAdvertiser("flooded", type: type)
+    defer { advertiser.stop() }
+    let sockets = try (0..<100).map { _ in try RawSocket(port: advertiser.port) }
+    for (index, socket) in sockets.enumerated() where index % 3 == 0 {
+      socket.send([0x16, 0x03, 0x01])  // the start of a TLS record, then nothing
+    }
+    var dropped = 0
+    for socket in sockets where await socket.waitForClose(timeout: .seconds(10)) {
+      dropped += 1
+    }
+    #expect(dropped == 100)
+    try await properInvitationSucceeds(advertiser, session, identity)
+  }
+
+  /// A genuine TLS 1.3 ClientHello, captured from `openssl s_client` by a listener of ours.
+  func capturedClientHello() async throws -> [UInt8] {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(listener) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(listener, $0, length) == 0 && listen(listener, 1) == 0
+          && getsockname(listener, $0, &length) == 0
+      }
+    }
+    let port = UInt16(bigEndian: address.sin_port)
+    let client = try ChildProcess(
+      "/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_3", "-quiet"])
+    defer { client.signal(SIGKILL) }
+    let connection = accept(listener, nil, nil)
+    defer { close(connection) }
+    var hello: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while hello.count < 5 || hello.count < 5 + (Int(hello[3]) << 8 | Int(hello[4])) {
+      let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+      guard count > 0 else { break }
+      hello += buffer[0..<count]
+    }
+    try #require(hello.first == 0x16, "not a TLS handshake record")
+    return hello
+  }
+}
