@@ -7,6 +7,7 @@
 // - a decoded control message re-encodes to the very frame it came from (the encoding is
 //   canonical), and decodes back to itself.
 
+/// The libFuzzer entry point: decodes `size` bytes at `data` and checks the properties above.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzWire(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let bytes = Array(UnsafeBufferPointer(start: data, count: size))

@@ -16,7 +16,10 @@ struct FerryCommand: AsyncParsableCommand {
       timed out, 4 declined, 5 authentication failure, 6 discovery unavailable, 130 interrupted.
       """,
     version: version,
-    subcommands: [BrowseCommand.self, ReceiveCommand.self])
+    subcommands: [
+      BrowseCommand.self, ReceiveCommand.self, IdentityCommand.self, PeersCommand.self,
+      TrustCommand.self, ForgetCommand.self,
+    ])
 }
 
 /// Entry point: runs the command and maps every error to the brief's exit codes (argument

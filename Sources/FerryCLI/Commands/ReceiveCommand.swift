@@ -2,18 +2,20 @@ import ArgumentParser
 import Ferry
 import Foundation
 
-/// `ferry receive`: advertises this machine so that senders can find it.
+/// `ferry receive`: advertises this machine and listens for invitations.
 ///
-/// This version advertises only: the invitation handshake and transfers arrive with the session
-/// layer.
+/// This version shows each invitation (who, fingerprint, known/new/KEY CHANGED, verification
+/// code) and declines it: accepting transfers arrives with the transfer layer.
 struct ReceiveCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "receive",
     abstract: "Advertise this machine to senders on the local network.",
     discussion: """
-      Publishes this machine as a Ferry peer through avahi-daemon until Ctrl-C (exit 130). \
-      If the name is taken on the network, Avahi's alternative ('NAME #2') is used and printed.
-      This build advertises only; accepting transfers comes with the session layer.
+      Listens for encrypted connections and publishes this machine as a Ferry peer through \
+      avahi-daemon until Ctrl-C (exit 130). If the name is taken on the network, Avahi's \
+      alternative ('NAME #2') is used and printed. Each invitation is shown with the sender's \
+      name, fingerprint and the verification code; this build declines them, since accepting \
+      transfers comes with the transfer layer.
 
       Examples:
         ferry receive
@@ -32,25 +34,20 @@ struct ReceiveCommand: AsyncParsableCommand {
   @Option(help: "The TCP port to listen on (default: any free port).")
   var port: UInt16 = 0
 
-  @Flag(help: "Write one JSON object per line to stdout (advertising, renamed, ...).")
+  @Flag(help: "Write one JSON object per line to stdout (advertising, invitation, ...).")
   var json = false
 
   func run() async throws {
     let output = EventWriter(json: json)
     let serviceType = try parseServiceType(service)
     let displayName = name ?? ProcessInfo.processInfo.hostName
-    let peer: PeerID
-    do {
-      // Placeholder identity until the Security layer provides the certificate's fingerprint.
-      let fingerprint = try Fingerprint(bytes: (0..<32).map { _ in UInt8.random(in: 0...255) })
-      peer = try PeerID(displayName: displayName, fingerprint: fingerprint)
-    } catch let error as PeerIDError {
-      throw CLIFailure(status: .usage, message: error.description, code: "invalid-name")
-    }
-    let reservation = try PortReservation(port: port)
+    let identity = try loadIdentity()
+    let knownPeers = KnownPeers()
     let advertiser: Advertiser
     do {
-      advertiser = try Advertiser(peer: peer, serviceType: serviceType, port: reservation.port)
+      advertiser = try Advertiser(
+        identity: identity, displayName: displayName, serviceType: serviceType, port: port,
+        knownPeers: knownPeers)
     } catch {
       throw cliFailure(error)
     }
@@ -69,12 +66,18 @@ struct ReceiveCommand: AsyncParsableCommand {
     output.event(
       "advertising",
       [
-        ("name", .string(published)), ("fingerprint", .string(peer.fingerprint.hexString)),
-        ("service", .string(serviceType.dnsSDType)), ("port", .int(Int(reservation.port))),
+        ("name", .string(published)), ("fingerprint", .string(identity.fingerprint.hexString)),
+        ("service", .string(serviceType.dnsSDType)), ("port", .int(Int(advertiser.port))),
       ])
     output.say(
-      "Advertising as '\(published)' [\(peer.fingerprint.shortDescription)] on "
-        + "\(serviceType), port \(reservation.port). Press Ctrl-C to stop.")
+      "Advertising as '\(published)' [\(identity.fingerprint.shortDescription)] on "
+        + "\(serviceType), port \(advertiser.port). Press Ctrl-C to stop.")
+    Task {
+      for await invitation in advertiser.invitations {
+        report(invitation, output: output)
+        invitation.decline(reason: "this ferry version cannot receive files yet")
+      }
+    }
     // Renames before the first `.published` are already in `published` and reported above.
     var initialRegistration = true
     for await event in advertiser.events {
@@ -93,6 +96,31 @@ struct ReceiveCommand: AsyncParsableCommand {
         throw cliFailure(error)
       }
     }
-    withExtendedLifetime(reservation) {}
+  }
+
+  private func report(_ invitation: Invitation, output: EventWriter) {
+    let status: String
+    switch invitation.status {
+    case .known(let trusted): status = trusted ? "trusted" : "known"
+    case .new: status = "new"
+    case .changedKey: status = "KEY CHANGED"
+    }
+    output.event(
+      "invitation",
+      [
+        ("peer", .string(invitation.peer.displayName)),
+        ("fingerprint", .string(invitation.fingerprint.hexString)),
+        ("status", .string(status)), ("code", .string(invitation.verificationCode.digits)),
+      ])
+    if case .changedKey(let previous) = invitation.status {
+      output.note(
+        "WARNING: '\(invitation.peer.displayName)' is known with another key "
+          + "(\(previous.shortDescription)); this one is \(invitation.fingerprint.shortDescription). "
+          + "It may be someone else using that name.")
+    }
+    output.say(
+      "Invitation from '\(invitation.peer.displayName)' [\(invitation.fingerprint.shortDescription)] "
+        + "(\(status)), verification code \(invitation.verificationCode): declined, this version "
+        + "cannot receive files yet.")
   }
 }

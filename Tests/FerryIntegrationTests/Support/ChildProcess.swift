@@ -64,7 +64,9 @@ final class ChildProcess: Sendable {
     posix_spawnattr_setsigdefault(&attributes, &defaults)
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
-    let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    // Never touch the real ~/.config/ferry: children share this test run's own home.
+    if env["FERRY_HOME"] == nil { env["FERRY_HOME"] = Harness.testFerryHome }
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer {

@@ -52,6 +52,14 @@ enum Harness {
     return directory.appendingPathComponent("ferry").path
   }
 
+  /// A FERRY_HOME for the children of this test process.
+  static let testFerryHome = NSTemporaryDirectory() + "ferry-test-home-\(getpid())"
+
+  /// A fresh, empty FERRY_HOME.
+  static func freshFerryHome() -> String {
+    NSTemporaryDirectory() + "ferry-home-\(UUID().uuidString)"
+  }
+
   /// The built `ferry-test-peer` binary, beside `ferry`.
   static var testPeerBinary: String {
     URL(fileURLWithPath: ferryBinary).deletingLastPathComponent()

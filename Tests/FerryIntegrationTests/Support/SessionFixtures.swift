@@ -40,11 +40,15 @@ struct TestFailure: Error, CustomStringConvertible {
 /// One consumer per advertiser's invitation stream: an `AsyncStream` has a single consumer,
 /// and cancelling a task that iterates it finishes it, so tests never iterate it themselves.
 final class InvitationInbox: Sendable {
+  /// Keyed by identity; the inbox keeps its advertiser alive so that the identifier cannot be
+  /// reused by a later advertiser at the same address.
   private static let inboxes = Mutex<[ObjectIdentifier: InvitationInbox]>([:])
+  private let advertiser: Advertiser
   private let recorder: EventRecorder<Invitation>
   private let taken = Mutex(0)
 
   private init(_ advertiser: Advertiser) {
+    self.advertiser = advertiser
     recorder = EventRecorder(advertiser.invitations)
   }
 

@@ -1,0 +1,142 @@
+import ArgumentParser
+import Ferry
+import Foundation
+
+/// `ferry peers`: lists the peers this machine knows.
+struct PeersCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "peers",
+    abstract: "List the peers this machine has met or trusts.",
+    discussion: """
+      Peers are recorded when a connection with them is accepted, and marked trusted with \
+      'ferry trust'. A known name arriving with another fingerprint is reported as KEY CHANGED.
+
+      Examples:
+        ferry peers
+        ferry peers --json | jq -r 'select(.trusted) | .name'
+      """)
+
+  @Flag(help: "Write one JSON object per peer to stdout.")
+  var json = false
+
+  func run() async throws {
+    let output = EventWriter(json: json)
+    let peers: [KnownPeers.Entry]
+    do {
+      peers = try KnownPeers().all()
+    } catch {
+      throw CLIFailure(status: .transferFailed, message: error.description, code: "peers-file")
+    }
+    for peer in peers {
+      output.event(
+        "peer",
+        [
+          ("name", .string(peer.name)), ("fingerprint", .string(peer.fingerprint)),
+          ("trusted", .bool(peer.trusted)),
+          ("first_seen", .string(EventWriter.timestamp(peer.firstSeen))),
+          ("last_seen", .string(EventWriter.timestamp(peer.lastSeen))),
+        ])
+      if !json {
+        let fingerprint =
+          (try? Fingerprint(parsing: peer.fingerprint))?.shortDescription ?? peer.fingerprint
+        let seen = peer.lastSeen.formatted(date: .abbreviated, time: .shortened)
+        output.say(
+          "\(peer.trusted ? "trusted" : "known  ")  \(fingerprint)  \(peer.name)  (last seen \(seen))"
+        )
+      }
+    }
+    if peers.isEmpty && !json {
+      output.note("No known peers yet.")
+    }
+  }
+}
+
+/// `ferry trust FPR`: marks a peer trusted.
+struct TrustCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "trust",
+    abstract: "Mark a peer trusted by its fingerprint.",
+    discussion: """
+      FPR is the peer's full fingerprint (as 'ferry identity' prints it on that machine, spaces \
+      and colons allowed), or a prefix of a known peer's fingerprint that matches only one.
+
+      Examples:
+        ferry trust "9F2C 41AB 0C3D 7E11 …" --name "Kitchen laptop"
+        ferry trust 9F2C41AB
+      """)
+
+  @Argument(help: "The fingerprint, or a unique prefix of a known peer's.")
+  var fingerprint: String
+
+  @Option(help: "The name to remember the peer by.")
+  var name: String?
+
+  func run() async throws {
+    let store = KnownPeers()
+    let resolved = try resolveFingerprint(fingerprint, in: store, allowUnknown: true)
+    do {
+      try store.trust(resolved, name: name)
+    } catch {
+      throw CLIFailure(status: .transferFailed, message: error.description, code: "peers-file")
+    }
+    EventWriter(json: false).note(
+      "Trusted \(resolved.shortDescription)\(name.map { " (\($0))" } ?? "").")
+  }
+}
+
+/// `ferry forget FPR`: removes a peer.
+struct ForgetCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "forget",
+    abstract: "Forget a known peer.",
+    discussion: """
+      Examples:
+        ferry forget 9F2C41AB
+      """)
+
+  @Argument(help: "The fingerprint, or a unique prefix of a known peer's.")
+  var fingerprint: String
+
+  func run() async throws {
+    let store = KnownPeers()
+    let resolved = try resolveFingerprint(fingerprint, in: store, allowUnknown: false)
+    do {
+      try store.forget(resolved)
+    } catch {
+      throw CLIFailure(status: .transferFailed, message: error.description, code: "peers-file")
+    }
+    EventWriter(json: false).note("Forgot \(resolved.shortDescription).")
+  }
+}
+
+/// A full fingerprint, or the one known peer whose fingerprint starts with `text`.
+func resolveFingerprint(_ text: String, in store: KnownPeers, allowUnknown: Bool) throws(CLIFailure)
+  -> Fingerprint
+{
+  if let full = try? Fingerprint(parsing: text) {
+    return full
+  }
+  let known: [KnownPeers.Entry]
+  do {
+    known = try store.all()
+  } catch {
+    throw CLIFailure(status: .transferFailed, message: error.description, code: "peers-file")
+  }
+  let matches = known.compactMap { try? Fingerprint(parsing: $0.fingerprint) }.filter {
+    $0.hasPrefix(text)
+  }
+  switch matches.count {
+  case 1:
+    return matches[0]
+  case 0:
+    let hint = allowUnknown ? " (give the full 64-digit fingerprint for a peer not met yet)" : ""
+    throw CLIFailure(
+      status: .usage, message: "no known peer has a fingerprint starting with \"\(text)\"\(hint)",
+      code: "unknown-peer")
+  default:
+    throw CLIFailure(
+      status: .usage,
+      message: "\"\(text)\" matches \(matches.count) known peers; give more digits",
+      code: "ambiguous-peer")
+  }
+}
