@@ -136,7 +136,9 @@ final class ConnectionHandler: ChannelInboundHandler {
       state = .pendingDecision
       let timeout = Duration.milliseconds(Int64(milliseconds))
       // The invitation expires when the inviter stops waiting.
-      deadline = context.eventLoop.scheduleTask(in: .nanoseconds(timeout.timeAmount.nanoseconds)) {
+      deadline = context.eventLoop.assumeIsolated().scheduleTask(
+        in: .nanoseconds(timeout.timeAmount.nanoseconds)
+      ) {
         [weak self] in
         self?.expirePendingInvitation()
       }
@@ -271,7 +273,7 @@ final class ConnectionHandler: ChannelInboundHandler {
 
   private func startHandshakeDeadline(_ context: ChannelHandlerContext) {
     guard deadline == nil else { return }
-    deadline = context.eventLoop.scheduleTask(
+    deadline = context.eventLoop.assumeIsolated().scheduleTask(
       in: .nanoseconds(timeouts.handshake.timeAmount.nanoseconds)
     ) { [weak self] in
       guard let self, let context = self.context else { return }
@@ -301,18 +303,25 @@ final class ConnectionHandler: ChannelInboundHandler {
     lastReceived = .now()
     let interval = TimeAmount.nanoseconds(timeouts.heartbeatInterval.timeAmount.nanoseconds)
     let deadAfter = TimeAmount.nanoseconds(timeouts.deadAfter.timeAmount.nanoseconds)
+    // Strongly held until cancelled (on close), and only touched on this loop.
+    let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
     heartbeat = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) {
-      [weak self] _ in
-      guard let self, let context = self.context, self.state == .connected else { return }
-      if NIODeadline.now() - self.lastReceived > deadAfter {
-        // Reported now: closing TLS may wait for a close_notify that a dead peer never sends.
-        self.endLink(reason: "no sign of life for \(self.timeouts.deadAfter)")
-        context.close(promise: nil)
-        return
-      }
-      self.pings &+= 1
-      self.send(.ping(self.pings), context: context)
+      _ in
+      bound.value.heartbeatTick(deadAfter: deadAfter)
     }
+  }
+
+  /// Declares the link dead after `deadAfter` of silence, else sends a PING.
+  private func heartbeatTick(deadAfter: TimeAmount) {
+    guard let context, state == .connected else { return }
+    if NIODeadline.now() - lastReceived > deadAfter {
+      // Reported now: closing TLS may wait for a close_notify that a dead peer never sends.
+      endLink(reason: "no sign of life for \(timeouts.deadAfter)")
+      context.close(promise: nil)
+      return
+    }
+    pings &+= 1
+    send(.ping(pings), context: context)
   }
 
   private func protocolViolation(_ error: Error, context: ChannelHandlerContext) {
