@@ -4,7 +4,7 @@
 //
 // Properties checked on every input, besides "never crashes, never over-reads":
 // - bytes fed in two pieces decode exactly as fed whole;
-// - a decoded control message re-encodes to the very frame it came from (the encoding is
+// - a decoded control or session message re-encodes to the very frame it came from (the encoding is
 //   canonical), and decodes back to itself.
 
 /// The libFuzzer entry point: decodes `size` bytes at `data` and checks the properties above.
@@ -25,9 +25,14 @@ public func fuzzWire(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   precondition(wholeFrames == pieceFrames, "splitting the input changed the frames")
 
   for frame in wholeFrames {
-    guard let message = try? ControlMessage(frame: frame) else { continue }
-    precondition(message.frame == frame, "re-encoding \(message) changed the frame")
-    precondition((try? ControlMessage(frame: message.frame)) == message, "round trip failed")
+    if let message = try? ControlMessage(frame: frame) {
+      precondition(message.frame == frame, "re-encoding \(message) changed the frame")
+      precondition((try? ControlMessage(frame: message.frame)) == message, "round trip failed")
+    }
+    if let message = try? TransferMessage(frame: frame) {
+      precondition(message.frame == frame, "re-encoding \(message) changed the frame")
+      precondition((try? TransferMessage(frame: message.frame)) == message, "round trip failed")
+    }
   }
   return 0
 }

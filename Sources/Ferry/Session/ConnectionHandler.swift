@@ -93,6 +93,15 @@ final class ConnectionHandler: ChannelInboundHandler {
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
     let frame = unwrapInboundIn(data)
     lastReceived = .now()
+    guard frame.type.isControl else {
+      // Session traffic goes on to the LinkMultiplexer, and only once connected.
+      if state == .connected {
+        context.fireChannelRead(data)
+      } else {
+        protocolViolation(WireError.unexpected(frame.type), context: context)
+      }
+      return
+    }
     let message: ControlMessage
     do {
       message = try frame.controlMessage()

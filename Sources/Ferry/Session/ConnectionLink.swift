@@ -1,15 +1,34 @@
 import NIOCore
 
-/// A Sendable handle on one connection and its handler; every call hops to the channel's loop.
+/// A Sendable handle on one connection and its handlers; every call hops to the channel's loop.
 final class ConnectionLink: Sendable {
   let channel: Channel
   private let handler: NIOLoopBound<ConnectionHandler>
+  private let multiplexer: NIOLoopBound<LinkMultiplexer>
 
   /// Call on the channel's event loop.
-  init(channel: Channel, handler: ConnectionHandler) {
+  init(channel: Channel, handler: ConnectionHandler, multiplexer: LinkMultiplexer) {
     self.channel = channel
     self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+    self.multiplexer = NIOLoopBound(multiplexer, eventLoop: channel.eventLoop)
   }
+
+  /// Runs `body` with the multiplexer on the event loop and returns the future it makes.
+  func withMultiplexer<T: Sendable>(
+    _ body: @escaping @Sendable (LinkMultiplexer) -> EventLoopFuture<T>
+  ) -> EventLoopFuture<T> {
+    let multiplexer = self.multiplexer
+    return channel.eventLoop.flatSubmit { body(multiplexer.value) }
+  }
+
+  /// Runs `body` with the multiplexer on the event loop, without waiting.
+  func onMultiplexer(_ body: @escaping @Sendable (LinkMultiplexer) -> Void) {
+    let multiplexer = self.multiplexer
+    channel.eventLoop.execute { body(multiplexer.value) }
+  }
+
+  /// The multiplexer, for code already on the event loop.
+  var multiplexerOnLoop: LinkMultiplexer { multiplexer.value }
 
   /// Runs `body` with the handler on its event loop.
   func withHandler<T: Sendable>(_ body: @escaping @Sendable (ConnectionHandler) -> T) async -> T {

@@ -98,13 +98,15 @@ final class InvitationListener: Sendable {
     do {
       let handler = ConnectionHandler(
         role: .advertiser, localName: displayName, timeouts: timeouts)
+      let multiplexer = LinkMultiplexer(isInviter: false)
       try channel.pipeline.syncOperations.addHandlers([
         tls.serverHandler(),
         ByteToMessageHandler(FrameDecoderHandler()),
         FrameEncoderHandler(),
         handler,
+        multiplexer,
       ])
-      let link = ConnectionLink(channel: channel, handler: handler)
+      let link = ConnectionLink(channel: channel, handler: handler, multiplexer: multiplexer)
       handler.onInvite = { [weak self, weak handler] invite in
         finishHandshake()
         guard let self, let handler else { return }

@@ -25,6 +25,7 @@ public final class Session: Sendable {
   public let stateChanges: AsyncStream<PeerStateChange>
 
   let tls: TLSContexts
+  let transfers = SessionTransfers()
   private let continuation: AsyncStream<PeerStateChange>.Continuation
   private let members = Mutex<[Fingerprint: Member]>([:])
 
@@ -108,6 +109,14 @@ public final class Session: Sendable {
     throw lastError
   }
 
+  /// The link to a connected peer.
+  func link(to peer: PeerID) throws(TransferError) -> ConnectionLink {
+    guard let member = members.withLock({ $0[peer.fingerprint] }) else {
+      throw .notConnected(peer)
+    }
+    return member.link
+  }
+
   /// Disconnects `peer` (GOODBYE, then close); its state becomes notConnected.
   public func disconnect(_ peer: PeerID) {
     let member = members.withLock { $0[peer.fingerprint] }
@@ -121,10 +130,11 @@ public final class Session: Sendable {
     }
   }
 
-  /// Disconnects every peer and finishes ``stateChanges``.
+  /// Disconnects every peer and finishes ``stateChanges``, ``messages`` and ``incomingStreams``.
   public func close() {
     disconnect()
     continuation.finish()
+    transfers.finish()
   }
 
   // MARK: Internals
@@ -151,6 +161,7 @@ public final class Session: Sendable {
     handler.onLinkEnded = { [weak self] reason in
       self?.linkEnded(peer, link: link, reason: reason)
     }
+    attachTransfers(of: link, to: peer)
     continuation.yield(PeerStateChange(peer: peer, state: .connected, reason: nil))
     return true
   }
@@ -188,13 +199,17 @@ public final class Session: Sendable {
             role: .inviter(context: context, timeout: timeout, answer: answer),
             localName: name, timeouts: timeouts)
           handler.onPeerKnown = { peer in self?.report(peer, .connecting) }
+          let multiplexer = LinkMultiplexer(isInviter: true)
           try channel.pipeline.syncOperations.addHandlers([
             try tls.clientHandler(expecting: expecting),
             ByteToMessageHandler(FrameDecoderHandler()),
             FrameEncoderHandler(),
             handler,
+            multiplexer,
           ])
-          linkBox.link.withLock { $0 = ConnectionLink(channel: channel, handler: handler) }
+          linkBox.link.withLock {
+            $0 = ConnectionLink(channel: channel, handler: handler, multiplexer: multiplexer)
+          }
           return channel.eventLoop.makeSucceededVoidFuture()
         } catch {
           return channel.eventLoop.makeFailedFuture(error)

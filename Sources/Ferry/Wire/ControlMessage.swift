@@ -136,6 +136,8 @@ public enum ControlMessage: Hashable, Sendable {
       self = .ping(try reader.uint64())
     case .pong:
       self = .pong(try reader.uint64())
+    default:
+      throw .unexpected(type)
     }
     try reader.finish()
   }

@@ -17,6 +17,18 @@ public enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConv
   case pong = 0x07
   /// The sender is closing the connection, with a reason.
   case goodbye = 0x08
+  /// An application data message (channel 0).
+  case message = 0x10
+  /// Opens a named byte stream on the frame's channel.
+  case streamOpen = 0x11
+  /// Bytes of a stream.
+  case streamData = 0x12
+  /// The stream ended cleanly.
+  case streamEnd = 0x13
+  /// The channel (stream or transfer) is abandoned, by either side, with a reason.
+  case reset = 0x14
+  /// The receiver of a channel allows the sender that many more payload bytes on it.
+  case credit = 0x15
 
   /// The largest payload the type may carry, in bytes.
   public var maximumPayloadSize: Int {
@@ -26,8 +38,18 @@ public enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConv
     case .accept, .cancel: return 0
     case .decline, .goodbye: return 1 + 2 + ControlMessage.maximumReasonSize
     case .ping, .pong: return 8
+    case .message: return TransferMessage.maximumMessageSize
+    case .streamOpen: return 2 + TransferMessage.maximumNameSize
+    case .streamData: return TransferMessage.maximumChunkSize
+    case .streamEnd: return 0
+    case .reset: return 1 + 2 + ControlMessage.maximumReasonSize
+    case .credit: return 4
     }
   }
+
+  /// Whether frames of this type belong to the handshake and liveness (handled by the
+  /// connection), rather than to a connected session's traffic.
+  public var isControl: Bool { rawValue < 0x10 }
 
   /// The name used in docs/PROTOCOL.md, e.g. `HELLO`.
   public var description: String {
@@ -40,6 +62,12 @@ public enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConv
     case .ping: return "PING"
     case .pong: return "PONG"
     case .goodbye: return "GOODBYE"
+    case .message: return "MESSAGE"
+    case .streamOpen: return "STREAM_OPEN"
+    case .streamData: return "STREAM_DATA"
+    case .streamEnd: return "STREAM_END"
+    case .reset: return "RESET"
+    case .credit: return "CREDIT"
     }
   }
 }

@@ -1,0 +1,113 @@
+import Synchronization
+
+/// A single-consumer async buffer whose consumption is reported back: the receiving side of a
+/// flow-controlled channel. The link pushes what arrives; each element the application takes
+/// calls `onConsumed`, which grants the sender credit for it. A slow consumer therefore slows
+/// the sender instead of growing this buffer without bound.
+final class CreditedBuffer<Element: Sendable>: Sendable {
+  private struct State {
+    var elements: [Element] = []
+    var head = 0
+    var waiter: CheckedContinuation<Element?, any Error>?
+    var end: Result<Void, TransferError>?
+  }
+
+  private let state = Mutex(State())
+  private let onConsumed: @Sendable (Element) -> Void
+
+  init(onConsumed: @escaping @Sendable (Element) -> Void) {
+    self.onConsumed = onConsumed
+  }
+
+  /// Adds an element (ignored after the end).
+  func push(_ element: Element) {
+    let waiter = state.withLock { state -> CheckedContinuation<Element?, any Error>? in
+      guard state.end == nil else { return nil }
+      if let waiter = state.waiter {
+        state.waiter = nil
+        return waiter
+      }
+      state.elements.append(element)
+      return nil
+    }
+    if let waiter {
+      onConsumed(element)
+      waiter.resume(returning: element)
+    }
+  }
+
+  /// Ends the sequence: cleanly, or with an error once the buffered elements are taken.
+  func finish(_ end: Result<Void, TransferError> = .success(())) {
+    let waiter = state.withLock { state -> CheckedContinuation<Element?, any Error>? in
+      guard state.end == nil else { return nil }
+      state.end = end
+      defer { state.waiter = nil }
+      return state.waiter
+    }
+    switch end {
+    case .success: waiter?.resume(returning: nil)
+    case .failure(let error): waiter?.resume(throwing: error)
+    }
+  }
+
+  /// The next element, nil at a clean end; throws the error the sequence ended with.
+  func next() async throws -> Element? {
+    try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { continuation in
+        let outcome = state.withLock { state -> Result<Element?, TransferError>? in
+          if state.head < state.elements.count {
+            let element = state.elements[state.head]
+            state.head += 1
+            if state.head > 64 && state.head * 2 > state.elements.count {
+              state.elements.removeFirst(state.head)
+              state.head = 0
+            }
+            return .success(element)
+          }
+          switch state.end {
+          case .success?: return .success(nil)
+          case .failure(let error)?: return .failure(error)
+          case nil:
+            state.waiter = continuation
+            return nil
+          }
+        }
+        switch outcome {
+        case .success(let element)?:
+          if let element { onConsumed(element) }
+          continuation.resume(returning: element)
+        case .failure(let error)?:
+          continuation.resume(throwing: error)
+        case nil:
+          break
+        }
+      }
+    } onCancel: {
+      let waiter = state.withLock { state in
+        defer { state.waiter = nil }
+        return state.waiter
+      }
+      waiter?.resume(throwing: CancellationError())
+    }
+  }
+}
+
+/// The application's view of a ``CreditedBuffer``.
+public struct CreditedSequence<Element: Sendable>: AsyncSequence, Sendable {
+  let buffer: CreditedBuffer<Element>
+
+  /// Iterates the elements; throws ``TransferError`` if the channel ends abnormally.
+  public struct AsyncIterator: AsyncIteratorProtocol {
+    let buffer: CreditedBuffer<Element>
+
+    /// The next element, or nil at the end.
+    public mutating func next() async throws -> Element? {
+      try await buffer.next()
+    }
+  }
+
+  /// Makes the iterator.
+  public func makeAsyncIterator() -> AsyncIterator {
+    AsyncIterator(buffer: buffer)
+  }
+}

@@ -1,0 +1,82 @@
+import NIOCore
+
+/// A data message received from a peer.
+public struct ReceivedMessage: Sendable {
+  /// The bytes.
+  public let data: [UInt8]
+  /// Who sent them.
+  public let peer: PeerID
+  let link: ConnectionLink
+}
+
+/// A stream a peer opened to this session. Read ``chunks`` (each chunk read lets the sender send
+/// that much more) or ``cancel()`` it.
+public final class IncomingStream: Sendable {
+  /// The name the sender gave.
+  public let name: String
+  /// The sender.
+  public let peer: PeerID
+  /// The stream's bytes as they arrive; ends cleanly when the sender finishes, or throws
+  /// ``TransferError`` when it cancels or disconnects.
+  public let chunks: CreditedSequence<[UInt8]>
+
+  private let channel: UInt32
+  private let link: ConnectionLink
+  private let buffer: CreditedBuffer<[UInt8]>
+
+  init(name: String, peer: PeerID, channel: UInt32, link: ConnectionLink) {
+    self.name = name
+    self.peer = peer
+    self.channel = channel
+    self.link = link
+    let buffer = CreditedBuffer<[UInt8]> { chunk in
+      link.onMultiplexer { $0.grant(chunk.count, channel: channel) }
+    }
+    self.buffer = buffer
+    self.chunks = CreditedSequence(buffer: buffer)
+  }
+
+  /// Stops receiving: the sender's writes fail with ``TransferError/cancelledByPeer(reason:)``.
+  public func cancel(reason: String = "") {
+    let channel = self.channel
+    link.onMultiplexer {
+      $0.reset(channel: channel, .cancelled, reason: reason, error: .cancelled)
+    }
+  }
+
+  var inbox: CreditedBuffer<[UInt8]> { buffer }
+}
+
+/// The session-wide receiving side: one buffer of messages from every peer, one stream of
+/// incoming streams.
+final class SessionTransfers: Sendable {
+  let messages: CreditedBuffer<ReceivedMessage>
+  let streams: AsyncStream<IncomingStream>
+  private let streamsContinuation: AsyncStream<IncomingStream>.Continuation
+
+  init() {
+    messages = CreditedBuffer { message in
+      let size = message.data.count
+      message.link.onMultiplexer { $0.grant(size, channel: 0) }
+    }
+    (streams, streamsContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+  }
+
+  /// Connects a link's multiplexer to this session (on the link's event loop).
+  func attach(_ link: ConnectionLink, peer: PeerID) {
+    let multiplexer = link.multiplexerOnLoop
+    multiplexer.onMessage = { [messages] bytes in
+      messages.push(ReceivedMessage(data: bytes, peer: peer, link: link))
+    }
+    multiplexer.onStream = { [streamsContinuation] channel, name in
+      let stream = IncomingStream(name: name, peer: peer, channel: channel, link: link)
+      streamsContinuation.yield(stream)
+      return stream.inbox
+    }
+  }
+
+  func finish() {
+    messages.finish()
+    streamsContinuation.finish()
+  }
+}

@@ -1,0 +1,35 @@
+/// Why a message, stream or resource did not get through.
+public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// The peer is not connected to this session.
+  case notConnected(PeerID)
+  /// The message is larger than ``TransferMessage/maximumMessageSize``.
+  case messageTooLarge(byteCount: Int)
+  /// The stream name is empty or longer than ``TransferMessage/maximumNameSize`` bytes.
+  case invalidStreamName(String)
+  /// The link to the peer ended before the transfer completed.
+  case peerDisconnected(reason: String)
+  /// This side cancelled the transfer.
+  case cancelled
+  /// The peer cancelled or refused the transfer, with its reason.
+  case cancelledByPeer(reason: String)
+  /// The stream was already finished or cancelled.
+  case streamClosed
+
+  /// A message for users.
+  public var description: String {
+    switch self {
+    case .notConnected(let peer): return "\(peer) is not connected"
+    case .messageTooLarge(let count):
+      return "the message is \(count) bytes; the limit is \(TransferMessage.maximumMessageSize)"
+    case .invalidStreamName(let name):
+      return
+        "invalid stream name \"\(escaped(name, keepingUnicode: true))\": 1 to \(TransferMessage.maximumNameSize) bytes of UTF-8"
+    case .peerDisconnected(let reason): return "the peer disconnected: \(reason)"
+    case .cancelled: return "the transfer was cancelled"
+    case .cancelledByPeer(let reason):
+      return reason.isEmpty
+        ? "the peer cancelled the transfer" : "the peer cancelled the transfer: \(reason)"
+    case .streamClosed: return "the stream is already finished or cancelled"
+    }
+  }
+}
