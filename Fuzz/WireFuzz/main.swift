@@ -33,6 +33,10 @@ public func fuzzWire(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
       precondition(message.frame == frame, "re-encoding \(message) changed the frame")
       precondition((try? TransferMessage(frame: message.frame)) == message, "round trip failed")
     }
+    if let message = try? ResourceMessage(frame: frame) {
+      precondition(message.frame == frame, "re-encoding \(message) changed the frame")
+      precondition((try? ResourceMessage(frame: message.frame)) == message, "round trip failed")
+    }
   }
   return 0
 }

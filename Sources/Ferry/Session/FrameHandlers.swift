@@ -21,12 +21,16 @@ struct WireFrame {
     self.payload = payload
   }
 
+  /// The frame with its payload copied out, for the pure decoders.
+  var flat: Frame {
+    Frame(type: type, channel: channel, payload: Array(payload.readableBytesView))
+  }
+
   /// Decodes the frame as a control message.
   ///
   /// - Throws: ``WireError`` when it is not a valid control message.
   func controlMessage() throws(WireError) -> ControlMessage {
-    try ControlMessage(
-      frame: Frame(type: type, channel: channel, payload: Array(payload.readableBytesView)))
+    try ControlMessage(frame: flat)
   }
 }
 

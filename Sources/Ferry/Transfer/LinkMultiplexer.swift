@@ -31,8 +31,14 @@ final class LinkMultiplexer: ChannelInboundHandler {
   private var incomingStreams: [UInt32: CreditedBuffer<[UInt8]>] = [:]
   private var ended: TransferError?
 
+  /// Frames of each offer channel (both directions) go to its endpoint.
+  private var offerEndpoints: [UInt32: (WireFrame) -> Void] = [:]
+  private var windows: [UInt32: Int] = [:]
+
   /// A data message arrived.
   var onMessage: (([UInt8]) -> Void)?
+  /// The peer offered files on a channel; returns the endpoint for its frames, or nil to refuse.
+  var onOffer: ((UInt32, [OfferedFile]) -> ((WireFrame) -> Void)?)?
   /// A stream was opened by the peer; returns the buffer its chunks go to.
   var onStream: ((UInt32, String) -> CreditedBuffer<[UInt8]>)?
 
@@ -108,11 +114,51 @@ final class LinkMultiplexer: ChannelInboundHandler {
     write(TransferMessage.reset(channel: id, code, reason: reason).frame, context: context)
   }
 
+  /// Offers files on a new channel whose answers go to `endpoint`; returns the channel.
+  func openOffer(_ files: [OfferedFile], endpoint: @escaping (WireFrame) -> Void)
+    -> EventLoopFuture<UInt32>
+  {
+    guard let context else { return failed(.peerDisconnected(reason: "no connection")) }
+    if let ended { return failed(ended) }
+    let id = nextStreamID
+    nextStreamID &+= 2
+    sendCredit[id] = ResourceMessage.initialWindow
+    outgoingStreams[id] = .some(nil)
+    offerEndpoints[id] = endpoint
+    write(ResourceMessage.offer(channel: id, files: files).frame, context: context)
+    return context.eventLoop.makeSucceededFuture(id)
+  }
+
+  /// Queues a resource frame on an offer channel: CHUNK frames wait for credit (their whole
+  /// payload counts), others only keep their place in the channel's order.
+  func sendResourceFrame(_ frame: WireFrame, channel id: UInt32) -> EventLoopFuture<Void> {
+    if let problem = streamProblem(id) { return failed(problem) }
+    let size = frame.type == .chunk ? frame.payload.readableBytes : 0
+    return enqueue(frame, size: size, channel: id)
+  }
+
+  /// Sends a frame on an incoming offer's channel (OFFER_ACCEPT, FILE_ACK).
+  func answerOffer(_ frame: Frame) {
+    guard let context, ended == nil else { return }
+    write(frame, context: context)
+  }
+
+  /// Forgets an offer channel (it completed or was reset).
+  func closeOffer(channel id: UInt32) {
+    offerEndpoints[id] = nil
+    outgoingStreams[id] = nil
+    allowance[id] = nil
+    pendingGrant[id] = nil
+    windows[id] = nil
+    failWaiters(channel: id, .streamClosed)
+  }
+
   /// Grants the peer `bytes` more on an incoming channel (batched into CREDIT frames).
   func grant(_ bytes: Int, channel id: UInt32) {
     guard let context, ended == nil, bytes > 0 else { return }
+    guard id == 0 || allowance[id] != nil else { return }  // closed meanwhile
     let total = pendingGrant[id, default: 0] + bytes
-    if total >= TransferMessage.initialWindow(channel: id) / 4 {
+    if total >= (windows[id] ?? TransferMessage.initialWindow(channel: id)) / 4 {
       pendingGrant[id] = 0
       allowance[id, default: 0] += total
       write(TransferMessage.credit(channel: id, bytes: UInt32(total)).frame, context: context)
@@ -192,6 +238,42 @@ final class LinkMultiplexer: ChannelInboundHandler {
         return violation("stream data beyond the granted credit", context: context)
       }
       buffer.push(Array(frame.payload.readableBytesView))
+    case .chunk:
+      guard let endpoint = offerEndpoints[id] else {
+        return id % 2 != ownParity ? () : violation("data for an unknown offer", context: context)
+      }
+      guard consumeAllowance(frame.payload.readableBytes, channel: id) else {
+        return violation("file data beyond the granted credit", context: context)
+      }
+      endpoint(frame)
+    case .offer:
+      let files: [OfferedFile]
+      do {
+        guard case .offer(_, let decoded) = try ResourceMessage(frame: frame.flat) else { return }
+        files = decoded
+      } catch {
+        return violation("\(error)", context: context)
+      }
+      guard id % 2 != ownParity, allowance[id] == nil, offerEndpoints[id] == nil else {
+        return violation("invalid offer channel \(id)", context: context)
+      }
+      allowance[id] = ResourceMessage.initialWindow
+      windows[id] = ResourceMessage.initialWindow
+      if let endpoint = onOffer?(id, files) {
+        offerEndpoints[id] = endpoint
+      } else {
+        allowance[id] = nil
+        windows[id] = nil
+        write(
+          TransferMessage.reset(channel: id, .refused, reason: "this peer does not accept files")
+            .frame,
+          context: context)
+      }
+    case .offerAccept, .fileEnd, .fileAck:
+      guard let endpoint = offerEndpoints[id] else { return }  // an offer already gone
+      endpoint(frame)
+    case .reset where offerEndpoints[id] != nil:
+      offerEndpoints[id]?(frame)
     case .credit, .streamOpen, .streamEnd, .reset:
       let message: TransferMessage
       do {
@@ -253,6 +335,17 @@ final class LinkMultiplexer: ChannelInboundHandler {
     for id in Array(waiters.keys) { failWaiters(channel: id, error) }
     for buffer in incomingStreams.values { buffer.finish(.failure(error)) }
     incomingStreams = [:]
+    let endpoints = offerEndpoints
+    offerEndpoints = [:]
+    for (id, endpoint) in endpoints {
+      // Tell each offer its link is gone, as a RESET from nowhere.
+      let reset = TransferMessage.reset(channel: id, .failed, reason: "the connection closed").frame
+      endpoint(
+        WireFrame(
+          type: .reset, channel: id, payload: context.channel.allocator.buffer(bytes: reset.payload)
+        ))
+    }
+    onOffer = nil
     onMessage = nil
     onStream = nil
     context.fireChannelInactive()

@@ -1,4 +1,5 @@
 import NIOCore
+import Synchronization
 
 /// A data message received from a peer.
 public struct ReceivedMessage: Sendable {
@@ -52,7 +53,10 @@ public final class IncomingStream: Sendable {
 final class SessionTransfers: Sendable {
   let messages: CreditedBuffer<ReceivedMessage>
   let streams: AsyncStream<IncomingStream>
+  let resourceEvents: AsyncStream<ResourceEvent>
+  let receiveOptions = Mutex<ReceiveOptions?>(nil)
   private let streamsContinuation: AsyncStream<IncomingStream>.Continuation
+  private let resourceContinuation: AsyncStream<ResourceEvent>.Continuation
 
   init() {
     messages = CreditedBuffer { message in
@@ -60,6 +64,7 @@ final class SessionTransfers: Sendable {
       message.link.onMultiplexer { $0.grant(size, channel: 0) }
     }
     (streams, streamsContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    (resourceEvents, resourceContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
   }
 
   /// Connects a link's multiplexer to this session (on the link's event loop).
@@ -73,10 +78,19 @@ final class SessionTransfers: Sendable {
       streamsContinuation.yield(stream)
       return stream.inbox
     }
+    multiplexer.onOffer = { [self] channel, files in
+      guard let options = self.receiveOptions.withLock({ $0 }) else { return nil }
+      let offer = IncomingOffer(
+        channel: channel, peer: peer, link: link, files: files, options: options,
+        events: self.resourceContinuation)
+      offer.start()
+      return { frame in offer.receive(frame) }
+    }
   }
 
   func finish() {
     messages.finish()
     streamsContinuation.finish()
+    resourceContinuation.finish()
   }
 }

@@ -14,6 +14,8 @@ public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
   case cancelledByPeer(reason: String)
   /// The stream was already finished or cancelled.
   case streamClosed
+  /// A file could not be sent, received or placed.
+  case resource(ResourceError)
 
   /// A message for users.
   public var description: String {
@@ -30,6 +32,7 @@ public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
       return reason.isEmpty
         ? "the peer cancelled the transfer" : "the peer cancelled the transfer: \(reason)"
     case .streamClosed: return "the stream is already finished or cancelled"
+    case .resource(let error): return error.description
     }
   }
 }

@@ -29,6 +29,16 @@ public enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConv
   case reset = 0x14
   /// The receiver of a channel allows the sender that many more payload bytes on it.
   case credit = 0x15
+  /// Offers files (a resource or a batch) on the frame's channel.
+  case offer = 0x20
+  /// Accepts an offer, with where each file resumes.
+  case offerAccept = 0x21
+  /// Bytes of one offered file.
+  case chunk = 0x22
+  /// One file is complete, with its SHA-256.
+  case fileEnd = 0x23
+  /// The receiver's verdict on one file.
+  case fileAck = 0x24
 
   /// The largest payload the type may carry, in bytes.
   public var maximumPayloadSize: Int {
@@ -44,6 +54,11 @@ public enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConv
     case .streamEnd: return 0
     case .reset: return 1 + 2 + ControlMessage.maximumReasonSize
     case .credit: return 4
+    case .offer: return ResourceMessage.maximumOfferSize
+    case .offerAccept: return 4 + 8 * ResourceMessage.maximumFiles
+    case .chunk: return 4 + TransferMessage.maximumChunkSize
+    case .fileEnd: return 4 + 32
+    case .fileAck: return 4 + 1 + 2 + ControlMessage.maximumReasonSize
     }
   }
 
@@ -68,6 +83,11 @@ public enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConv
     case .streamEnd: return "STREAM_END"
     case .reset: return "RESET"
     case .credit: return "CREDIT"
+    case .offer: return "OFFER"
+    case .offerAccept: return "OFFER_ACCEPT"
+    case .chunk: return "CHUNK"
+    case .fileEnd: return "FILE_END"
+    case .fileAck: return "FILE_ACK"
     }
   }
 }

@@ -110,3 +110,169 @@ public enum TransferMessage: Hashable, Sendable {
     try reader.finish()
   }
 }
+
+/// One file in an OFFER.
+public struct OfferedFile: Hashable, Sendable {
+  /// The path relative to the receiver's destination, `/`-separated (checked by the receiver).
+  public var path: String
+  /// Size in bytes.
+  public var size: UInt64
+  /// Modification time, seconds since 1970 (may be negative).
+  public var modificationSeconds: Int64
+  /// Nanoseconds part of the modification time (0..999 999 999).
+  public var modificationNanoseconds: UInt32
+  /// Permission bits (0o777 at most; the receiver never applies setuid, setgid or sticky).
+  public var mode: UInt32
+
+  /// Creates a file entry.
+  public init(
+    path: String, size: UInt64, modificationSeconds: Int64, modificationNanoseconds: UInt32,
+    mode: UInt32
+  ) {
+    self.path = path
+    self.size = size
+    self.modificationSeconds = modificationSeconds
+    self.modificationNanoseconds = modificationNanoseconds
+    self.mode = mode
+  }
+}
+
+/// Resource (file) transfer messages (docs/PROTOCOL.md, "Resources"). Pure.
+public enum ResourceMessage: Hashable, Sendable {
+  /// Files offered on `channel`.
+  case offer(channel: UInt32, files: [OfferedFile])
+  /// The offer is accepted; `offsets[i]` is where file `i` resumes (its size: nothing to send),
+  /// or ``skip`` to leave it out.
+  case offerAccept(channel: UInt32, offsets: [UInt64])
+  /// Bytes of file `file`, continuing where the previous chunk (or its offset) ended.
+  case chunk(channel: UInt32, file: UInt32, bytes: [UInt8])
+  /// File `file` is complete; `sha256` covers all its bytes, from the start.
+  case fileEnd(channel: UInt32, file: UInt32, sha256: [UInt8])
+  /// The receiver's verdict on file `file`.
+  case fileAck(channel: UInt32, file: UInt32, FileStatus, reason: String)
+
+  /// The largest OFFER payload (16 MiB).
+  public static let maximumOfferSize = 16 << 20
+  /// The most files in one offer.
+  public static let maximumFiles = 100_000
+  /// The longest path in an offer, in bytes.
+  public static let maximumPathSize = 4096
+  /// The resume offset meaning "do not send this file".
+  public static let skip = UInt64.max
+  /// The payload bytes a receiver allows on an offer channel before any CREDIT (8 MiB).
+  public static let initialWindow = 8 << 20
+
+  /// The receiver's verdict on a file.
+  public enum FileStatus: UInt8, Hashable, Sendable {
+    /// Stored and verified.
+    case stored = 0
+    /// The SHA-256 did not match; nothing was kept.
+    case corrupt = 1
+    /// It could not be written (the reason says why); nothing was kept.
+    case failed = 2
+    /// Left out (the name was taken and the policy is skip).
+    case skipped = 3
+  }
+
+  /// The message as a frame.
+  public var frame: Frame {
+    var payload: [UInt8] = []
+    switch self {
+    case .offer(let channel, let files):
+      payload.appendBigEndian(UInt32(files.count))
+      for file in files {
+        payload.appendBigEndian(UInt16(file.path.utf8.count))
+        payload += file.path.utf8
+        payload.appendBigEndian(file.size)
+        payload.appendBigEndian(UInt64(bitPattern: file.modificationSeconds))
+        payload.appendBigEndian(file.modificationNanoseconds)
+        payload.appendBigEndian(file.mode)
+      }
+      return Frame(type: .offer, channel: channel, payload: payload)
+    case .offerAccept(let channel, let offsets):
+      payload.appendBigEndian(UInt32(offsets.count))
+      for offset in offsets { payload.appendBigEndian(offset) }
+      return Frame(type: .offerAccept, channel: channel, payload: payload)
+    case .chunk(let channel, let file, let bytes):
+      payload.appendBigEndian(file)
+      payload += bytes
+      return Frame(type: .chunk, channel: channel, payload: payload)
+    case .fileEnd(let channel, let file, let sha256):
+      payload.appendBigEndian(file)
+      payload += sha256
+      return Frame(type: .fileEnd, channel: channel, payload: payload)
+    case .fileAck(let channel, let file, let status, let reason):
+      payload.appendBigEndian(file)
+      payload.append(status.rawValue)
+      var text = Substring(reason)
+      while text.utf8.count > ControlMessage.maximumReasonSize { text = text.dropLast() }
+      payload.appendBigEndian(UInt16(text.utf8.count))
+      payload += text.utf8
+      return Frame(type: .fileAck, channel: channel, payload: payload)
+    }
+  }
+
+  /// Decodes a resource frame. Paths are only checked to be UTF-8 here; their safety is the
+  /// receiver's ``RelativePath`` check.
+  ///
+  /// - Throws: ``WireError`` for channel 0, a count of 0 or over ``maximumFiles``, a path
+  ///   over 4096 bytes or not UTF-8, nanoseconds over 999 999 999, a mode over 0o7777, a hash not
+  ///   of 32 bytes, an unknown status, truncation or trailing bytes.
+  public init(frame: Frame) throws(WireError) {
+    let type = frame.type
+    guard frame.channel != 0 else { throw .invalidField(type, "channel 0") }
+    var reader = ByteReader(frame.payload, type: type)
+    switch type {
+    case .offer:
+      let count = Int(try reader.uint32())
+      guard (1...Self.maximumFiles).contains(count) else {
+        throw .invalidField(type, "file count \(count)")
+      }
+      var files: [OfferedFile] = []
+      files.reserveCapacity(count)
+      for _ in 0..<count {
+        let length = Int(try reader.uint16())
+        guard length <= Self.maximumPathSize else {
+          throw .invalidField(type, "path length \(length)")
+        }
+        let path = try reader.utf8(count: length, field: "path")
+        let size = try reader.uint64()
+        let seconds = Int64(bitPattern: try reader.uint64())
+        let nanoseconds = try reader.uint32()
+        let mode = try reader.uint32()
+        guard nanoseconds < 1_000_000_000 else { throw .invalidField(type, "nanoseconds") }
+        guard mode <= 0o7777 else { throw .invalidField(type, "mode") }
+        files.append(
+          OfferedFile(
+            path: path, size: size, modificationSeconds: seconds,
+            modificationNanoseconds: nanoseconds, mode: mode))
+      }
+      self = .offer(channel: frame.channel, files: files)
+    case .offerAccept:
+      let count = Int(try reader.uint32())
+      guard (1...Self.maximumFiles).contains(count) else {
+        throw .invalidField(type, "file count \(count)")
+      }
+      var offsets: [UInt64] = []
+      for _ in 0..<count { offsets.append(try reader.uint64()) }
+      self = .offerAccept(channel: frame.channel, offsets: offsets)
+    case .chunk:
+      let file = try reader.uint32()
+      self = .chunk(channel: frame.channel, file: file, bytes: Array(frame.payload.dropFirst(4)))
+      return
+    case .fileEnd:
+      self = .fileEnd(
+        channel: frame.channel, file: try reader.uint32(), sha256: try reader.bytes(count: 32))
+    case .fileAck:
+      let file = try reader.uint32()
+      let raw = try reader.uint8()
+      guard let status = FileStatus(rawValue: raw) else {
+        throw .invalidField(type, "status \(raw)")
+      }
+      self = .fileAck(channel: frame.channel, file: file, status, reason: try reader.reason())
+    default:
+      throw .unexpected(type)
+    }
+    try reader.finish()
+  }
+}

@@ -1,0 +1,135 @@
+import Foundation
+
+/// A destination directory that files are placed into without ever following a symbolic link
+/// below it: every step opens the next directory with `O_NOFOLLOW | O_DIRECTORY` relative to the
+/// previous one, and files are created and renamed with the *at() calls. A symlink planted in
+/// the destination (`DEST/docs -> /etc`) therefore makes the placement fail instead of writing
+/// outside.
+struct ConfinedDirectory {
+  /// The destination.
+  let root: URL
+
+  /// Opens (creating if needed, mode 0755) the directory for `components` under the root and
+  /// returns its descriptor; the caller closes it.
+  ///
+  /// - Throws: ``ResourceError/unsafeDestination(_:)`` when a component is a symlink or not a
+  ///   directory; ``ResourceError/cannotWrite(_:)`` for other failures.
+  func openDirectory(_ components: ArraySlice<String>, create: Bool) throws(ResourceError) -> Int32
+  {
+    var fd = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { throw .cannotWrite("\(root.path): \(errnoText())") }
+    var walked = root.path
+    for component in components {
+      walked += "/" + component
+      if create && mkdirat(fd, component, 0o755) != 0 && errno != EEXIST {
+        let reason = errnoText()
+        close(fd)
+        throw .cannotWrite("\(walked): \(reason)")
+      }
+      let next = openat(fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+      let failure = errno
+      close(fd)
+      guard next >= 0 else {
+        if failure == ELOOP || failure == ENOTDIR {
+          throw .unsafeDestination("\(walked) is a symbolic link or not a directory")
+        }
+        throw .cannotWrite("\(walked): \(String(cString: strerror(failure)))")
+      }
+      fd = next
+    }
+    return fd
+  }
+
+  /// Moves the file `name` in directory `from` to `path` under the root, with rename(2) (atomic,
+  /// same filesystem), applying `policy` when something is already there.
+  ///
+  /// - Returns: Where the file landed, or nil when `policy` is `.skip` and the name was taken.
+  /// - Throws: ``ResourceError`` when the destination is unsafe or cannot be written.
+  func place(
+    _ name: String, from: Int32, at path: RelativePath, policy: ConflictPolicy
+  ) throws(ResourceError) -> URL? {
+    let parents = path.components.dropLast()
+    let directory = try openDirectory(parents, create: true)
+    defer { close(directory) }
+    let parentPath = parents.reduce(root.path) { $0 + "/" + $1 }
+    var target = path.fileName
+    switch policy {
+    case .overwrite:
+      // rename(2) replaces a file; it refuses to replace a directory, and replaces a symlink
+      // itself (never writing through it).
+      break
+    case .skip:
+      if exists(target, in: directory) { return nil }
+    case .rename:
+      var attempt = 1
+      while exists(target, in: directory) {
+        target = numbered(path.fileName, attempt)
+        attempt += 1
+      }
+    }
+    if policy == .overwrite {
+      guard renameat(from, name, directory, target) == 0 else {
+        throw .cannotWrite("\(parentPath)/\(target): \(errnoText())")
+      }
+    } else {
+      // renameat2(RENAME_NOREPLACE) so that a file appearing meanwhile is never clobbered.
+      while renameNoReplace(from, name, directory, target) != 0 {
+        guard errno == EEXIST, policy == .rename else {
+          if errno == EEXIST { return nil }
+          throw .cannotWrite("\(parentPath)/\(target): \(errnoText())")
+        }
+        target = numbered(path.fileName, Int.random(in: 2...99_999))
+      }
+    }
+    return URL(fileURLWithPath: parentPath + "/" + target)
+  }
+
+  private func exists(_ name: String, in directory: Int32) -> Bool {
+    var status = stat()
+    return fstatat(directory, name, &status, AT_SYMLINK_NOFOLLOW) == 0
+  }
+}
+
+/// `report.pdf` → `report (1).pdf`; `archive.tar.gz` → `archive (1).tar.gz`; `.bashrc` →
+/// `.bashrc (1)`.
+func numbered(_ name: String, _ number: Int) -> String {
+  let body = name.hasPrefix(".") ? String(name.dropFirst()) : name
+  let prefix = name.hasPrefix(".") ? "." : ""
+  var parts = body.split(separator: ".", omittingEmptySubsequences: false)
+  guard parts.count > 1 else { return "\(name) (\(number))" }
+  var extensionCount = 1
+  if parts.count > 2, parts[parts.count - 2].count <= 4,
+    ["gz", "bz2", "xz", "zst"].contains(parts.last!)
+  {
+    extensionCount = 2
+  }
+  let stem = parts.dropLast(extensionCount).joined(separator: ".")
+  parts = Array(parts.suffix(extensionCount))
+  return "\(prefix)\(stem) (\(number)).\(parts.joined(separator: "."))"
+}
+
+/// What to do when a received file's name is already taken in the destination.
+public enum ConflictPolicy: String, Hashable, Sendable, CaseIterable {
+  /// Keep both: the new file becomes `name (1).ext` (or the next free number). The default.
+  case rename
+  /// Replace the existing file.
+  case overwrite
+  /// Keep the existing file and discard the received one.
+  case skip
+}
+
+/// glibc's renameat2(2) with RENAME_NOREPLACE.
+@_silgen_name("renameat2")
+private func systemRenameat2(
+  _ olddirfd: Int32, _ oldpath: UnsafePointer<CChar>, _ newdirfd: Int32,
+  _ newpath: UnsafePointer<CChar>, _ flags: UInt32
+) -> Int32
+
+private func renameNoReplace(_ from: Int32, _ name: String, _ to: Int32, _ target: String) -> Int32
+{
+  systemRenameat2(from, name, to, target, 1)  // RENAME_NOREPLACE
+}
+
+func errnoText() -> String {
+  String(cString: strerror(errno))
+}

@@ -1,0 +1,352 @@
+import Crypto
+import Dispatch
+import Foundation
+import NIOCore
+
+/// Receives one offer: validates it, checks free space, answers with resume offsets, then
+/// writes, hashes, verifies and places each file. All state lives on `queue` (disk I/O never
+/// runs on the event loop); frames arrive from the loop in order and are handled in order.
+final class IncomingOffer: @unchecked Sendable {
+  private let channel: UInt32
+  private let peer: PeerID
+  private let link: ConnectionLink
+  private let offered: [OfferedFile]
+  private let options: ReceiveOptions
+  private let events: AsyncStream<ResourceEvent>.Continuation
+  private let queue = DispatchQueue(label: "ferry.incoming-offer")
+
+  // Queue-confined.
+  private var paths: [RelativePath] = []
+  private var staging: StagingArea?
+  private var names: [String] = []
+  private var offsets: [UInt64] = []
+  private var transfer: IncomingTransfer?
+  private var progress: TransferProgress?
+  private var current: (index: Int, fd: Int32, hasher: SHA256, position: UInt64)?
+  private var remaining = Set<Int>()
+  private var ended = false
+
+  init(
+    channel: UInt32, peer: PeerID, link: ConnectionLink, files: [OfferedFile],
+    options: ReceiveOptions, events: AsyncStream<ResourceEvent>.Continuation
+  ) {
+    self.channel = channel
+    self.peer = peer
+    self.link = link
+    self.offered = files
+    self.options = options
+    self.events = events
+  }
+
+  /// Starts handling (from the loop).
+  func start() {
+    queue.async { self.prepare() }
+  }
+
+  /// A frame for this offer (from the loop).
+  func receive(_ frame: WireFrame) {
+    queue.async { self.handle(frame) }
+  }
+
+  /// The application cancelled (any thread).
+  func cancelFromApplication() {
+    queue.async { self.abandon(.cancelled, notify: true) }
+  }
+
+  // MARK: Queue
+
+  private func prepare() {
+    do {
+      paths = []
+      for file in offered {
+        do {
+          paths.append(try RelativePath(validating: file.path))
+        } catch {
+          throw ResourceError.unsafePath(error)
+        }
+      }
+      guard Set(paths.map(\.description)).count == paths.count else {
+        throw ResourceError.unsafePath(.emptyComponent("the offer names a path twice"))
+      }
+      let staging = try StagingArea(destination: options.destination)
+      self.staging = staging
+      staging.removeStale(olderThan: options.staleAfter)
+      var needed: Int64 = 0
+      for (index, file) in offered.enumerated() {
+        let name = staging.name(for: file, from: peer.fingerprint)
+        names.append(name)
+        if options.conflictPolicy == .skip, existsInDestination(paths[index]) {
+          offsets.append(ResourceMessage.skip)
+          continue
+        }
+        let (fd, length) = try staging.open(name)
+        close(fd)
+        let offset = length <= file.size ? length : 0
+        offsets.append(offset)
+        needed += Int64(file.size - offset)
+        staging.writeMeta(name, file: file, sender: peer.fingerprint)
+      }
+      var space = statvfs()
+      if fstatvfs(staging.fd, &space) == 0 {
+        let available = Int64(space.f_bavail) * Int64(space.f_frsize)
+        guard available >= needed else {
+          throw ResourceError.insufficientSpace(needed: needed, available: available)
+        }
+      }
+    } catch let error as ResourceError {
+      refuse(error)
+      return
+    } catch {
+      refuse(.cannotWrite("\(error)"))
+      return
+    }
+    accept()
+  }
+
+  private func accept() {
+    let progress = TransferProgress(files: offered.map { ($0.path, $0.size) })
+    self.progress = progress
+    let transfer = IncomingTransfer(
+      peer: peer, files: offered.map { ($0.path, $0.size) }, progress: progress
+    ) { [weak self] in
+      self?.cancelFromApplication()
+    }
+    progress.overall.cancellationHandler = { [weak self] in
+      self?.cancelFromApplication()
+    }
+    self.transfer = transfer
+    for (index, offset) in offsets.enumerated() {
+      if offset == ResourceMessage.skip {
+        progress.complete(index)
+        events.yield(.finished(name: offered[index].path, peer: peer, result: .success(nil)))
+      } else {
+        remaining.insert(index)
+        progress.advance(index, to: offset)
+      }
+    }
+    events.yield(.offerReceived(transfer))
+    let accept = ResourceMessage.offerAccept(channel: channel, offsets: offsets).frame
+    link.onMultiplexer { $0.answerOffer(accept) }
+    if remaining.isEmpty { finishOffer(error: nil) }
+  }
+
+  private func handle(_ frame: WireFrame) {
+    guard !ended else { return }
+    switch frame.type {
+    case .chunk:
+      var payload = frame.payload
+      guard let index = payload.readInteger(as: UInt32.self).map(Int.init) else { return }
+      write(payload, file: index, credit: frame.payload.readableBytes)
+    case .fileEnd:
+      guard case .fileEnd(_, let file, let digest)? = try? ResourceMessage(frame: frame.flat) else {
+        return abandon(.resource(.cannotWrite("malformed FILE_END")), notify: true)
+      }
+      finishFile(Int(file), digest: digest)
+    case .reset:
+      let reason = (try? TransferMessage(frame: frame.flat)).flatMap { message -> String? in
+        if case .reset(_, _, let reason) = message { return reason }
+        return nil
+      }
+      abandon(.cancelledByPeer(reason: reason ?? ""), notify: false)
+    default:
+      break
+    }
+  }
+
+  private func write(_ bytes: ByteBuffer, file index: Int, credit: Int) {
+    guard remaining.contains(index) else {
+      return abandon(
+        .resource(.cannotWrite("data for file \(index), which is not expected")), notify: true)
+    }
+    if current?.index != index {
+      guard current == nil, begin(index) else { return }
+    }
+    guard var state = current else { return }
+    let count = bytes.readableBytes
+    guard state.position + UInt64(count) <= offered[index].size else {
+      return abandon(.resource(.integrityCheckFailed(path: offered[index].path)), notify: true)
+    }
+    let written = bytes.withUnsafeReadableBytes { buffer -> Int in
+      var done = 0
+      while done < buffer.count {
+        let result = pwrite(
+          state.fd, buffer.baseAddress! + done, buffer.count - done,
+          off_t(state.position) + off_t(done))
+        if result < 0 {
+          if errno == EINTR { continue }
+          return -1
+        }
+        done += result
+      }
+      return done
+    }
+    guard written == count else {
+      let reason = "\(offered[index].path): \(errnoText())"
+      return abandon(.resource(.cannotWrite(reason)), notify: true)
+    }
+    bytes.withUnsafeReadableBytes { state.hasher.update(bufferPointer: $0) }
+    state.position += UInt64(count)
+    current = state
+    progress?.advance(index, to: state.position)
+    let channel = self.channel
+    link.onMultiplexer { $0.grant(credit, channel: channel) }
+  }
+
+  /// Opens file `index`'s staging file at its offset and hashes what it already holds.
+  private func begin(_ index: Int) -> Bool {
+    guard let staging else { return false }
+    do {
+      let (fd, length) = try staging.open(names[index])
+      var hasher = SHA256()
+      let offset = offsets[index]
+      guard length >= offset else {
+        close(fd)
+        abandon(
+          .resource(.cannotWrite("staged data of \(offered[index].path) shrank")), notify: true)
+        return false
+      }
+      ftruncate(fd, off_t(offset))
+      var buffer = [UInt8](repeating: 0, count: 1 << 20)
+      var position: UInt64 = 0
+      while position < offset {
+        let want = Int(min(UInt64(buffer.count), offset - position))
+        let count = buffer.withUnsafeMutableBytes {
+          pread(fd, $0.baseAddress, want, off_t(position))
+        }
+        guard count > 0 else { break }
+        hasher.update(data: buffer[0..<count])
+        position += UInt64(count)
+      }
+      current = (index, fd, hasher, offset)
+      events.yield(.started(name: offered[index].path, peer: peer, progress: progress!.file(index)))
+      return true
+    } catch {
+      abandon(.resource(error), notify: true)
+      return false
+    }
+  }
+
+  private func finishFile(_ index: Int, digest: [UInt8]) {
+    guard remaining.contains(index) else { return }
+    if current == nil {
+      guard begin(index) else { return }  // nothing sent: empty, or wholly staged before
+    }
+    guard let state = current, state.index == index, let staging else {
+      return abandon(.resource(.cannotWrite("FILE_END out of order")), notify: true)
+    }
+    current = nil
+    remaining.remove(index)
+    let file = offered[index]
+    let path = file.path
+    let intact = state.position == file.size && Array(state.hasher.finalize()) == digest
+    guard intact else {
+      close(state.fd)
+      staging.remove(names[index])
+      conclude(
+        index, .corrupt, reason: "SHA-256 mismatch",
+        result: .failure(.resource(.integrityCheckFailed(path: path))))
+      return
+    }
+    fchmod(state.fd, mode_t(file.mode & 0o777))
+    var times = [
+      timespec(tv_sec: Int(file.modificationSeconds), tv_nsec: Int(file.modificationNanoseconds)),
+      timespec(tv_sec: Int(file.modificationSeconds), tv_nsec: Int(file.modificationNanoseconds)),
+    ]
+    futimens(state.fd, &times)
+    let synced = fsync(state.fd) == 0
+    close(state.fd)
+    guard synced else {
+      staging.remove(names[index])
+      conclude(
+        index, .failed, reason: errnoText(),
+        result: .failure(.resource(.cannotWrite("\(path): \(errnoText())"))))
+      return
+    }
+    guard options.relocate else {
+      let staged = staging.destination.root
+        .appendingPathComponent(StagingArea.directoryName).appendingPathComponent(names[index])
+      unlinkat(staging.fd, names[index] + ".meta", 0)
+      conclude(index, .stored, reason: "", result: .success(staged))
+      return
+    }
+    do {
+      let placed = try staging.destination.place(
+        names[index], from: staging.fd, at: paths[index], policy: options.conflictPolicy)
+      if placed == nil {
+        staging.remove(names[index])
+      } else {
+        unlinkat(staging.fd, names[index] + ".meta", 0)
+      }
+      conclude(index, placed == nil ? .skipped : .stored, reason: "", result: .success(placed))
+    } catch {
+      staging.remove(names[index])
+      conclude(index, .failed, reason: error.description, result: .failure(.resource(error)))
+    }
+  }
+
+  private func conclude(
+    _ index: Int, _ status: ResourceMessage.FileStatus, reason: String,
+    result: Result<URL?, TransferError>
+  ) {
+    progress?.complete(index)
+    events.yield(.finished(name: offered[index].path, peer: peer, result: result))
+    let ack = ResourceMessage.fileAck(channel: channel, file: UInt32(index), status, reason: reason)
+      .frame
+    link.onMultiplexer { $0.answerOffer(ack) }
+    if remaining.isEmpty { finishOffer(error: nil) }
+  }
+
+  private func refuse(_ error: ResourceError) {
+    ended = true
+    let channel = self.channel
+    link.onMultiplexer {
+      $0.answerOffer(
+        TransferMessage.reset(channel: channel, .refused, reason: error.description).frame)
+      $0.closeOffer(channel: channel)
+    }
+    events.yield(
+      .finished(name: offered.first?.path ?? "", peer: peer, result: .failure(.resource(error))))
+  }
+
+  /// Stops receiving: the file in progress keeps its staged bytes (for resume), nothing is
+  /// placed; the peer is told unless it is the one who stopped.
+  private func abandon(_ error: TransferError, notify: Bool) {
+    guard !ended else { return }
+    if let state = current {
+      close(state.fd)
+      current = nil
+      if case .resource(.integrityCheckFailed) = error, let staging {
+        staging.remove(names[state.index])
+      }
+    }
+    for index in remaining.sorted() {
+      progress?.complete(index)
+      events.yield(.finished(name: offered[index].path, peer: peer, result: .failure(error)))
+    }
+    remaining = []
+    let channel = self.channel
+    if notify {
+      let code: TransferMessage.ResetCode = error == .cancelled ? .cancelled : .failed
+      link.onMultiplexer {
+        $0.answerOffer(
+          TransferMessage.reset(channel: channel, code, reason: error.description).frame)
+      }
+    }
+    finishOffer(error: error)
+  }
+
+  private func finishOffer(error: TransferError?) {
+    guard !ended else { return }
+    ended = true
+    let channel = self.channel
+    link.onMultiplexer { $0.closeOffer(channel: channel) }
+    progress?.finish()
+    staging?.removeIfEmpty()
+    if let transfer { events.yield(.offerFinished(transfer, error: error)) }
+  }
+
+  private func existsInDestination(_ path: RelativePath) -> Bool {
+    var status = stat()
+    return lstat(options.destination.appendingPathComponent(path.description).path, &status) == 0
+  }
+}

@@ -1,0 +1,40 @@
+/// Why a resource (file) could not be received or sent.
+public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// A path offered by the peer is not safe to create under the destination.
+  case unsafePath(PathError)
+  /// Something in the destination (a symlink, a file where a directory is needed) would lead
+  /// outside it.
+  case unsafeDestination(String)
+  /// A file cannot be read, created or written; the reason is the system's.
+  case cannotWrite(String)
+  /// The destination's filesystem has no room for the offer.
+  case insufficientSpace(needed: Int64, available: Int64)
+  /// The received bytes do not hash to what the sender computed.
+  case integrityCheckFailed(path: String)
+  /// The offer has more files than allowed.
+  case tooManyFiles(Int)
+  /// The source file cannot be read.
+  case cannotRead(String)
+
+  /// A message for users.
+  public var description: String {
+    switch self {
+    case .unsafePath(let error): return error.description
+    case .unsafeDestination(let what): return "unsafe destination: \(what)"
+    case .cannotWrite(let reason): return "cannot write \(reason)"
+    case .insufficientSpace(let needed, let available):
+      return "not enough space: \(needed) bytes needed, \(available) available"
+    case .integrityCheckFailed(let path):
+      return "\(path): the received data is corrupt (SHA-256 mismatch)"
+    case .tooManyFiles(let count):
+      return "the offer has \(count) files; the limit is \(ResourceLimits.maximumFiles)"
+    case .cannotRead(let reason): return "cannot read \(reason)"
+    }
+  }
+}
+
+/// Limits on offers.
+public enum ResourceLimits {
+  /// The most files one offer may carry.
+  public static let maximumFiles = 100_000
+}

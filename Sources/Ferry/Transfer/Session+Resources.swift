@@ -1,0 +1,57 @@
+import Foundation
+import Synchronization
+
+extension Session {
+  /// Accepts files from peers into `options.destination` (or stops accepting, with nil).
+  /// Without this, offers are refused.
+  public func receiveResources(_ options: ReceiveOptions?) {
+    transfers.receiveOptions.withLock { $0 = options }
+  }
+
+  /// Files arriving from peers: offers, each file's start and end, each offer's end.
+  public var resourceEvents: AsyncStream<ResourceEvent> {
+    transfers.resourceEvents
+  }
+
+  /// Sends one file to `peer` under `name` (a path relative to the receiver's destination).
+  ///
+  /// - Throws: ``TransferError/notConnected(_:)``, or ``TransferError/resource(_:)`` when the
+  ///   file cannot be read.
+  public func sendResource(at url: URL, named name: String, to peer: PeerID) throws(TransferError)
+    -> ResourceTransfer
+  {
+    try sendResources([ResourceItem(url: url, path: name)], to: peer)
+  }
+
+  /// Sends files to `peer` as one offer (see ``ResourceItem/expanding(_:)`` for folders).
+  /// Files are pipelined: no round trip per file.
+  ///
+  /// - Throws: ``TransferError/notConnected(_:)``; ``TransferError/resource(_:)`` when a file
+  ///   cannot be read or the batch has more than 100 000 files.
+  public func sendResources(_ items: [ResourceItem], to peer: PeerID) throws(TransferError)
+    -> ResourceTransfer
+  {
+    guard !items.isEmpty, items.count <= ResourceMessage.maximumFiles else {
+      throw .resource(.tooManyFiles(items.count))
+    }
+    let link = try link(to: peer)
+    var files: [OfferedFile] = []
+    for item in items {
+      var status = stat()
+      guard stat(item.url.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+        throw .resource(.cannotRead("\(item.url.path): not a readable regular file"))
+      }
+      files.append(
+        OfferedFile(
+          path: item.path, size: UInt64(status.st_size),
+          modificationSeconds: Int64(status.st_mtim.tv_sec),
+          modificationNanoseconds: UInt32(status.st_mtim.tv_nsec),
+          mode: UInt32(status.st_mode & 0o777)))
+    }
+    let progress = TransferProgress(files: files.map { ($0.path, $0.size) })
+    let offer = OutgoingOffer(files: files, urls: items.map(\.url), link: link, progress: progress)
+    progress.overall.cancellationHandler = { offer.cancel() }
+    let task = Task { try await offer.run() }
+    return ResourceTransfer(files: files, progress: progress, offer: offer, task: task)
+  }
+}

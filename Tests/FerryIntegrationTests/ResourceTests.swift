@@ -1,0 +1,101 @@
+import Ferry
+import Foundation
+import Testing
+
+/// Resources (files and folders) between two sessions over real TLS, onto a real disk.
+@Suite("Resources")
+struct ResourceTests {
+  /// Collects a session's resource events.
+  func events(_ session: Session) -> EventRecorder<ResourceEvent> {
+    EventRecorder(session.resourceEvents)
+  }
+
+  @Test("a file arrives byte-identical, with its mode and mtime, and no staging is left")
+  func singleFile() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let source = try temporaryDirectory("src")
+    let destination = try temporaryDirectory("dst")
+    let file = source.appendingPathComponent("photo.jpg")
+    try writeFile(file, size: 20 << 20 + 123)
+    chmod(file.path, 0o640)
+    let mtime = Date(timeIntervalSince1970: 1_700_000_000.25)
+    try FileManager.default.setAttributes([.modificationDate: mtime], ofItemAtPath: file.path)
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    let received = events(pair.advertiser)
+
+    let transfer = try pair.inviter.sendResource(
+      at: file, named: "photo.jpg", to: pair.advertiserPeer)
+    let results = try await transfer.result()
+    #expect(results.map(\.status) == [.stored])
+    #expect(transfer.bytesSent == 20 << 20 + 123)
+    #expect(transfer.progress.overall.fractionCompleted == 1.0)
+
+    let finished = try #require(
+      await received.first {
+        if case .finished = $0 { return true }
+        return false
+      })
+    guard case .finished(let name, let peer, .success(let url?)) = finished.record.element else {
+      Issue.record("not stored: \(finished.record.element)")
+      return
+    }
+    #expect(name == "photo.jpg")
+    #expect(peer == pair.inviterPeer)
+    #expect(url.path == destination.appendingPathComponent("photo.jpg").path)
+    #expect(try sha256(of: url) == sha256(of: file))
+    let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
+    #expect((attributes[.posixPermissions] as? Int) == 0o640)
+    let landed = try #require(attributes[.modificationDate] as? Date)
+    #expect(abs(landed.timeIntervalSince1970 - mtime.timeIntervalSince1970) < 0.001)
+    _ = await received.first {
+      if case .offerFinished = $0 { return true }
+      return false
+    }
+    #expect(
+      !FileManager.default.fileExists(
+        atPath: destination.appendingPathComponent(".ferry-partial").path))
+  }
+
+  @Test("a folder tree with empty, small and large files, sent as one offer")
+  func folderTree() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let source = try temporaryDirectory("tree")
+    let root = source.appendingPathComponent("project")
+    try writeFile(root.appendingPathComponent("README"), size: 0)
+    try writeFile(root.appendingPathComponent("src/main.swift"), size: 1234, seed: 2)
+    try writeFile(root.appendingPathComponent("src/deep/er/data.bin"), size: 3 << 20, seed: 3)
+    try writeFile(root.appendingPathComponent("naïve name with spaces.txt"), size: 77, seed: 4)
+    for index in 0..<50 {
+      try writeFile(
+        root.appendingPathComponent("many/f\(index)"), size: index * 100, seed: UInt64(index))
+    }
+    let destination = try temporaryDirectory("tree-dst")
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    let items = try ResourceItem.expanding([root])
+    #expect(items.count == 54)
+    let transfer = try pair.inviter.sendResources(items, to: pair.advertiserPeer)
+    let results = try await transfer.result()
+    #expect(results.count == 54)
+    #expect(results.allSatisfy { $0.status == .stored })
+    #expect(try tree(destination.appendingPathComponent("project")) == tree(root))
+  }
+
+  @Test("the rename policy keeps both files: name (1).ext")
+  func conflictRename() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let source = try temporaryDirectory("c-src")
+    let destination = try temporaryDirectory("c-dst")
+    let file = source.appendingPathComponent("report.pdf")
+    try writeFile(file, size: 1000)
+    try writeFile(destination.appendingPathComponent("report.pdf"), size: 10, seed: 9)
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    _ = try await pair.inviter.sendResource(at: file, named: "report.pdf", to: pair.advertiserPeer)
+      .result()
+    #expect(
+      try sha256(of: destination.appendingPathComponent("report (1).pdf")) == sha256(of: file))
+    #expect(try Data(contentsOf: destination.appendingPathComponent("report.pdf")).count == 10)
+  }
+}

@@ -1,0 +1,50 @@
+import Crypto
+import Foundation
+
+/// A fresh temporary directory.
+func temporaryDirectory(_ label: String) throws -> URL {
+  let url = URL(fileURLWithPath: NSTemporaryDirectory())
+    .appendingPathComponent("ferry-\(label)-\(UUID().uuidString)")
+  try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  return url
+}
+
+/// Writes `size` pseudo-random bytes (deterministic per seed) to `url`.
+func writeFile(_ url: URL, size: Int, seed: UInt64 = 1) throws {
+  try FileManager.default.createDirectory(
+    at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+  var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+  var bytes = [UInt8](repeating: 0, count: size)
+  for index in 0..<size {
+    state ^= state << 13
+    state ^= state >> 7
+    state ^= state << 17
+    bytes[index] = UInt8(truncatingIfNeeded: state)
+  }
+  try Data(bytes).write(to: url)
+}
+
+/// SHA-256 of a file, hex.
+func sha256(of url: URL) throws -> String {
+  let data = try Data(contentsOf: url)
+  return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+}
+
+/// Every regular file under `root`, relative path → SHA-256 (staging excluded).
+func tree(_ root: URL) throws -> [String: String] {
+  var result: [String: String] = [:]
+  guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)
+  else {
+    return result
+  }
+  let prefix = root.standardizedFileURL.path
+  for case let file as URL in walker {
+    var isDirectory: ObjCBool = false
+    _ = FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory)
+    let relative = String(file.standardizedFileURL.path.dropFirst(prefix.count + 1))
+    if !isDirectory.boolValue && !relative.hasPrefix(".ferry-partial") {
+      result[relative] = try sha256(of: file)
+    }
+  }
+  return result
+}
