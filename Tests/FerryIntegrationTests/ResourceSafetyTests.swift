@@ -1,0 +1,279 @@
+import Crypto
+import Foundation
+import Testing
+
+@testable import Ferry
+
+/// Hostile offers, corruption, cancellation, resume, and full disks.
+@Suite("Resource safety")
+struct ResourceSafetyTests {
+  /// Writes a raw frame from `session` to `peer`, as a hostile peer speaking the protocol would.
+  func raw(_ frame: Frame, from session: Session, to peer: PeerID) throws {
+    let link = try session.link(to: peer)
+    link.onMultiplexer { $0.answerOffer(frame) }
+  }
+
+  /// The first `.finished` event's result.
+  func firstFinished(_ events: EventRecorder<ResourceEvent>, timeout: Duration = .seconds(10)) async
+    -> Result<URL?, TransferError>?
+  {
+    guard
+      let found = await events.first(
+        timeout: timeout,
+        where: {
+          if case .finished = $0 { return true }
+          return false
+        }), case .finished(_, _, let result) = found.record.element
+    else { return nil }
+    return result
+  }
+
+  @Test(
+    "hostile paths are refused before anything is written",
+    arguments: [
+      "../escape", "/etc/x", "a/../../b", "a/./b", "a//b", "dir/", "nul\u{0}byte", "new\nline",
+      String(repeating: "x", count: 300), "ok/" + String(repeating: "y", count: 256),
+    ])
+  func hostilePaths(path: String) async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let outside = try temporaryDirectory("outside")
+    let destination = outside.appendingPathComponent("dest")
+    try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    let events = EventRecorder(pair.advertiser.resourceEvents)
+    let source = try temporaryDirectory("evil-src")
+    try writeFile(source.appendingPathComponent("payload"), size: 5)
+
+    let transfer = try pair.inviter.sendResources(
+      [ResourceItem(url: source.appendingPathComponent("payload"), path: path)],
+      to: pair.advertiserPeer)
+    do {
+      _ = try await transfer.result()
+      Issue.record("\(path.debugDescription) was accepted")
+    } catch {
+      guard case .cancelledByPeer(let reason) = error else {
+        Issue.record("expected a refusal, got \(error)")
+        return
+      }
+      #expect(reason.contains("unsafe path"), "\(reason)")
+    }
+    guard case .failure(.resource(.unsafePath))? = await firstFinished(events) else {
+      Issue.record("no unsafe-path event")
+      return
+    }
+    #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path) == ["dest"])
+    #expect(try FileManager.default.contentsOfDirectory(atPath: destination.path).isEmpty)
+  }
+
+  @Test("a symlink already in the destination is never written through")
+  func symlinkInDestination() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let outside = try temporaryDirectory("target")
+    let destination = try temporaryDirectory("linked")
+    try FileManager.default.createSymbolicLink(
+      atPath: destination.appendingPathComponent("docs").path, withDestinationPath: outside.path)
+    try FileManager.default.createSymbolicLink(
+      atPath: destination.appendingPathComponent("note.txt").path,
+      withDestinationPath: outside.appendingPathComponent("note.txt").path)
+    pair.advertiser.receiveResources(
+      ReceiveOptions(destination: destination, conflictPolicy: .overwrite))
+    let source = try temporaryDirectory("src")
+    try writeFile(source.appendingPathComponent("a"), size: 100)
+    let transfer = try pair.inviter.sendResources(
+      [
+        ResourceItem(url: source.appendingPathComponent("a"), path: "docs/secret.txt"),
+        ResourceItem(url: source.appendingPathComponent("a"), path: "note.txt"),
+      ], to: pair.advertiserPeer)
+    let results = try? await transfer.result()
+    _ = results
+    #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
+    // The link named note.txt was replaced by the file itself (rename replaces the link, never
+    // writing through it); docs/secret.txt failed.
+    let attributes = try FileManager.default.attributesOfItem(
+      atPath: destination.appendingPathComponent("note.txt").path)
+    #expect(attributes[.type] as? FileAttributeType == .typeRegular)
+  }
+
+  @Test("a corrupted chunk fails the integrity check; nothing lands in the destination")
+  func corruptedChunk() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let destination = try temporaryDirectory("corrupt")
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    let events = EventRecorder(pair.advertiser.resourceEvents)
+    let channel: UInt32 = 1001  // odd: the inviter's
+    let file = OfferedFile(
+      path: "x.txt", size: 4, modificationSeconds: 0, modificationNanoseconds: 0, mode: 0o644)
+    try raw(
+      ResourceMessage.offer(channel: channel, files: [file]).frame, from: pair.inviter,
+      to: pair.advertiserPeer)
+    try raw(
+      ResourceMessage.chunk(channel: channel, file: 0, bytes: Array("abcd".utf8)).frame,
+      from: pair.inviter, to: pair.advertiserPeer)
+    let claimed = Array(SHA256.hash(data: Array("abce".utf8)))
+    try raw(
+      ResourceMessage.fileEnd(channel: channel, file: 0, sha256: claimed).frame, from: pair.inviter,
+      to: pair.advertiserPeer)
+    guard case .failure(.resource(.integrityCheckFailed(let path)))? = await firstFinished(events)
+    else {
+      Issue.record("no integrity failure: \(events.all.map(\.element))")
+      return
+    }
+    #expect(path == "x.txt")
+    #expect(
+      !FileManager.default.fileExists(atPath: destination.appendingPathComponent("x.txt").path))
+    let staged =
+      (try? FileManager.default.contentsOfDirectory(
+        atPath: destination.appendingPathComponent(".ferry-partial").path)) ?? []
+    #expect(staged.filter { $0.hasSuffix(".part") }.isEmpty)
+  }
+
+  @Test("cancelling from the sender or the receiver: both see it, nothing lands")
+  func cancellation() async throws {
+    for side in ["sender", "receiver"] {
+      let pair = try await ConnectedPair.make()
+      defer { pair.close() }
+      let source = try temporaryDirectory("big")
+      let big = source.appendingPathComponent("big.bin")
+      _ = FileManager.default.createFile(atPath: big.path, contents: nil)
+      let handle = try FileHandle(forWritingTo: big)
+      try handle.truncate(atOffset: 2 << 30)  // 2 GiB, sparse: far longer than the test
+      try handle.close()
+      let destination = try temporaryDirectory("cancel-\(side)")
+      pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+      let events = EventRecorder(pair.advertiser.resourceEvents)
+      let transfer = try pair.inviter.sendResource(
+        at: big, named: "big.bin", to: pair.advertiserPeer)
+      let offer = try #require(
+        await events.first {
+          if case .offerReceived = $0 { return true }
+          return false
+        })
+      try await Task.sleep(for: .milliseconds(300))
+      if side == "sender" {
+        transfer.progress.overall.cancel()
+      } else if case .offerReceived(let incoming) = offer.record.element {
+        incoming.cancel()
+      }
+      do {
+        _ = try await transfer.result()
+        Issue.record("\(side): the transfer completed")
+      } catch {
+        #expect(
+          error
+            == (side == "sender"
+              ? .cancelled : .cancelledByPeer(reason: TransferError.cancelled.description)))
+      }
+      let ended = await events.first {
+        if case .offerFinished = $0 { return true }
+        return false
+      }
+      guard case .offerFinished(_, let error)? = ended?.record.element else {
+        Issue.record("\(side): receiver never finished")
+        return
+      }
+      if side == "sender" {
+        #expect(error == .cancelledByPeer(reason: TransferError.cancelled.description))
+      } else {
+        #expect(error == .cancelled)
+      }
+      #expect(
+        !FileManager.default.fileExists(atPath: destination.appendingPathComponent("big.bin").path))
+    }
+  }
+
+  @Test("an offer larger than the free space is declined before anything is written")
+  func insufficientSpace() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let destination = try temporaryDirectory("small")
+    let mounted = try await run(
+      "/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", destination.path])
+    try #require(mounted.status == 0, "\(mounted.stderr)")
+    defer { Task { _ = try? await run("/bin/umount", ["-l", destination.path]) } }
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    let source = try temporaryDirectory("src")
+    try writeFile(source.appendingPathComponent("big"), size: 6 << 20)
+    do {
+      _ = try await pair.inviter.sendResource(
+        at: source.appendingPathComponent("big"), named: "big", to: pair.advertiserPeer
+      ).result()
+      Issue.record("accepted an offer that cannot fit")
+    } catch {
+      guard case .cancelledByPeer(let reason) = error else {
+        Issue.record("expected a refusal, got \(error)")
+        return
+      }
+      #expect(reason.contains("not enough space"))
+    }
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: destination.path).filter {
+        $0 != ".ferry-partial"
+      }.isEmpty)
+  }
+
+  @Test("a disk that fills up mid-file fails with a clear error and leaves nothing in DEST")
+  func diskFillsUp() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let destination = try temporaryDirectory("filling")
+    let mounted = try await run(
+      "/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", destination.path])
+    try #require(mounted.status == 0, "\(mounted.stderr)")
+    defer { Task { _ = try? await run("/bin/umount", ["-l", destination.path]) } }
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    let events = EventRecorder(pair.advertiser.resourceEvents)
+    let source = try temporaryDirectory("src")
+    let file = source.appendingPathComponent("video.bin")
+    _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: file)
+    try handle.truncate(atOffset: 6 << 20)
+    try handle.close()
+    // Another program fills the disk right after the offer was accepted.
+    let filler = Task {
+      _ = await events.first {
+        if case .offerReceived = $0 { return true }
+        return false
+      }
+      try? Data(count: 5 << 20).write(to: destination.appendingPathComponent("other-program.dat"))
+    }
+    do {
+      _ = try await pair.inviter.sendResource(at: file, named: "video.bin", to: pair.advertiserPeer)
+        .result()
+      Issue.record("the file fit")
+    } catch {
+      print("sender saw: \(error)")
+    }
+    await filler.value
+    let finished = await events.first {
+      if case .finished(_, _, .failure) = $0 { return true }
+      return false
+    }
+    guard case .finished(_, _, .failure(let error))? = finished?.record.element else {
+      Issue.record("no failure reported: \(events.all.map(\.element))")
+      return
+    }
+    #expect(error.description.contains("No space left"), "\(error)")
+    #expect(
+      !FileManager.default.fileExists(atPath: destination.appendingPathComponent("video.bin").path))
+  }
+
+  @Test("progress totals equal file sizes and each file completes exactly once")
+  func progressAccounting() async throws {
+    let progress = TransferProgress(files: [("a", 3 << 20), ("empty", 0)])
+    #expect(progress.file(0).totalUnitCount == 3 << 20)
+    #expect(progress.overall.totalUnitCount == (3 << 20) + 1)
+    for step in stride(from: 0, through: 3 << 20, by: 256 << 10) {
+      progress.advance(0, to: UInt64(step))
+      #expect(progress.file(0).fractionCompleted < 1.0)
+    }
+    progress.complete(0)
+    #expect(progress.file(0).fractionCompleted == 1.0)
+    progress.complete(0)
+    progress.complete(1)
+    #expect(progress.overall.fractionCompleted == 1.0)
+    #expect(progress.file(0).completedUnitCount == 3 << 20)
+  }
+}
