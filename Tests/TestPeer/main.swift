@@ -5,6 +5,7 @@
 //   ferry-test-peer advertise NAME SERVICE ANSWER [MAX_PENDING]
 //       ANSWER: accept | decline:REASON | ignore | accept-after:SECONDS
 //   ferry-test-peer invite HOST PORT [FINGERPRINT|-] [NAME]
+//   ferry-test-peer send HOST PORT FINGERPRINT PATH...   (identity from $FERRY_HOME)
 import Ferry
 import Foundation
 
@@ -96,6 +97,28 @@ do {
       emit(["event": "error", "error": "\(error)"])
     }
     try await Task.sleep(for: .seconds(3600))
+  case "send" where arguments.count >= 5:
+    let sender = try Identity.loadOrCreate()
+    let session = try Session(identity: sender, displayName: "test-sender")
+    let peer = try await session.invite(
+      host: arguments[1], port: UInt16(arguments[2])!,
+      expecting: try Fingerprint(parsing: arguments[3]))
+    let items = try ResourceItem.expanding(arguments[4...].map { URL(fileURLWithPath: $0) })
+    let transfer = try session.sendResources(items, to: peer)
+    Task {
+      for await snapshot in transfer.progress.snapshots {
+        emit(["event": "progress", "bytes": snapshot.bytes, "sent": Int(transfer.bytesSent)])
+      }
+    }
+    do {
+      let results = try await transfer.result()
+      emit([
+        "event": "sent", "bytes_sent": Int(transfer.bytesSent),
+        "stored": results.filter { $0.status == .stored }.count,
+      ])
+    } catch {
+      emit(["event": "error", "error": "\(error)", "bytes_sent": Int(transfer.bytesSent)])
+    }
   default:
     FileHandle.standardError.write(Data("usage: see Tests/TestPeer/main.swift\n".utf8))
     exit(2)

@@ -43,9 +43,14 @@ final class IncomingOffer: @unchecked Sendable {
     queue.async { self.prepare() }
   }
 
-  /// A frame for this offer (from the loop).
-  func receive(_ frame: WireFrame) {
-    queue.async { self.handle(frame) }
+  /// A frame for this offer, or the end of its link (from the loop).
+  func receive(_ signal: LinkMultiplexer.OfferSignal) {
+    switch signal {
+    case .frame(let frame):
+      queue.async { self.handle(frame) }
+    case .linkClosed(let reason):
+      queue.async { self.abandon(.peerDisconnected(reason: reason), notify: false) }
+    }
   }
 
   /// The application cancelled (any thread).

@@ -31,14 +31,20 @@ final class LinkMultiplexer: ChannelInboundHandler {
   private var incomingStreams: [UInt32: CreditedBuffer<[UInt8]>] = [:]
   private var ended: TransferError?
 
+  /// What an offer's endpoint hears: its channel's frames, or that the link closed.
+  enum OfferSignal {
+    case frame(WireFrame)
+    case linkClosed(String)
+  }
+
   /// Frames of each offer channel (both directions) go to its endpoint.
-  private var offerEndpoints: [UInt32: (WireFrame) -> Void] = [:]
+  private var offerEndpoints: [UInt32: (OfferSignal) -> Void] = [:]
   private var windows: [UInt32: Int] = [:]
 
   /// A data message arrived.
   var onMessage: (([UInt8]) -> Void)?
   /// The peer offered files on a channel; returns the endpoint for its frames, or nil to refuse.
-  var onOffer: ((UInt32, [OfferedFile]) -> ((WireFrame) -> Void)?)?
+  var onOffer: ((UInt32, [OfferedFile]) -> ((OfferSignal) -> Void)?)?
   /// A stream was opened by the peer; returns the buffer its chunks go to.
   var onStream: ((UInt32, String) -> CreditedBuffer<[UInt8]>)?
 
@@ -115,7 +121,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
   }
 
   /// Offers files on a new channel whose answers go to `endpoint`; returns the channel.
-  func openOffer(_ files: [OfferedFile], endpoint: @escaping (WireFrame) -> Void)
+  func openOffer(_ files: [OfferedFile], endpoint: @escaping (OfferSignal) -> Void)
     -> EventLoopFuture<UInt32>
   {
     guard let context else { return failed(.peerDisconnected(reason: "no connection")) }
@@ -245,7 +251,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
       guard consumeAllowance(frame.payload.readableBytes, channel: id) else {
         return violation("file data beyond the granted credit", context: context)
       }
-      endpoint(frame)
+      endpoint(.frame(frame))
     case .offer:
       let files: [OfferedFile]
       do {
@@ -271,9 +277,9 @@ final class LinkMultiplexer: ChannelInboundHandler {
       }
     case .offerAccept, .fileEnd, .fileAck:
       guard let endpoint = offerEndpoints[id] else { return }  // an offer already gone
-      endpoint(frame)
+      endpoint(.frame(frame))
     case .reset where offerEndpoints[id] != nil:
-      offerEndpoints[id]?(frame)
+      offerEndpoints[id]?(.frame(frame))
     case .credit, .streamOpen, .streamEnd, .reset:
       let message: TransferMessage
       do {
@@ -337,13 +343,8 @@ final class LinkMultiplexer: ChannelInboundHandler {
     incomingStreams = [:]
     let endpoints = offerEndpoints
     offerEndpoints = [:]
-    for (id, endpoint) in endpoints {
-      // Tell each offer its link is gone, as a RESET from nowhere.
-      let reset = TransferMessage.reset(channel: id, .failed, reason: "the connection closed").frame
-      endpoint(
-        WireFrame(
-          type: .reset, channel: id, payload: context.channel.allocator.buffer(bytes: reset.payload)
-        ))
+    for endpoint in endpoints.values {
+      endpoint(.linkClosed("the connection closed"))
     }
     onOffer = nil
     onMessage = nil

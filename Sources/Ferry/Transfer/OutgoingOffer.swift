@@ -143,7 +143,12 @@ final class OutgoingOffer: Sendable {
   func run() async throws -> [FileResult] {
     let files = self.files
     let channel = try await link.withMultiplexer { [self] multiplexer in
-      multiplexer.openOffer(files) { frame in self.answered(frame) }
+      multiplexer.openOffer(files) { signal in
+        switch signal {
+        case .frame(let frame): self.answered(frame)
+        case .linkClosed(let reason): self.fail(.peerDisconnected(reason: reason))
+        }
+      }
     }.get()
     let cancelledEarly = state.withLock { state in
       state.channel = channel

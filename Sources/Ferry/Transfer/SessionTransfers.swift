@@ -84,7 +84,7 @@ final class SessionTransfers: Sendable {
         channel: channel, peer: peer, link: link, files: files, options: options,
         events: self.resourceContinuation)
       offer.start()
-      return { frame in offer.receive(frame) }
+      return { signal in offer.receive(signal) }
     }
   }
 

@@ -1,0 +1,101 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Ferry
+
+/// Transfers that are interrupted, and resumed; data that must not wait behind files.
+@Suite("Resume and priority")
+struct ResumeTests {
+  @Test(
+    "sender killed mid-file: the receiver reports it, keeps the staged bytes; re-sending resumes")
+  func resumeAfterKill() async throws {
+    let identity = Identity.generate()
+    let listener = InvitationListener(
+      identity: identity, displayName: "keeper", timeouts: .init(), knownPeers: nil,
+      maximumPending: 8)
+    let port = try await listener.start(port: 0)
+    defer { listener.stop() }
+    let session = try Session(identity: identity, displayName: "keeper")
+    defer { session.close() }
+    let destination = try temporaryDirectory("resume")
+    session.receiveResources(ReceiveOptions(destination: destination))
+    let events = EventRecorder(session.resourceEvents)
+    Task {
+      for await invitation in listener.invitations { try await invitation.accept(into: session) }
+    }
+    let source = try temporaryDirectory("resume-src")
+    let file = source.appendingPathComponent("movie.bin")
+    let generated = try await run(
+      "/bin/sh", ["-c", "head -c \(96 << 20) /dev/urandom > '\(file.path)'"])
+    try #require(generated.status == 0)
+    let home = Harness.freshFerryHome()
+    let arguments = ["send", "127.0.0.1", "\(port)", identity.fingerprint.hexString, file.path]
+
+    // First attempt: killed once some megabytes are across.
+    let first = try ChildProcess(
+      Harness.testPeerBinary, arguments, environment: ["FERRY_HOME": home])
+    let partway = await first.waitForLine(timeout: .seconds(30)) {
+      (jsonObject($0)?["bytes"] as? Int ?? 0) > 16 << 20
+    }
+    try #require(partway != nil, "no progress: \(first.stdout) \(first.stderr)")
+    first.signal(SIGKILL)
+    _ = await first.waitForExit()
+    let ended = await events.first(timeout: .seconds(15)) {
+      if case .offerFinished(_, let error) = $0 { return error != nil }
+      return false
+    }
+    guard case .offerFinished(_, .peerDisconnected?)? = ended?.record.element else {
+      Issue.record("the receiver did not report the lost sender: \(events.all.map(\.element))")
+      return
+    }
+    #expect(
+      !FileManager.default.fileExists(atPath: destination.appendingPathComponent("movie.bin").path))
+    let staged = try FileManager.default.contentsOfDirectory(
+      atPath: destination.appendingPathComponent(".ferry-partial").path
+    ).filter { $0.hasSuffix(".part") }
+    #expect(staged.count == 1)
+
+    // Second attempt, same sender identity: resumes.
+    let second = try ChildProcess(
+      Harness.testPeerBinary, arguments, environment: ["FERRY_HOME": home])
+    let done = await second.waitForLine(timeout: .seconds(60)) {
+      ["sent", "error"].contains(jsonObject($0)?["event"] as? String ?? "")
+    }
+    let summary = try #require(
+      done.flatMap { jsonObject($0.text) }, "\(second.stdout)\(second.stderr)")
+    let sentAgain = try #require(summary["bytes_sent"] as? Int)
+    print("resumed: the second attempt sent \(sentAgain) of \(96 << 20) bytes")
+    #expect(sentAgain < 96 << 20)
+    #expect(sentAgain > 0)
+    #expect(try sha256(of: destination.appendingPathComponent("movie.bin")) == sha256(of: file))
+    second.signal(SIGKILL)
+  }
+
+  @Test("a small message sent while a large resource is in flight arrives long before it finishes")
+  func messageDuringResource() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let source = try temporaryDirectory("large")
+    let big = source.appendingPathComponent("large.bin")
+    let made = try await run("/bin/sh", ["-c", "head -c \(256 << 20) /dev/zero > '\(big.path)'"])
+    try #require(made.status == 0)
+    pair.advertiser.receiveResources(
+      ReceiveOptions(destination: try temporaryDirectory("large-dst")))
+    let transfer = try pair.inviter.sendResource(
+      at: big, named: "large.bin", to: pair.advertiserPeer)
+    let started = ContinuousClock.now
+    for await snapshot in transfer.progress.snapshots where snapshot.bytes > 8 << 20 { break }
+    let sentAt = ContinuousClock.now
+    try await pair.inviter.send(Array("still there?".utf8), to: [pair.advertiserPeer])
+    var messages = pair.advertiser.messages.makeAsyncIterator()
+    let message = try await messages.next()
+    let messageTime = ContinuousClock.now - sentAt
+    #expect(message?.data == Array("still there?".utf8))
+    _ = try await transfer.result()
+    let total = ContinuousClock.now - started
+    print("message took \(seconds(messageTime)) s; the 256 MiB resource took \(seconds(total)) s")
+    #expect(messageTime < .milliseconds(500))
+    #expect(messageTime * 4 < total)
+  }
+}
