@@ -44,6 +44,8 @@ final class ConnectionHandler: ChannelInboundHandler {
   private var pings: UInt64 = 0
   private var endReason: String?
   private var answered = false
+  /// When the inviter stops waiting for an answer.
+  private var answerDeadline: NIODeadline?
 
   /// Called once when a connected link ends, with why. Set by the session that adopts the link.
   var onLinkEnded: ((String) -> Void)?
@@ -132,6 +134,7 @@ final class ConnectionHandler: ChannelInboundHandler {
       case .inviter(let invitationContext, let timeout, _):
         deadline?.cancel()
         state = .awaitingAnswer
+        answerDeadline = .now() + .nanoseconds(timeout.timeAmount.nanoseconds)
         onPeerKnown?(peer)
         let milliseconds = UInt32(clamping: timeout.timeAmount.nanoseconds / 1_000_000)
         send(
@@ -144,9 +147,10 @@ final class ConnectionHandler: ChannelInboundHandler {
       deadline?.cancel()
       state = .pendingDecision
       let timeout = Duration.milliseconds(Int64(milliseconds))
-      // The invitation expires when the inviter stops waiting.
+      // The invitation expires when the inviter stops waiting, plus a grace second so that the
+      // inviter's own timeout (and its CANCEL) comes first.
       deadline = context.eventLoop.assumeIsolated().scheduleTask(
-        in: .nanoseconds(timeout.timeAmount.nanoseconds)
+        in: .nanoseconds((timeout + .seconds(1)).timeAmount.nanoseconds)
       ) {
         [weak self] in
         self?.expirePendingInvitation()
@@ -217,6 +221,10 @@ final class ConnectionHandler: ChannelInboundHandler {
     case .closed:
       break
     default:
+      if previous == .awaitingAnswer, let answerDeadline, NIODeadline.now() >= answerDeadline {
+        // The advertiser gave up at the same moment as we did.
+        answer(.failure(.timedOut))
+      }
       answer(
         .failure(
           previous == .tlsHandshake
