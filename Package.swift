@@ -48,6 +48,26 @@ let package = Package(
       path: "Examples/DiscoverPeers"
     ),
     .executableTarget(
+      name: "ferry-example-chat",
+      dependencies: ["Ferry"],
+      path: "Examples/Chat"
+    ),
+    .executableTarget(
+      name: "ferry-example-filedrop",
+      dependencies: ["Ferry"],
+      path: "Examples/FileDrop"
+    ),
+    .executableTarget(
+      name: "ferry-example-stream",
+      dependencies: ["Ferry"],
+      path: "Examples/StreamPipe"
+    ),
+    .executableTarget(
+      name: "ferry-example-batch",
+      dependencies: ["Ferry"],
+      path: "Examples/BatchSender"
+    ),
+    .executableTarget(
       name: "ferry-test-peer",
       dependencies: ["Ferry"],
       path: "Tests/TestPeer"
