@@ -6,6 +6,10 @@
 //       ANSWER: accept | decline:REASON | ignore | accept-after:SECONDS
 //   ferry-test-peer invite HOST PORT [FINGERPRINT|-] [NAME]
 //   ferry-test-peer send HOST PORT FINGERPRINT PATH...   (identity from $FERRY_HOME)
+//   ferry-test-peer receive NAME SERVICE DIR     (accepts one offer into DIR, then exits)
+//   ferry-test-peer echo NAME SERVICE    (echoes messages; answers each stream, read slowly (20 ms a chunk),
+//                                         with "stream NAME BYTES SHA256" as a message)
+import Crypto
 import Ferry
 import Foundation
 
@@ -97,6 +101,59 @@ do {
       emit(["event": "error", "error": "\(error)"])
     }
     try await Task.sleep(for: .seconds(3600))
+  case "receive" where arguments.count == 4:
+    let session = try Session(identity: identity, displayName: arguments[1])
+    session.receiveResources(ReceiveOptions(destination: URL(fileURLWithPath: arguments[3])))
+    let advertiser = try Advertiser(
+      identity: identity, displayName: arguments[1], serviceType: try ServiceType(arguments[2]))
+    let published = try await advertiser.start()
+    emit([
+      "event": "listening", "name": published, "port": Int(advertiser.port),
+      "fingerprint": identity.fingerprint.hexString,
+    ])
+    Task {
+      for await invitation in advertiser.invitations { try await invitation.accept(into: session) }
+    }
+    for await event in session.resourceEvents {
+      if case .offerFinished(let transfer, let error) = event {
+        emit([
+          "event": "received", "files": transfer.files.count, "bytes": Int(transfer.totalBytes),
+          "error": error.map { "\($0)" } ?? "",
+        ])
+        break
+      }
+    }
+    advertiser.stop()
+  case "echo" where arguments.count == 3:
+    let session = try Session(identity: identity, displayName: arguments[1])
+    watch(session)
+    let advertiser = try Advertiser(
+      identity: identity, displayName: arguments[1], serviceType: try ServiceType(arguments[2]))
+    let published = try await advertiser.start()
+    emit([
+      "event": "listening", "name": published, "port": Int(advertiser.port),
+      "fingerprint": identity.fingerprint.hexString,
+    ])
+    Task {
+      for await invitation in advertiser.invitations { try await invitation.accept(into: session) }
+    }
+    Task {
+      for await stream in session.incomingStreams {
+        var hasher = SHA256()
+        var count = 0
+        for try await chunk in stream.chunks {
+          hasher.update(data: chunk)
+          count += chunk.count
+          try await Task.sleep(for: .milliseconds(20))  // a slow reader
+        }
+        let digest = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        try await session.send(
+          Array("stream \(stream.name) \(count) \(digest)".utf8), to: [stream.peer])
+      }
+    }
+    for try await message in session.messages {
+      try await session.send(message.data, to: [message.peer])
+    }
   case "send" where arguments.count >= 5:
     let sender = try Identity.loadOrCreate()
     let session = try Session(identity: sender, displayName: "test-sender")
