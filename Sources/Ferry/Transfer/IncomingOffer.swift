@@ -46,8 +46,15 @@ final class IncomingOffer: @unchecked Sendable {
   /// A frame for this offer, or the end of its link (from the loop).
   func receive(_ signal: LinkMultiplexer.OfferSignal) {
     switch signal {
-    case .frame(let frame):
-      queue.async { self.handle(frame) }
+    case .frame(let received):
+      // A small payload is a slice of the decoder's (much larger) buffer; holding it while the
+      // disk catches up would pin that whole buffer. Copy small ones out.
+      var frame = received
+      if frame.payload.readableBytes < 64 << 10 {
+        frame.payload = ByteBuffer(bytes: frame.payload.readableBytesView)
+      }
+      let owned = frame
+      queue.async { self.handle(owned) }
     case .linkClosed(let reason):
       queue.async { self.abandon(.peerDisconnected(reason: reason), notify: false) }
     }
@@ -84,12 +91,13 @@ final class IncomingOffer: @unchecked Sendable {
           offsets.append(ResourceMessage.skip)
           continue
         }
-        let (fd, length) = try staging.open(name)
-        close(fd)
+        let length = staging.stagedLength(name)
         let offset = length <= file.size ? length : 0
         offsets.append(offset)
         needed += Int64(file.size - offset)
-        staging.writeMeta(name, file: file, sender: peer.fingerprint)
+        if file.size >= StagingArea.metadataThreshold {
+          staging.writeMeta(name, file: file, sender: peer.fingerprint)
+        }
       }
       var space = statvfs()
       if fstatvfs(staging.fd, &space) == 0 {
@@ -258,7 +266,9 @@ final class IncomingOffer: @unchecked Sendable {
       timespec(tv_sec: Int(file.modificationSeconds), tv_nsec: Int(file.modificationNanoseconds)),
     ]
     futimens(state.fd, &times)
-    let synced = fsync(state.fd) == 0
+    // Large files are flushed before they are placed; small ones share one syncfs(2) at the end
+    // of the offer (a per-file fsync would cost more than the transfer).
+    let synced = file.size < StagingArea.metadataThreshold || fsync(state.fd) == 0
     close(state.fd)
     guard synced else {
       staging.remove(names[index])
@@ -346,6 +356,7 @@ final class IncomingOffer: @unchecked Sendable {
     let channel = self.channel
     link.onMultiplexer { $0.closeOffer(channel: channel) }
     progress?.finish()
+    if let staging { _ = systemSyncfs(staging.fd) }
     staging?.removeIfEmpty()
     if let transfer { events.yield(.offerFinished(transfer, error: error)) }
   }
@@ -355,3 +366,7 @@ final class IncomingOffer: @unchecked Sendable {
     return lstat(options.destination.appendingPathComponent(path.description).path, &status) == 0
   }
 }
+
+/// glibc's syncfs(2), which the Glibc module does not export.
+@_silgen_name("syncfs")
+private func systemSyncfs(_ fd: Int32) -> Int32

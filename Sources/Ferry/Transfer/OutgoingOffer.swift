@@ -234,11 +234,13 @@ final class OutgoingOffer: Sendable {
     progress.advance(index, to: position)
     while true {
       if let failure = state.withLock({ $0.failure }) { throw failure }
-      var buffer = allocator.buffer(capacity: 4 + chunkSize)
+      // Sized to what is left: a 1 KiB file must not cost a 256 KiB allocation.
+      let want = Int(min(UInt64(chunkSize), max(file.size, position + 1) - position))
+      var buffer = allocator.buffer(capacity: 4 + want)
       buffer.writeInteger(UInt32(index))
       var readError: Int32 = 0
-      let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: chunkSize) { pointer in
-        let result = pread(fd, pointer.baseAddress, chunkSize, off_t(position))
+      let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { pointer in
+        let result = pread(fd, pointer.baseAddress, min(want, pointer.count), off_t(position))
         if result < 0 { readError = errno }
         return max(0, result)
       }

@@ -15,6 +15,9 @@ import Foundation
 final class StagingArea: @unchecked Sendable {
   /// The staging directory's name under the destination.
   static let directoryName = ".ferry-partial"
+  /// Files at least this large get a `.meta` file and their own fsync; smaller ones are cheap to
+  /// send again and are flushed together at the end of the offer.
+  static let metadataThreshold: UInt64 = 1 << 20
 
   let destination: ConfinedDirectory
   /// Descriptor of the staging directory (opened without following symlinks).
@@ -66,6 +69,14 @@ final class StagingArea: @unchecked Sendable {
     var status = stat()
     fstat(file, &status)
     return (file, UInt64(status.st_size))
+  }
+
+  /// The length of a staged file, 0 if there is none (a symlink counts as none).
+  func stagedLength(_ name: String) -> UInt64 {
+    var status = stat()
+    guard fstatat(fd, name, &status, AT_SYMLINK_NOFOLLOW) == 0, (status.st_mode & S_IFMT) == S_IFREG
+    else { return 0 }
+    return UInt64(status.st_size)
   }
 
   /// Records what a staged file is, for people looking at the directory.

@@ -17,11 +17,14 @@ public struct ProgressSnapshot: Hashable, Sendable {
   public let currentFile: String?
 }
 
-/// Foundation `Progress` for a transfer (its ``overall`` progress has one child per file, byte
-/// units) and an `AsyncStream` of throttled ``ProgressSnapshot``s.
+/// Foundation `Progress` for a transfer — ``overall`` in bytes, and one per file — plus an
+/// `AsyncStream` of throttled ``ProgressSnapshot``s.
 ///
-/// Updated from one serial context only (the transfer's queue or task), as Foundation on
-/// Linux requires for sibling children; updates are throttled so they cost nothing measurable.
+/// Updated from one serial context only (the transfer's queue or task), as Foundation on Linux
+/// requires. Per-file `Progress` objects are made when first asked for and are not children of
+/// ``overall``: Foundation updates a parent by walking all its children, which makes batches of
+/// thousands of files quadratic; ``overall`` is kept as the running sum instead. Updates are
+/// throttled (per MiB or 100 ms) so they cost nothing measurable.
 public final class TransferProgress: @unchecked Sendable {
   /// The whole transfer, in bytes. `cancel()` cancels the transfer on both ends.
   public let overall: Progress
@@ -29,64 +32,76 @@ public final class TransferProgress: @unchecked Sendable {
   public let snapshots: AsyncStream<ProgressSnapshot>
 
   private let continuation: AsyncStream<ProgressSnapshot>.Continuation
-  private let files: [Progress]
+  private let sizes: [Int64]
   private let names: [String]
+  private var files: [Int: Progress] = [:]
   private var done: [Int64]
   private var reported: [Int64]
+  private var finished: [Bool]
+  private var sum: Int64 = 0
   private var filesDone = 0
   private var lastPublished = ContinuousClock.now - .seconds(1)
   private var rateMark: (time: ContinuousClock.Instant, bytes: Int64) = (.now, 0)
   private var rate = 0.0
 
   init(files entries: [(name: String, size: UInt64)]) {
-    let units = entries.map { Int64(max($0.size, 1)) }
-    overall = Progress(totalUnitCount: units.reduce(0, +))
-    overall.kind = .file
-    var children: [Progress] = []
-    for units in units {
-      let child = Progress(totalUnitCount: units)
-      overall.addChild(child, withPendingUnitCount: units)
-      children.append(child)
-    }
-    files = children
+    // An empty file counts as one unit, so that it too goes from 0 to 1.
+    sizes = entries.map { Int64(max($0.size, 1)) }
     names = entries.map(\.name)
+    overall = Progress(totalUnitCount: sizes.reduce(0, +))
+    overall.kind = .file
     done = Array(repeating: 0, count: entries.count)
     reported = done
+    finished = Array(repeating: false, count: entries.count)
     (snapshots, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
   }
 
-  /// The progress of file `index`.
-  func file(_ index: Int) -> Progress { files[index] }
+  /// The progress of file `index` (in bytes; made on first use).
+  func file(_ index: Int) -> Progress {
+    if let progress = files[index] { return progress }
+    let progress = Progress(totalUnitCount: sizes[index])
+    progress.completedUnitCount =
+      finished[index] ? sizes[index] : min(reported[index], sizes[index] - 1)
+    files[index] = progress
+    return progress
+  }
 
   /// File `index` has `bytes` done (not yet complete).
   func advance(_ index: Int, to bytes: UInt64) {
-    done[index] = Int64(bytes)
-    // Foundation's Progress propagates every change to its parent: update it per MiB (or
-    // every 100 ms) only.
+    guard !finished[index] else { return }
+    // Never reach the total before `complete`: fractionCompleted hits 1.0 exactly once.
+    let value = min(Int64(bytes), sizes[index] - 1)
+    sum += value - done[index]
+    done[index] = value
     guard
-      Int64(bytes) - reported[index] >= 1 << 20
+      value - reported[index] >= 1 << 20
         || ContinuousClock.now - lastPublished >= .milliseconds(100)
     else { return }
-    reported[index] = Int64(bytes)
-    let units = files[index].totalUnitCount
-    // Never reach the total before `complete`: fractionCompleted hits 1.0 exactly once.
-    if Int64(bytes) < units {
-      files[index].completedUnitCount = Int64(bytes)
-    }
+    reported[index] = value
+    files[index]?.completedUnitCount = value
+    overall.completedUnitCount = sum
     publish(index, force: false)
   }
 
-  /// File `index` is finished (stored, skipped or failed): its progress is complete.
+  /// File `index` is finished (stored, skipped or failed): its progress is complete, once.
   func complete(_ index: Int) {
-    guard files[index].completedUnitCount < files[index].totalUnitCount else { return }
-    files[index].completedUnitCount = files[index].totalUnitCount
-    done[index] = files[index].totalUnitCount
+    guard !finished[index] else { return }
+    finished[index] = true
+    sum += sizes[index] - done[index]
+    done[index] = sizes[index]
+    reported[index] = sizes[index]
+    files[index]?.completedUnitCount = sizes[index]
     filesDone += 1
-    publish(index, force: filesDone == files.count)
+    let last = filesDone == sizes.count
+    if last || ContinuousClock.now - lastPublished >= .milliseconds(100) {
+      overall.completedUnitCount = sum
+    }
+    publish(index, force: last)
   }
 
   /// Ends the snapshot stream.
   func finish() {
+    overall.completedUnitCount = sum
     continuation.finish()
   }
 
@@ -94,17 +109,16 @@ public final class TransferProgress: @unchecked Sendable {
     let now = ContinuousClock.now
     guard force || now - lastPublished >= .milliseconds(100) else { return }
     lastPublished = now
-    let bytes = done.reduce(0, +)
     let elapsed = now - rateMark.time
     if elapsed >= .milliseconds(500) {
       let seconds =
         Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-      rate = Double(bytes - rateMark.bytes) / seconds
-      rateMark = (now, bytes)
+      rate = Double(sum - rateMark.bytes) / seconds
+      rateMark = (now, sum)
     }
     continuation.yield(
       ProgressSnapshot(
-        bytes: bytes, total: overall.totalUnitCount, bytesPerSecond: rate, filesDone: filesDone,
-        fileCount: files.count, currentFile: names[index]))
+        bytes: sum, total: overall.totalUnitCount, bytesPerSecond: rate, filesDone: filesDone,
+        fileCount: sizes.count, currentFile: names[index]))
   }
 }
