@@ -25,6 +25,8 @@ final class IncomingOffer: @unchecked Sendable {
   private var current: (index: Int, fd: Int32, hasher: SHA256, position: UInt64)?
   private var remaining = Set<Int>()
   private var ended = false
+  private var pendingCredit = 0
+  private var pendingAcks: [Frame] = []
 
   init(
     channel: UInt32, peer: PeerID, link: ConnectionLink, files: [OfferedFile],
@@ -201,8 +203,24 @@ final class IncomingOffer: @unchecked Sendable {
     state.position += UInt64(count)
     current = state
     progress?.advance(index, to: state.position)
-    let channel = self.channel
+    // Credit is handed back per MiB written, in one hop (the multiplexer batches further).
+    pendingCredit += credit
+    if pendingCredit >= 1 << 20 { flushCredit() }
+  }
+
+  private func flushCredit() {
+    guard pendingCredit > 0 else { return }
+    let (channel, credit) = (self.channel, pendingCredit)
+    pendingCredit = 0
     link.onMultiplexer { $0.grant(credit, channel: channel) }
+  }
+
+  /// Sends the FILE_ACKs gathered so far, in one hop.
+  private func flushAcks() {
+    guard !pendingAcks.isEmpty else { return }
+    let acks = pendingAcks
+    pendingAcks = []
+    link.onMultiplexer { $0.answerOffer(acks) }
   }
 
   /// Opens file `index`'s staging file at its offset and hashes what it already holds.
@@ -219,7 +237,7 @@ final class IncomingOffer: @unchecked Sendable {
         return false
       }
       ftruncate(fd, off_t(offset))
-      var buffer = [UInt8](repeating: 0, count: 1 << 20)
+      var buffer = [UInt8](repeating: 0, count: offset > 0 ? 1 << 20 : 0)
       var position: UInt64 = 0
       while position < offset {
         let want = Int(min(UInt64(buffer.count), offset - position))
@@ -305,10 +323,16 @@ final class IncomingOffer: @unchecked Sendable {
   ) {
     progress?.complete(index)
     events.yield(.finished(name: offered[index].path, peer: peer, result: result))
-    let ack = ResourceMessage.fileAck(channel: channel, file: UInt32(index), status, reason: reason)
-      .frame
-    link.onMultiplexer { $0.answerOffer(ack) }
-    if remaining.isEmpty { finishOffer(error: nil) }
+    pendingAcks.append(
+      ResourceMessage.fileAck(channel: channel, file: UInt32(index), status, reason: reason).frame)
+    if remaining.isEmpty {
+      finishOffer(error: nil)
+    } else if pendingAcks.count >= 256 {
+      flushAcks()
+    } else if pendingAcks.count == 1 {
+      // The sender only waits for acks at its end; gather them for a moment.
+      queue.asyncAfter(deadline: .now() + .milliseconds(20)) { self.flushAcks() }
+    }
   }
 
   private func refuse(_ error: ResourceError) {
@@ -353,6 +377,7 @@ final class IncomingOffer: @unchecked Sendable {
   private func finishOffer(error: TransferError?) {
     guard !ended else { return }
     ended = true
+    flushAcks()
     let channel = self.channel
     link.onMultiplexer { $0.closeOffer(channel: channel) }
     progress?.finish()

@@ -143,10 +143,35 @@ final class LinkMultiplexer: ChannelInboundHandler {
     return enqueue(frame, size: size, channel: id)
   }
 
-  /// Sends a frame on an incoming offer's channel (OFFER_ACCEPT, FILE_ACK).
-  func answerOffer(_ frame: Frame) {
+  /// Queues several resource frames in order with one hop; the future is the last one's.
+  func sendResourceFrames(_ frames: [WireFrame], channel id: UInt32) -> EventLoopFuture<Void> {
+    if let problem = streamProblem(id) { return failed(problem) }
+    var last = context!.eventLoop.makeSucceededVoidFuture()
+    for frame in frames {
+      let size = frame.type == .chunk ? frame.payload.readableBytes : 0
+      last = enqueue(frame, size: size, channel: id, drainNow: false)
+    }
+    drain(channel: id)  // one flush for the batch
+    return last
+  }
+
+  /// Sends frames on an incoming offer's channel (OFFER_ACCEPT, FILE_ACK), flushed once.
+  func answerOffer(_ frames: [Frame]) {
     guard let context, ended == nil else { return }
-    write(frame, context: context)
+    for frame in frames {
+      context.write(
+        wrapOutboundOut(
+          WireFrame(
+            type: frame.type, channel: frame.channel,
+            payload: context.channel.allocator.buffer(bytes: frame.payload))),
+        promise: nil)
+    }
+    context.flush()
+  }
+
+  /// Sends a frame on an incoming offer's channel.
+  func answerOffer(_ frame: Frame) {
+    answerOffer([frame])
   }
 
   /// Forgets an offer channel (it completed or was reset).
@@ -179,10 +204,12 @@ final class LinkMultiplexer: ChannelInboundHandler {
     return state
   }
 
-  private func enqueue(_ frame: WireFrame, size: Int, channel id: UInt32) -> EventLoopFuture<Void> {
+  private func enqueue(_ frame: WireFrame, size: Int, channel id: UInt32, drainNow: Bool = true)
+    -> EventLoopFuture<Void>
+  {
     let promise = context!.eventLoop.makePromise(of: Void.self)
     waiters[id, default: []].append(Waiter(frame: frame, size: size, promise: promise))
-    drain(channel: id)
+    if drainNow { drain(channel: id) }
     return promise.futureResult
   }
 

@@ -33,21 +33,40 @@ public struct ResourceItem: Hashable, Sendable {
         items.append(ResourceItem(url: url, path: base))
         continue
       }
-      guard
-        let walker = FileManager.default.enumerator(
-          at: url, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey])
-      else { throw .cannotRead("\(url.path): cannot list it") }
       var found: [ResourceItem] = []
-      let prefix = url.standardizedFileURL.path
-      for case let file as URL in walker {
-        let values = try? file.resourceValues(forKeys: [.isRegularFileKey, .isSymbolicLinkKey])
-        guard values?.isRegularFile == true, values?.isSymbolicLink != true else { continue }
-        let relative = String(file.standardizedFileURL.path.dropFirst(prefix.count + 1))
-        found.append(ResourceItem(url: file, path: base + "/" + relative))
-      }
+      try walk(url.path, relative: base, into: &found)
       items += found.sorted { $0.path < $1.path }
     }
     return items
+  }
+}
+
+/// Appends every regular file below `directory` (symbolic links are not followed).
+private func walk(_ directory: String, relative: String, into items: inout [ResourceItem])
+  throws(ResourceError)
+{
+  guard let stream = opendir(directory) else {
+    throw .cannotRead("\(directory): \(errnoText())")
+  }
+  defer { closedir(stream) }
+  let fd = dirfd(stream)
+  while let entry = readdir(stream) {
+    let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+      String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+    if name == "." || name == ".." { continue }
+    var status = stat()
+    guard fstatat(fd, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+    switch status.st_mode & S_IFMT {
+    case S_IFREG:
+      items.append(
+        ResourceItem(url: URL(fileURLWithPath: directory + "/" + name), path: relative + "/" + name)
+      )
+    case S_IFDIR:
+      try walk(directory + "/" + name, relative: relative + "/" + name, into: &items)
+    default:
+      break  // symlinks, devices, sockets: not sent
+    }
   }
 }
 
@@ -172,9 +191,11 @@ final class OutgoingOffer: Sendable {
         }
       }
       state.withLock { $0.expected = offsets.filter { $0 != ResourceMessage.skip }.count }
+      var inFlight = InFlight()
       for (index, offset) in offsets.enumerated() where offset != ResourceMessage.skip {
-        try await send(index, from: offset, channel: channel)
+        try await send(index, from: offset, channel: channel, inFlight: &inFlight)
       }
+      try await inFlight.drain(link: link, channel: channel)
       try await withCheckedThrowingContinuation {
         (continuation: CheckedContinuation<Void, any Error>) in
         let ready = state.withLock { state -> Result<Void, TransferError>? in
@@ -207,63 +228,81 @@ final class OutgoingOffer: Sendable {
   }
 
   /// Reads, hashes and sends file `index` from `offset` (hashing the bytes before it too).
-  private func send(_ index: Int, from offset: UInt64, channel: UInt32) async throws {
+  /// Frames are queued without waiting for each: up to ``InFlight/limit`` batches are in
+  /// flight, and a file's last CHUNK travels with its FILE_END, so a small file costs one hop.
+  private func send(
+    _ index: Int, from offset: UInt64, channel: UInt32, inFlight: inout InFlight
+  ) async throws {
     let file = files[index]
-    let fd = open(urls[index].path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else {
-      throw TransferError.resource(.cannotRead("\(urls[index].path): \(errnoText())"))
-    }
+    let path = urls[index].path
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw TransferError.resource(.cannotRead("\(path): \(errnoText())")) }
     defer { close(fd) }
     var hasher = SHA256()
-    var position: UInt64 = 0
     let chunkSize = TransferMessage.maximumChunkSize
     let allocator = link.channel.allocator
+    var position: UInt64 = 0
+    // A resumed prefix is read and hashed, not sent: the digest covers the whole file.
     while position < offset {
       var buffer = allocator.buffer(capacity: chunkSize)
-      let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: chunkSize) { pointer in
-        max(
-          0,
-          pread(
-            fd, pointer.baseAddress, Int(min(UInt64(chunkSize), offset - position)), off_t(position)
-          ))
-      }
-      guard count > 0 else { break }
+      let want = Int(min(UInt64(chunkSize), offset - position))
+      let count = try read(fd, into: &buffer, count: want, at: position, path: path)
       buffer.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
       position += UInt64(count)
     }
     progress.advance(index, to: position)
-    while true {
+    repeat {
       if let failure = state.withLock({ $0.failure }) { throw failure }
-      // Sized to what is left: a 1 KiB file must not cost a 256 KiB allocation.
-      let want = Int(min(UInt64(chunkSize), max(file.size, position + 1) - position))
-      var buffer = allocator.buffer(capacity: 4 + want)
-      buffer.writeInteger(UInt32(index))
-      var readError: Int32 = 0
-      let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { pointer in
-        let result = pread(fd, pointer.baseAddress, min(want, pointer.count), off_t(position))
+      var frames: [WireFrame] = []
+      if position < file.size {
+        let want = Int(min(UInt64(chunkSize), file.size - position))
+        var buffer = allocator.buffer(capacity: 4 + want)
+        buffer.writeInteger(UInt32(index))
+        let count = try read(fd, into: &buffer, count: want, at: position, path: path)
+        buffer.withUnsafeReadableBytes {
+          hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[4...]))
+        }
+        position += UInt64(count)
+        bytesSent.add(UInt64(count), ordering: .relaxed)
+        frames.append(WireFrame(type: .chunk, channel: channel, payload: buffer))
+      }
+      if position == file.size {
+        let end = ResourceMessage.fileEnd(
+          channel: channel, file: UInt32(index), sha256: Array(hasher.finalize())
+        ).frame
+        frames.append(
+          WireFrame(type: .fileEnd, channel: channel, payload: allocator.buffer(bytes: end.payload))
+        )
+      }
+      try await inFlight.add(frames, link: link, channel: channel)
+      progress.advance(index, to: position)
+    } while position < file.size
+  }
+
+  /// Reads exactly `count` bytes at `position` into `buffer`.
+  private func read(
+    _ fd: Int32, into buffer: inout ByteBuffer, count: Int, at position: UInt64, path: String
+  ) throws -> Int {
+    var readError: Int32 = 0
+    let done = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { pointer in
+      var total = 0
+      while total < count {
+        let result = pread(
+          fd, pointer.baseAddress! + total, count - total, off_t(position) + off_t(total))
+        if result < 0 && errno == EINTR { continue }
         if result < 0 { readError = errno }
-        return max(0, result)
+        if result <= 0 { break }
+        total += result
       }
-      guard readError == 0 else {
-        throw TransferError.resource(
-          .cannotRead("\(urls[index].path): \(String(cString: strerror(readError)))"))
-      }
-      if count == 0 { break }
-      buffer.withUnsafeReadableBytes {
-        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[4...]))
-      }
-      position += UInt64(count)
-      let frame = WireFrame(type: .chunk, channel: channel, payload: buffer)
-      try await link.withMultiplexer { $0.sendResourceFrame(frame, channel: channel) }.get()
-      bytesSent.add(UInt64(count), ordering: .relaxed)
-      progress.advance(index, to: min(position, file.size))
+      return total
     }
-    let end = ResourceMessage.fileEnd(
-      channel: channel, file: UInt32(index), sha256: Array(hasher.finalize())
-    ).frame
-    let endFrame = WireFrame(
-      type: .fileEnd, channel: channel, payload: allocator.buffer(bytes: end.payload))
-    try await link.withMultiplexer { $0.sendResourceFrame(endFrame, channel: channel) }.get()
+    guard readError == 0 else {
+      throw TransferError.resource(.cannotRead("\(path): \(String(cString: strerror(readError)))"))
+    }
+    guard done == count else {
+      throw TransferError.resource(.cannotRead("\(path) changed while it was being sent"))
+    }
+    return done
   }
 
   /// A frame from the receiver (on the loop).
@@ -328,6 +367,43 @@ final class OutgoingOffer: Sendable {
           TransferMessage.reset(channel: channel, code, reason: error.description).frame)
         $0.closeOffer(channel: channel)
       }
+    }
+  }
+}
+
+/// Gathers a sender's frames into batches (many small files' frames travel in one hop to the
+/// event loop and one flush, i.e. one TLS record and one write(2)), and bounds the batches
+/// queued but not yet seen written.
+private struct InFlight {
+  static let limit = 8
+  static let batchBytes = 256 << 10
+  static let batchFrames = 128
+  private var futures: [EventLoopFuture<Void>] = []
+  private var batch: [WireFrame] = []
+  private var bytes = 0
+
+  mutating func add(_ frames: [WireFrame], link: ConnectionLink, channel: UInt32) async throws {
+    batch += frames
+    bytes += frames.reduce(0) { $0 + $1.payload.readableBytes }
+    if bytes >= Self.batchBytes || batch.count >= Self.batchFrames {
+      try await submit(link: link, channel: channel)
+    }
+  }
+
+  mutating func drain(link: ConnectionLink, channel: UInt32) async throws {
+    try await submit(link: link, channel: channel)
+    for future in futures { try await future.get() }
+    futures = []
+  }
+
+  private mutating func submit(link: ConnectionLink, channel: UInt32) async throws {
+    guard !batch.isEmpty else { return }
+    let frames = batch
+    batch = []
+    bytes = 0
+    futures.append(link.withMultiplexer { $0.sendResourceFrames(frames, channel: channel) })
+    if futures.count > Self.limit {
+      try await futures.removeFirst().get()
     }
   }
 }
