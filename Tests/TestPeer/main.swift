@@ -38,6 +38,26 @@ func watch(_ session: Session) {
   }
 }
 
+/// Advertises `name` on `service` with `session`'s identity and prints the `listening` line.
+func advertise(_ name: String, on service: String, into session: Session) async throws -> Advertiser
+{
+  let advertiser = try Advertiser(
+    identity: session.identity, displayName: name, serviceType: try ServiceType(service))
+  let published = try await advertiser.start()
+  emit([
+    "event": "listening", "name": published, "port": Int(advertiser.port),
+    "fingerprint": session.identity.fingerprint.hexString,
+  ])
+  return advertiser
+}
+
+/// Accepts every invitation of `advertiser` into `session`, in the background.
+func acceptAll(_ advertiser: Advertiser, into session: Session) {
+  Task {
+    for await invitation in advertiser.invitations { try await invitation.accept(into: session) }
+  }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 let identity = Identity.generate()
 
@@ -104,16 +124,8 @@ do {
   case "receive" where arguments.count == 4:
     let session = try Session(identity: identity, displayName: arguments[1])
     session.receiveResources(ReceiveOptions(destination: URL(fileURLWithPath: arguments[3])))
-    let advertiser = try Advertiser(
-      identity: identity, displayName: arguments[1], serviceType: try ServiceType(arguments[2]))
-    let published = try await advertiser.start()
-    emit([
-      "event": "listening", "name": published, "port": Int(advertiser.port),
-      "fingerprint": identity.fingerprint.hexString,
-    ])
-    Task {
-      for await invitation in advertiser.invitations { try await invitation.accept(into: session) }
-    }
+    let advertiser = try await advertise(arguments[1], on: arguments[2], into: session)
+    acceptAll(advertiser, into: session)
     for await event in session.resourceEvents {
       if case .offerFinished(let transfer, let error) = event {
         emit([
@@ -127,16 +139,8 @@ do {
   case "echo" where arguments.count == 3:
     let session = try Session(identity: identity, displayName: arguments[1])
     watch(session)
-    let advertiser = try Advertiser(
-      identity: identity, displayName: arguments[1], serviceType: try ServiceType(arguments[2]))
-    let published = try await advertiser.start()
-    emit([
-      "event": "listening", "name": published, "port": Int(advertiser.port),
-      "fingerprint": identity.fingerprint.hexString,
-    ])
-    Task {
-      for await invitation in advertiser.invitations { try await invitation.accept(into: session) }
-    }
+    let advertiser = try await advertise(arguments[1], on: arguments[2], into: session)
+    acceptAll(advertiser, into: session)
     Task {
       for await stream in session.incomingStreams {
         var hasher = SHA256()

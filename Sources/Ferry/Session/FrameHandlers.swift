@@ -7,12 +7,16 @@ struct WireFrame {
   var channel: UInt32
   var payload: ByteBuffer
 
-  /// The frame of a control message.
-  init(_ message: ControlMessage, allocator: ByteBufferAllocator) {
-    let frame = message.frame
+  /// A pure ``Frame`` as a pipeline frame.
+  init(_ frame: Frame, allocator: ByteBufferAllocator) {
     self.type = frame.type
     self.channel = frame.channel
     self.payload = allocator.buffer(bytes: frame.payload)
+  }
+
+  /// The frame of a control message.
+  init(_ message: ControlMessage, allocator: ByteBufferAllocator) {
+    self.init(message.frame, allocator: allocator)
   }
 
   init(type: FrameType, channel: UInt32, payload: ByteBuffer) {

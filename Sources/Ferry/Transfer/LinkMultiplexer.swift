@@ -160,11 +160,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
     guard let context, ended == nil else { return }
     for frame in frames {
       context.write(
-        wrapOutboundOut(
-          WireFrame(
-            type: frame.type, channel: frame.channel,
-            payload: context.channel.allocator.buffer(bytes: frame.payload))),
-        promise: nil)
+        wrapOutboundOut(WireFrame(frame, allocator: context.channel.allocator)), promise: nil)
     }
     context.flush()
   }
@@ -240,11 +236,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
 
   private func write(_ frame: Frame, context: ChannelHandlerContext) {
     context.writeAndFlush(
-      wrapOutboundOut(
-        WireFrame(
-          type: frame.type, channel: frame.channel,
-          payload: context.channel.allocator.buffer(bytes: frame.payload))),
-      promise: nil)
+      wrapOutboundOut(WireFrame(frame, allocator: context.channel.allocator)), promise: nil)
   }
 
   private func failed<T>(_ error: TransferError) -> EventLoopFuture<T> {
