@@ -17,7 +17,8 @@ struct FerryCommand: AsyncParsableCommand {
       """,
     version: version,
     subcommands: [
-      BrowseCommand.self, ReceiveCommand.self, IdentityCommand.self, PeersCommand.self,
+      SendCommand.self, ReceiveCommand.self, BrowseCommand.self, IdentityCommand.self,
+      PeersCommand.self,
       TrustCommand.self, ForgetCommand.self,
     ])
 }

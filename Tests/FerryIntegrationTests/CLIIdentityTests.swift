@@ -90,7 +90,9 @@ struct CLIIdentityTests {
 /// `ferry receive` showing invitations, against the loopback avahi-daemon.
 @Suite("ferry receive and invitations", .needsLocalAvahi)
 struct CLIReceiveInvitationTests {
-  @Test("receive shows the invitation with its code, and warns loudly about a changed key")
+  @Test(
+    "receive shows the invitation with its code, warns loudly about a changed key, and --accept-from declines others"
+  )
   func invitationShown() async throws {
     let home = Harness.freshFerryHome()
     let type = Harness.uniqueServiceType()
@@ -99,7 +101,11 @@ struct CLIReceiveInvitationTests {
       Harness.ferryBinary, ["trust", Identity.generate().fingerprint.hexString, "--name", "alice"],
       environment: ["FERRY_HOME": home])
     let receiver = try ChildProcess(
-      Harness.ferryBinary, ["receive", "--service", type, "--name", "desk", "--json"],
+      Harness.ferryBinary,
+      [
+        "receive", "--accept-from", "00000000", "--dir", NSTemporaryDirectory(), "--service", type,
+        "--name", "desk", "--json",
+      ],
       environment: ["FERRY_HOME": home])
     defer { receiver.signal(SIGKILL) }
     let advertising = try #require(
@@ -117,7 +123,7 @@ struct CLIReceiveInvitationTests {
         Issue.record("expected a decline, got \(error)")
         return
       }
-      #expect(reason.contains("cannot receive files yet"))
+      #expect(reason.contains("not an accepted sender"))
     }
     let shown = try #require(
       await receiver.waitForLine { $0.contains("\"invitation\"") }.flatMap { jsonObject($0.text) })

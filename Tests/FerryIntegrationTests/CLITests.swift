@@ -70,7 +70,7 @@ struct CLITests {
     .enabled(if: Harness.noDaemonBus != nil, "needs scripts/harness/local.sh (run scripts/test)"))
   func noDaemon() async throws {
     let environment = ["DBUS_SYSTEM_BUS_ADDRESS": Harness.noDaemonBus!]
-    for command in [["browse"], ["receive", "--name", "x"]] {
+    for command in [["browse"], ["receive", "--yes", "--name", "x"]] {
       let result = try await run(Harness.ferryBinary, command, environment: environment)
       #expect(result.status == 6, "\(command): \(result.stderr)")
       #expect(result.stderr.contains("Daemon not running"))
@@ -95,7 +95,10 @@ struct CLILocalAvahiTests {
   func receiveAndBrowse() async throws {
     let type = Harness.uniqueServiceType()
     let name = "cli peer \(Int.random(in: 1000...9999))"
-    let receiver = try ChildProcess.ferry(["receive", "--service", type, "--name", name, "--json"])
+    let receiver = try ChildProcess.ferry([
+      "receive", "--yes", "--dir", NSTemporaryDirectory(), "--service", type, "--name", name,
+      "--json",
+    ])
     let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
     let announced = try #require(advertising.flatMap { jsonObject($0.text) }, "\(receiver.stderr)")
     let fingerprint = try #require(announced["fingerprint"] as? String)
@@ -129,7 +132,9 @@ struct CLILocalAvahiTests {
   @Test("browse prints human lines with + and -")
   func humanOutput() async throws {
     let type = Harness.uniqueServiceType()
-    let receiver = try ChildProcess.ferry(["receive", "--service", type, "--name", "human"])
+    let receiver = try ChildProcess.ferry([
+      "receive", "--yes", "--dir", NSTemporaryDirectory(), "--service", type, "--name", "human",
+    ])
     defer { receiver.signal(SIGKILL) }
     _ = await receiver.waitForLine { $0.contains("Advertising as") }
     let result = try await run(

@@ -11,7 +11,11 @@ struct MultiHostTests {
     process: ChildProcess, advertising: [String: Any], advertisedAt: ContinuousClock.Instant
   ) {
     let process = try ChildProcess.ferry(
-      ["receive", "--service", type, "--name", name, "--json"], on: host)
+      [
+        "receive", "--yes", "--dir", NSTemporaryDirectory(), "--service", type, "--name", name,
+        "--json",
+      ],
+      on: host)
     let line = await process.waitForLine { $0.contains("\"advertising\"") }
     let event = try #require(line.flatMap { jsonObject($0.text) }, "\(process.stderr)")
     return (process, event, line!.time)

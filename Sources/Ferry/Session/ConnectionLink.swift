@@ -27,6 +27,18 @@ final class ConnectionLink: Sendable {
     channel.eventLoop.execute { body(multiplexer.value) }
   }
 
+  /// Runs `body` with the multiplexer on the event loop, then `then` (still on the loop, after
+  /// what `body` wrote was flushed to the socket).
+  func onMultiplexer(
+    _ body: @escaping @Sendable (LinkMultiplexer) -> Void, then: @escaping @Sendable () -> Void
+  ) {
+    let multiplexer = self.multiplexer
+    channel.eventLoop.execute {
+      body(multiplexer.value)
+      then()
+    }
+  }
+
   /// The multiplexer, for code already on the event loop.
   var multiplexerOnLoop: LinkMultiplexer { multiplexer.value }
 

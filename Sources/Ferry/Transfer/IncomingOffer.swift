@@ -377,13 +377,20 @@ final class IncomingOffer: @unchecked Sendable {
   private func finishOffer(error: TransferError?) {
     guard !ended else { return }
     ended = true
-    flushAcks()
-    let channel = self.channel
-    link.onMultiplexer { $0.closeOffer(channel: channel) }
     progress?.finish()
     if let staging { _ = systemSyncfs(staging.fd) }
     staging?.removeIfEmpty()
-    if let transfer { events.yield(.offerFinished(transfer, error: error)) }
+    // The offer is reported finished once its last FILE_ACKs are written to the connection, so
+    // that an application may exit on that event without cutting them off.
+    let (channel, acks, events) = (self.channel, pendingAcks, self.events)
+    pendingAcks = []
+    let finished = transfer.map { ResourceEvent.offerFinished($0, error: error) }
+    link.onMultiplexer(
+      { multiplexer in
+        if !acks.isEmpty { multiplexer.answerOffer(acks) }
+        multiplexer.closeOffer(channel: channel)
+      },
+      then: { if let finished { events.yield(finished) } })
   }
 
   private func existsInDestination(_ path: RelativePath) -> Bool {

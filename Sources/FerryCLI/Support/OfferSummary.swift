@@ -1,0 +1,45 @@
+import Foundation
+
+/// What `ferry send` tells the receiver in the invitation context, so that the prompt can show
+/// the file count, the first names and the total size before anything is transferred. Untrusted
+/// on the receiving side: decoded leniently, shown escaped and truncated.
+struct OfferSummary: Codable, Sendable {
+  /// Number of files.
+  var files: Int
+  /// Total bytes.
+  var bytes: UInt64
+  /// The first few paths.
+  var names: [String]
+
+  /// How many names the summary carries.
+  static let shownNames = 5
+
+  init(items: [(path: String, size: UInt64)]) {
+    files = items.count
+    bytes = items.reduce(0) { $0 + $1.size }
+    names = items.prefix(Self.shownNames).map(\.path)
+  }
+
+  /// The context bytes (JSON).
+  var encoded: [UInt8] {
+    Array((try? JSONEncoder().encode(self)) ?? Data())
+  }
+
+  /// Decodes a received context; nil when it is not a summary.
+  static func decode(_ bytes: [UInt8]) -> OfferSummary? {
+    try? JSONDecoder().decode(OfferSummary.self, from: Data(bytes))
+  }
+}
+
+/// `1.5 GB`, `12 KB`, `3 bytes` (decimal units, as ls -h --si and most file managers).
+func formatBytes(_ bytes: UInt64) -> String {
+  if bytes < 1000 { return "\(bytes) bytes" }
+  let units = ["KB", "MB", "GB", "TB", "PB"]
+  var value = Double(bytes) / 1000
+  var unit = 0
+  while value >= 1000 && unit < units.count - 1 {
+    value /= 1000
+    unit += 1
+  }
+  return String(format: value < 10 ? "%.1f" : "%.0f", value) + " " + units[unit]
+}

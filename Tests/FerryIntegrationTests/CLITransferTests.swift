@@ -1,0 +1,94 @@
+import Ferry
+import Foundation
+import Testing
+
+/// `ferry send` and `ferry receive` moving real files, driven as processes.
+@Suite("ferry send and receive", .needsLocalAvahi)
+struct CLITransferTests {
+  @Test(
+    "batch: receive --yes --once --json and send --json of 500 files; both exit 0, every hash matches"
+  )
+  func batch() async throws {
+    let type = Harness.uniqueServiceType()
+    let destination = try temporaryDirectory("cli-dst")
+    let source = try temporaryDirectory("cli-src")
+    let folder = source.appendingPathComponent("batch")
+    for index in 0..<500 {
+      try writeFile(
+        folder.appendingPathComponent("d\(index % 10)/file\(index).dat"), size: index * 13,
+        seed: UInt64(index))
+    }
+    let receiver = try ChildProcess.ferry(
+      [
+        "receive", "--yes", "--once", "--json", "--dir", destination.path, "--service", type,
+        "--name", "inbox",
+      ],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    _ = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let sender = try ChildProcess.ferry(
+      ["send", "--json", "--to", "inbox", "--service", type, folder.path],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    #expect(
+      await sender.waitForExit(timeout: .seconds(60)) == 0,
+      "\(sender.stderr) \(sender.stdoutLines.last?.text ?? "")")
+    #expect(await receiver.waitForExit(timeout: .seconds(30)) == 0, "\(receiver.stderr)")
+
+    let sent = sender.stdoutLines.map { jsonObject($0.text) }
+    #expect(sent.allSatisfy { $0 != nil && $0?["timestamp"] is String })
+    let events = sent.compactMap { $0?["event"] as? String }
+    #expect(events.contains("accepted"))
+    #expect(events.filter { $0 == "file-done" }.count == 500)
+    #expect(sent.last??["event"] as? String == "done")
+    #expect(sent.last??["stored"] as? Int == 500)
+    let received = receiver.stdoutLines.compactMap { jsonObject($0.text) }
+    #expect(received.filter { $0["event"] as? String == "file-done" }.count == 500)
+    #expect(received.last?["event"] as? String == "done")
+    #expect(try tree(destination.appendingPathComponent("batch")) == tree(folder))
+  }
+
+  @Test("--accept-from accepts the listed sender and declines another, whose send exits 4")
+  func acceptFrom() async throws {
+    let type = Harness.uniqueServiceType()
+    let destination = try temporaryDirectory("af-dst")
+    let source = try temporaryDirectory("af-src")
+    try writeFile(source.appendingPathComponent("note.txt"), size: 100)
+    let friendHome = Harness.freshFerryHome()
+    let friend = try await run(
+      Harness.ferryBinary, ["identity", "--json"], environment: ["FERRY_HOME": friendHome])
+    let friendPrint = try #require(
+      jsonObject(friend.stdout.trimmingCharacters(in: .newlines))?["fingerprint"] as? String)
+    let receiver = try ChildProcess.ferry(
+      [
+        "receive", "--accept-from", String(friendPrint.prefix(12)), "--json", "--dir",
+        destination.path,
+        "--service", type, "--name", "guarded",
+      ],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    defer { receiver.signal(SIGKILL) }
+    _ = await receiver.waitForLine { $0.contains("\"advertising\"") }
+
+    let stranger = try await run(
+      Harness.ferryBinary,
+      [
+        "send", "--to", "guarded", "--service", type,
+        source.appendingPathComponent("note.txt").path,
+      ],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    #expect(stranger.status == 4, "\(stranger.stderr)")
+    #expect(stranger.stderr.contains("declined"))
+    #expect(
+      !FileManager.default.fileExists(atPath: destination.appendingPathComponent("note.txt").path))
+
+    let accepted = try await run(
+      Harness.ferryBinary,
+      [
+        "send", "--to", "guarded", "--service", type,
+        source.appendingPathComponent("note.txt").path,
+      ],
+      environment: ["FERRY_HOME": friendHome])
+    #expect(accepted.status == 0, "\(accepted.stderr)")
+    #expect(
+      try sha256(of: destination.appendingPathComponent("note.txt"))
+        == sha256(of: source.appendingPathComponent("note.txt")))
+  }
+}
