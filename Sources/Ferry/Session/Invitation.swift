@@ -65,8 +65,11 @@ public final class Invitation: Sendable, CustomStringConvertible {
         handler.decline(.sessionFull, reason: "the session is full")
         return .sessionFull
       }
-      guard handler.accept() else { return .expired }
-      return session.adopt(peer, link: link, handler: handler) ? nil : .sessionFull
+      // Adopt before ACCEPT leaves: the inviter's loop may act on ACCEPT at once, and by then
+      // this session must already list the peer.
+      guard session.adopt(peer, link: link, handler: handler) else { return .sessionFull }
+      _ = handler.accept()  // pending was checked above, on this same loop turn
+      return nil
     }
     if let outcome { throw outcome }
     try? knownPeers?.recordSeen(peer)

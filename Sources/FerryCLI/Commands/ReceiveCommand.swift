@@ -113,6 +113,11 @@ struct ReceiveCommand: AsyncParsableCommand {
     } catch {
       throw cliFailure(error)
     }
+    if published != displayName {
+      output.event("renamed", [("from", .string(displayName)), ("to", .string(published))])
+      output.note(
+        "The name '\(displayName)' is taken on the network; advertising as '\(published)'.")
+    }
     output.event(
       "advertising",
       [
@@ -135,6 +140,7 @@ struct ReceiveCommand: AsyncParsableCommand {
         await decide(invitation, session: session, output: output)
       }
     }
+    Task { await follow(advertiser, output: output) }
     for await status in outcomes.stream where once {
       advertiser.stop()
       // The last FILE_ACKs are on their way: let the sender hang up first (at most 5 s).
@@ -145,6 +151,28 @@ struct ReceiveCommand: AsyncParsableCommand {
           status: .transferFailed, message: "some files were not received", code: "transfer-failed")
       }
       return
+    }
+  }
+
+  /// Reports later renames and avahi-daemon restarts (the first rename is reported at start).
+  private func follow(_ advertiser: Advertiser, output: EventWriter) async {
+    var initialRegistration = true
+    for await event in advertiser.events {
+      switch event {
+      case .published:
+        initialRegistration = false
+      case .renamed where initialRegistration:
+        break
+      case .renamed(let from, let to):
+        output.event("renamed", [("from", .string(from)), ("to", .string(to))])
+        output.note("The name '\(from)' is taken on the network; advertising as '\(to)'.")
+      case .daemonDisconnected(let reason):
+        output.event("discovery-interrupted", [("reason", .string(reason))])
+        output.note("avahi-daemon went away (\(reason)); advertising again when it returns.")
+      case .failed(let error):
+        output.event("discovery-failed", [("message", .string(error.description))])
+        output.note("Advertising failed: \(error). Senders can still use --address.")
+      }
     }
   }
 
