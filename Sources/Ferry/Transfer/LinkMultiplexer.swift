@@ -135,15 +135,9 @@ final class LinkMultiplexer: ChannelInboundHandler {
     return context.eventLoop.makeSucceededFuture(id)
   }
 
-  /// Queues a resource frame on an offer channel: CHUNK frames wait for credit (their whole
-  /// payload counts), others only keep their place in the channel's order.
-  func sendResourceFrame(_ frame: WireFrame, channel id: UInt32) -> EventLoopFuture<Void> {
-    if let problem = streamProblem(id) { return failed(problem) }
-    let size = frame.type == .chunk ? frame.payload.readableBytes : 0
-    return enqueue(frame, size: size, channel: id)
-  }
-
-  /// Queues several resource frames in order with one hop; the future is the last one's.
+  /// Queues resource frames on an offer channel, in order, and flushes once; the future is the
+  /// last one's. CHUNK frames wait for credit (their whole payload counts); the others only keep
+  /// their place in the channel's order.
   func sendResourceFrames(_ frames: [WireFrame], channel id: UInt32) -> EventLoopFuture<Void> {
     if let problem = streamProblem(id) { return failed(problem) }
     var last = context!.eventLoop.makeSucceededVoidFuture()
