@@ -136,7 +136,7 @@ struct CLILocalAvahiTests {
       "receive", "--yes", "--dir", NSTemporaryDirectory(), "--service", type, "--name", "human",
     ])
     defer { receiver.signal(SIGKILL) }
-    _ = await receiver.waitForLine { $0.contains("Advertising as") }
+    _ = await receiver.waitForLine { $0.contains("Receiving into") }
     let result = try await run(
       Harness.ferryBinary, ["browse", "--service", type, "--timeout", "3"])
     #expect(result.status == 0)

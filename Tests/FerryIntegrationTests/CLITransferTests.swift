@@ -91,4 +91,39 @@ struct CLITransferTests {
       try sha256(of: destination.appendingPathComponent("note.txt"))
         == sha256(of: source.appendingPathComponent("note.txt")))
   }
+
+  @Test(
+    "SIGINT mid-transfer: send exits 130, the receiver reports it cancelled, nothing lands in DEST")
+  func interrupt() async throws {
+    let type = Harness.uniqueServiceType()
+    let destination = try temporaryDirectory("int-dst")
+    let source = try temporaryDirectory("int-src")
+    let big = source.appendingPathComponent("big.iso")
+    _ = FileManager.default.createFile(atPath: big.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: big)
+    try handle.truncate(atOffset: 4 << 30)  // sparse: far longer than the test
+    try handle.close()
+    let receiver = try ChildProcess.ferry(
+      [
+        "receive", "--yes", "--json", "--dir", destination.path, "--service", type, "--name",
+        "sink",
+      ],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    defer { receiver.signal(SIGKILL) }
+    _ = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let sender = try ChildProcess.ferry(
+      ["send", "--json", "--to", "sink", "--service", type, big.path],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    let moving = await sender.waitForLine(timeout: .seconds(20)) {
+      (jsonObject($0)?["bytes"] as? Int ?? 0) > 0
+    }
+    try #require(moving != nil, "no progress: \(sender.stderr)")
+    sender.signal(SIGINT)
+    #expect(await sender.waitForExit() == 130)
+    let done = await receiver.waitForLine { jsonObject($0)?["event"] as? String == "done" }
+    let error = done.flatMap { jsonObject($0.text)?["error"] as? String } ?? ""
+    #expect(error.contains("cancel"), "receiver saw: \(error)")
+    let entries = try FileManager.default.contentsOfDirectory(atPath: destination.path)
+    #expect(entries.allSatisfy { $0 == ".ferry-partial" }, "\(entries)")
+  }
 }

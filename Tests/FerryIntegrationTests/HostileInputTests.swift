@@ -165,6 +165,8 @@ struct HostileInputTests {
   }
 
   /// A genuine TLS 1.3 ClientHello, captured from `openssl s_client` by a listener of ours.
+  /// The blocking accept/recv run on a thread of their own (never on Swift's small cooperative
+  /// pool), with a receive timeout.
   func capturedClientHello() async throws -> [UInt8] {
     let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(listener) }
@@ -182,14 +184,26 @@ struct HostileInputTests {
     let client = try ChildProcess(
       "/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_3", "-quiet"])
     defer { client.signal(SIGKILL) }
-    let connection = accept(listener, nil, nil)
-    defer { close(connection) }
-    var hello: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while hello.count < 5 || hello.count < 5 + (Int(hello[3]) << 8 | Int(hello[4])) {
-      let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
-      guard count > 0 else { break }
-      hello += buffer[0..<count]
+    let hello: [UInt8] = await withCheckedContinuation { continuation in
+      Thread.detachNewThread {
+        var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 10_000) > 0 else { return continuation.resume(returning: []) }
+        let connection = accept(listener, nil, nil)
+        defer { close(connection) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(
+          connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 5 || bytes.count < 5 + (Int(bytes[3]) << 8 | Int(bytes[4])) {
+          let count = buffer.withUnsafeMutableBytes {
+            recv(connection, $0.baseAddress, $0.count, 0)
+          }
+          guard count > 0 else { break }
+          bytes += buffer[0..<count]
+        }
+        continuation.resume(returning: bytes)
+      }
     }
     try #require(hello.first == 0x16, "not a TLS handshake record")
     return hello

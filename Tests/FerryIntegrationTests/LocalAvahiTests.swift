@@ -104,7 +104,11 @@ struct LocalAvahiTests {
     #expect(lines.contains { $0[3] == secondName && $0[8] == "2222" }, "\(lines)")
   }
 
-  @Test("after avahi-daemon restarts, the Advertiser re-registers and the Browser finds it again")
+  @Test(
+    "after avahi-daemon restarts, the Advertiser re-registers and the Browser finds it again",
+    .enabled(
+      if: Harness.environment["FERRY_TEST_RESTART_ALONE"] == "1",
+      "restarts the shared avahi-daemon, so scripts/test runs it in a test process of its own"))
   func daemonRestart() async throws {
     let restart = try #require(Harness.restartAvahi)
     let type = try ServiceType(Harness.uniqueServiceType())

@@ -69,6 +69,8 @@ struct SendCommand: AsyncParsableCommand {
     } catch {
       throw CLIFailure(status: .usage, message: error.description, code: "invalid-name")
     }
+    // Until the transfer starts, an interrupt closes the session (withdrawing an invitation).
+    Interrupts.onInterrupt { session.close() }
     let deadline = ContinuousClock.now + .seconds(timeout)
     let sizes = items.map { item -> (String, UInt64) in
       var status = stat()
@@ -87,7 +89,11 @@ struct SendCommand: AsyncParsableCommand {
     }
     Interrupts.onInterrupt {
       transfer.cancel()
+      // Let the RESET reach the receiver before the connection closes, so it reports a cancel
+      // rather than a vanished sender.
+      Thread.sleep(forTimeInterval: 0.2)
       session.close()
+      Thread.sleep(forTimeInterval: 0.1)
     }
     let bar = ProgressBar(enabled: !json && StandardStream.error.isTerminal)
     let reporter = Task {

@@ -7,6 +7,7 @@ import Synchronization
 /// command's main path finish first (``FerryMain`` checks ``wasInterrupted``).
 enum Interrupts {
   private static let interrupted = Atomic<Bool>(false)
+  private static let cleanup = Mutex<(@Sendable () -> Void)?>(nil)
   nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
 
   /// Whether SIGINT or SIGTERM arrived.
@@ -21,14 +22,20 @@ enum Interrupts {
     exit(ExitStatus.interrupted.rawValue)
   }
 
-  /// Installs the handler; call once, early, from the main task.
-  static func onInterrupt(_ cleanup: @escaping @Sendable () -> Void) {
+  /// Sets what an interrupt must undo (replacing what was set before) and, the first time,
+  /// installs the signal handlers. Call from the main task.
+  static func onInterrupt(_ action: @escaping @Sendable () -> Void) {
+    let first = cleanup.withLock { cleanup in
+      defer { cleanup = action }
+      return cleanup == nil
+    }
+    guard first else { return }
     for signalNumber in [SIGINT, SIGTERM] {
       signal(signalNumber, SIG_IGN)
       let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
       source.setEventHandler {
         guard !interrupted.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        cleanup()
+        cleanup.withLock { $0 }?()
         exit(ExitStatus.interrupted.rawValue)
       }
       source.resume()
