@@ -80,10 +80,10 @@ public enum ControlMessage: Hashable, Sendable {
       break
     case .decline(let code, let reason):
       payload.append(code.rawValue)
-      appendReason(reason, to: &payload)
+      payload.appendText(reason, maximumBytes: Self.maximumReasonSize)
     case .goodbye(let code, let reason):
       payload.append(code.rawValue)
-      appendReason(reason, to: &payload)
+      payload.appendText(reason, maximumBytes: Self.maximumReasonSize)
     case .ping(let value), .pong(let value):
       payload.appendBigEndian(value)
     }
@@ -141,13 +141,6 @@ public enum ControlMessage: Hashable, Sendable {
     }
     try reader.finish()
   }
-}
-
-private func appendReason(_ reason: String, to payload: inout [UInt8]) {
-  var text = Substring(reason)
-  while text.utf8.count > ControlMessage.maximumReasonSize { text = text.dropLast() }
-  payload.appendBigEndian(UInt16(text.utf8.count))
-  payload += text.utf8
 }
 
 /// Reads big-endian fields from a payload, throwing ``WireError/truncated(_:)`` at its end.

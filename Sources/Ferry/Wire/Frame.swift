@@ -157,6 +157,15 @@ public enum WireError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 extension Array where Element == UInt8 {
+  /// Appends `text` as a u16 length and its UTF-8 bytes, truncated at a character boundary to at
+  /// most `maximumBytes` so that encoding cannot fail.
+  mutating func appendText(_ text: String, maximumBytes: Int) {
+    var shown = Substring(text)
+    while shown.utf8.count > maximumBytes { shown = shown.dropLast() }
+    appendBigEndian(UInt16(shown.utf8.count))
+    self += shown.utf8
+  }
+
   mutating func appendBigEndian(_ value: UInt16) {
     append(UInt8(value >> 8))
     append(UInt8(value & 0xFF))

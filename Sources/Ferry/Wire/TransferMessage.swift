@@ -45,10 +45,7 @@ public enum TransferMessage: Hashable, Sendable {
     case .message(let bytes):
       return Frame(type: .message, channel: 0, payload: bytes)
     case .streamOpen(let channel, let name):
-      var text = Substring(name)
-      while text.utf8.count > Self.maximumNameSize { text = text.dropLast() }
-      payload.appendBigEndian(UInt16(text.utf8.count))
-      payload += text.utf8
+      payload.appendText(name, maximumBytes: Self.maximumNameSize)
       return Frame(type: .streamOpen, channel: channel, payload: payload)
     case .streamData(let channel, let bytes):
       return Frame(type: .streamData, channel: channel, payload: bytes)
@@ -56,10 +53,7 @@ public enum TransferMessage: Hashable, Sendable {
       return Frame(type: .streamEnd, channel: channel)
     case .reset(let channel, let code, let reason):
       payload.append(code.rawValue)
-      var text = Substring(reason)
-      while text.utf8.count > ControlMessage.maximumReasonSize { text = text.dropLast() }
-      payload.appendBigEndian(UInt16(text.utf8.count))
-      payload += text.utf8
+      payload.appendText(reason, maximumBytes: ControlMessage.maximumReasonSize)
       return Frame(type: .reset, channel: channel, payload: payload)
     case .credit(let channel, let bytes):
       payload.appendBigEndian(bytes)
@@ -204,10 +198,7 @@ public enum ResourceMessage: Hashable, Sendable {
     case .fileAck(let channel, let file, let status, let reason):
       payload.appendBigEndian(file)
       payload.append(status.rawValue)
-      var text = Substring(reason)
-      while text.utf8.count > ControlMessage.maximumReasonSize { text = text.dropLast() }
-      payload.appendBigEndian(UInt16(text.utf8.count))
-      payload += text.utf8
+      payload.appendText(reason, maximumBytes: ControlMessage.maximumReasonSize)
       return Frame(type: .fileAck, channel: channel, payload: payload)
     }
   }
