@@ -30,9 +30,9 @@ case "receive" where arguments.count == 2:
     switch event {
     case .offerReceived(let transfer):
       Task { for await snapshot in transfer.progress.snapshots { print(bar(snapshot)) } }
-    case .finished(let name, _, .success(let url)):
+    case .finished(let name, _, .success(let url), _):
       print("saved \(name) → \(url?.path ?? "(skipped)")")
-    case .finished(let name, _, .failure(let error)):
+    case .finished(let name, _, .failure(let error), _):
       print("\(name) failed: \(error)")
     default:
       break

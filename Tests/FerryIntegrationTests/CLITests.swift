@@ -66,16 +66,67 @@ struct CLITests {
   }
 
   @Test(
-    "on a bus without avahi-daemon, browse and receive exit 6",
+    "on a bus without avahi-daemon, browse and send exit 6",
     .enabled(if: Harness.noDaemonBus != nil, "needs scripts/harness/local.sh (run scripts/test)"))
   func noDaemon() async throws {
     let environment = ["DBUS_SYSTEM_BUS_ADDRESS": Harness.noDaemonBus!]
-    for command in [["browse"], ["receive", "--yes", "--name", "x"]] {
+    let file = try temporaryDirectory("nodaemon").appendingPathComponent("a.txt")
+    try writeFile(file, size: 10)
+    for command in [["browse"], ["send", "--to", "desk", file.path], ["send", file.path]] {
       let result = try await run(Harness.ferryBinary, command, environment: environment)
       #expect(result.status == 6, "\(command): \(result.stderr)")
       #expect(result.stderr.contains("Daemon not running"))
       #expect(result.stderr.contains("avahi-daemon"))
     }
+  }
+
+  @Test(
+    "with no avahi-daemon at all, receive still listens and send --address delivers (--files-from -0)"
+  )
+  func addressWithoutDiscovery() async throws {
+    let environment = [
+      "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus",
+      "FERRY_HOME": Harness.freshFerryHome(),
+    ]
+    let destination = try temporaryDirectory("direct-dst")
+    let receiver = try ChildProcess.ferry(
+      ["receive", "--yes", "--once", "--json", "--dir", destination.path, "--name", "direct"],
+      environment: environment)
+    defer { receiver.signal(SIGKILL) }
+    let unavailable = await receiver.waitForLine { $0.contains("\"discovery-unavailable\"") }
+    #expect(unavailable != nil, "\(receiver.stderr)")
+    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let fields = try #require(advertising.flatMap { jsonObject($0.text) }, "\(receiver.stderr)")
+    #expect(fields["discoverable"] as? Bool == false)
+    let port = try #require(fields["port"] as? Int)
+    #expect(receiver.stderr.contains("--address"))
+
+    // A NUL-separated list on standard input, relative paths keeping their folders.
+    let source = try temporaryDirectory("direct-src")
+    let names = ["top.txt", "docs/guide.md", "docs/img/logo with space.png"]
+    for (index, name) in names.enumerated() {
+      try writeFile(source.appendingPathComponent(name), size: 1000 * (index + 1), seed: 7)
+    }
+    let list = source.appendingPathComponent("list")
+    try Data((names.map { "./" + $0 }.joined(separator: "\0") + "\0").utf8).write(to: list)
+    let sender = try ChildProcess(
+      "/bin/sh",
+      [
+        "-c", "cd \"$1\" && exec \"$2\" send --json --address \"127.0.0.1:$3\" --files-from - -0",
+        "sh", source.path, Harness.ferryBinary, "\(port)",
+      ],
+      environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"],
+      stdin: list.path)
+    #expect(await sender.waitForExit() == 0, "\(sender.stderr)")
+    #expect(await receiver.waitForExit() == 0, "\(receiver.stderr)")
+    for name in names {
+      #expect(
+        try sha256(of: destination.appendingPathComponent(name))
+          == sha256(of: source.appendingPathComponent(name)), "\(name)")
+    }
+    let hashes = sender.stdoutLines.compactMap { jsonObject($0.text) }
+      .filter { $0["event"] as? String == "file-done" }.compactMap { $0["sha256"] as? String }
+    #expect(Set(hashes) == Set(try names.map { try sha256(of: source.appendingPathComponent($0)) }))
   }
 }
 

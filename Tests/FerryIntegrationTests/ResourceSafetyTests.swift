@@ -23,7 +23,7 @@ struct ResourceSafetyTests {
         where: {
           if case .finished = $0 { return true }
           return false
-        }), case .finished(_, _, let result) = found.record.element
+        }), case .finished(_, _, let result, _) = found.record.element
     else { return nil }
     return result
   }
@@ -248,10 +248,10 @@ struct ResourceSafetyTests {
     }
     await filler.value
     let finished = await events.first {
-      if case .finished(_, _, .failure) = $0 { return true }
+      if case .finished(_, _, .failure, _) = $0 { return true }
       return false
     }
-    guard case .finished(_, _, .failure(let error))? = finished?.record.element else {
+    guard case .finished(_, _, .failure(let error), _)? = finished?.record.element else {
       Issue.record("no failure reported: \(events.all.map(\.element))")
       return
     }

@@ -36,7 +36,9 @@ struct ResourceTests {
         if case .finished = $0 { return true }
         return false
       })
-    guard case .finished(let name, let peer, .success(let url?)) = finished.record.element else {
+    guard
+      case .finished(let name, let peer, .success(let url?), let digest?) = finished.record.element
+    else {
       Issue.record("not stored: \(finished.record.element)")
       return
     }
@@ -44,6 +46,8 @@ struct ResourceTests {
     #expect(peer == pair.inviterPeer)
     #expect(url.path == destination.appendingPathComponent("photo.jpg").path)
     #expect(try sha256(of: url) == sha256(of: file))
+    #expect(Hex.lowercase(digest) == (try sha256(of: file)))
+    #expect(results.first?.sha256Hex == (try sha256(of: file)))
     let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
     #expect((attributes[.posixPermissions] as? Int) == 0o640)
     let landed = try #require(attributes[.modificationDate] as? Date)

@@ -42,6 +42,7 @@ public final class Advertiser: Sendable {
 
   private struct State {
     var port: UInt16
+    var listening = false
     var connection: AvahiConnection?
     var publication: AvahiPublication?
     var waiter: CheckedContinuation<String, any Error>?
@@ -135,9 +136,37 @@ public final class Advertiser: Sendable {
     state.withLock { $0.publishedName }
   }
 
-  /// Starts the listener (if any), connects to avahi-daemon, publishes the service and waits
-  /// until it is established on the network (typically under a second: Avahi probes the name
-  /// first).
+  /// Starts the TLS listener without publishing anything, so that peers who know the address
+  /// can invite this one even when avahi-daemon is not running. Calling it again (or calling
+  /// ``start()`` afterwards) keeps the same listener.
+  ///
+  /// - Returns: The bound TCP port (0 for a publish-only advertiser, which has no listener).
+  /// - Throws: ``DiscoveryError/cannotListen(port:reason:)`` when the port cannot be bound;
+  ///   ``DiscoveryError/stopped`` after ``stop()``.
+  @discardableResult
+  public func listen() async throws(DiscoveryError) -> UInt16 {
+    guard let listener else { return 0 }
+    let (requested, listening, stopped) = state.withLock { ($0.port, $0.listening, $0.stopped) }
+    if stopped { throw .stopped }
+    if listening { return requested }
+    do {
+      let bound = try await listener.start(port: requested)
+      state.withLock {
+        $0.port = bound
+        $0.listening = true
+      }
+      return bound
+    } catch {
+      throw .cannotListen(port: requested, reason: "\(error)")
+    }
+  }
+
+  /// Starts the listener (if any and not yet started by ``listen()``), connects to
+  /// avahi-daemon, publishes the service and waits until it is established on the network
+  /// (typically under a second: Avahi probes the name first).
+  ///
+  /// If avahi-daemon is unavailable the listener keeps running (until ``stop()``), so
+  /// invitations by direct address still arrive.
   ///
   /// - Returns: The published instance name, which differs from the display name after a
   ///   collision.
@@ -147,15 +176,7 @@ public final class Advertiser: Sendable {
   ///   bound; ``DiscoveryError/stopped`` when ``stop()`` is called (or the task is cancelled)
   ///   before the service is established or when called twice.
   public func start() async throws(DiscoveryError) -> String {
-    if let listener {
-      let requested = port
-      do {
-        let bound = try await listener.start(port: requested)
-        state.withLock { $0.port = bound }
-      } catch {
-        throw .cannotListen(port: requested, reason: "\(error)")
-      }
-    }
+    try await listen()
     do {
       return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { waiter in

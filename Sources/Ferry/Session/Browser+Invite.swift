@@ -20,7 +20,7 @@ extension Browser {
       throw .authenticationFailed(reason: "\(peer.name) advertises no fingerprint")
     }
     return try await session.invite(
-      endpoints: peer.addresses.map { ($0.ip, Int(peer.port)) }, expecting: fingerprint,
+      endpoints: peer.addresses.map { ($0.ip, Int(peer.port)) }, expecting: .exact(fingerprint),
       context: context, timeout: timeout)
   }
 }

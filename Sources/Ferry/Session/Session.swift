@@ -81,12 +81,29 @@ public final class Session: Sendable {
     timeout: Duration = .seconds(30)
   ) async throws(InvitationError) -> PeerID {
     try await invite(
-      endpoints: [(host, Int(port))], expecting: expecting, context: context, timeout: timeout)
+      endpoints: [(host, Int(port))], expecting: expecting.map { .exact($0) }, context: context,
+      timeout: timeout)
+  }
+
+  /// Invites the peer listening at `host:port` directly, requiring that its fingerprint start
+  /// with `fingerprintPrefix` (hexadecimal; spaces and colons ignored). The check happens inside
+  /// the TLS handshake, so a peer with another key never sees the invitation.
+  ///
+  /// - Throws: ``InvitationError``, as ``invite(host:port:expecting:context:timeout:)``;
+  ///   `.authenticationFailed` when the fingerprint does not start with the prefix (or the
+  ///   prefix is not hexadecimal).
+  public func invite(
+    host: String, port: UInt16, fingerprintPrefix: String, context: [UInt8] = [],
+    timeout: Duration = .seconds(30)
+  ) async throws(InvitationError) -> PeerID {
+    try await invite(
+      endpoints: [(host, Int(port))], expecting: .prefix(fingerprintPrefix), context: context,
+      timeout: timeout)
   }
 
   /// Invites a peer reachable at one of `endpoints`, tried in order until one connects.
   func invite(
-    endpoints: [(host: String, port: Int)], expecting: Fingerprint?, context: [UInt8],
+    endpoints: [(host: String, port: Int)], expecting: FingerprintPin?, context: [UInt8],
     timeout: Duration
   ) async throws(InvitationError) -> PeerID {
     guard context.count <= ControlMessage.maximumContextSize else {
@@ -182,7 +199,7 @@ public final class Session: Sendable {
   }
 
   private func attempt(
-    host: String, port: Int, expecting: Fingerprint?, context: [UInt8], timeout: Duration
+    host: String, port: Int, expecting: FingerprintPin?, context: [UInt8], timeout: Duration
   ) async throws(InvitationError) -> PeerID {
     let loop = MultiThreadedEventLoopGroup.singleton.next()
     let answer = loop.makePromise(of: PeerID.self)

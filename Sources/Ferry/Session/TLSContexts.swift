@@ -51,19 +51,35 @@ struct TLSContexts: Sendable {
   /// The inviter's TLS handler: the server's certificate must hash to `expected`, or, when no
   /// fingerprint is known (direct connection without one), any certificate is accepted and
   /// reported for the user to verify.
-  func clientHandler(expecting expected: Fingerprint?) throws -> NIOSSLClientHandler {
+  func clientHandler(expecting expected: FingerprintPin?) throws -> NIOSSLClientHandler {
     try NIOSSLClientHandler(context: client, serverHostname: nil) { certificates, promise in
       guard let expected else {
         promise.succeed(.certificateVerified)
         return
       }
       guard let leaf = certificates.first, let der = try? leaf.toDERBytes(),
-        Fingerprint(sha256Of: der) == expected
+        expected.admits(Fingerprint(sha256Of: der))
       else {
         promise.succeed(.failed)
         return
       }
       promise.succeed(.certificateVerified)
+    }
+  }
+}
+
+/// What an inviter requires of the advertiser's certificate.
+enum FingerprintPin: Sendable {
+  /// Exactly this fingerprint (learned from discovery, or given in full).
+  case exact(Fingerprint)
+  /// A fingerprint starting with these hexadecimal digits (a user's `--to 9F2C41AB`).
+  case prefix(String)
+
+  /// Whether `fingerprint` satisfies the pin.
+  func admits(_ fingerprint: Fingerprint) -> Bool {
+    switch self {
+    case .exact(let expected): return fingerprint == expected
+    case .prefix(let prefix): return fingerprint.hasPrefix(prefix)
     }
   }
 }

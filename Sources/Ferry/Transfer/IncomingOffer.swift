@@ -133,7 +133,8 @@ final class IncomingOffer: @unchecked Sendable {
     for (index, offset) in offsets.enumerated() {
       if offset == ResourceMessage.skip {
         progress.complete(index)
-        events.yield(.finished(name: offered[index].path, peer: peer, result: .success(nil)))
+        events.yield(
+          .finished(name: offered[index].path, peer: peer, result: .success(nil), sha256: nil))
       } else {
         remaining.insert(index)
         progress.advance(index, to: offset)
@@ -299,7 +300,7 @@ final class IncomingOffer: @unchecked Sendable {
       let staged = staging.destination.root
         .appendingPathComponent(StagingArea.directoryName).appendingPathComponent(names[index])
       unlinkat(staging.fd, names[index] + ".meta", 0)
-      conclude(index, .stored, reason: "", result: .success(staged))
+      conclude(index, .stored, reason: "", result: .success(staged), sha256: digest)
       return
     }
     do {
@@ -310,7 +311,9 @@ final class IncomingOffer: @unchecked Sendable {
       } else {
         unlinkat(staging.fd, names[index] + ".meta", 0)
       }
-      conclude(index, placed == nil ? .skipped : .stored, reason: "", result: .success(placed))
+      conclude(
+        index, placed == nil ? .skipped : .stored, reason: "", result: .success(placed),
+        sha256: digest)
     } catch {
       staging.remove(names[index])
       conclude(index, .failed, reason: error.description, result: .failure(.resource(error)))
@@ -319,10 +322,11 @@ final class IncomingOffer: @unchecked Sendable {
 
   private func conclude(
     _ index: Int, _ status: ResourceMessage.FileStatus, reason: String,
-    result: Result<URL?, TransferError>
+    result: Result<URL?, TransferError>, sha256: [UInt8]? = nil
   ) {
     progress?.complete(index)
-    events.yield(.finished(name: offered[index].path, peer: peer, result: result))
+    events.yield(
+      .finished(name: offered[index].path, peer: peer, result: result, sha256: sha256))
     pendingAcks.append(
       ResourceMessage.fileAck(channel: channel, file: UInt32(index), status, reason: reason).frame)
     if remaining.isEmpty {
@@ -344,7 +348,9 @@ final class IncomingOffer: @unchecked Sendable {
       $0.closeOffer(channel: channel)
     }
     events.yield(
-      .finished(name: offered.first?.path ?? "", peer: peer, result: .failure(.resource(error))))
+      .finished(
+        name: offered.first?.path ?? "", peer: peer, result: .failure(.resource(error)),
+        sha256: nil))
   }
 
   /// Stops receiving: the file in progress keeps its staged bytes (for resume), nothing is
@@ -360,7 +366,8 @@ final class IncomingOffer: @unchecked Sendable {
     }
     for index in remaining.sorted() {
       progress?.complete(index)
-      events.yield(.finished(name: offered[index].path, peer: peer, result: .failure(error)))
+      events.yield(
+        .finished(name: offered[index].path, peer: peer, result: .failure(error), sha256: nil))
     }
     remaining = []
     let channel = self.channel

@@ -78,6 +78,12 @@ public struct FileResult: Hashable, Sendable {
   public let status: ResourceMessage.FileStatus
   /// The receiver's reason when it is not `.stored`.
   public let reason: String
+  /// The SHA-256 of the whole file as sent (and verified by the receiver when `.stored`);
+  /// empty when the file was skipped before it was read.
+  public let sha256: [UInt8]
+
+  /// ``sha256`` in lowercase hexadecimal, as `sha256sum` prints it.
+  public var sha256Hex: String { Hex.lowercase(sha256) }
 }
 
 /// A resource (or batch) being sent: its progress, the bytes that crossed the wire, and its
@@ -146,6 +152,7 @@ final class OutgoingOffer: Sendable {
     var offsets: [UInt64]?
     var acceptWaiter: CheckedContinuation<[UInt64], any Error>?
     var results: [Int: FileResult] = [:]
+    var digests: [Int: [UInt8]] = [:]
     var expected = 0
     var doneWaiter: CheckedContinuation<Void, any Error>?
     var failure: TransferError?
@@ -187,7 +194,8 @@ final class OutgoingOffer: Sendable {
       for (index, offset) in offsets.enumerated() where offset == ResourceMessage.skip {
         progress.complete(index)
         state.withLock {
-          $0.results[index] = FileResult(path: files[index].path, status: .skipped, reason: "")
+          $0.results[index] = FileResult(
+            path: files[index].path, status: .skipped, reason: "", sha256: [])
         }
       }
       state.withLock { $0.expected = offsets.filter { $0 != ResourceMessage.skip }.count }
@@ -267,9 +275,10 @@ final class OutgoingOffer: Sendable {
         frames.append(WireFrame(type: .chunk, channel: channel, payload: buffer))
       }
       if position == file.size {
-        let end = ResourceMessage.fileEnd(
-          channel: channel, file: UInt32(index), sha256: Array(hasher.finalize())
-        ).frame
+        let digest = Array(hasher.finalize())
+        state.withLock { $0.digests[index] = digest }
+        let end = ResourceMessage.fileEnd(channel: channel, file: UInt32(index), sha256: digest)
+          .frame
         frames.append(
           WireFrame(type: .fileEnd, channel: channel, payload: allocator.buffer(bytes: end.payload))
         )
@@ -328,7 +337,8 @@ final class OutgoingOffer: Sendable {
       progress.complete(Int(file))
       let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
         state.results[Int(file)] = FileResult(
-          path: files[Int(file)].path, status: status, reason: reason)
+          path: files[Int(file)].path, status: status, reason: reason,
+          sha256: state.digests[Int(file)] ?? [])
         guard state.results.count == files.count else { return nil }
         defer { state.doneWaiter = nil }
         return state.doneWaiter

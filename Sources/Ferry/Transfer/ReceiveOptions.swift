@@ -33,7 +33,8 @@ public enum ResourceEvent: Sendable {
   case started(name: String, peer: PeerID, progress: Progress)
   /// A file finished: where it is now (placed, or staged when not relocating), nil if skipped
   /// by the conflict policy; or why it failed (nothing of it is left in the destination).
-  case finished(name: String, peer: PeerID, result: Result<URL?, TransferError>)
+  /// `sha256` is the verified digest of the whole file, nil when it was not received.
+  case finished(name: String, peer: PeerID, result: Result<URL?, TransferError>, sha256: [UInt8]?)
   /// The whole offer ended; `error` is nil when every file was handled.
   case offerFinished(IncomingTransfer, error: TransferError?)
 }

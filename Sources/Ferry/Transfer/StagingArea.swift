@@ -58,7 +58,7 @@ final class StagingArea: @unchecked Sendable {
     hasher.update(
       data: Array(
         "\u{0}\(file.size)\u{0}\(file.modificationSeconds).\(file.modificationNanoseconds)".utf8))
-    return hasher.finalize().prefix(16).map { String(format: "%02x", $0) }.joined() + ".part"
+    return Hex.lowercase(hasher.finalize().prefix(16)) + ".part"
   }
 
   /// Opens a staged file for writing, keeping what it holds; returns the descriptor and its

@@ -13,8 +13,27 @@ public struct ProgressSnapshot: Hashable, Sendable {
   public let filesDone: Int
   /// Files in the transfer.
   public let fileCount: Int
-  /// The file in progress, if any.
+  /// The file in progress (or the one that just finished), if any.
   public let currentFile: String?
+  /// Bytes of ``currentFile`` done.
+  public let currentFileBytes: Int64
+  /// The size of ``currentFile`` in bytes.
+  public let currentFileSize: Int64
+
+  /// A snapshot with the given figures (for observers that combine or replay progress).
+  public init(
+    bytes: Int64, total: Int64, bytesPerSecond: Double, filesDone: Int, fileCount: Int,
+    currentFile: String? = nil, currentFileBytes: Int64 = 0, currentFileSize: Int64 = 0
+  ) {
+    self.bytes = bytes
+    self.total = total
+    self.bytesPerSecond = bytesPerSecond
+    self.filesDone = filesDone
+    self.fileCount = fileCount
+    self.currentFile = currentFile
+    self.currentFileBytes = currentFileBytes
+    self.currentFileSize = currentFileSize
+  }
 }
 
 /// Foundation `Progress` for a transfer — ``overall`` in bytes, and one per file — plus an
@@ -34,6 +53,7 @@ public final class TransferProgress: @unchecked Sendable {
   private let continuation: AsyncStream<ProgressSnapshot>.Continuation
   private let sizes: [Int64]
   private let names: [String]
+  private let byteSizes: [Int64]
   private var files: [Int: Progress] = [:]
   private var done: [Int64]
   private var reported: [Int64]
@@ -48,6 +68,7 @@ public final class TransferProgress: @unchecked Sendable {
     // An empty file counts as one unit, so that it too goes from 0 to 1.
     sizes = entries.map { Int64(max($0.size, 1)) }
     names = entries.map(\.name)
+    byteSizes = entries.map { Int64($0.size) }
     overall = Progress(totalUnitCount: sizes.reduce(0, +))
     overall.kind = .file
     done = Array(repeating: 0, count: entries.count)
@@ -109,8 +130,9 @@ public final class TransferProgress: @unchecked Sendable {
     let now = ContinuousClock.now
     guard force || now - lastPublished >= .milliseconds(100) else { return }
     lastPublished = now
+    // The rate over the last half second or more; a transfer done sooner gets its average.
     let elapsed = now - rateMark.time
-    if elapsed >= .milliseconds(500) {
+    if elapsed >= .milliseconds(500) || (force && rate == 0 && elapsed > .zero) {
       let seconds =
         Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
       rate = Double(sum - rateMark.bytes) / seconds
@@ -119,6 +141,7 @@ public final class TransferProgress: @unchecked Sendable {
     continuation.yield(
       ProgressSnapshot(
         bytes: sum, total: overall.totalUnitCount, bytesPerSecond: rate, filesDone: filesDone,
-        fileCount: sizes.count, currentFile: names[index]))
+        fileCount: sizes.count, currentFile: names[index],
+        currentFileBytes: min(done[index], byteSizes[index]), currentFileSize: byteSizes[index]))
   }
 }

@@ -5,6 +5,8 @@ import Foundation
 struct EventWriter: Sendable {
   /// Whether `--json` was given.
   let json: Bool
+  /// Whether `--quiet` was given: human lines are dropped (errors are still printed).
+  var quiet = false
 
   /// Emits one JSON event: `{"event":NAME,"timestamp":ISO-8601,...fields}` (JSON mode only).
   func event(_ name: String, _ fields: [(String, JSONValue)] = []) {
@@ -16,11 +18,13 @@ struct EventWriter: Sendable {
 
   /// A line for people: stdout normally, stderr in JSON mode so that stdout stays NDJSON.
   func say(_ line: String) {
+    guard !quiet else { return }
     (json ? StandardStream.error : .output).write(line + "\n")
   }
 
   /// A status line for people that is never part of the command's data: always stderr.
   func note(_ line: String) {
+    guard !quiet else { return }
     StandardStream.error.write(line + "\n")
   }
 

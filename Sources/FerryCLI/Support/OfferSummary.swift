@@ -1,3 +1,4 @@
+import Ferry
 import Foundation
 
 /// What `ferry send` tells the receiver in the invitation context, so that the prompt can show
@@ -18,6 +19,16 @@ struct OfferSummary: Codable, Sendable {
     files = items.count
     bytes = items.reduce(0) { $0 + $1.size }
     names = items.prefix(Self.shownNames).map(\.path)
+  }
+
+  /// The summary of `items`, sized with stat(2) (an unreadable file counts as empty here and
+  /// fails when it is sent).
+  init(items: [ResourceItem]) {
+    self.init(
+      items: items.map { item in
+        var status = stat()
+        return (item.path, stat(item.url.path, &status) == 0 ? UInt64(status.st_size) : 0)
+      })
   }
 
   /// The context bytes (JSON).

@@ -18,9 +18,13 @@ final class ChildProcess: Sendable {
   let started: ContinuousClock.Instant
   /// The PID.
   let pid: pid_t
+  /// The pseudo-terminal's controlling side, for a child started with `terminal: true`.
+  private let terminal: Int32?
   private let state = Mutex(State())
 
   private struct State {
+    /// Everything written to stdout (the terminal), including a line still being typed.
+    var transcript = ""
     var stdout: [Line] = []
     var stderr: [Line] = []
     var stdoutClosed = false
@@ -29,15 +33,30 @@ final class ChildProcess: Sendable {
   }
 
   /// Starts `executable` with `arguments`; `environment` entries are added to this process's.
-  /// Standard input is `stdin` (a file path) or /dev/null.
+  /// Standard input is `stdin` (a file path) or /dev/null. With `terminal`, standard input,
+  /// output and error are instead one pseudo-terminal, in a session of its own — what a
+  /// person at a terminal gives a program; ``type(_:)`` types into it and its output is read
+  /// as stdout.
   init(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:],
-    stdin: String = "/dev/null"
+    stdin: String = "/dev/null", terminal: Bool = false
   ) throws {
     self.arguments = [executable] + arguments
-    let outPipe = try makePipe()
-    let errPipe = try makePipe()
-    let input = open(stdin, O_RDONLY | O_CLOEXEC)
+    let outPipe: (read: Int32, write: Int32)
+    let errPipe: (read: Int32, write: Int32)
+    let input: Int32
+    if terminal {
+      let (master, slave) = try openPseudoTerminal()
+      outPipe = (master, slave)
+      errPipe = (fcntl(master, F_DUPFD_CLOEXEC, 0), fcntl(slave, F_DUPFD_CLOEXEC, 0))
+      input = fcntl(slave, F_DUPFD_CLOEXEC, 0)
+      self.terminal = master
+    } else {
+      outPipe = try makePipe()
+      errPipe = try makePipe()
+      input = open(stdin, O_RDONLY | O_CLOEXEC)
+      self.terminal = nil
+    }
     guard input >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     defer {
       close(input)
@@ -62,7 +81,9 @@ final class ChildProcess: Sendable {
     sigemptyset(&defaults)
     for signal in [SIGINT, SIGTERM, SIGPIPE, SIGHUP, SIGQUIT] { sigaddset(&defaults, signal) }
     posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    posix_spawnattr_setflags(
+      &attributes,
+      Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (terminal ? spawnSetSID : 0)))
 
     var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     // Never touch the real ~/.config/ferry: children share this test run's own home.
@@ -81,19 +102,59 @@ final class ChildProcess: Sendable {
     }
     self.pid = pid
     self.started = .now
-    Self.pump(outPipe.read, into: self, isError: false)
-    Self.pump(errPipe.read, into: self, isError: true)
+    if terminal {
+      // One terminal: read it once, as stdout (the duplicate is not needed for reading).
+      close(errPipe.read)
+      state.withLock { $0.stderrClosed = true }
+      Self.pump(fcntl(outPipe.read, F_DUPFD_CLOEXEC, 0), into: self, isError: false)
+    } else {
+      Self.pump(outPipe.read, into: self, isError: false)
+      Self.pump(errPipe.read, into: self, isError: true)
+    }
+  }
+
+  deinit {
+    if let terminal { close(terminal) }
+  }
+
+  /// Types `text` on the child's terminal (`terminal: true` only).
+  func type(_ text: String) {
+    guard let terminal else { return }
+    var bytes = Array(text.utf8)[...]
+    while !bytes.isEmpty {
+      let written = bytes.withUnsafeBytes { write(terminal, $0.baseAddress, $0.count) }
+      if written <= 0 { return }
+      bytes = bytes.dropFirst(written)
+    }
+  }
+
+  /// Everything the child wrote to stdout (its terminal) so far, unfinished line included.
+  var transcript: String { state.withLock { $0.transcript } }
+
+  /// Waits until the transcript contains `text`; false on timeout or when output ended first.
+  func waitForText(_ text: String, timeout: Duration = .seconds(10)) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+      let (found, closed) = state.withLock { ($0.transcript.contains(text), $0.stdoutClosed) }
+      if found { return true }
+      if closed { return false }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    return false
   }
 
   /// `ferry ARGS`, optionally inside a namespace host through the harness's `on` script.
   static func ferry(
-    _ arguments: [String], on host: String? = nil, environment: [String: String] = [:]
+    _ arguments: [String], on host: String? = nil, environment: [String: String] = [:],
+    stdin: String = "/dev/null", terminal: Bool = false
   ) throws -> ChildProcess {
     if let host {
       return try ChildProcess(
-        Harness.on!, [host, Harness.ferryBinary] + arguments, environment: environment)
+        Harness.on!, [host, Harness.ferryBinary] + arguments, environment: environment,
+        stdin: stdin, terminal: terminal)
     }
-    return try ChildProcess(Harness.ferryBinary, arguments, environment: environment)
+    return try ChildProcess(
+      Harness.ferryBinary, arguments, environment: environment, stdin: stdin, terminal: terminal)
   }
 
   /// Lines of standard output so far.
@@ -180,8 +241,12 @@ final class ChildProcess: Sendable {
       while true {
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         if count < 0 && errno == EINTR { continue }
-        if count <= 0 { break }
+        if count <= 0 { break }  // EOF, or EIO from a terminal whose last user is gone
         pending += buffer[0..<count]
+        if !isError {
+          let text = String(decoding: buffer[0..<count], as: UTF8.self)
+          child.state.withLock { $0.transcript += text }
+        }
         while let newline = pending.firstIndex(of: 0x0A) {
           let line = Line(text: String(decoding: pending[..<newline], as: UTF8.self), time: .now)
           pending.removeSubrange(...newline)
@@ -199,6 +264,33 @@ final class ChildProcess: Sendable {
     }
     thread.start()
   }
+}
+
+/// glibc's POSIX_SPAWN_SETSID (spawn.h), which the Glibc module does not export.
+private let spawnSetSID: Int32 = 0x80
+
+// glibc's pseudo-terminal calls, which the Glibc module does not export (they need _XOPEN_SOURCE).
+@_silgen_name("posix_openpt") private func systemOpenPT(_ flags: Int32) -> Int32
+@_silgen_name("grantpt") private func systemGrantPT(_ fd: Int32) -> Int32
+@_silgen_name("unlockpt") private func systemUnlockPT(_ fd: Int32) -> Int32
+@_silgen_name("ptsname_r")
+private func systemPTSName(_ fd: Int32, _ buffer: UnsafeMutablePointer<CChar>, _ length: Int)
+  -> Int32
+
+/// A new pseudo-terminal: (controlling side, terminal side), both close-on-exec.
+private func openPseudoTerminal() throws -> (master: Int32, slave: Int32) {
+  let master = systemOpenPT(O_RDWR | O_NOCTTY | O_CLOEXEC)
+  var name = [CChar](repeating: 0, count: 128)
+  guard master >= 0, systemGrantPT(master) == 0, systemUnlockPT(master) == 0,
+    systemPTSName(master, &name, name.count) == 0
+  else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+  let path = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  let slave = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
+  guard slave >= 0 else {
+    close(master)
+    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+  }
+  return (master, slave)
 }
 
 /// glibc's pipe2(2), which the Glibc module does not export.

@@ -13,7 +13,8 @@ struct ReceiveCommand: AsyncParsableCommand {
       KEY CHANGED, the files offered and the verification code, and asks 'Accept? [y/N]' (no \
       answer in time declines). --yes accepts everything; --accept-from accepts only the \
       fingerprints given and declines the rest without asking. With no terminal, one of the \
-      two is required.
+      two is required. Without avahi-daemon it still listens, and senders reach it with \
+      'ferry send --address HOST:PORT' (fix the port with --port).
 
       Files are written to a staging folder inside --dir, verified (SHA-256) and then moved \
       into place; nothing partial ever appears in --dir itself.
@@ -52,8 +53,7 @@ struct ReceiveCommand: AsyncParsableCommand {
   @Option(help: "The name senders see (1-63 bytes of UTF-8). Default: this machine's host name.")
   var name: String?
 
-  @Flag(help: "Write one JSON object per line to stdout.")
-  var json = false
+  @OptionGroup var output: OutputOptions
 
   func validate() throws {
     do {
@@ -75,7 +75,7 @@ struct ReceiveCommand: AsyncParsableCommand {
   }
 
   func run() async throws {
-    let output = EventWriter(json: json)
+    let output = self.output.writer
     let serviceType = try parseServiceType(service)
     let displayName = name ?? ProcessInfo.processInfo.hostName
     let destination = URL(fileURLWithPath: dir).standardizedFileURL
@@ -103,13 +103,30 @@ struct ReceiveCommand: AsyncParsableCommand {
     session.receiveResources(
       ReceiveOptions(
         destination: destination, conflictPolicy: ConflictPolicy(rawValue: onConflict)!))
+    let incoming = IncomingTransfers()
     Interrupts.onInterrupt {
       advertiser.stop()
+      // Cancel what is arriving (the staged bytes stay for a resume), and let the RESETs leave.
+      if incoming.cancelAll() > 0 { Thread.sleep(forTimeInterval: 0.2) }
       session.close()
     }
-    let published: String
+    do {
+      try await advertiser.listen()
+    } catch {
+      throw cliFailure(error)
+    }
+    var published = displayName
+    var advertised = true
     do {
       published = try await advertiser.start()
+    } catch .discoveryUnavailable(let reason) {
+      // Still useful: senders can connect with --address.
+      advertised = false
+      output.event("discovery-unavailable", [("reason", .string(reason))])
+      output.note(
+        "Not advertised: avahi-daemon is unavailable (\(reason)). Nearby machines cannot find "
+          + "this one; they can still send with 'ferry send --address HOST:\(advertiser.port)'. "
+          + "Start avahi-daemon (e.g. 'sudo service avahi-daemon start') to be found.")
     } catch {
       throw cliFailure(error)
     }
@@ -123,21 +140,23 @@ struct ReceiveCommand: AsyncParsableCommand {
       [
         ("name", .string(published)), ("fingerprint", .string(identity.fingerprint.hexString)),
         ("service", .string(serviceType.dnsSDType)), ("port", .int(Int(advertiser.port))),
-        ("dir", .string(destination.path)),
+        ("dir", .string(destination.path)), ("discoverable", .bool(advertised)),
       ])
     output.say(
       "Receiving into \(destination.path) as '\(published)' [\(identity.fingerprint.shortDescription)], "
         + "port \(advertiser.port). Press Ctrl-C to stop.")
 
     let outcomes = AsyncStream<Int32>.makeStream()
+    let reporter = ReceiveReporter(
+      output: output, bar: ProgressBar(enabled: self.output.showsProgress), incoming: incoming,
+      outcomes: outcomes.continuation)
     Task {
-      for await event in session.resourceEvents {
-        report(event, output: output, outcomes: outcomes.continuation)
-      }
+      for await event in session.resourceEvents { reporter.report(event) }
     }
+    let prompt = InvitationPrompt(output: output, bar: reporter.bar)
     Task {
       for await invitation in advertiser.invitations {
-        await decide(invitation, session: session, output: output)
+        await decide(invitation, session: session, prompt: prompt)
       }
     }
     Task { await follow(advertiser, output: output) }
@@ -177,98 +196,48 @@ struct ReceiveCommand: AsyncParsableCommand {
   }
 
   /// Accepts or declines one invitation: --yes, --accept-from, or the prompt.
-  private func decide(_ invitation: Invitation, session: Session, output: EventWriter) async {
+  private func decide(_ invitation: Invitation, session: Session, prompt: InvitationPrompt) async {
+    let output = prompt.output
     let summary = OfferSummary.decode(invitation.context)
-    let status: String
-    switch invitation.status {
-    case .known(let trusted): status = trusted ? "trusted" : "known"
-    case .new: status = "new"
-    case .changedKey: status = "KEY CHANGED"
-    }
-    output.event(
-      "invitation",
-      [
-        ("peer", .string(invitation.peer.displayName)),
-        ("fingerprint", .string(invitation.fingerprint.hexString)), ("status", .string(status)),
-        ("code", .string(invitation.verificationCode.digits)),
-        ("files", summary.map { .int($0.files) } ?? .null),
-        ("bytes", summary.map { .int(Int($0.bytes)) } ?? .null),
-      ])
-    if case .changedKey(let previous) = invitation.status {
-      output.note(
-        "WARNING: KEY CHANGED. '\(invitation.peer.displayName)' is known with another key "
-          + "(\(previous.shortDescription)); this one is \(invitation.fingerprint.shortDescription). "
-          + "It may be someone else using that name.")
-    }
+    prompt.announce(invitation, summary: summary)
     let accept: Bool
+    var reason = "declined by the receiver"
     if yes {
       accept = true
     } else if !acceptFrom.isEmpty {
       accept = acceptFrom.contains { invitation.fingerprint.hasPrefix($0) }
+      reason = "not an accepted sender"
     } else {
-      accept = await prompt(invitation, summary: summary, status: status)
+      switch await prompt.ask(invitation, summary: summary) {
+      case .yes: accept = true
+      case .no: accept = false
+      case .noAnswer:
+        accept = false
+        reason = "no answer at the receiver"
+      }
     }
     guard accept else {
-      let reason = acceptFrom.isEmpty ? "declined by the receiver" : "not an accepted sender"
       invitation.decline(reason: reason)
-      output.event("declined", [("peer", .string(invitation.peer.displayName))])
-      output.note("Declined \(invitation.peer).")
+      output.event(
+        "declined", [("peer", .string(invitation.peer.displayName)), ("reason", .string(reason))])
+      prompt.bar.above { output.note("Declined \(invitation.peer) (\(reason)).") }
       return
     }
     do {
       try await invitation.accept(into: session)
       output.event("accepted", [("peer", .string(invitation.peer.displayName))])
-      output.note("Accepted \(invitation.peer), verification code \(invitation.verificationCode).")
+      prompt.bar.above {
+        output.note(
+          "Accepted \(invitation.peer), verification code \(invitation.verificationCode).")
+      }
     } catch {
-      output.note("Could not accept \(invitation.peer): \(error)")
-    }
-  }
-
-  /// Asks on the terminal; no answer before the invitation expires means no.
-  private func prompt(_ invitation: Invitation, summary: OfferSummary?, status: String) async
-    -> Bool
-  {
-    var lines = [
-      "",
-      "\(invitation.peer.displayName) [\(invitation.fingerprint.shortDescription)] (\(status)) wants to send",
-    ]
-    if let summary {
-      let names = summary.names.map { "  " + printable($0) }
-      lines.append("\(summary.files) file(s), \(formatBytes(summary.bytes)):")
-      lines += names
-      if summary.files > names.count { lines.append("  … and \(summary.files - names.count) more") }
-    }
-    lines.append(
-      "Verification code: \(invitation.verificationCode) (compare with the sender's screen)")
-    StandardStream.error.write(lines.joined(separator: "\n") + "\nAccept? [y/N] ")
-    let remaining = invitation.expiresAt - .now
-    let answer = await TerminalInput.shared.nextLine(timeout: remaining)
-    if answer == nil { StandardStream.error.write("\n(no answer: declined)\n") }
-    return ["y", "yes"].contains(answer?.trimmingCharacters(in: .whitespaces).lowercased() ?? "")
-  }
-
-  private func report(
-    _ event: ResourceEvent, output: EventWriter, outcomes: AsyncStream<Int32>.Continuation
-  ) {
-    switch event {
-    case .finished(let name, _, .success(let url)):
       output.event(
-        "file-done", [("path", .string(name)), ("saved", url.map { .string($0.path) } ?? .null)])
-      output.say(url.map { "Saved \($0.path)" } ?? "Skipped \(printable(name)) (name taken)")
-    case .finished(let name, _, .failure(let error)):
-      output.event("error", [("path", .string(name)), ("message", .string(error.description))])
-      output.note("\(printable(name)): \(error)")
-    case .offerFinished(let transfer, let error):
-      output.event(
-        "done",
+        "error",
         [
-          ("peer", .string(transfer.peer.displayName)), ("files", .int(transfer.files.count)),
-          ("error", error.map { .string($0.description) } ?? .null),
+          ("peer", .string(invitation.peer.displayName)), ("code", .string("accept-failed")),
+          ("message", .string(error.description)),
         ])
-      if let error { output.note("Transfer from \(transfer.peer.displayName) ended: \(error)") }
-      outcomes.yield(error == nil ? 0 : 1)
-    default:
-      break
+      prompt.bar.above { output.note("Could not accept \(invitation.peer): \(error)") }
     }
   }
 }

@@ -1,0 +1,244 @@
+import Ferry
+import Foundation
+import Synchronization
+
+/// One receiver's part of a `ferry send`: the invitation, the transfer and what is reported about
+/// them. Several run at once when `--to` is repeated; each ends in an outcome of its own.
+struct Delivery: Sendable {
+  let session: Session
+  let items: [ResourceItem]
+  let summary: OfferSummary
+  let output: EventWriter
+  let bar: ProgressBar
+  let active: ActiveTransfers
+  let deadline: ContinuousClock.Instant
+
+  private var remaining: Duration { max(.milliseconds(100), deadline - .now) }
+
+  /// Invites and sends to a receiver found through discovery.
+  func send(to target: DiscoveredPeer, browser: Browser) async -> CLIFailure? {
+    output.event("peer-found", peerFields(target))
+    let code = VerificationCode(session.myPeer.fingerprint, target.info.fingerprint!)
+    bar.above {
+      output.note("Asking \(printable(target.name)) to accept; verification code \(code)")
+    }
+    output.event("invited", [("peer", .string(target.name)), ("code", .string(code.digits))])
+    return await deliver(label: target.name) { () async throws(InvitationError) -> PeerID in
+      try await browser.invite(
+        target, to: session, context: summary.encoded, timeout: remaining)
+    }
+  }
+
+  /// Invites and sends to the receiver at `address`; `to` (a fingerprint prefix, checked in the
+  /// TLS handshake, or a name, checked once connected) must match it.
+  func send(toAddress address: String, to: String?) async -> CLIFailure? {
+    let host: String
+    let port: UInt16
+    do {
+      (host, port) = try parseAddress(address)
+    } catch {
+      return error
+    }
+    output.note("Connecting to \(address)…")
+    output.event("invited", [("peer", .string(address))])
+    // Eight or more hex digits are a fingerprint prefix, pinned in the handshake; anything else
+    // is a name (or short prefix), checked once connected.
+    let isPrefix = to.map(Self.looksLikeFingerprint) ?? false
+    return await deliver(label: address) { () async throws(InvitationError) -> PeerID in
+      let peer =
+        if let to, isPrefix {
+          try await session.invite(
+            host: host, port: port, fingerprintPrefix: to, context: summary.encoded,
+            timeout: remaining)
+        } else {
+          try await session.invite(
+            host: host, port: port, context: summary.encoded, timeout: remaining)
+        }
+      if let to, !isPrefix, peer.displayName != to, !peer.fingerprint.hasPrefix(to) {
+        session.disconnect(peer)
+        throw .authenticationFailed(reason: "\(address) is \(peer), which is not '\(to)'")
+      }
+      return peer
+    }
+  }
+
+  /// Gets the invitation accepted, then sends the offer and reports it.
+  private func deliver(
+    label: String, invite: () async throws(InvitationError) -> PeerID
+  ) async -> CLIFailure? {
+    let peer: PeerID
+    do {
+      peer = try await invite()
+    } catch {
+      let failure = Self.failure(error, label: label)
+      if case .declined(let reason) = error {
+        output.event("declined", [("peer", .string(label)), ("reason", .string(reason))])
+      }
+      return failure
+    }
+    let code = session.verificationCode(with: peer)
+    output.event(
+      "accepted",
+      [
+        ("peer", .string(peer.displayName)), ("fingerprint", .string(peer.fingerprint.hexString)),
+        ("code", .string(code.digits)),
+      ])
+    bar.above { output.note("\(peer) accepted (verification code \(code)).") }
+    return await transfer(to: peer)
+  }
+
+  private func transfer(to peer: PeerID) async -> CLIFailure? {
+    let transfer: ResourceTransfer
+    do {
+      transfer = try session.sendResources(items, to: peer)
+    } catch {
+      return report(
+        peer,
+        CLIFailure(
+          status: .transferFailed, message: error.description, code: "transfer-failed"))
+    }
+    guard active.add(transfer) else {
+      transfer.cancel()
+      return CLIFailure(status: .interrupted, message: "interrupted", code: "interrupted")
+    }
+    let label = peer.displayName
+    let reporter = Task {
+      for await snapshot in transfer.progress.snapshots {
+        bar.update(label, snapshot)
+        output.event(
+          "progress",
+          [
+            ("peer", .string(label)), ("bytes", .int(Int(snapshot.bytes))),
+            ("total", .int(Int(snapshot.total))),
+            ("bytes_per_second", .int(Int(snapshot.bytesPerSecond))),
+            ("files_done", .int(snapshot.filesDone)), ("files", .int(snapshot.fileCount)),
+          ])
+      }
+    }
+    let outcome: Result<[FileResult], TransferError>
+    do {
+      outcome = .success(try await transfer.result())
+    } catch {
+      outcome = .failure(error)
+    }
+    await reporter.value
+    active.remove(transfer)
+    bar.remove(label)
+    switch outcome {
+    case .success(let results):
+      for result in results {
+        output.event(
+          "file-done",
+          [
+            ("peer", .string(label)), ("path", .string(result.path)),
+            ("status", .string("\(result.status)")),
+            ("sha256", result.sha256.isEmpty ? .null : .string(result.sha256Hex)),
+          ])
+      }
+      let stored = results.filter { $0.status == .stored }.count
+      output.event(
+        "done",
+        [
+          ("peer", .string(label)), ("files", .int(results.count)), ("stored", .int(stored)),
+          ("bytes", .int(Int(summary.bytes))), ("bytes_sent", .int(Int(transfer.bytesSent))),
+        ])
+      let resumed =
+        transfer.bytesSent < summary.bytes
+        ? " (resumed: \(formatBytes(transfer.bytesSent)) sent)" : ""
+      bar.above {
+        output.note(
+          "Sent \(stored) of \(results.count) file(s), \(formatBytes(summary.bytes)) to "
+            + "\(peer.displayName)\(resumed).")
+      }
+      return nil
+    case .failure(.cancelledByPeer(let reason)):
+      return report(
+        peer,
+        CLIFailure(
+          status: .transferFailed, message: "\(peer.displayName) stopped the transfer: \(reason)",
+          code: "cancelled"))
+    case .failure(let error):
+      return report(
+        peer,
+        CLIFailure(
+          status: .transferFailed, message: "to \(peer.displayName): \(error)",
+          code: "transfer-failed"))
+    }
+  }
+
+  /// A failure for one receiver among several is reported now; the command's exit status
+  /// combines them at the end.
+  private func report(_ peer: PeerID, _ failure: CLIFailure) -> CLIFailure {
+    output.event(
+      "error",
+      [
+        ("peer", .string(peer.displayName)), ("code", .string(failure.code)),
+        ("message", .string(failure.message)),
+      ])
+    return failure
+  }
+
+  /// Whether `text` is at least eight hexadecimal digits (spaces and colons allowed).
+  static func looksLikeFingerprint(_ text: String) -> Bool {
+    let digits = text.filter { $0 != " " && $0 != ":" }
+    return digits.count >= 8 && digits.allSatisfy(\.isHexDigit)
+  }
+
+  /// The CLI's view of an invitation error for `label`.
+  static func failure(_ error: InvitationError, label: String) -> CLIFailure {
+    switch error {
+    case .declined:
+      return CLIFailure(
+        status: .declined, message: "\(label): \(error.description)", code: "declined")
+    case .authenticationFailed:
+      return CLIFailure(
+        status: .authentication, message: "\(label): \(error.description)",
+        code: "authentication")
+    case .timedOut, .unreachable, .busy, .expired:
+      return CLIFailure(
+        status: .noPeer, message: "\(label): \(error.description)", code: "no-peer")
+    default:
+      return CLIFailure(
+        status: .transferFailed, message: "\(label): \(error.description)",
+        code: "invitation-failed")
+    }
+  }
+}
+
+/// The transfers under way, so that an interrupt cancels each on both ends before the session
+/// closes.
+final class ActiveTransfers: Sendable {
+  private let session: Session
+  private let state = Mutex<(transfers: [ObjectIdentifier: ResourceTransfer], closed: Bool)>(
+    ([:], false))
+
+  init(session: Session) {
+    self.session = session
+  }
+
+  /// Registers `transfer`; false once interrupted (the caller cancels it).
+  func add(_ transfer: ResourceTransfer) -> Bool {
+    state.withLock { state in
+      guard !state.closed else { return false }
+      state.transfers[ObjectIdentifier(transfer)] = transfer
+      return true
+    }
+  }
+
+  func remove(_ transfer: ResourceTransfer) {
+    _ = state.withLock { $0.transfers.removeValue(forKey: ObjectIdentifier(transfer)) }
+  }
+
+  /// Cancels every transfer (the RESET gets a moment to reach each receiver, so that it
+  /// reports a cancel rather than a vanished sender) and closes the session.
+  func interrupt() {
+    let transfers = state.withLock { state in
+      state.closed = true
+      return Array(state.transfers.values)
+    }
+    for transfer in transfers { transfer.cancel() }
+    if !transfers.isEmpty { Thread.sleep(forTimeInterval: 0.2) }
+    session.close()
+    Thread.sleep(forTimeInterval: 0.1)
+  }
+}

@@ -1,0 +1,194 @@
+import ArgumentParser
+import Ferry
+import Foundation
+import Synchronization
+
+/// `ferry send PATH...`: sends files and folders to a nearby receiver.
+struct SendCommand: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "send",
+    abstract: "Send files and folders to a nearby machine running 'ferry receive'.",
+    discussion: """
+      Finds receivers through mDNS (or connects to --address), asks them to accept, shows the \
+      verification code to compare with the receiver's screen, and sends. Folders keep their \
+      layout. Re-running an interrupted send resumes where it stopped. Without --to, the one \
+      receiver found is used; when there are several, a terminal asks which (a script gets \
+      exit 3 and the list). Repeat --to to send the same files to several receivers at once.
+
+      Exit codes: 0 delivered, 1 a file failed, 2 bad input, 3 no receiver found or timed out, \
+      4 declined, 5 authentication failed, 6 no avahi-daemon, 130 interrupted.
+
+      Examples:
+        ferry send photo.jpg
+        ferry send --to "Kitchen laptop" ~/Pictures/trip
+        ferry send --address 192.168.1.20:52000 --to 9F2C41AB report.pdf
+        ferry send --to desk --to "Kitchen laptop" slides.pdf
+        find logs -name '*.log' -print0 | ferry send --files-from - -0 --to desk
+        ferry send --json --to desk *.log | jq -c 'select(.event == "done")'
+      """)
+
+  @Argument(help: "Files and folders to send.")
+  var paths: [String] = []
+
+  @Option(
+    name: .long,
+    help: "A receiver: its name, or a prefix of its fingerprint. Repeat to send to several.")
+  var to: [String] = []
+
+  @Option(help: "Connect to HOST:PORT directly instead of discovering.")
+  var address: String?
+
+  @Option(
+    name: .customLong("files-from"),
+    help: "Also send the paths listed in FILE (- for standard input), one per line.")
+  var filesFrom: String?
+
+  @Flag(name: .customShort("0"), help: "With --files-from: paths end with NUL, not newline.")
+  var nullSeparated = false
+
+  @Option(help: "Seconds to wait for discovery and acceptance together.")
+  var timeout: Double = 60
+
+  @Option(parsing: .unconditional, help: "The DNS-SD service type (RFC 6335 name).")
+  var service: String = ServiceType.ferry.name
+
+  @Option(help: "The name the receiver sees. Default: this machine's host name.")
+  var name: String?
+
+  @OptionGroup var output: OutputOptions
+
+  func validate() throws {
+    if paths.isEmpty && filesFrom == nil {
+      throw ValidationError("give at least one file or folder to send (or --files-from)")
+    }
+    if nullSeparated && filesFrom == nil { throw ValidationError("-0 goes with --files-from") }
+    if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
+    if address != nil && to.count > 1 {
+      throw ValidationError("--address reaches one receiver: give at most one --to with it")
+    }
+    if to.count >= Session.maximumPeers {
+      throw ValidationError("at most \(Session.maximumPeers - 1) receivers (--to) in one send")
+    }
+  }
+
+  func run() async throws {
+    let events = output.writer
+    let serviceType = try parseServiceType(service)
+    let items = try SendPaths(arguments: paths, filesFrom: filesFrom, nullSeparated: nullSeparated)
+      .items()
+    let identity = try loadIdentity()
+    let session: Session
+    do {
+      session = try Session(
+        identity: identity, displayName: name ?? ProcessInfo.processInfo.hostName)
+    } catch {
+      throw CLIFailure(status: .usage, message: error.description, code: "invalid-name")
+    }
+    let active = ActiveTransfers(session: session)
+    Interrupts.onInterrupt { active.interrupt() }
+    let delivery = Delivery(
+      session: session, items: items, summary: OfferSummary(items: items), output: events,
+      bar: ProgressBar(enabled: output.showsProgress), active: active,
+      deadline: .now + .seconds(timeout))
+    let outcomes: [CLIFailure?]
+    if let address {
+      outcomes = [await delivery.send(toAddress: address, to: to.first)]
+    } else {
+      outcomes = try await discoverAndSend(delivery, serviceType: serviceType)
+    }
+    delivery.bar.finish()
+    session.close()
+    if let failure = combined(outcomes) { throw failure }
+  }
+
+  /// Finds the receivers (every `--to`, or the one or ones chosen) and delivers to each as soon
+  /// as it is found.
+  private func discoverAndSend(_ delivery: Delivery, serviceType: ServiceType) async throws
+    -> [CLIFailure?]
+  {
+    let browser: Browser
+    do {
+      browser = try Browser(serviceType: serviceType)
+    } catch {
+      throw cliFailure(error)
+    }
+    defer { browser.stop() }
+    let finder = ReceiverFinder(browser: browser, deadline: delivery.deadline)
+    let wanted = to
+    if wanted.isEmpty {
+      delivery.output.note("Looking for receivers…")
+      let chosen = try await finder.choose(ask: isatty(0) == 1 && StandardStream.error.isTerminal)
+      return await withTaskGroup(of: CLIFailure?.self) { group in
+        for target in chosen {
+          group.addTask { await delivery.send(to: target, browser: browser) }
+        }
+        return await group.reduce(into: []) { $0.append($1) }
+      }
+    }
+    delivery.output.note("Looking for \(wanted.map { "'\($0)'" }.joined(separator: ", "))…")
+    let claimed = ClaimedReceivers()
+    return await withTaskGroup(of: CLIFailure?.self) { group in
+      for name in wanted {
+        group.addTask {
+          let target: DiscoveredPeer
+          do throws(CLIFailure) {
+            target = try await finder.find(name)
+          } catch {
+            delivery.output.event(
+              "error",
+              [
+                ("peer", .string(name)), ("code", .string(error.code)),
+                ("message", .string(error.message)),
+              ])
+            return error
+          }
+          // Two --to naming the same receiver: it gets the files once.
+          guard claimed.claim(target.info.fingerprint!) else { return nil }
+          return await delivery.send(to: target, browser: browser)
+        }
+      }
+      return await group.reduce(into: []) { $0.append($1) }
+    }
+  }
+
+  /// One exit status for all receivers: success if every one succeeded; the shared status if
+  /// they all failed alike; 1 (some transfer failed) for a mixture.
+  private func combined(_ outcomes: [CLIFailure?]) -> CLIFailure? {
+    let failures = outcomes.compactMap { $0 }
+    guard let first = failures.first else { return nil }
+    if failures.count == 1 && outcomes.count == 1 { return first }
+    let message =
+      "\(failures.count) of \(outcomes.count) receiver(s) did not get the files:\n"
+      + failures.map { "  " + $0.message }.joined(separator: "\n")
+    let alike = failures.allSatisfy { $0.status == first.status }
+    return CLIFailure(
+      status: alike && failures.count == outcomes.count ? first.status : .transferFailed,
+      message: failures.count == 1 && outcomes.count == 1 ? first.message : message,
+      code: alike ? first.code : "partial")
+  }
+}
+
+/// The receivers some `--to` already resolved to.
+private final class ClaimedReceivers: Sendable {
+  private let claimed = Mutex<Set<Fingerprint>>([])
+
+  /// True the first time `fingerprint` is claimed.
+  func claim(_ fingerprint: Fingerprint) -> Bool {
+    claimed.withLock { $0.insert(fingerprint).inserted }
+  }
+}
+
+/// Parses `HOST:PORT` (`[v6]:PORT` for IPv6).
+func parseAddress(_ text: String) throws(CLIFailure) -> (String, UInt16) {
+  var host = Substring(text)
+  guard let colon = host.lastIndex(of: ":"), let port = UInt16(host[host.index(after: colon)...]),
+    port > 0
+  else {
+    throw CLIFailure(
+      status: .usage, message: "--address wants HOST:PORT, not \"\(text)\"", code: "invalid-address"
+    )
+  }
+  host = host[..<colon]
+  if host.hasPrefix("[") && host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+  return (String(host), port)
+}

@@ -1,0 +1,89 @@
+import Ferry
+import Foundation
+
+/// The paths `ferry send` was given: its arguments, then those read from `--files-from`.
+///
+/// A path given as an argument arrives under its last component (`~/Pictures/trip` →
+/// `trip/…`), as with `cp`. A relative path read from `--files-from` keeps its folders
+/// (`src/main.c` → `src/main.c`), as with `tar -T` and `rsync --files-from`, so that
+/// `find . -type f -print0 | ferry send --files-from - -0` recreates the tree; an absolute one,
+/// or one climbing out with `..`, arrives under its last component.
+struct SendPaths {
+  /// Paths as given (relative to the current directory or absolute).
+  let paths: [String]
+  /// How many of ``paths`` (from the start) came from the command line.
+  private let argumentCount: Int
+
+  /// Collects `arguments` and, with `filesFrom` (a file, or `-` for standard input), one path per
+  /// line — or per NUL byte with `nullSeparated` (`find -print0`). Empty entries are ignored; a
+  /// trailing carriage return is kept (it is a legal file name byte).
+  ///
+  /// - Throws: ``CLIFailure`` (usage) when the list cannot be read or is not UTF-8.
+  init(arguments: [String], filesFrom: String?, nullSeparated: Bool) throws(CLIFailure) {
+    var paths = arguments
+    if let filesFrom {
+      let data: Data
+      do {
+        data =
+          filesFrom == "-"
+          ? FileHandle.standardInput.readDataToEndOfFile()
+          : try Data(contentsOf: URL(fileURLWithPath: filesFrom))
+      } catch {
+        throw CLIFailure(
+          status: .usage,
+          message: "cannot read --files-from \(filesFrom): \(error.localizedDescription)",
+          code: "cannot-read")
+      }
+      let separator = nullSeparated ? UInt8(0) : UInt8(ascii: "\n")
+      for entry in data.split(separator: separator, omittingEmptySubsequences: true) {
+        guard let path = String(validating: entry, as: UTF8.self) else {
+          throw CLIFailure(
+            status: .usage, message: "--files-from \(filesFrom) has a path that is not UTF-8",
+            code: "invalid-path")
+        }
+        paths.append(path)
+      }
+    }
+    self.paths = paths
+    self.argumentCount = arguments.count
+  }
+
+  /// The files to offer: each file as its name, each folder as its tree.
+  ///
+  /// - Throws: ``CLIFailure`` (usage) when a path cannot be read, or there is nothing to send.
+  func items() throws(CLIFailure) -> [ResourceItem] {
+    guard !paths.isEmpty else {
+      throw CLIFailure(
+        status: .usage, message: "give at least one file or folder to send (or --files-from)",
+        code: "no-paths")
+    }
+    var items: [ResourceItem] = []
+    do {
+      for (index, path) in paths.enumerated() {
+        let found = try ResourceItem.expanding([URL(fileURLWithPath: path)])
+        guard index >= argumentCount, let kept = Self.keptFolders(path) else {
+          items += found
+          continue
+        }
+        // `expanding` named everything after the last component; put the folders back.
+        items += found.map { ResourceItem(url: $0.url, path: kept + $0.path) }
+      }
+    } catch {
+      throw CLIFailure(status: .usage, message: error.description, code: "cannot-read")
+    }
+    guard !items.isEmpty else {
+      throw CLIFailure(
+        status: .usage, message: "nothing to send: the folders are empty", code: "empty")
+    }
+    return items
+  }
+
+  /// The folders (with a trailing slash) a `--files-from` path keeps in front of its last
+  /// component; nil when it keeps none (absolute, `..`, or a bare name).
+  private static func keptFolders(_ path: String) -> String? {
+    guard !path.hasPrefix("/") else { return nil }
+    let components = path.split(separator: "/").filter { $0 != "." }
+    guard components.count > 1, !components.contains("..") else { return nil }
+    return components.dropLast().joined(separator: "/") + "/"
+  }
+}

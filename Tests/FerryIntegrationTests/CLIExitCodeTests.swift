@@ -1,0 +1,87 @@
+import Ferry
+import Foundation
+import Testing
+
+/// `ferry send`'s exit codes for the ways a send can fail before anything is transferred.
+@Suite("ferry send exit codes", .needsLocalAvahi)
+struct CLIExitCodeTests {
+  @Test("an invalid service type exits 2 and says which rule it breaks")
+  func invalidService() async throws {
+    let file = try temporaryDirectory("exit-src").appendingPathComponent("a.txt")
+    try writeFile(file, size: 10)
+    let result = try await run(
+      Harness.ferryBinary, ["send", "--json", "--service", "bad--type", file.path])
+    #expect(result.status == 2, "\(result.stderr)")
+    #expect(result.stderr.contains("hyphen"), "\(result.stderr)")
+    let event = jsonObject(result.stdout.split(separator: "\n").last.map(String.init) ?? "")
+    #expect(event?["code"] as? String == "invalid-service-type")
+  }
+
+  @Test("no receiver within --timeout exits 3, after the timeout and not long after")
+  func noPeer() async throws {
+    let file = try temporaryDirectory("exit-src").appendingPathComponent("a.txt")
+    try writeFile(file, size: 10)
+    let type = Harness.uniqueServiceType()
+    let started = ContinuousClock.now
+    let named = try await run(
+      Harness.ferryBinary,
+      ["send", "--to", "ghost", "--timeout", "2", "--service", type, file.path])
+    let took = ContinuousClock.now - started
+    #expect(named.status == 3, "\(named.stderr)")
+    #expect(named.stderr.contains("no receiver 'ghost'"))
+    #expect(took >= .seconds(2) && took < .seconds(8), "took \(took)")
+    let anyone = try await run(
+      Harness.ferryBinary, ["send", "--timeout", "1", "--service", type, file.path])
+    #expect(anyone.status == 3, "\(anyone.stderr)")
+  }
+
+  @Test(
+    "--to with another fingerprint exits 5: by --address, and for an impostor advertising a key it lacks"
+  )
+  func fingerprintMismatch() async throws {
+    let type = Harness.uniqueServiceType()
+    let destination = try temporaryDirectory("exit-dst")
+    let file = try temporaryDirectory("exit-src").appendingPathComponent("secret.txt")
+    try writeFile(file, size: 1000)
+    let receiver = try ChildProcess.ferry(
+      [
+        "receive", "--yes", "--json", "--dir", destination.path, "--service", type, "--name",
+        "real",
+      ],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    defer { receiver.signal(SIGKILL) }
+    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let fields = try #require(advertising.flatMap { jsonObject($0.text) })
+    let port = try #require(fields["port"] as? Int)
+    let real = try #require(fields["fingerprint"] as? String)
+
+    // Eight hex digits that are not the receiver's: refused inside the TLS handshake.
+    let wrong = String(real.prefix(8).map { $0 == "0" ? "1" : "0" })
+    let direct = try await run(
+      Harness.ferryBinary, ["send", "--address", "127.0.0.1:\(port)", "--to", wrong, file.path],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    #expect(direct.status == 5, "\(direct.stderr)")
+    #expect(direct.stderr.contains("authentication"), "\(direct.stderr)")
+
+    // An impostor publishes the real receiver's port under another key's fingerprint.
+    let other = try await run(
+      Harness.ferryBinary, ["identity", "--json"],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    let claimed = try #require(
+      jsonObject(other.stdout.trimmingCharacters(in: .newlines))?["fingerprint"] as? String)
+    let impostor = try ChildProcess(
+      "/usr/bin/avahi-publish-service",
+      ["-s", "impostor", "_\(type)._tcp", "\(port)", "v=1", "fp=\(claimed)"])
+    defer { impostor.signal(SIGKILL) }
+    let discovered = try await run(
+      Harness.ferryBinary,
+      ["send", "--to", "impostor", "--service", type, "--timeout", "15", file.path],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    #expect(discovered.status == 5, "\(discovered.stderr)")
+
+    #expect(!receiver.stdout.contains("\"invitation\""), "the receiver was never asked")
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: destination.path)
+        .filter { $0 != ".ferry-partial" }.isEmpty)
+  }
+}

@@ -1,0 +1,105 @@
+import Ferry
+import Foundation
+import Testing
+
+/// `ferry receive` at a terminal: the prompt is answered through a pseudo-terminal, as a person
+/// would answer it.
+@Suite("ferry receive prompts on a terminal", .needsLocalAvahi)
+struct CLIPromptTests {
+  /// A receiver on a pseudo-terminal, with the files a sender will offer it.
+  struct Scene {
+    let type = Harness.uniqueServiceType()
+    let name = "desk \(Int.random(in: 1000...9999))"
+    let destination: URL
+    let files: [URL]
+    let receiver: ChildProcess
+
+    init() async throws {
+      destination = try temporaryDirectory("prompt-dst")
+      let source = try temporaryDirectory("prompt-src")
+      files = [source.appendingPathComponent("report.pdf"), source.appendingPathComponent("b.txt")]
+      try writeFile(files[0], size: 300_000, seed: 1)
+      try writeFile(files[1], size: 12, seed: 2)
+      receiver = try ChildProcess.ferry(
+        ["receive", "--dir", destination.path, "--service", type, "--name", name],
+        environment: ["FERRY_HOME": Harness.freshFerryHome()], terminal: true)
+      #expect(await receiver.waitForText("Press Ctrl-C"), "receiver: \(receiver.transcript)")
+    }
+
+    func send(timeout: Int = 30) throws -> ChildProcess {
+      try ChildProcess.ferry(
+        ["send", "--json", "--to", name, "--service", type, "--timeout", "\(timeout)"]
+          + files.map(\.path),
+        environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    }
+
+    var received: [String] {
+      ((try? FileManager.default.contentsOfDirectory(atPath: destination.path)) ?? [])
+        .filter { $0 != ".ferry-partial" }
+    }
+  }
+
+  @Test("the prompt shows who, what and the code; 'y' receives the files and send exits 0")
+  func yes() async throws {
+    let scene = try await Scene()
+    defer { scene.receiver.signal(SIGKILL) }
+    let sender = try scene.send()
+    #expect(await scene.receiver.waitForText("Accept? [y/N]"), "\(scene.receiver.transcript)")
+    let invited = await sender.waitForLine { jsonObject($0)?["event"] as? String == "invited" }
+    let code = try #require(invited.flatMap { jsonObject($0.text)?["code"] as? String })
+    let prompt = scene.receiver.transcript
+    #expect(prompt.contains("wants to send"))
+    #expect(prompt.contains("(new)"))
+    #expect(prompt.contains("2 file(s), 300 KB"))
+    #expect(prompt.contains("report.pdf"))
+    // The code is shown as "123 456"; the JSON carries the digits.
+    #expect(prompt.contains("Verification code: \(code.prefix(3)) \(code.suffix(3))"), "\(prompt)")
+
+    scene.receiver.type("y\n")
+    #expect(await sender.waitForExit() == 0, "\(sender.stderr)")
+    for file in scene.files {
+      #expect(
+        try sha256(of: scene.destination.appendingPathComponent(file.lastPathComponent))
+          == sha256(of: file))
+    }
+    #expect(await scene.receiver.waitForText("Saved "), "\(scene.receiver.transcript)")
+    #expect(scene.receiver.isRunning, "without --once, receive keeps receiving")
+  }
+
+  @Test("'n' declines: send exits 4 and nothing is written")
+  func no() async throws {
+    let scene = try await Scene()
+    defer { scene.receiver.signal(SIGKILL) }
+    let sender = try scene.send()
+    #expect(await scene.receiver.waitForText("Accept? [y/N]"), "\(scene.receiver.transcript)")
+    scene.receiver.type("n\n")
+    #expect(await sender.waitForExit() == 4, "\(sender.stderr)")
+    #expect(sender.stderr.contains("declined"))
+    #expect(scene.received.isEmpty, "\(scene.received)")
+    // The receiver asks again for the next sender.
+    let again = try scene.send()
+    defer { again.signal(SIGKILL) }
+    #expect(await scene.receiver.waitForText("Declined"))
+    let prompts = { scene.receiver.transcript.components(separatedBy: "Accept? [y/N]").count - 1 }
+    let deadline = ContinuousClock.now + .seconds(10)
+    while prompts() < 2 && ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(50))
+    }
+    #expect(prompts() == 2)
+  }
+
+  @Test("no answer: the receiver declines just before the invitation expires; send exits 4")
+  func silence() async throws {
+    let scene = try await Scene()
+    defer { scene.receiver.signal(SIGKILL) }
+    let started = ContinuousClock.now
+    let sender = try scene.send(timeout: 4)
+    #expect(await scene.receiver.waitForText("Accept? [y/N]"), "\(scene.receiver.transcript)")
+    #expect(await sender.waitForExit() == 4, "\(sender.stderr)")
+    let waited = ContinuousClock.now - started
+    #expect(waited >= .seconds(2) && waited < .seconds(6), "took \(waited)")
+    #expect(sender.stderr.contains("no answer"), "\(sender.stderr)")
+    #expect(scene.receiver.transcript.contains("no answer in time: declined"))
+    #expect(scene.received.isEmpty)
+  }
+}
