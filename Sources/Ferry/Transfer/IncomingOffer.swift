@@ -14,6 +14,7 @@ final class IncomingOffer: @unchecked Sendable {
   private let options: ReceiveOptions
   private let events: AsyncStream<ResourceEvent>.Continuation
   private let queue = DispatchQueue(label: "ferry.incoming-offer")
+  private let hashQueue = DispatchQueue(label: "ferry.incoming-offer.sha256")
 
   // Queue-confined.
   private var paths: [RelativePath] = []
@@ -22,11 +23,15 @@ final class IncomingOffer: @unchecked Sendable {
   private var offsets: [UInt64] = []
   private var transfer: IncomingTransfer?
   private var progress: TransferProgress?
-  private var current: (index: Int, fd: Int32, hasher: SHA256, position: UInt64)?
+  private var current:
+    (index: Int, fd: Int32, hasher: BackgroundHasher, position: UInt64, flushed: UInt64)?
   private var remaining = Set<Int>()
   private var ended = false
   private var pendingCredit = 0
   private var pendingAcks: [Frame] = []
+
+  /// Bytes of a file written between two requests to start their writeback.
+  static let writebackStep: UInt64 = 8 << 20
 
   init(
     channel: UInt32, peer: PeerID, link: ConnectionLink, files: [OfferedFile],
@@ -200,8 +205,16 @@ final class IncomingOffer: @unchecked Sendable {
       let reason = "\(offered[index].path): \(errnoText())"
       return abandon(.resource(.cannotWrite(reason)), notify: true)
     }
-    bytes.withUnsafeReadableBytes { state.hasher.update(bufferPointer: $0) }
+    state.hasher.update(bytes)
     state.position += UInt64(count)
+    // Start writing a large file back to disk as it arrives, so that the fsync(2) before it is
+    // placed has little left to do (rather than flushing the whole file at the end).
+    if state.position - state.flushed >= Self.writebackStep {
+      _ = startWriteback(
+        state.fd, off_t(state.flushed), off_t(state.position - state.flushed),
+        syncFileRangeWrite)
+      state.flushed = state.position
+    }
     current = state
     progress?.advance(index, to: state.position)
     // Credit is handed back per MiB written, in one hop (the multiplexer batches further).
@@ -249,7 +262,9 @@ final class IncomingOffer: @unchecked Sendable {
         hasher.update(data: buffer[0..<count])
         position += UInt64(count)
       }
-      current = (index, fd, hasher, offset)
+      let hashing = BackgroundHasher(
+        continuing: hasher, size: offered[index].size - offset, on: hashQueue)
+      current = (index, fd, hashing, offset, offset)
       events.yield(.started(name: offered[index].path, peer: peer, progress: progress!.file(index)))
       return true
     } catch {
@@ -270,7 +285,7 @@ final class IncomingOffer: @unchecked Sendable {
     remaining.remove(index)
     let file = offered[index]
     let path = file.path
-    let intact = state.position == file.size && Array(state.hasher.finalize()) == digest
+    let intact = state.position == file.size && state.hasher.finalize() == digest
     guard intact else {
       close(state.fd)
       staging.remove(names[index])
@@ -409,3 +424,10 @@ final class IncomingOffer: @unchecked Sendable {
 /// glibc's syncfs(2), which the Glibc module does not export.
 @_silgen_name("syncfs")
 private func systemSyncfs(_ fd: Int32) -> Int32
+
+/// sync_file_range(2), which the Glibc module does not export (it needs _GNU_SOURCE).
+@_silgen_name("sync_file_range")
+private func startWriteback(_ fd: Int32, _ offset: off_t, _ count: off_t, _ flags: UInt32) -> Int32
+
+/// SYNC_FILE_RANGE_WRITE: start writeback of the range's dirty pages, without waiting.
+private let syncFileRangeWrite: UInt32 = 2

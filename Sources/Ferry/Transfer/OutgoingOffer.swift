@@ -145,6 +145,7 @@ final class OutgoingOffer: Sendable {
   private let urls: [URL]
   private let link: ConnectionLink
   private let progress: TransferProgress
+  private let hashQueue = DispatchQueue(label: "ferry.outgoing-offer.sha256")
   private let state = Mutex(State())
 
   private struct State {
@@ -246,7 +247,7 @@ final class OutgoingOffer: Sendable {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { throw TransferError.resource(.cannotRead("\(path): \(errnoText())")) }
     defer { close(fd) }
-    var hasher = SHA256()
+    let hasher = BackgroundHasher(size: file.size, on: hashQueue)
     let chunkSize = TransferMessage.maximumChunkSize
     let allocator = link.channel.allocator
     var position: UInt64 = 0
@@ -255,7 +256,7 @@ final class OutgoingOffer: Sendable {
       var buffer = allocator.buffer(capacity: chunkSize)
       let want = Int(min(UInt64(chunkSize), offset - position))
       let count = try read(fd, into: &buffer, count: want, at: position, path: path)
-      buffer.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+      hasher.update(buffer)
       position += UInt64(count)
     }
     progress.advance(index, to: position)
@@ -267,15 +268,13 @@ final class OutgoingOffer: Sendable {
         var buffer = allocator.buffer(capacity: 4 + want)
         buffer.writeInteger(UInt32(index))
         let count = try read(fd, into: &buffer, count: want, at: position, path: path)
-        buffer.withUnsafeReadableBytes {
-          hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[4...]))
-        }
+        hasher.update(buffer.getSlice(at: buffer.readerIndex + 4, length: count)!)
         position += UInt64(count)
         bytesSent.add(UInt64(count), ordering: .relaxed)
         frames.append(WireFrame(type: .chunk, channel: channel, payload: buffer))
       }
       if position == file.size {
-        let digest = Array(hasher.finalize())
+        let digest = hasher.finalize()
         state.withLock { $0.digests[index] = digest }
         let end = ResourceMessage.fileEnd(channel: channel, file: UInt32(index), sha256: digest)
           .frame
