@@ -13,7 +13,7 @@ import Synchronization
 /// the event loop: callers are the transfer's own queue or task) until the queue catches up.
 final class BackgroundHasher: @unchecked Sendable {
   /// Bytes handed over but not hashed yet before ``update(_:)`` waits.
-  static let maximumBacklog = 8 << 20
+  static let maximumBacklog = 4 << 20
 
   /// Files with fewer bytes left to hash than this are hashed inline.
   static let backgroundThreshold: UInt64 = 1 << 20
