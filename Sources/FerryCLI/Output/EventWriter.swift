@@ -1,3 +1,4 @@
+import Ferry
 import Foundation
 
 /// Writes what a command has to say: NDJSON events on stdout with `--json`, human lines
@@ -26,6 +27,19 @@ struct EventWriter: Sendable {
   func note(_ line: String) {
     guard !quiet else { return }
     StandardStream.error.write(line + "\n")
+  }
+
+  /// Reports a transfer's progress: `bar`'s row for `peer`, and a `progress` event.
+  func progress(_ snapshot: ProgressSnapshot, peer: String, bar: ProgressBar) {
+    bar.update(peer, snapshot)
+    event(
+      "progress",
+      [
+        ("peer", .string(peer)), ("bytes", .int(Int(snapshot.bytes))),
+        ("total", .int(Int(snapshot.total))),
+        ("bytes_per_second", .int(Int(snapshot.bytesPerSecond))),
+        ("files_done", .int(snapshot.filesDone)), ("files", .int(snapshot.fileCount)),
+      ])
   }
 
   /// Reports a failure: an `error` event in JSON mode, and `ferry: error: …` on stderr always.

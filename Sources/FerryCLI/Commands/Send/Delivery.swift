@@ -104,15 +104,7 @@ struct Delivery: Sendable {
     let label = peer.displayName
     let reporter = Task {
       for await snapshot in transfer.progress.snapshots {
-        bar.update(label, snapshot)
-        output.event(
-          "progress",
-          [
-            ("peer", .string(label)), ("bytes", .int(Int(snapshot.bytes))),
-            ("total", .int(Int(snapshot.total))),
-            ("bytes_per_second", .int(Int(snapshot.bytesPerSecond))),
-            ("files_done", .int(snapshot.filesDone)), ("files", .int(snapshot.fileCount)),
-          ])
+        output.progress(snapshot, peer: label, bar: bar)
       }
     }
     let outcome: Result<[FileResult], TransferError>
