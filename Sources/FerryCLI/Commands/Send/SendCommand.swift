@@ -152,19 +152,18 @@ struct SendCommand: AsyncParsableCommand {
   }
 
   /// One exit status for all receivers: success if every one succeeded; the shared status if
-  /// they all failed alike; 1 (some transfer failed) for a mixture.
+  /// they all failed alike; 1 (some transfer failed, code `partial`) otherwise.
   private func combined(_ outcomes: [CLIFailure?]) -> CLIFailure? {
     let failures = outcomes.compactMap { $0 }
     guard let first = failures.first else { return nil }
-    if failures.count == 1 && outcomes.count == 1 { return first }
-    let message =
-      "\(failures.count) of \(outcomes.count) receiver(s) did not get the files:\n"
-      + failures.map { "  " + $0.message }.joined(separator: "\n")
-    let alike = failures.allSatisfy { $0.status == first.status }
+    if outcomes.count == 1 { return first }
+    let uniform =
+      failures.count == outcomes.count && failures.allSatisfy { $0.status == first.status }
     return CLIFailure(
-      status: alike && failures.count == outcomes.count ? first.status : .transferFailed,
-      message: failures.count == 1 && outcomes.count == 1 ? first.message : message,
-      code: alike ? first.code : "partial")
+      status: uniform ? first.status : .transferFailed,
+      message: "\(failures.count) of \(outcomes.count) receiver(s) did not get the files:\n"
+        + failures.map { "  " + $0.message }.joined(separator: "\n"),
+      code: uniform ? first.code : "partial")
   }
 }
 
