@@ -38,7 +38,7 @@ public struct Fingerprint: Hashable, Sendable, CustomStringConvertible {
 
   /// 64 upper-case hexadecimal digits with no separators, as published in the `fp` TXT record.
   public var hexString: String {
-    bytes.map { hexByte($0) }.joined()
+    Hex.uppercase(bytes)
   }
 
   /// Upper-case hexadecimal in groups of four, e.g. `9F2C 41AB 0C3D …` (16 groups).
@@ -86,11 +86,6 @@ public enum FingerprintError: Error, Hashable, Sendable, CustomStringConvertible
       return "\"\(text)\" is not a fingerprint: use hexadecimal digits, optionally grouped"
     }
   }
-}
-
-private func hexByte(_ byte: UInt8) -> String {
-  let digits = Array("0123456789ABCDEF")
-  return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
 }
 
 private func hexValue(of byte: UInt8) -> UInt8? {

@@ -44,9 +44,7 @@ final class ProgressBar: Sendable {
     guard enabled else { return write() }
     state.withLock { state in
       if state.linesDrawn > 0 {
-        var erase = "\r"
-        if state.linesDrawn > 1 { erase += "\u{1B}[\(state.linesDrawn - 1)A" }
-        StandardStream.error.write(erase + "\u{1B}[J")
+        StandardStream.error.write(Self.toFirstLine(state.linesDrawn) + "\u{1B}[J")
         state.linesDrawn = 0
       }
       write()
@@ -88,11 +86,15 @@ final class ProgressBar: Sendable {
       lines = state.rows.map { Self.totalLine($0.snapshot, label: $0.label) }
     }
     // Back to the first line of the previous drawing, then overwrite each line.
-    var text = "\r"
-    if state.linesDrawn > 1 { text += "\u{1B}[\(state.linesDrawn - 1)A" }
-    text += lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n")
+    let text =
+      Self.toFirstLine(state.linesDrawn) + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n")
     state.linesDrawn = lines.count
     return text
+  }
+
+  /// Moves the cursor to the start of the first of the `lines` last drawn.
+  private static func toFirstLine(_ lines: Int) -> String {
+    lines > 1 ? "\r\u{1B}[\(lines - 1)A" : "\r"
   }
 
   private static func totalLine(_ snapshot: ProgressSnapshot, label: String) -> String {
