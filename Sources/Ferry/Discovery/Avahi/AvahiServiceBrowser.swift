@@ -17,6 +17,8 @@ final class AvahiServiceBrowser: @unchecked Sendable {
   private var resolvers: [PeerAggregator.InstanceKey: OpaquePointer] = [:]
   /// Instances whose resolver has not reported yet.
   private var unresolved: Set<PeerAggregator.InstanceKey> = []
+  /// Instances resolving an address of any family, after their own family's lookup failed.
+  private var resolvingAnyFamily: Set<PeerAggregator.InstanceKey> = []
   /// Peers found but not reported yet, by peer key: their other instances are still resolving.
   private var held: Set<String> = []
   /// Peers that lost an instance but not all: the update waits briefly, since a peer leaving
@@ -63,6 +65,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       browser = nil
       resolvers = [:]
       unresolved = []
+      resolvingAnyFamily = []
       let lost = aggregator.removeAll().filter { !held.contains(aggregator.peerKey(of: $0.peer)) }
       held = []
       updateDue = []
@@ -95,11 +98,13 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       guard let name, let domain else { return }
       let key = instanceKey(interface, family, name, domain)
       guard resolvers[key] == nil else { return }
-      let client = avahi_service_browser_get_client(changed)
-      let resolver = avahi_service_resolver_new(
-        client, interface, family, name, type, domain, AvahiProtocol(AVAHI_PROTO_UNSPEC),
-        AvahiLookupFlags(0), serviceResolverCallback, Unmanaged.passUnretained(self).toOpaque())
-      if let resolver {
+      // Each instance asks for an address of its own family: with AVAHI_PROTO_UNSPEC, Avahi
+      // may answer the IPv4 instance with the AAAA record too, and the peer's IPv4 address
+      // would never be seen.
+      if let resolver = newResolver(
+        avahi_service_browser_get_client(changed), interface, family, name, domain,
+        addressFamily: family)
+      {
         resolvers[key] = resolver
         unresolved.insert(key)
       }
@@ -110,6 +115,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
         avahi_service_resolver_free(resolver)
       }
       unresolved.remove(key)
+      resolvingAnyFamily.remove(key)
       let event = aggregator.removed(key)
       if held.contains(key.peerKey) {
         if case .lost = event {
@@ -168,10 +174,31 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       // Resolution timed out (the host does not answer). Drop the resolver; the instance
       // is never reported.
       resolvers.removeValue(forKey: key)
-      unresolved.remove(key)
+      let client = avahi_service_resolver_get_client(resolver)
       avahi_service_resolver_free(resolver)
+      // The host may lack an address of the instance's family (e.g. it publishes only AAAA
+      // records over IPv4): ask once more for any family before giving up.
+      if resolvingAnyFamily.insert(key).inserted, unresolved.contains(key),
+        let retry = newResolver(
+          client, interface, family, name, domain,
+          addressFamily: AvahiProtocol(AVAHI_PROTO_UNSPEC))
+      {
+        resolvers[key] = retry
+        return
+      }
+      unresolved.remove(key)
       releaseIfResolved(key.peerKey)
     }
+  }
+
+  private func newResolver(
+    _ client: OpaquePointer?, _ interface: AvahiIfIndex,
+    _ family: AvahiProtocol, _ name: UnsafePointer<CChar>, _ domain: UnsafePointer<CChar>,
+    addressFamily: AvahiProtocol
+  ) -> OpaquePointer? {
+    avahi_service_resolver_new(
+      client, interface, family, name, type, domain, addressFamily, AvahiLookupFlags(0),
+      serviceResolverCallback, Unmanaged.passUnretained(self).toOpaque())
   }
 
   private func isResolving(_ peerKey: String) -> Bool {
