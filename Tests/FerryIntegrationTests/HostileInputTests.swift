@@ -7,29 +7,6 @@ import Testing
 /// proper invitation afterwards succeeds.
 @Suite("Hostile and foreign clients", .needsLocalAvahi, .serialized)
 struct HostileInputTests {
-  /// A certificate and key made by openssl, and its fingerprint as openssl prints it.
-  func opensslCredentials() async throws -> (
-    certificate: String, key: String, fingerprint: Fingerprint
-  ) {
-    let directory = NSTemporaryDirectory() + "ferry-openssl-\(UUID().uuidString)"
-    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    let (certificate, key) = ("\(directory)/cert.pem", "\(directory)/key.pem")
-    let made = try await run(
-      "/usr/bin/openssl",
-      [
-        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-        "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=openssl-peer",
-      ])
-    try #require(made.status == 0, "\(made.stderr)")
-    let printed = try await run(
-      "/usr/bin/openssl", ["x509", "-noout", "-fingerprint", "-sha256", "-in", certificate])
-    let hex = try #require(printed.stdout.split(separator: "=").last)
-    return (
-      certificate, key,
-      try Fingerprint(parsing: hex.trimmingCharacters(in: .whitespacesAndNewlines))
-    )
-  }
-
   /// Writes bytes to a temporary file (for a child's standard input).
   func file(_ bytes: [UInt8]) throws -> String {
     let path = NSTemporaryDirectory() + "ferry-bytes-\(UUID().uuidString)"
@@ -116,6 +93,8 @@ struct HostileInputTests {
       [
         "s_server", "-accept", "127.0.0.1:\(port)", "-tls1_3", "-cert", credentials.certificate,
         "-key", credentials.key, "-Verify", "1", "-quiet", "-naccept", "1",
+        // ALPN names the protocol family across versions; versions are agreed in HELLO.
+        "-alpn", FerryProtocol.alpn,
       ],
       stdin: try file(hello))
     defer { server.signal(SIGKILL) }
@@ -168,19 +147,8 @@ struct HostileInputTests {
   /// The blocking accept/recv run on a thread of their own (never on Swift's small cooperative
   /// pool), with a receive timeout.
   func capturedClientHello() async throws -> [UInt8] {
-    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let (listener, port) = loopbackListener()
     defer { close(listener) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        bind(listener, $0, length) == 0 && listen(listener, 1) == 0
-          && getsockname(listener, $0, &length) == 0
-      }
-    }
-    let port = UInt16(bigEndian: address.sin_port)
     let client = try ChildProcess(
       "/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_3", "-quiet"])
     defer { client.signal(SIGKILL) }

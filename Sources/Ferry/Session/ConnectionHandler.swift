@@ -43,6 +43,8 @@ final class ConnectionHandler: ChannelInboundHandler {
   private var lastReceived = NIODeadline.now()
   private var pings: UInt64 = 0
   private var endReason: String?
+  /// Why this end refused the peer's certificate, set by the TLS handler's verification.
+  private var certificateRefusal: String?
   private var answered = false
   /// When the inviter stops waiting for an answer.
   private var answerDeadline: NIODeadline?
@@ -62,6 +64,11 @@ final class ConnectionHandler: ChannelInboundHandler {
     self.timeouts = timeouts
   }
 
+  /// Records why the TLS handler refused the peer's certificate, for the failure it causes.
+  func certificateRefused(_ reason: String) {
+    certificateRefusal = reason
+  }
+
   // MARK: Channel events
 
   func handlerAdded(context: ChannelHandlerContext) {
@@ -75,7 +82,19 @@ final class ConnectionHandler: ChannelInboundHandler {
   }
 
   func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-    if case TLSUserEvent.handshakeCompleted = event, state == .tlsHandshake {
+    if case TLSUserEvent.handshakeCompleted(let negotiated) = event, state == .tlsHandshake {
+      // The inviter offered ALPN ferry/1 and a Ferry advertiser always selects it; a TLS
+      // server that ignores ALPN (a web server, openssl s_server) is refused now rather than
+      // waited on for a HELLO that never comes. (An advertiser still admits clients that offer
+      // no ALPN, such as openssl s_client: HELLO tells it what they speak.)
+      if case .inviter = role, negotiated != FerryProtocol.alpn {
+        fail(
+          .authenticationFailed(
+            reason: "the other end speaks TLS but not Ferry's protocol "
+              + "(no agreement on ALPN '\(FerryProtocol.alpn)')"),
+          context: context)
+        return
+      }
       guard let certificate = try? context.pipeline.syncOperations.nioSSL_peerCertificate(),
         let der = try? certificate.toDERBytes()
       else {
@@ -197,7 +216,8 @@ final class ConnectionHandler: ChannelInboundHandler {
     case let wire as WireError:
       protocolViolation(wire, context: context)
     case _ where state == .tlsHandshake:
-      fail(.authenticationFailed(reason: "TLS handshake failed: \(error)"), context: context)
+      let reason = handshakeFailureReason(error, refusal: certificateRefusal)
+      fail(.authenticationFailed(reason: reason), context: context)
     case NIOSSLError.uncleanShutdown:
       endReason = "the peer vanished (connection closed without a TLS close)"
       fail(.connectionFailed(reason: endReason!), context: context)

@@ -218,7 +218,7 @@ public final class Session: Sendable {
           handler.onPeerKnown = { peer in self?.report(peer, .connecting) }
           let multiplexer = LinkMultiplexer(isInviter: true)
           try channel.pipeline.syncOperations.addHandlers([
-            try tls.clientHandler(expecting: expecting),
+            try tls.clientHandler(expecting: expecting, onRefusal: handler.certificateRefused),
             ByteToMessageHandler(FrameDecoderHandler()),
             FrameEncoderHandler(),
             handler,
@@ -235,7 +235,7 @@ public final class Session: Sendable {
     do {
       _ = try await bootstrap.connect(host: host, port: port).get()
     } catch {
-      let reason = "\(host) port \(port): \(error)"
+      let reason = connectFailureReason(error, host: host, port: port)
       answer.fail(InvitationError.unreachable(reason: reason))
       throw .unreachable(reason: reason)
     }

@@ -51,15 +51,28 @@ struct TLSContexts: Sendable {
   /// The inviter's TLS handler: the server's certificate must hash to `expected`, or, when no
   /// fingerprint is known (direct connection without one), any certificate is accepted and
   /// reported for the user to verify.
-  func clientHandler(expecting expected: FingerprintPin?) throws -> NIOSSLClientHandler {
+  ///
+  /// - Parameter onRefusal: called (on the channel's event loop) with why the certificate was
+  ///   refused — the fingerprint it has and the one expected — before the handshake fails.
+  /// - Throws: NIOSSL's error if the handler cannot be created.
+  func clientHandler(
+    expecting expected: FingerprintPin?, onRefusal: @escaping (String) -> Void
+  ) throws -> NIOSSLClientHandler {
     try NIOSSLClientHandler(context: client, serverHostname: nil) { certificates, promise in
       guard let expected else {
         promise.succeed(.certificateVerified)
         return
       }
-      guard let leaf = certificates.first, let der = try? leaf.toDERBytes(),
-        expected.admits(Fingerprint(sha256Of: der))
-      else {
+      guard let leaf = certificates.first, let der = try? leaf.toDERBytes() else {
+        onRefusal("the other end presented no certificate")
+        promise.succeed(.failed)
+        return
+      }
+      let presented = Fingerprint(sha256Of: der)
+      guard expected.admits(presented) else {
+        onRefusal(
+          "the other end's fingerprint is \(presented.shortDescription)…, "
+            + "not the expected \(expected)")
         promise.succeed(.failed)
         return
       }
@@ -69,7 +82,7 @@ struct TLSContexts: Sendable {
 }
 
 /// What an inviter requires of the advertiser's certificate.
-enum FingerprintPin: Sendable {
+enum FingerprintPin: Sendable, CustomStringConvertible {
   /// Exactly this fingerprint (learned from discovery, or given in full).
   case exact(Fingerprint)
   /// A fingerprint starting with these hexadecimal digits (a user's `--to 9F2C41AB`).
@@ -80,6 +93,14 @@ enum FingerprintPin: Sendable {
     switch self {
     case .exact(let expected): return fingerprint == expected
     case .prefix(let prefix): return fingerprint.hasPrefix(prefix)
+    }
+  }
+
+  /// The pin as a user wrote or saw it: `9F2C 41AB 0C3D 7E11…`, or the prefix in upper case.
+  var description: String {
+    switch self {
+    case .exact(let expected): return "\(expected.shortDescription)…"
+    case .prefix(let prefix): return "\(prefix.uppercased())…"
     }
   }
 }

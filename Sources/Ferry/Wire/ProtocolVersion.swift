@@ -7,7 +7,9 @@ public enum FerryProtocol {
   /// Every protocol version this build can speak, highest first.
   public static let supportedVersions: [UInt16] = [1]
 
-  /// The TLS ALPN identifier of the protocol.
+  /// The TLS ALPN identifier of the protocol. It names the protocol family and stays the same
+  /// across versions (versions are agreed in `HELLO`); an inviter refuses a server that does not
+  /// select it.
   public static let alpn = "ferry/1"
 
   /// Picks the version both sides speak: the highest in both lists, or nil when there is none.

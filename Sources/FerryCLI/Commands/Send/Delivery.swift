@@ -186,6 +186,9 @@ struct Delivery: Sendable {
       return CLIFailure(
         status: .authentication, message: "\(label): \(error.description)",
         code: "authentication")
+    case .unreachable(let reason) where reason.hasPrefix("\(label):"):
+      // --address: the reason already starts with the address; say it once.
+      return CLIFailure(status: .noPeer, message: error.description, code: "no-peer")
     case .timedOut, .unreachable, .busy, .expired:
       return CLIFailure(
         status: .noPeer, message: "\(label): \(error.description)", code: "no-peer")

@@ -1,0 +1,36 @@
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Words for why a TCP connection to `host`:`port` could not be made, for
+/// ``InvitationError/unreachable(reason:)``: "connection refused", "no route to host", "the
+/// name could not be resolved", rather than NIO's nested error descriptions.
+func connectFailureReason(_ error: any Error, host: String, port: Int) -> String {
+  let target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+  guard let failure = error as? NIOConnectionError else {
+    return "\(target): \(plainConnectError(error))"
+  }
+  if failure.connectionErrors.isEmpty {
+    return "\(target): the name could not be resolved"
+  }
+  // One reason per address tried, without repeats ("refused" on both IPv4 and IPv6 reads once).
+  var reasons: [String] = []
+  for attempt in failure.connectionErrors {
+    let reason = plainConnectError(attempt.error)
+    if !reasons.contains(reason) { reasons.append(reason) }
+  }
+  return "\(target): \(reasons.joined(separator: "; "))"
+}
+
+private func plainConnectError(_ error: any Error) -> String {
+  if let io = error as? IOError {
+    return String(cString: strerror(io.errnoCode)).lowercased()
+  }
+  if case ChannelError.connectTimeout = error {
+    return "no answer (connection timed out)"
+  }
+  return "\(error)"
+}
