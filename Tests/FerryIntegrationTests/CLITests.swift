@@ -30,6 +30,46 @@ struct CLITests {
     #expect(try await run(Harness.ferryBinary, ["no-such-command"]).status == 2)
   }
 
+  @Test("an offer the receiver would refuse fails at once with exit 2, before any discovery")
+  func badOfferBeforeDiscovery() async throws {
+    let root = NSTemporaryDirectory() + "ferry-bad-offer-\(UUID().uuidString)"
+    for folder in ["tree", "one", "two"] {
+      try FileManager.default.createDirectory(
+        atPath: "\(root)/\(folder)", withIntermediateDirectories: true)
+    }
+    for file in ["tree/fine.txt", "tree/new\nline.txt", "one/x.txt", "two/x.txt"] {
+      try Data(file.utf8).write(to: URL(fileURLWithPath: "\(root)/\(file)"))
+    }
+    try FileManager.default.createSymbolicLink(
+      atPath: "\(root)/tree/link", withDestinationPath: "fine.txt")
+    // No bus at all: reaching discovery would exit 6.
+    let environment = [
+      "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus",
+      "FERRY_HOME": Harness.freshFerryHome(),
+    ]
+    let unsafe = try await run(
+      Harness.ferryBinary, ["send", "--json", "\(root)/tree"], environment: environment)
+    #expect(unsafe.status == 2)
+    #expect(unsafe.stderr.contains("tree/new\\u{A}line.txt"), "\(unsafe.stderr)")
+    #expect(unsafe.stderr.contains("control characters"))
+    #expect(unsafe.stderr.contains("Leaving out \(root)/tree/link: a symbolic link"))
+    let event = try #require(
+      jsonObject(unsafe.stdout.split(separator: "\n").last.map(String.init) ?? ""))
+    #expect(event["code"] as? String == "invalid-path")
+
+    let clash = try await run(
+      Harness.ferryBinary, ["send", "\(root)/one/x.txt", "\(root)/two/x.txt"],
+      environment: environment)
+    #expect(clash.status == 2)
+    #expect(clash.stderr.contains("two different files would arrive under this name"))
+
+    let pipe = "\(root)/pipe"
+    #expect(mkfifo(pipe, 0o600) == 0)
+    let special = try await run(Harness.ferryBinary, ["send", pipe], environment: environment)
+    #expect(special.status == 2)
+    #expect(special.stderr.contains("a named pipe, not a regular file"))
+  }
+
   @Test("--version, --help with examples, and completion scripts exit 0")
   func helpAndVersion() async throws {
     let version = try await run(Harness.ferryBinary, ["--version"])

@@ -260,6 +260,35 @@ struct ResourceSafetyTests {
       !FileManager.default.fileExists(atPath: destination.appendingPathComponent("video.bin").path))
   }
 
+  @Test("a file changed after it was offered is not sent as a mix of old and new; it is named")
+  func changedAfterOffer() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let source = try temporaryDirectory("changing")
+    let destination = try temporaryDirectory("changing-dst")
+    let first = source.appendingPathComponent("big.bin")
+    let second = source.appendingPathComponent("log.txt")
+    try writeFile(first, size: 64 << 20)
+    try writeFile(second, size: 1000, seed: 2)
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    let transfer = try pair.inviter.sendResources(
+      [ResourceItem(url: first, path: "big.bin"), ResourceItem(url: second, path: "log.txt")],
+      to: pair.advertiserPeer)
+    // Grows while big.bin is on its way (as a log being written would).
+    let handle = try FileHandle(forWritingTo: second)
+    try handle.seekToEnd()
+    try handle.write(contentsOf: Data("one more line\n".utf8))
+    try handle.close()
+    await #expect(
+      throws: TransferError.resource(
+        .cannotRead("\(second.path) changed after it was offered; send it again"))
+    ) {
+      try await transfer.result()
+    }
+    #expect(
+      !FileManager.default.fileExists(atPath: destination.appendingPathComponent("log.txt").path))
+  }
+
   @Test("progress totals equal file sizes and each file completes exactly once")
   func progressAccounting() async throws {
     let progress = TransferProgress(files: [("a", 3 << 20), ("empty", 0)])

@@ -84,8 +84,10 @@ final class IncomingOffer: @unchecked Sendable {
           throw ResourceError.unsafePath(error)
         }
       }
-      guard Set(paths.map(\.description)).count == paths.count else {
-        throw ResourceError.unsafePath(.emptyComponent("the offer names a path twice"))
+      do {
+        try RelativePath.checkTree(paths)
+      } catch {
+        throw ResourceError.unsafePath(error)
       }
       let staging = try StagingArea(destination: options.destination)
       self.staging = staging

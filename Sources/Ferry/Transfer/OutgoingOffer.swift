@@ -3,73 +3,6 @@ import Foundation
 import NIOCore
 import Synchronization
 
-/// One file to send: where it is, and its path at the receiver (relative, `/`-separated).
-public struct ResourceItem: Hashable, Sendable {
-  /// The file on disk.
-  public var url: URL
-  /// Its path under the receiver's destination.
-  public var path: String
-
-  /// A file and the path it gets at the receiver.
-  public init(url: URL, path: String) {
-    self.url = url
-    self.path = path
-  }
-
-  /// Expands files and directories into items: a file keeps its name; a directory contributes
-  /// every regular file below it as `dirname/relative/path`. Symbolic links inside directories
-  /// are not followed (a file named directly is read through its link).
-  ///
-  /// - Throws: ``ResourceError/cannotRead(_:)`` for a missing or unreadable path.
-  public static func expanding(_ urls: [URL]) throws(ResourceError) -> [ResourceItem] {
-    var items: [ResourceItem] = []
-    for url in urls {
-      var isDirectory: ObjCBool = false
-      guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-        throw .cannotRead("\(url.path): no such file or directory")
-      }
-      let base = url.standardizedFileURL.lastPathComponent
-      guard isDirectory.boolValue else {
-        items.append(ResourceItem(url: url, path: base))
-        continue
-      }
-      var found: [ResourceItem] = []
-      try walk(url.path, relative: base, into: &found)
-      items += found.sorted { $0.path < $1.path }
-    }
-    return items
-  }
-}
-
-/// Appends every regular file below `directory` (symbolic links are not followed).
-private func walk(_ directory: String, relative: String, into items: inout [ResourceItem])
-  throws(ResourceError)
-{
-  guard let stream = opendir(directory) else {
-    throw .cannotRead("\(directory): \(errnoText())")
-  }
-  defer { closedir(stream) }
-  let fd = dirfd(stream)
-  while let entry = readdir(stream) {
-    let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-      String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-    }
-    if name == "." || name == ".." { continue }
-    var status = stat()
-    guard fstatat(fd, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
-    switch status.st_mode & S_IFMT {
-    case S_IFREG:
-      items.append(
-        ResourceItem(url: URL(fileURLWithPath: directory + "/" + name), path: relative + "/" + name)
-      )
-    case S_IFDIR:
-      try walk(directory + "/" + name, relative: relative + "/" + name, into: &items)
-    default:
-      break  // symlinks, devices, sockets: not sent
-    }
-  }
-}
-
 /// What happened to one sent file.
 public struct FileResult: Hashable, Sendable {
   /// Its path at the receiver.
@@ -247,6 +180,16 @@ final class OutgoingOffer: Sendable {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { throw TransferError.resource(.cannotRead("\(path): \(errnoText())")) }
     defer { close(fd) }
+    // The offer told the receiver this size and time (and a resume relies on them): a file
+    // changed since then would arrive as neither its old nor its new self.
+    var status = stat()
+    guard fstat(fd, &status) == 0, UInt64(status.st_size) == file.size,
+      Int64(status.st_mtim.tv_sec) == file.modificationSeconds,
+      UInt32(status.st_mtim.tv_nsec) == file.modificationNanoseconds
+    else {
+      throw TransferError.resource(
+        .cannotRead("\(path) changed after it was offered; send it again"))
+    }
     let hasher = BackgroundHasher(size: file.size, on: hashQueue)
     let chunkSize = TransferMessage.maximumChunkSize
     let allocator = link.channel.allocator

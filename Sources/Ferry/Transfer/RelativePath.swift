@@ -41,6 +41,26 @@ public struct RelativePath: Hashable, Sendable, CustomStringConvertible {
 
   /// The last component.
   public var fileName: String { components[components.count - 1] }
+
+  /// Checks that `paths` can all exist together under one destination: none is named twice
+  /// and none is both a file and a folder (`a` and `a/b`).
+  ///
+  /// - Throws: ``PathError/duplicate(_:)`` or ``PathError/fileAndFolder(_:)``.
+  public static func checkTree(_ paths: [RelativePath]) throws(PathError) {
+    var files = Set<[String]>()
+    for path in paths {
+      guard files.insert(path.components).inserted else {
+        throw .duplicate(escaped(path.description, keepingUnicode: true))
+      }
+    }
+    for path in paths {
+      for depth in 1..<path.components.count where files.contains(Array(path.components[..<depth]))
+      {
+        throw .fileAndFolder(
+          escaped(path.components[..<depth].joined(separator: "/"), keepingUnicode: true))
+      }
+    }
+  }
 }
 
 /// Why a path cannot be used inside a destination.
@@ -61,6 +81,10 @@ public enum PathError: Error, Hashable, Sendable, CustomStringConvertible {
   case componentTooLong(String)
   /// Holds NUL, newline or another control character.
   case controlCharacter(String)
+  /// Named twice in one offer.
+  case duplicate(String)
+  /// Named as a file and as a folder holding other files in one offer.
+  case fileAndFolder(String)
 
   /// A message naming the rule and the (escaped) path.
   public var description: String {
@@ -75,6 +99,10 @@ public enum PathError: Error, Hashable, Sendable, CustomStringConvertible {
       return "unsafe path \"\(path)\": a name is longer than 255 bytes"
     case .controlCharacter(let path):
       return "unsafe path \"\(path)\": control characters are not allowed"
+    case .duplicate(let path):
+      return "unsafe path \"\(path)\": two different files would arrive under this name"
+    case .fileAndFolder(let path):
+      return "unsafe path \"\(path)\": it would be both a file and a folder"
     }
   }
 }

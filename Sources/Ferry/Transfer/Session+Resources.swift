@@ -26,13 +26,18 @@ extension Session {
   /// Sends files to `peer` as one offer (see ``ResourceItem/expanding(_:)`` for folders).
   /// Files are pipelined: no round trip per file.
   ///
-  /// - Throws: ``TransferError/notConnected(_:)``; ``TransferError/resource(_:)`` when a file
-  ///   cannot be read or the batch has more than 100 000 files.
-  public func sendResources(_ items: [ResourceItem], to peer: PeerID) throws(TransferError)
+  /// - Throws: ``TransferError/notConnected(_:)``; ``TransferError/resource(_:)`` when the
+  ///   items fail ``ResourceItem/checked(_:)`` (a file cannot be read, a path is unsafe or
+  ///   named twice, more than 100 000 files), before anything is sent.
+  public func sendResources(_ requested: [ResourceItem], to peer: PeerID) throws(TransferError)
     -> ResourceTransfer
   {
-    guard !items.isEmpty, items.count <= ResourceMessage.maximumFiles else {
-      throw .resource(.tooManyFiles(items.count))
+    guard !requested.isEmpty else { throw .resource(.tooManyFiles(0)) }
+    let items: [ResourceItem]
+    do {
+      items = try ResourceItem.checked(requested)
+    } catch {
+      throw .resource(error)
     }
     let link = try link(to: peer)
     var files: [OfferedFile] = []

@@ -43,7 +43,15 @@ struct ReceiveReporter: Sendable {
           ("peer", .string(peer.displayName)), ("path", .string(name)),
           ("code", .string(Self.code(error))), ("message", .string(error.description)),
         ])
-      bar.above { output.note("\(printable(name)): \(error)") }
+      bar.above {
+        // Errors about the offer as a whole refuse it before any file is written.
+        switch error {
+        case .resource(.unsafePath), .resource(.insufficientSpace), .resource(.tooManyFiles):
+          output.note("Refused the offer from \(printable(peer.displayName)): \(error)")
+        default:
+          output.note("\(printable(name)): \(error)")
+        }
+      }
     case .offerFinished(let transfer, let error):
       incoming.remove(transfer)
       bar.remove(transfer.peer.displayName)

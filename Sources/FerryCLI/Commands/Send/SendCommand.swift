@@ -75,7 +75,7 @@ struct SendCommand: AsyncParsableCommand {
     let events = output.writer
     let serviceType = try parseServiceType(service)
     let items = try SendPaths(arguments: paths, filesFrom: filesFrom, nullSeparated: nullSeparated)
-      .items()
+      .items { skipped in events.note("Leaving out \(printable(skipped.path)): \(skipped.reason)") }
     let identity = try loadIdentity()
     let session: Session
     do {

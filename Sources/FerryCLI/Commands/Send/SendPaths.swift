@@ -48,10 +48,14 @@ struct SendPaths {
     self.argumentCount = arguments.count
   }
 
-  /// The files to offer: each file as its name, each folder as its tree.
+  /// The files to offer: each file as its name, each folder as its tree, checked as the
+  /// receiver will check them (``ResourceItem/checked(_:)``) before anyone is asked. What a
+  /// folder holds besides files and folders (links, pipes, sockets) is left out and reported
+  /// to `skipped`.
   ///
-  /// - Throws: ``CLIFailure`` (usage) when a path cannot be read, or there is nothing to send.
-  func items() throws(CLIFailure) -> [ResourceItem] {
+  /// - Throws: ``CLIFailure`` (usage) when a path cannot be read or cannot be offered (unsafe
+  ///   or clashing names), or there is nothing to send.
+  func items(skipped: (ResourceItem.Skipped) -> Void) throws(CLIFailure) -> [ResourceItem] {
     guard !paths.isEmpty else {
       throw CLIFailure(
         status: .usage, message: "give at least one file or folder to send (or --files-from)",
@@ -60,7 +64,7 @@ struct SendPaths {
     var items: [ResourceItem] = []
     do {
       for (index, path) in paths.enumerated() {
-        let found = try ResourceItem.expanding([URL(fileURLWithPath: path)])
+        let found = try ResourceItem.expanding([URL(fileURLWithPath: path)], skipped: skipped)
         guard index >= argumentCount, let kept = Self.keptFolders(path) else {
           items += found
           continue
@@ -68,6 +72,10 @@ struct SendPaths {
         // `expanding` named everything after the last component; put the folders back.
         items += found.map { ResourceItem(url: $0.url, path: kept + $0.path) }
       }
+      items = try ResourceItem.checked(items)
+    } catch .unsafePath(let error) {
+      throw CLIFailure(
+        status: .usage, message: "cannot send this: \(error.description)", code: "invalid-path")
     } catch {
       throw CLIFailure(status: .usage, message: error.description, code: "cannot-read")
     }

@@ -1,0 +1,154 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// One file to send: where it is, and its path at the receiver (relative, `/`-separated).
+public struct ResourceItem: Hashable, Sendable {
+  /// The file on disk.
+  public var url: URL
+  /// Its path under the receiver's destination.
+  public var path: String
+
+  /// A file and the path it gets at the receiver.
+  public init(url: URL, path: String) {
+    self.url = url
+    self.path = path
+  }
+
+  /// Something ``expanding(_:skipped:)`` left out of a folder, and why.
+  public struct Skipped: Hashable, Sendable {
+    /// Its path on disk.
+    public var path: String
+    /// Why: "a symbolic link (not followed)", "a named pipe", ….
+    public var reason: String
+  }
+
+  /// Expands files and directories into items: a file keeps its name; a directory contributes
+  /// every regular file below it as `dirname/relative/path`. Symbolic links, pipes, sockets and
+  /// devices inside directories are left out and reported to `skipped` (a file named directly
+  /// is read through its link).
+  ///
+  /// - Throws: ``ResourceError/cannotRead(_:)`` for a missing or unreadable path, a path that
+  ///   is neither a regular file nor a directory, or a name inside a folder that is not UTF-8
+  ///   (it could not be named to the receiver).
+  public static func expanding(
+    _ urls: [URL], skipped: (Skipped) -> Void = { _ in }
+  ) throws(ResourceError) -> [ResourceItem] {
+    var items: [ResourceItem] = []
+    for url in urls {
+      var status = stat()
+      guard stat(url.path, &status) == 0 else {
+        throw .cannotRead("\(url.path): \(errnoText().lowercased())")
+      }
+      let base = url.standardizedFileURL.lastPathComponent
+      switch status.st_mode & S_IFMT {
+      case S_IFREG:
+        items.append(ResourceItem(url: url, path: base))
+      case S_IFDIR:
+        var found: [ResourceItem] = []
+        try walk(url.path, relative: base, into: &found, skipped: skipped)
+        items += found.sorted { $0.path < $1.path }
+      case let kind:
+        throw .cannotRead("\(url.path): \(fileKind(kind)), not a regular file or folder")
+      }
+    }
+    return items
+  }
+
+  /// Checks `items` as the receiver will before any peer is asked, so that a bad offer fails
+  /// here with a clear error instead of being refused after it was accepted: every path is a
+  /// valid ``RelativePath``; no path is offered twice (the same file named twice is kept once);
+  /// no path is both a file and a folder; every file is a regular file; at most
+  /// ``ResourceLimits/maximumFiles``.
+  ///
+  /// - Returns: `items` without repeats of the same file under the same path.
+  /// - Throws: ``ResourceError/unsafePath(_:)``, ``ResourceError/cannotRead(_:)`` or
+  ///   ``ResourceError/tooManyFiles(_:)``.
+  public static func checked(_ items: [ResourceItem]) throws(ResourceError) -> [ResourceItem] {
+    var kept: [ResourceItem] = []
+    var paths: [RelativePath] = []
+    var identities: [String: (device: UInt64, inode: UInt64)] = [:]
+    for item in items {
+      let path: RelativePath
+      do {
+        path = try RelativePath(validating: item.path)
+      } catch {
+        throw .unsafePath(error)
+      }
+      var status = stat()
+      guard stat(item.url.path, &status) == 0 else {
+        throw .cannotRead("\(item.url.path): \(errnoText().lowercased())")
+      }
+      guard status.st_mode & S_IFMT == S_IFREG else {
+        throw .cannotRead(
+          "\(item.url.path): \(fileKind(status.st_mode & S_IFMT)), not a regular file")
+      }
+      let identity = (device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+      if let earlier = identities[item.path] {
+        if earlier == identity { continue }  // The same file, named twice.
+        throw .unsafePath(.duplicate(escaped(item.path, keepingUnicode: true)))
+      }
+      identities[item.path] = identity
+      kept.append(item)
+      paths.append(path)
+    }
+    guard kept.count <= ResourceLimits.maximumFiles else { throw .tooManyFiles(kept.count) }
+    do {
+      try RelativePath.checkTree(paths)
+    } catch {
+      throw .unsafePath(error)
+    }
+    return kept
+  }
+}
+
+/// Appends every regular file below `directory` (symbolic links are not followed).
+private func walk(
+  _ directory: String, relative: String, into items: inout [ResourceItem],
+  skipped: (ResourceItem.Skipped) -> Void
+) throws(ResourceError) {
+  guard let stream = opendir(directory) else {
+    throw .cannotRead("\(directory): \(errnoText().lowercased())")
+  }
+  defer { closedir(stream) }
+  let fd = dirfd(stream)
+  while let entry = readdir(stream) {
+    let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+    guard let name = String(validating: bytes, as: UTF8.self) else {
+      let shown = escaped(String(decoding: bytes, as: UTF8.self), keepingUnicode: true)
+      throw .cannotRead(
+        "\(directory)/\(shown): the name is not valid UTF-8, so it cannot be named to the "
+          + "receiver; rename it (e.g. with convmv) or leave it out")
+    }
+    if name == "." || name == ".." { continue }
+    var status = stat()
+    guard fstatat(fd, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
+      throw .cannotRead("\(directory)/\(name): \(errnoText().lowercased())")
+    }
+    switch status.st_mode & S_IFMT {
+    case S_IFREG:
+      items.append(
+        ResourceItem(url: URL(fileURLWithPath: directory + "/" + name), path: relative + "/" + name)
+      )
+    case S_IFDIR:
+      try walk(
+        directory + "/" + name, relative: relative + "/" + name, into: &items, skipped: skipped)
+    case let kind:
+      skipped(ResourceItem.Skipped(path: directory + "/" + name, reason: fileKind(kind)))
+    }
+  }
+}
+
+/// What a file of type `kind` (`st_mode & S_IFMT`) is, in words.
+private func fileKind(_ kind: mode_t) -> String {
+  switch kind {
+  case S_IFLNK: return "a symbolic link (not followed)"
+  case S_IFIFO: return "a named pipe"
+  case S_IFSOCK: return "a socket"
+  case S_IFCHR, S_IFBLK: return "a device"
+  case S_IFDIR: return "a folder"
+  default: return "a special file"
+  }
+}
