@@ -146,4 +146,37 @@ struct LocalAvahiTests {
     let lines = try await avahiBrowse(type, until: { $0.contains { $0[3] == peer.displayName } })
     #expect(lines.contains { $0[3] == peer.displayName && $0[8] == "3333" })
   }
+
+  @Test(
+    "ferry receive started while avahi-daemon is down advertises as soon as it comes up",
+    .enabled(
+      if: Harness.environment["FERRY_TEST_RESTART_ALONE"] == "1",
+      "stops the shared avahi-daemon, so scripts/test runs it in a test process of its own"))
+  func daemonRestartUnderReceive() async throws {
+    let restart = try ChildProcess(try #require(Harness.restartAvahi), ["5"])
+    defer { restart.signal(SIGKILL) }
+    try #require(await restart.waitForLine { $0 == "stopped" } != nil)
+    let type = Harness.uniqueServiceType()
+    let name = "late-\(UUID().uuidString.prefix(6))"
+    let receiver = try ChildProcess.ferry(
+      [
+        "receive", "--yes", "--json", "--dir", NSTemporaryDirectory(), "--service", type,
+        "--name", name,
+      ], environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    defer { receiver.signal(SIGKILL) }
+    let unavailable = await receiver.waitForLine { $0.contains("\"discovery-unavailable\"") }
+    #expect(unavailable != nil, "\(receiver.stderr)")
+    #expect(await restart.waitForExit(timeout: .seconds(20)) == 0, "\(restart.stderr)")
+
+    let advertised = await receiver.waitForLine(timeout: .seconds(15)) {
+      jsonObject($0)?["event"] as? String == "advertising"
+        && jsonObject($0)?["discoverable"] as? Bool == true
+    }
+    #expect(advertised.flatMap { jsonObject($0.text)?["name"] as? String } == name)
+    let lines = try await avahiBrowse(
+      try ServiceType(type), until: { $0.contains { $0[3] == name } })
+    #expect(lines.contains { $0[3] == name }, "\(lines)")
+    receiver.signal(SIGINT)
+    #expect(await receiver.waitForExit() == 130)
+  }
 }

@@ -98,8 +98,9 @@ start_avahi() {
   fi
 }
 
-# write_restart_script DIR NETNS: DIR/restart-avahi stops this avahi-daemon (SIGTERM, by PID)
-# and starts a new one with the same configuration, as a package upgrade would.
+# write_restart_script DIR NETNS: DIR/restart-avahi [GAP] stops this avahi-daemon (SIGTERM, by
+# PID), prints "stopped", waits GAP seconds (default 0) and starts a new one with the same
+# configuration, as a package upgrade (or a late start at boot) would.
 write_restart_script() {
   local dir=$1 ns=$2
   cat >"$dir/restart-avahi" <<X
@@ -108,6 +109,8 @@ set -u
 pid=\$(cat '$dir/avahi.pid')
 kill "\$pid" 2>/dev/null
 for n in \$(seq 100); do kill -0 "\$pid" 2>/dev/null || break; sleep 0.05; done
+echo stopped
+sleep "\${1:-0}"
 : >'$dir/avahi.log'
 DBUS_SYSTEM_BUS_ADDRESS='unix:path=$dir/bus.sock' \\
   ip netns exec '$ns' unshare --mount --propagation private \\

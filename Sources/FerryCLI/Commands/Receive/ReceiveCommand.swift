@@ -115,33 +115,10 @@ struct ReceiveCommand: AsyncParsableCommand {
     } catch {
       throw cliFailure(error)
     }
-    var published = displayName
-    var advertised = true
-    do {
-      published = try await advertiser.start()
-    } catch .discoveryUnavailable(let reason) {
-      // Still useful: senders can connect with --address.
-      advertised = false
-      output.event("discovery-unavailable", [("reason", .string(reason))])
-      output.note(
-        "Not advertised: avahi-daemon is unavailable (\(reason)). Nearby machines cannot find "
-          + "this one; they can still send with 'ferry send --address HOST:\(advertiser.port)'. "
-          + "Start avahi-daemon (e.g. 'sudo service avahi-daemon start') to be found.")
-    } catch {
-      throw cliFailure(error)
-    }
-    if published != displayName {
-      output.event("renamed", [("from", .string(displayName)), ("to", .string(published))])
-      output.note(
-        "The name '\(displayName)' is taken on the network; advertising as '\(published)'.")
-    }
-    output.event(
-      "advertising",
-      [
-        ("name", .string(published)), ("fingerprint", .string(identity.fingerprint.hexString)),
-        ("service", .string(serviceType.dnsSDType)), ("port", .int(Int(advertiser.port))),
-        ("dir", .string(destination.path)), ("discoverable", .bool(advertised)),
-      ])
+    let advertising = ReceiveAdvertising(
+      advertiser: advertiser, output: output, displayName: displayName,
+      fingerprint: identity.fingerprint, serviceType: serviceType, destination: destination)
+    let published = try await advertising.start()
     output.say(
       "Receiving into \(destination.path) as '\(published)' [\(identity.fingerprint.shortDescription)], "
         + "port \(advertiser.port). Press Ctrl-C to stop.")
@@ -159,7 +136,7 @@ struct ReceiveCommand: AsyncParsableCommand {
         await decide(invitation, session: session, prompt: prompt)
       }
     }
-    Task { await follow(advertiser, output: output) }
+    Task { await advertising.follow() }
     for await status in outcomes.stream where once {
       advertiser.stop()
       // The last FILE_ACKs are on their way: let the sender hang up first (at most 5 s).
@@ -170,28 +147,6 @@ struct ReceiveCommand: AsyncParsableCommand {
           status: .transferFailed, message: "some files were not received", code: "transfer-failed")
       }
       return
-    }
-  }
-
-  /// Reports later renames and avahi-daemon restarts (the first rename is reported at start).
-  private func follow(_ advertiser: Advertiser, output: EventWriter) async {
-    var initialRegistration = true
-    for await event in advertiser.events {
-      switch event {
-      case .published:
-        initialRegistration = false
-      case .renamed where initialRegistration:
-        break
-      case .renamed(let from, let to):
-        output.event("renamed", [("from", .string(from)), ("to", .string(to))])
-        output.note("The name '\(from)' is taken on the network; advertising as '\(to)'.")
-      case .daemonDisconnected(let reason):
-        output.event("discovery-interrupted", [("reason", .string(reason))])
-        output.note("avahi-daemon went away (\(reason)); advertising again when it returns.")
-      case .failed(let error):
-        output.event("discovery-failed", [("message", .string(error.description))])
-        output.note("Advertising failed: \(error). Senders can still use --address.")
-      }
     }
   }
 
