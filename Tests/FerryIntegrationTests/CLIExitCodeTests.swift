@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `ferry send`'s exit codes for the ways a send can fail before anything is transferred.
-@Suite("ferry send exit codes", .needsLocalAvahi)
+@Suite("ferry send exit codes", .timeLimit(.minutes(3)), .needsLocalAvahi)
 struct CLIExitCodeTests {
   @Test("an invalid service type exits 2 and says which rule it breaks")
   func invalidService() async throws {

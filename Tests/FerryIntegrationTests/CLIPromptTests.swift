@@ -4,7 +4,7 @@ import Testing
 
 /// `ferry receive` at a terminal: the prompt is answered through a pseudo-terminal, as a person
 /// would answer it.
-@Suite("ferry receive prompts on a terminal", .needsLocalAvahi)
+@Suite("ferry receive prompts on a terminal", .timeLimit(.minutes(3)), .needsLocalAvahi)
 struct CLIPromptTests {
   /// A receiver on a pseudo-terminal, with the files a sender will offer it.
   struct Scene {

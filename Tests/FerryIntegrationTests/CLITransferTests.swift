@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `ferry send` and `ferry receive` moving real files, driven as processes.
-@Suite("ferry send and receive", .needsLocalAvahi)
+@Suite("ferry send and receive", .timeLimit(.minutes(3)), .needsLocalAvahi)
 struct CLITransferTests {
   @Test(
     "batch: receive --yes --once --json and send --json of 500 files; both exit 0, every hash matches"

@@ -4,7 +4,7 @@ import Testing
 
 /// Inviting something that is not a Ferry advertiser — a web server, a TLS server that knows
 /// nothing of Ferry, a closed port — fails at once, with words that say what is at the other end.
-@Suite("Inviting what is not a Ferry peer")
+@Suite("Inviting what is not a Ferry peer", .timeLimit(.minutes(3)))
 struct ForeignServerTests {
   @Test("a closed port: unreachable, 'connection refused'")
   func closedPort() async throws {

@@ -5,7 +5,7 @@ import Testing
 @testable import Ferry
 
 /// Hostile offers, corruption, cancellation, resume, and full disks.
-@Suite("Resource safety")
+@Suite("Resource safety", .timeLimit(.minutes(3)))
 struct ResourceSafetyTests {
   /// Writes a raw frame from `session` to `peer`, as a hostile peer speaking the protocol would.
   func raw(_ frame: Frame, from session: Session, to peer: PeerID) throws {
@@ -45,9 +45,19 @@ struct ResourceSafetyTests {
     let source = try temporaryDirectory("evil-src")
     try writeFile(source.appendingPathComponent("payload"), size: 5)
 
-    let transfer = try pair.inviter.sendResources(
-      [ResourceItem(url: source.appendingPathComponent("payload"), path: path)],
-      to: pair.advertiserPeer)
+    let items = [ResourceItem(url: source.appendingPathComponent("payload"), path: path)]
+    // A sender using the API refuses it itself, before any frame…
+    do {
+      _ = try pair.inviter.sendResources(items, to: pair.advertiserPeer)
+      Issue.record("\(path.debugDescription) was offered")
+    } catch {
+      guard case .resource(.unsafePath) = error else {
+        Issue.record("expected unsafePath at the sender, got \(error)")
+        return
+      }
+    }
+    // …and the receiver refuses it from a sender that skips the check.
+    let transfer = try pair.inviter.offer(items, to: pair.advertiserPeer)
     do {
       _ = try await transfer.result()
       Issue.record("\(path.debugDescription) was accepted")

@@ -5,7 +5,7 @@ import Testing
 @testable import Ferry
 
 /// Transfers that are interrupted, and resumed; data that must not wait behind files.
-@Suite("Resume and priority")
+@Suite("Resume and priority", .timeLimit(.minutes(3)))
 struct ResumeTests {
   @Test(
     "sender killed mid-file: the receiver reports it, keeps the staged bytes; re-sending resumes")

@@ -149,7 +149,11 @@ final class OutgoingOffer: Sendable {
         if let ready { continuation.resume(with: ready) }
       }
     } catch {
-      let transferError = (error as? TransferError) ?? .peerDisconnected(reason: "\(error)")
+      // The first failure recorded (a cancel, the peer's RESET) is the cause; what the send
+      // loop hit afterwards (a channel already closed) is only its echo.
+      let transferError =
+        state.withLock { $0.failure } ?? (error as? TransferError)
+        ?? .peerDisconnected(reason: "\(error)")
       abandon(channel: channel, transferError)
       progress.finish()
       throw transferError

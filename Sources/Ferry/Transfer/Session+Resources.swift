@@ -39,6 +39,12 @@ extension Session {
     } catch {
       throw .resource(error)
     }
+    return try offer(items, to: peer)
+  }
+
+  /// Offers `items` as they are, without ``ResourceItem/checked(_:)``: what a careless or
+  /// hostile sender would do (tests use it to check the receiver's own defences).
+  func offer(_ items: [ResourceItem], to peer: PeerID) throws(TransferError) -> ResourceTransfer {
     let link = try link(to: peer)
     var files: [OfferedFile] = []
     for item in items {
