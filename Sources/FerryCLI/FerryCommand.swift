@@ -38,7 +38,10 @@ enum FerryMain {
       }
       status = ExitStatus.success.rawValue
     } catch let failure as CLIFailure {
-      EventWriter(json: CommandLine.arguments.contains("--json")).failure(failure)
+      // After Ctrl-C, what failed is the interruption's doing: the signal handler reports it.
+      if !Interrupts.wasInterrupted {
+        EventWriter(json: CommandLine.arguments.contains("--json")).failure(failure)
+      }
       status = failure.status.rawValue
     } catch {
       let code = FerryCommand.exitCode(for: error)

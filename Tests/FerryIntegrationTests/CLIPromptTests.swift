@@ -102,4 +102,33 @@ struct CLIPromptTests {
     #expect(scene.receiver.transcript.contains("no answer in time: declined"))
     #expect(scene.received.isEmpty)
   }
+
+  @Test("the sender gives up (Ctrl-C) while the prompt asks: the prompt says so and stops asking")
+  func withdrawn() async throws {
+    let scene = try await Scene()
+    defer { scene.receiver.signal(SIGKILL) }
+    let sender = try scene.send()
+    #expect(await scene.receiver.waitForText("Accept? [y/N]"), "\(scene.receiver.transcript)")
+    sender.signal(SIGINT)
+    #expect(await sender.waitForExit() == 130, "\(sender.stderr)")
+    let started = ContinuousClock.now
+    #expect(
+      await scene.receiver.waitForText("withdrew the invitation", timeout: .seconds(5)),
+      "\(scene.receiver.transcript)")
+    #expect(ContinuousClock.now - started < .seconds(2))
+    // A 'y' typed now answers nothing, and the next sender is asked afresh.
+    scene.receiver.type("y\n")
+    #expect(!scene.receiver.transcript.contains("Could not accept"))
+    let again = try scene.send()
+    defer { again.signal(SIGKILL) }
+    let prompts = { scene.receiver.transcript.components(separatedBy: "Accept? [y/N]").count - 1 }
+    let deadline = ContinuousClock.now + .seconds(10)
+    while prompts() < 2 && ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(50))
+    }
+    #expect(prompts() == 2)
+    scene.receiver.type("y\n")
+    #expect(await again.waitForExit() == 0, "\(again.stderr)")
+    #expect(scene.received.count == 2)
+  }
 }

@@ -120,6 +120,12 @@ struct CLITransferTests {
     try #require(moving != nil, "no progress: \(sender.stderr)")
     sender.signal(SIGINT)
     #expect(await sender.waitForExit() == 130)
+    // One command-level failure, the interruption (not also a "transfer failed", exit 1).
+    let failures = sender.stdoutLines.compactMap { jsonObject($0.text) }.filter {
+      $0["event"] as? String == "error" && $0["exit"] != nil
+    }
+    #expect(failures.map { $0["code"] as? String } == ["interrupted"], "\(sender.stdout)")
+    #expect(failures.first?["exit"] as? Int == 130)
     let done = await receiver.waitForLine { jsonObject($0)?["event"] as? String == "done" }
     let error = done.flatMap { jsonObject($0.text)?["error"] as? String } ?? ""
     #expect(error.contains("cancel"), "receiver saw: \(error)")

@@ -41,6 +41,11 @@ public final class Invitation: Sendable, CustomStringConvertible {
   /// The inviter's fingerprint.
   public var fingerprint: Fingerprint { peer.fingerprint }
 
+  /// Whether the invitation still waits for an answer: false once it was accepted or declined,
+  /// or the inviter withdrew it (gave up, was interrupted, timed out, or its connection broke).
+  /// A prompt can poll it to stop asking about an invitation nobody is waiting on.
+  public var isPending: Bool { !answered.load(ordering: .acquiring) }
+
   /// `name [short fingerprint], code 123 456`.
   public var description: String { "\(peer), code \(verificationCode)" }
 

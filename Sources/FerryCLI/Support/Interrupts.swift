@@ -23,10 +23,21 @@ enum Interrupts {
   }
 
   /// Sets what an interrupt must undo (replacing what was set before) and, the first time,
-  /// installs the signal handlers. Call from the main task.
-  static func onInterrupt(_ action: @escaping @Sendable () -> Void) {
+  /// installs the signal handlers. Call from the main task. With `reportingTo`, the
+  /// interruption is reported as a failure (an `error` event with code `interrupted`, and
+  /// `ferry: error: interrupted` on stderr) once the cleanup is done: for commands where Ctrl-C
+  /// stops work under way rather than being the normal way to stop.
+  static func onInterrupt(
+    reportingTo output: EventWriter? = nil, _ action: @escaping @Sendable () -> Void
+  ) {
     let first = cleanup.withLock { cleanup in
-      defer { cleanup = action }
+      defer {
+        cleanup = {
+          action()
+          output?.failure(
+            CLIFailure(status: .interrupted, message: "interrupted", code: "interrupted"))
+        }
+      }
       return cleanup == nil
     }
     guard first else { return }

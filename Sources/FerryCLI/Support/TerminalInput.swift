@@ -18,9 +18,14 @@ final class TerminalInput: Sendable {
 
   private let state = Mutex(State())
 
-  /// The next line typed after this call (earlier input is discarded), or nil at end of input
-  /// or after `timeout`.
-  func nextLine(timeout: Duration) async -> String? {
+  /// How often ``nextLine(timeout:giveUpWhen:)`` asks whether to give up.
+  private static let pollInterval = 0.2
+
+  /// The next line typed after this call (earlier input is discarded), or nil at end of input,
+  /// after `timeout`, or once `giveUpWhen` returns true (asked every 0.2 s).
+  func nextLine(
+    timeout: Duration, giveUpWhen: @escaping @Sendable () -> Bool = { false }
+  ) async -> String? {
     startIfNeeded()
     return await withCheckedContinuation { continuation in
       let (id, immediate) = state.withLock { state -> (Int, Bool) in
@@ -36,15 +41,34 @@ final class TerminalInput: Sendable {
       }
       let seconds =
         Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-      DispatchQueue.global().asyncAfter(deadline: .now() + max(0, seconds)) {
-        let expired = self.state.withLock { state -> CheckedContinuation<String?, Never>? in
-          guard let waiter = state.waiter, waiter.id == id else { return nil }
-          state.waiter = nil
-          return waiter.continuation
-        }
-        expired?.resume(returning: nil)
+      giveUp(id, at: .now() + max(0, seconds), when: giveUpWhen)
+    }
+  }
+
+  /// Ends wait `id` with nil at `deadline`, or earlier when `condition` holds.
+  private func giveUp(
+    _ id: Int, at deadline: DispatchTime, when condition: @escaping @Sendable () -> Bool
+  ) {
+    let next = min(deadline, .now() + Self.pollInterval)
+    DispatchQueue.global().asyncAfter(deadline: next) {
+      let stop = next >= deadline || condition()
+      let step = self.state.withLock { state -> GiveUpStep in
+        guard let waiter = state.waiter, waiter.id == id else { return .answered }
+        guard stop else { return .keepWaiting }
+        state.waiter = nil
+        return .end(waiter.continuation)
+      }
+      switch step {
+      case .answered: break
+      case .keepWaiting: self.giveUp(id, at: deadline, when: condition)
+      case .end(let continuation): continuation.resume(returning: nil)
       }
     }
+  }
+
+  private enum GiveUpStep {
+    case answered, keepWaiting
+    case end(CheckedContinuation<String?, Never>)
   }
 
   private func startIfNeeded() {

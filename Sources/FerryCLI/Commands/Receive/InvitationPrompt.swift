@@ -7,6 +7,8 @@ struct InvitationPrompt: Sendable {
   /// The answer to a prompt.
   enum Answer {
     case yes, no, noAnswer
+    /// The sender gave up before anyone answered.
+    case withdrawn
   }
 
   let output: EventWriter
@@ -61,8 +63,14 @@ struct InvitationPrompt: Sendable {
       StandardStream.error.write(lines.joined(separator: "\n") + "\nAccept? [y/N] ")
     }
     guard waited > .zero,
-      let answer = await TerminalInput.shared.nextLine(timeout: waited)
+      let answer = await TerminalInput.shared.nextLine(
+        timeout: waited, giveUpWhen: { !invitation.isPending })
     else {
+      if !invitation.isPending {
+        StandardStream.error.write(
+          "\n(\(printable(invitation.peer.displayName)) withdrew the invitation)\n")
+        return .withdrawn
+      }
       StandardStream.error.write("\n(no answer in time: declined)\n")
       return .noAnswer
     }

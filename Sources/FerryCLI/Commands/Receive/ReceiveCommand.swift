@@ -169,6 +169,9 @@ struct ReceiveCommand: AsyncParsableCommand {
       case .noAnswer:
         accept = false
         reason = "no answer at the receiver"
+      case .withdrawn:
+        output.event("withdrawn", [("peer", .string(invitation.peer.displayName))])
+        return
       }
     }
     guard accept else {

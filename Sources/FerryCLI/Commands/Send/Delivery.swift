@@ -143,6 +143,9 @@ struct Delivery: Sendable {
             + "\(peer.displayName)\(resumed).")
       }
       return nil
+    case .failure(.cancelled) where Interrupts.wasInterrupted:
+      // Ctrl-C: reported once, by the interrupt handler.
+      return CLIFailure(status: .interrupted, message: "interrupted", code: "interrupted")
     case .failure(.cancelledByPeer(let reason)):
       return report(
         peer,

@@ -85,7 +85,7 @@ struct SendCommand: AsyncParsableCommand {
       throw CLIFailure(status: .usage, message: error.description, code: "invalid-name")
     }
     let active = ActiveTransfers(session: session)
-    Interrupts.onInterrupt { active.interrupt() }
+    Interrupts.onInterrupt(reportingTo: events) { active.interrupt() }
     let delivery = Delivery(
       session: session, items: items, summary: OfferSummary(items: items), output: events,
       bar: ProgressBar(enabled: output.showsProgress), active: active,
