@@ -131,4 +131,22 @@ struct CLIPromptTests {
     #expect(await again.waitForExit() == 0, "\(again.stderr)")
     #expect(scene.received.count == 2)
   }
+
+  @Test("a second sender that gives up while the first is being asked is not asked about later")
+  func queuedAndWithdrawn() async throws {
+    let scene = try await Scene()
+    defer { scene.receiver.signal(SIGKILL) }
+    let first = try scene.send()
+    defer { first.signal(SIGKILL) }
+    #expect(await scene.receiver.waitForText("Accept? [y/N]"), "\(scene.receiver.transcript)")
+    let second = try scene.send(timeout: 3)
+    #expect(await second.waitForExit() == 3, "\(second.stderr)")
+    scene.receiver.type("n\n")
+    #expect(await first.waitForExit() == 4, "\(first.stderr)")
+    #expect(
+      await scene.receiver.waitForText("gave up waiting before it could be asked"),
+      "\(scene.receiver.transcript)")
+    let prompts = scene.receiver.transcript.components(separatedBy: "Accept? [y/N]").count - 1
+    #expect(prompts == 1, "\(scene.receiver.transcript)")
+  }
 }

@@ -153,6 +153,15 @@ struct ReceiveCommand: AsyncParsableCommand {
   /// Accepts or declines one invitation: --yes, --accept-from, or the prompt.
   private func decide(_ invitation: Invitation, session: Session, prompt: InvitationPrompt) async {
     let output = prompt.output
+    // Invitations are asked about one at a time; one that waited behind another prompt may
+    // have been withdrawn meanwhile.
+    guard invitation.isPending else {
+      output.event("withdrawn", [("peer", .string(invitation.peer.displayName))])
+      prompt.bar.above {
+        output.note("\(invitation.peer) gave up waiting before it could be asked about.")
+      }
+      return
+    }
     let summary = OfferSummary.decode(invitation.context)
     prompt.announce(invitation, summary: summary)
     let accept: Bool
