@@ -141,6 +141,15 @@ struct CLITests {
     let port = try #require(fields["port"] as? Int)
     #expect(receiver.stderr.contains("--address"))
 
+    // A second receiver on the same port says what is wrong in words, and exits 2.
+    let clash = try await run(
+      Harness.ferryBinary,
+      ["receive", "--yes", "--port", "\(port)", "--dir", destination.path], environment: environment
+    )
+    #expect(clash.status == 2)
+    #expect(
+      clash.stderr.contains("cannot listen on port \(port): another program"), "\(clash.stderr)")
+
     // A NUL-separated list on standard input, relative paths keeping their folders.
     let source = try temporaryDirectory("direct-src")
     let names = ["top.txt", "docs/guide.md", "docs/img/logo with space.png"]

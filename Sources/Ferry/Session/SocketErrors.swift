@@ -11,7 +11,7 @@ import NIOPosix
 func connectFailureReason(_ error: any Error, host: String, port: Int) -> String {
   let target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
   guard let failure = error as? NIOConnectionError else {
-    return "\(target): \(plainConnectError(error))"
+    return "\(target): \(plainSocketError(error))"
   }
   if failure.connectionErrors.isEmpty {
     return "\(target): the name could not be resolved"
@@ -19,13 +19,15 @@ func connectFailureReason(_ error: any Error, host: String, port: Int) -> String
   // One reason per address tried, without repeats ("refused" on both IPv4 and IPv6 reads once).
   var reasons: [String] = []
   for attempt in failure.connectionErrors {
-    let reason = plainConnectError(attempt.error)
+    let reason = plainSocketError(attempt.error)
     if !reasons.contains(reason) { reasons.append(reason) }
   }
   return "\(target): \(reasons.joined(separator: "; "))"
 }
 
-private func plainConnectError(_ error: any Error) -> String {
+/// A socket error in words: the system's text for an errno ("address already in use"), or NIO's
+/// description for anything else.
+func plainSocketError(_ error: any Error) -> String {
   if let io = error as? IOError {
     return String(cString: strerror(io.errnoCode)).lowercased()
   }
