@@ -47,5 +47,10 @@ struct FingerprintTests {
     #expect(!fingerprint.hasPrefix("0008"))
     #expect(!fingerprint.hasPrefix(""))
     #expect(!fingerprint.hasPrefix("not hex"))
+    #expect(Fingerprint.prefixLength(of: "9F2C 41ab") == 8)
+    #expect(Fingerprint.prefixLength(of: "9f:2c") == 4)
+    #expect(Fingerprint.prefixLength(of: fingerprint.description) == 64)
+    #expect(Fingerprint.prefixLength(of: fingerprint.hexString + "0") == nil)
+    #expect(Fingerprint.prefixLength(of: "desk") == nil)
   }
 }

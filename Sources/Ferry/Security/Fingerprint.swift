@@ -59,6 +59,13 @@ public struct Fingerprint: Hashable, Sendable, CustomStringConvertible {
     return digits.count <= own.count && own.starts(with: digits)
   }
 
+  /// How many hexadecimal digits `text` holds if it can name a fingerprint by prefix (only hex
+  /// digits, spaces and colons; at most 64 digits), or nil. `--to 9F2C41AB` is a prefix of 8.
+  public static func prefixLength(of text: String) -> Int? {
+    guard let digits = try? hexDigits(of: text), digits.count <= byteCount * 2 else { return nil }
+    return digits.count
+  }
+
   private static func hexDigits(of text: String) throws(FingerprintError) -> [UInt8] {
     var digits: [UInt8] = []
     for byte in text.utf8 {

@@ -175,8 +175,7 @@ struct Delivery: Sendable {
 
   /// Whether `text` is at least eight hexadecimal digits (spaces and colons allowed).
   static func looksLikeFingerprint(_ text: String) -> Bool {
-    let digits = text.filter { $0 != " " && $0 != ":" }
-    return digits.count >= 8 && digits.allSatisfy(\.isHexDigit)
+    (Fingerprint.prefixLength(of: text) ?? 0) >= 8
   }
 
   /// The CLI's view of an invitation error for `label`.
