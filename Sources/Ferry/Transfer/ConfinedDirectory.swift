@@ -125,9 +125,31 @@ private func systemRenameat2(
   _ newpath: UnsafePointer<CChar>, _ flags: UInt32
 ) -> Int32
 
-private func renameNoReplace(_ from: Int32, _ name: String, _ to: Int32, _ target: String) -> Int32
-{
-  systemRenameat2(from, name, to, target, 1)  // RENAME_NOREPLACE
+/// Renames `name` (in directory `from`) to `target` (in `to`) unless `target` exists, in which
+/// case it fails with EEXIST and changes nothing. Returns 0, or -1 with errno set.
+///
+/// renameat2(RENAME_NOREPLACE) where the filesystem has it. NFS and many FUSE filesystems
+/// refuse the flag (EINVAL): then link(2) and unlink, which fail with EEXIST just as atomically;
+/// where hard links are refused too (EPERM, ENOTSUP), a check and then rename(2), which leaves a
+/// narrow race. `tryRenameat2: false` starts at the fallback (tests run it on any filesystem).
+func renameNoReplace(
+  _ from: Int32, _ name: String, _ to: Int32, _ target: String, tryRenameat2: Bool = true
+) -> Int32 {
+  if tryRenameat2 {
+    if systemRenameat2(from, name, to, target, 1) == 0 { return 0 }  // RENAME_NOREPLACE
+    guard [EINVAL, ENOSYS, ENOTSUP, EOPNOTSUPP].contains(errno) else { return -1 }
+  }
+  if linkat(from, name, to, target, 0) == 0 {
+    unlinkat(from, name, 0)
+    return 0
+  }
+  guard [EPERM, ENOTSUP, EOPNOTSUPP, EMLINK].contains(errno) else { return -1 }
+  var status = stat()
+  if fstatat(to, target, &status, AT_SYMLINK_NOFOLLOW) == 0 {
+    errno = EEXIST
+    return -1
+  }
+  return renameat(from, name, to, target)
 }
 
 func errnoText() -> String {
