@@ -28,6 +28,15 @@ struct BackgroundHasherTests {
     #expect(hasher.finalize() == expected())
   }
 
+  @Test(
+    "from async code too: the same digest, the backlog waited for by suspending",
+    arguments: [0, BackgroundHasher.backgroundThreshold])
+  func asyncDigest(size: UInt64) async {
+    let hasher = BackgroundHasher(size: size, on: DispatchQueue(label: "test"))
+    for piece in pieces { await hasher.update(ByteBuffer(bytes: piece)) }
+    #expect(await hasher.finalize() == expected())
+  }
+
   @Test("continuing a hasher covers the bytes it had already seen (resume)")
   func continuing() {
     let prefix = Array("staged before the interruption".utf8)

@@ -9,8 +9,9 @@ import Synchronization
 /// for them. Small files, where a queue hop would cost more than it overlaps, are hashed on the
 /// caller's thread (``init(continuing:size:on:)`` decides).
 ///
-/// At most ``maximumBacklog`` bytes wait to be hashed: ``update(_:)`` blocks its caller (never
-/// the event loop: callers are the transfer's own queue or task) until the queue catches up.
+/// At most ``maximumBacklog`` bytes wait to be hashed: ``update(_:)`` then waits until the queue
+/// catches up — blocking its caller (the receiver's own dispatch queue; never an event loop), or,
+/// from async code (the sender's task), suspending it.
 final class BackgroundHasher: @unchecked Sendable {
   /// Bytes handed over but not hashed yet before ``update(_:)`` waits.
   static let maximumBacklog = 4 << 20
@@ -32,23 +33,49 @@ final class BackgroundHasher: @unchecked Sendable {
 
   /// Hashes `bytes` after the bytes given before.
   func update(_ bytes: ByteBuffer) {
-    guard let queue else {
-      bytes.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
-      return
-    }
-    let count = bytes.readableBytes
-    if backlog.add(count, ordering: .relaxed).newValue > Self.maximumBacklog {
-      queue.sync {}
-    }
-    queue.async {
-      bytes.withUnsafeReadableBytes { self.hasher.update(bufferPointer: $0) }
-      self.backlog.subtract(count, ordering: .relaxed)
-    }
+    guard let queue else { return hashInline(bytes) }
+    if reserve(bytes.readableBytes) { queue.sync {} }
+    enqueue(bytes, on: queue)
   }
 
   /// The digest of everything given, once it is all hashed.
   func finalize() -> [UInt8] {
     guard let queue else { return Array(hasher.finalize()) }
     return queue.sync { Array(hasher.finalize()) }
+  }
+
+  /// ``update(_:)`` for async callers: waits for the backlog without blocking the thread (a
+  /// task must never block one of the few cooperative-pool threads).
+  func update(_ bytes: ByteBuffer) async {
+    guard let queue else { return hashInline(bytes) }
+    if reserve(bytes.readableBytes) {
+      await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
+    }
+    enqueue(bytes, on: queue)
+  }
+
+  /// ``finalize()`` for async callers: waits for the queue without blocking the thread.
+  func finalize() async -> [UInt8] {
+    guard let queue else { return Array(hasher.finalize()) }
+    return await withCheckedContinuation { continuation in
+      queue.async { continuation.resume(returning: Array(self.hasher.finalize())) }
+    }
+  }
+
+  private func hashInline(_ bytes: ByteBuffer) {
+    bytes.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+  }
+
+  /// Counts `count` more bytes waiting; true when the caller must first wait for the queue.
+  private func reserve(_ count: Int) -> Bool {
+    backlog.add(count, ordering: .relaxed).newValue > Self.maximumBacklog
+  }
+
+  private func enqueue(_ bytes: ByteBuffer, on queue: DispatchQueue) {
+    let count = bytes.readableBytes
+    queue.async {
+      bytes.withUnsafeReadableBytes { self.hasher.update(bufferPointer: $0) }
+      self.backlog.subtract(count, ordering: .relaxed)
+    }
   }
 }

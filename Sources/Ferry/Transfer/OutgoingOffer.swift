@@ -203,7 +203,7 @@ final class OutgoingOffer: Sendable {
       var buffer = allocator.buffer(capacity: chunkSize)
       let want = Int(min(UInt64(chunkSize), offset - position))
       let count = try read(fd, into: &buffer, count: want, at: position, path: path)
-      hasher.update(buffer)
+      await hasher.update(buffer)
       position += UInt64(count)
     }
     progress.advance(index, to: position)
@@ -215,13 +215,13 @@ final class OutgoingOffer: Sendable {
         var buffer = allocator.buffer(capacity: 4 + want)
         buffer.writeInteger(UInt32(index))
         let count = try read(fd, into: &buffer, count: want, at: position, path: path)
-        hasher.update(buffer.getSlice(at: buffer.readerIndex + 4, length: count)!)
+        await hasher.update(buffer.getSlice(at: buffer.readerIndex + 4, length: count)!)
         position += UInt64(count)
         bytesSent.add(UInt64(count), ordering: .relaxed)
         frames.append(WireFrame(type: .chunk, channel: channel, payload: buffer))
       }
       if position == file.size {
-        let digest = hasher.finalize()
+        let digest = await hasher.finalize()
         state.withLock { $0.digests[index] = digest }
         let end = ResourceMessage.fileEnd(channel: channel, file: UInt32(index), sha256: digest)
           .frame
