@@ -33,6 +33,7 @@ struct ResourceSafetyTests {
     arguments: [
       "../escape", "/etc/x", "a/../../b", "a/./b", "a//b", "dir/", "nul\u{0}byte", "new\nline",
       String(repeating: "x", count: 300), "ok/" + String(repeating: "y", count: 256),
+      ".ferry-partial/planted", ".ferry-partial",
     ])
   func hostilePaths(path: String) async throws {
     let pair = try await ConnectedPair.make()

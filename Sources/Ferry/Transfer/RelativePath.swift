@@ -42,11 +42,16 @@ public struct RelativePath: Hashable, Sendable, CustomStringConvertible {
   /// The last component.
   public var fileName: String { components[components.count - 1] }
 
-  /// Checks that `paths` can all exist together under one destination: none is named twice
-  /// and none is both a file and a folder (`a` and `a/b`).
+  /// Checks that `paths` can all exist together under one destination: none is named twice,
+  /// none is both a file and a folder (`a` and `a/b`), and none lies in the receiver's staging
+  /// folder (`.ferry-partial`).
   ///
-  /// - Throws: ``PathError/duplicate(_:)`` or ``PathError/fileAndFolder(_:)``.
+  /// - Throws: ``PathError/duplicate(_:)``, ``PathError/fileAndFolder(_:)`` or
+  ///   ``PathError/reserved(_:)``.
   public static func checkTree(_ paths: [RelativePath]) throws(PathError) {
+    for path in paths where path.components[0] == StagingArea.directoryName {
+      throw .reserved(escaped(path.description, keepingUnicode: true))
+    }
     var files = Set<[String]>()
     for path in paths {
       guard files.insert(path.components).inserted else {
@@ -85,6 +90,8 @@ public enum PathError: Error, Hashable, Sendable, CustomStringConvertible {
   case duplicate(String)
   /// Named as a file and as a folder holding other files in one offer.
   case fileAndFolder(String)
+  /// In (or named as) the receiver's staging folder, `.ferry-partial`.
+  case reserved(String)
 
   /// A message naming the rule and the (escaped) path.
   public var description: String {
@@ -103,6 +110,10 @@ public enum PathError: Error, Hashable, Sendable, CustomStringConvertible {
       return "unsafe path \"\(path)\": two different files would arrive under this name"
     case .fileAndFolder(let path):
       return "unsafe path \"\(path)\": it would be both a file and a folder"
+    case .reserved(let path):
+      return
+        "unsafe path \"\(path)\": \(StagingArea.directoryName) is where the receiver stages "
+        + "incoming files"
     }
   }
 }
