@@ -84,7 +84,7 @@ struct InvitationLoopbackTests {
     let invitation = try #require(await nextInvitation(advertiser))
     await #expect(throws: InvitationError.timedOut) { try await result.value }
     let waited = ContinuousClock.now - started
-    #expect(waited >= .seconds(1) && waited < .seconds(3), "timed out after \(waited)")
+    #expect(waited >= .seconds(1) && waited < .seconds(10), "timed out after \(waited)")
     try await Task.sleep(for: .milliseconds(200))
     await #expect(throws: InvitationError.expired) {
       try await invitation.accept(into: advertiserSession)
