@@ -46,6 +46,42 @@ struct CLITransferTests {
     #expect(try tree(destination.appendingPathComponent("batch")) == tree(folder))
   }
 
+  @Test("on a narrow terminal the progress bars are cut to its width, so redraws stay in place")
+  func narrowTerminal() async throws {
+    let type = Harness.uniqueServiceType()
+    let destination = try temporaryDirectory("narrow-dst")
+    let source = try temporaryDirectory("narrow-src")
+    let folder = source.appendingPathComponent("a folder with a rather long name")
+    try writeFile(folder.appendingPathComponent("small.txt"), size: 1000)
+    let big = folder.appendingPathComponent("a big file with a long name as well.iso")
+    _ = FileManager.default.createFile(atPath: big.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: big)
+    try handle.truncate(atOffset: 400 << 20)  // sparse: quick to read, long enough to redraw
+    try handle.close()
+    let receiver = try ChildProcess.ferry(
+      [
+        "receive", "--yes", "--once", "--json", "--dir", destination.path, "--service", type,
+        "--name", "narrow",
+      ],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    defer { receiver.signal(SIGKILL) }
+    _ = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let columns = 50
+    let sender = try ChildProcess.ferry(
+      ["send", "--to", "narrow", "--service", type, folder.path],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()], terminal: true,
+      columns: UInt16(columns))
+    #expect(await sender.waitForExit(timeout: .seconds(60)) == 0, "\(sender.transcript)")
+    // What the terminal shows between cursor moves, escape sequences removed.
+    let shown = sender.transcript.replacing(#/\x1B\[[0-9;]*[A-Za-z]/#, with: "")
+      .split(whereSeparator: \.isNewline)  // "\r", "\n" and "\r\n" (one Character)
+    let bars = shown.filter { $0.contains("%") && $0.contains("[") }
+    #expect(bars.count >= 2, "no progress drawn: \(sender.transcript)")
+    for bar in bars {
+      #expect(bar.count < columns, "wider than the terminal: \(bar)")
+    }
+  }
+
   @Test("--accept-from accepts the listed sender and declines another, whose send exits 4")
   func acceptFrom() async throws {
     let type = Harness.uniqueServiceType()

@@ -85,9 +85,12 @@ final class ProgressBar: Sendable {
     } else {
       lines = state.rows.map { Self.totalLine($0.snapshot, label: $0.label) }
     }
-    // Back to the first line of the previous drawing, then overwrite each line.
+    // Back to the first line of the previous drawing, then overwrite each line. A line wider
+    // than the terminal would wrap, and the next redraw would climb too few lines: cut it.
+    let columns = Self.terminalColumns()
     let text =
-      Self.toFirstLine(state.linesDrawn) + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n")
+      Self.toFirstLine(state.linesDrawn)
+      + lines.map { Self.fitted($0, to: columns) + "\u{1B}[K" }.joined(separator: "\n")
     state.linesDrawn = lines.count
     return text
   }
@@ -117,6 +120,20 @@ final class ProgressBar: Sendable {
       + String(repeating: "=", count: filled) + String(repeating: " ", count: width - filled)
       + "] " + String(format: "%3d%%", Int(fraction * 100))
       + "  \(formatBytes(UInt64(max(0, done))))/\(formatBytes(UInt64(max(0, total))))"
+  }
+
+  /// The width of the terminal on stderr (80 when it cannot be told), read at each drawing so
+  /// that a resized window is followed.
+  private static func terminalColumns() -> Int {
+    var size = winsize()
+    guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
+    return Int(size.ws_col)
+  }
+
+  /// `line` cut to leave the last column free (a character in the last column makes some
+  /// terminals wrap), counting one column per character.
+  private static func fitted(_ line: String, to columns: Int) -> String {
+    line.count < columns ? line : String(line.prefix(max(1, columns - 1)))
   }
 
   private static func shortened(_ text: String, to length: Int) -> String {

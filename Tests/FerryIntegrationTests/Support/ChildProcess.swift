@@ -36,17 +36,17 @@ final class ChildProcess: Sendable {
   /// Standard input is `stdin` (a file path) or /dev/null. With `terminal`, standard input,
   /// output and error are instead one pseudo-terminal, in a session of its own — what a
   /// person at a terminal gives a program; ``type(_:)`` types into it and its output is read
-  /// as stdout.
+  /// as stdout; the terminal is `columns` wide.
   init(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:],
-    stdin: String = "/dev/null", terminal: Bool = false
+    stdin: String = "/dev/null", terminal: Bool = false, columns: UInt16 = 80
   ) throws {
     self.arguments = [executable] + arguments
     let outPipe: (read: Int32, write: Int32)
     let errPipe: (read: Int32, write: Int32)
     let input: Int32
     if terminal {
-      let (master, slave) = try openPseudoTerminal()
+      let (master, slave) = try openPseudoTerminal(columns: columns)
       outPipe = (master, slave)
       errPipe = (fcntl(master, F_DUPFD_CLOEXEC, 0), fcntl(slave, F_DUPFD_CLOEXEC, 0))
       input = fcntl(slave, F_DUPFD_CLOEXEC, 0)
@@ -146,15 +146,16 @@ final class ChildProcess: Sendable {
   /// `ferry ARGS`, optionally inside a namespace host through the harness's `on` script.
   static func ferry(
     _ arguments: [String], on host: String? = nil, environment: [String: String] = [:],
-    stdin: String = "/dev/null", terminal: Bool = false
+    stdin: String = "/dev/null", terminal: Bool = false, columns: UInt16 = 80
   ) throws -> ChildProcess {
     if let host {
       return try ChildProcess(
         Harness.on!, [host, Harness.ferryBinary] + arguments, environment: environment,
-        stdin: stdin, terminal: terminal)
+        stdin: stdin, terminal: terminal, columns: columns)
     }
     return try ChildProcess(
-      Harness.ferryBinary, arguments, environment: environment, stdin: stdin, terminal: terminal)
+      Harness.ferryBinary, arguments, environment: environment, stdin: stdin, terminal: terminal,
+      columns: columns)
   }
 
   /// Lines of standard output so far.
@@ -277,8 +278,9 @@ private let spawnSetSID: Int32 = 0x80
 private func systemPTSName(_ fd: Int32, _ buffer: UnsafeMutablePointer<CChar>, _ length: Int)
   -> Int32
 
-/// A new pseudo-terminal: (controlling side, terminal side), both close-on-exec.
-private func openPseudoTerminal() throws -> (master: Int32, slave: Int32) {
+/// A new pseudo-terminal of 24 rows and `columns` columns: (controlling side, terminal side),
+/// both close-on-exec.
+private func openPseudoTerminal(columns: UInt16) throws -> (master: Int32, slave: Int32) {
   let master = systemOpenPT(O_RDWR | O_NOCTTY | O_CLOEXEC)
   var name = [CChar](repeating: 0, count: 128)
   guard master >= 0, systemGrantPT(master) == 0, systemUnlockPT(master) == 0,
@@ -290,6 +292,8 @@ private func openPseudoTerminal() throws -> (master: Int32, slave: Int32) {
     close(master)
     throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
   }
+  var size = winsize(ws_row: 24, ws_col: columns, ws_xpixel: 0, ws_ypixel: 0)
+  _ = ioctl(master, UInt(TIOCSWINSZ), &size)
   return (master, slave)
 }
 
