@@ -84,4 +84,57 @@ struct CLIExitCodeTests {
       try FileManager.default.contentsOfDirectory(atPath: destination.path)
         .filter { $0 != ".ferry-partial" }.isEmpty)
   }
+
+  @Test(
+    "a receiver whose name is known with another key: warned, refused in a script (exit 5), sent with --to its new prefix"
+  )
+  func keyChanged() async throws {
+    let type = Harness.uniqueServiceType()
+    let file = try temporaryDirectory("key-src").appendingPathComponent("a.txt")
+    try writeFile(file, size: 10)
+    let senderHome = Harness.freshFerryHome()
+    func receiver(_ label: String, once: Bool) throws -> ChildProcess {
+      try ChildProcess.ferry(
+        ["receive", "--yes", "--json", "--dir", try temporaryDirectory(label).path]
+          + (once ? ["--once"] : []) + ["--service", type, "--name", "desk"],
+        environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    }
+    func send(_ to: String) async throws -> (status: Int32, stdout: String, stderr: String) {
+      try await run(
+        Harness.ferryBinary,
+        ["send", "--json", "--to", to, "--service", type, "--timeout", "15", file.path],
+        environment: ["FERRY_HOME": senderHome])
+    }
+
+    // The first 'desk' is remembered once it accepts.
+    let first = try receiver("key-first", once: true)
+    defer { first.signal(SIGKILL) }
+    _ = await first.waitForLine { $0.contains("\"advertising\"") }
+    #expect(try await send("desk").status == 0)
+    #expect(await first.waitForExit() == 0)
+
+    // Another machine now calls itself 'desk'.
+    let second = try receiver("key-second", once: false)
+    defer { second.signal(SIGKILL) }
+    let advertising = await second.waitForLine { $0.contains("\"advertising\"") }
+    let fields = try #require(advertising.flatMap { jsonObject($0.text) })
+    try #require(fields["name"] as? String == "desk", "renamed: the first was not gone yet")
+    let key = try #require(fields["fingerprint"] as? String)
+
+    let refused = try await send("desk")
+    #expect(refused.status == 5, "\(refused.stderr)")
+    #expect(refused.stderr.contains("KEY CHANGED"))
+    #expect(refused.stderr.contains("--to \(key.prefix(8))"), "\(refused.stderr)")
+    let events = refused.stdout.split(separator: "\n").compactMap { jsonObject(String($0)) }
+    #expect(
+      events.contains {
+        $0["event"] as? String == "key-changed" && $0["fingerprint"] as? String == key
+      })
+    #expect(events.last?["code"] as? String == "key-changed")
+    #expect(!second.stdout.contains("\"invitation\""), "the impostor was invited")
+
+    // Naming the new key is consent.
+    #expect(try await send(String(key.prefix(8))).status == 0)
+    #expect(await second.waitForLine { $0.contains("\"file-done\"") } != nil)
+  }
 }

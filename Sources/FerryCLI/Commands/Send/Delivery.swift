@@ -12,12 +12,22 @@ struct Delivery: Sendable {
   let bar: ProgressBar
   let active: ActiveTransfers
   let deadline: ContinuousClock.Instant
+  let keys: KeyCheck
 
   private var remaining: Duration { max(.milliseconds(100), deadline - .now) }
 
-  /// Invites and sends to a receiver found through discovery.
-  func send(to target: DiscoveredPeer, browser: Browser) async -> CLIFailure? {
+  /// Invites and sends to a receiver found through discovery; `pinned` when `--to` named its
+  /// fingerprint.
+  func send(to target: DiscoveredPeer, browser: Browser, pinned: Bool = false) async
+    -> CLIFailure?
+  {
     output.event("peer-found", peerFields(target))
+    // Its key is proven in the TLS handshake to be the advertised one; check that key first.
+    if let peer = target.peerID,
+      let refused = await keys.confirm(peer, pinned: pinned, timeout: remaining)
+    {
+      return refused
+    }
     let code = VerificationCode(session.myPeer.fingerprint, target.info.fingerprint!)
     bar.above {
       output.note("Asking \(printable(target.name)) to accept; verification code \(code)")
@@ -44,7 +54,9 @@ struct Delivery: Sendable {
     // Eight or more hex digits are a fingerprint prefix, pinned in the handshake; anything else
     // is a name (or short prefix), checked once connected.
     let isPrefix = to.map(Self.looksLikeFingerprint) ?? false
-    return await deliver(label: address) { () async throws(InvitationError) -> PeerID in
+    // Its key is known only once connected: checked after it accepted, before any file.
+    return await deliver(label: address, checkKey: !isPrefix) {
+      () async throws(InvitationError) -> PeerID in
       let peer =
         if let to, isPrefix {
           try await session.invite(
@@ -62,9 +74,10 @@ struct Delivery: Sendable {
     }
   }
 
-  /// Gets the invitation accepted, then sends the offer and reports it.
+  /// Gets the invitation accepted, then sends the offer and reports it. `checkKey`: confirm a
+  /// changed key (``KeyCheck``) once the peer is known, before sending.
   private func deliver(
-    label: String, invite: () async throws(InvitationError) -> PeerID
+    label: String, checkKey: Bool = false, invite: () async throws(InvitationError) -> PeerID
   ) async -> CLIFailure? {
     let peer: PeerID
     do {
@@ -84,6 +97,11 @@ struct Delivery: Sendable {
         ("code", .string(code.digits)),
       ])
     bar.above { output.note("\(peer) accepted (verification code \(code)).") }
+    if checkKey, let refused = await keys.confirm(peer, pinned: false, timeout: remaining) {
+      session.disconnect(peer)
+      return refused
+    }
+    keys.remember(peer)
     return await transfer(to: peer)
   }
 

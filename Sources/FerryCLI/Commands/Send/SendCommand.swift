@@ -86,10 +86,12 @@ struct SendCommand: AsyncParsableCommand {
     }
     let active = ActiveTransfers(session: session)
     Interrupts.onInterrupt(reportingTo: events) { active.interrupt() }
+    let bar = ProgressBar(enabled: output.showsProgress)
     let delivery = Delivery(
       session: session, items: items, summary: OfferSummary(items: items), output: events,
-      bar: ProgressBar(enabled: output.showsProgress), active: active,
-      deadline: .now + .seconds(timeout))
+      bar: bar, active: active, deadline: .now + .seconds(timeout),
+      keys: KeyCheck(
+        knownPeers: KnownPeers(), output: events, bar: bar, interactive: Self.canAsk))
     let outcomes: [CLIFailure?]
     if let address {
       outcomes = [await delivery.send(toAddress: address, to: to.first)]
@@ -117,7 +119,7 @@ struct SendCommand: AsyncParsableCommand {
     let wanted = to
     if wanted.isEmpty {
       delivery.output.note("Looking for receivers…")
-      let chosen = try await finder.choose(ask: isatty(0) == 1 && StandardStream.error.isTerminal)
+      let chosen = try await finder.choose(ask: Self.canAsk)
       return await withTaskGroup(of: CLIFailure?.self) { group in
         for target in chosen {
           group.addTask { await delivery.send(to: target, browser: browser) }
@@ -144,12 +146,17 @@ struct SendCommand: AsyncParsableCommand {
           }
           // Two --to naming the same receiver: it gets the files once.
           guard claimed.claim(target.info.fingerprint!) else { return nil }
-          return await delivery.send(to: target, browser: browser)
+          let pinned =
+            Delivery.looksLikeFingerprint(name) && target.info.fingerprint!.hasPrefix(name)
+          return await delivery.send(to: target, browser: browser, pinned: pinned)
         }
       }
       return await group.reduce(into: []) { $0.append($1) }
     }
   }
+
+  /// Whether a person can be asked: standard input and standard error are terminals.
+  private static var canAsk: Bool { isatty(0) == 1 && StandardStream.error.isTerminal }
 
   /// One exit status for all receivers: success if every one succeeded; the shared status if
   /// they all failed alike; 1 (some transfer failed, code `partial`) otherwise.

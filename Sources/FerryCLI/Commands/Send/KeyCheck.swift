@@ -1,0 +1,56 @@
+import Ferry
+import Foundation
+
+/// The sender's side of "a known name with another key is never silent": before files go to a
+/// receiver whose name this machine knows with a different fingerprint, `ferry send` warns
+/// loudly; on a terminal the user decides, in a script it refuses (exit 5) — unless `--to`
+/// named the new key by its fingerprint. Receivers that accept are remembered (trust on first
+/// use), so that a change is noticed next time.
+struct KeyCheck: Sendable {
+  let knownPeers: KnownPeers
+  let output: EventWriter
+  let bar: ProgressBar
+  /// Whether a person can be asked (stdin and stderr are terminals).
+  let interactive: Bool
+
+  /// nil to go on; the failure to report when `peer`'s name is known with another key and
+  /// nobody confirmed sending to it. `pinned`: the user named this fingerprint (`--to 9F2C41AB`).
+  func confirm(_ peer: PeerID, pinned: Bool, timeout: Duration) async -> CLIFailure? {
+    guard !pinned, case .changedKey(let previous)? = try? knownPeers.status(of: peer) else {
+      return nil
+    }
+    let name = printable(peer.displayName)
+    output.event(
+      "key-changed",
+      [
+        ("peer", .string(peer.displayName)), ("fingerprint", .string(peer.fingerprint.hexString)),
+        ("previous", .string(previous.hexString)),
+      ])
+    bar.above {
+      output.note(
+        "WARNING: KEY CHANGED. '\(name)' is known with another key "
+          + "(\(previous.shortDescription)); this one is \(peer.fingerprint.shortDescription). "
+          + "It may be someone else using that name.")
+    }
+    if interactive {
+      bar.above { StandardStream.error.write("Send to it anyway? [y/N] ") }
+      let answer = await TerminalInput.shared.nextLine(timeout: timeout) ?? ""
+      if ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased()) {
+        return nil
+      }
+    }
+    let newPrefix = String(peer.fingerprint.hexString.prefix(8))
+    let oldPrefix = String(previous.hexString.prefix(8))
+    return CLIFailure(
+      status: .authentication,
+      message: "nothing sent to '\(name)': its key changed. If it was reinstalled, run "
+        + "'ferry forget \(oldPrefix)', or send with --to \(newPrefix) after checking that "
+        + "'ferry identity' on it shows \(peer.fingerprint.shortDescription)",
+      code: "key-changed")
+  }
+
+  /// Remembers a receiver that accepted (name and key), for the next check.
+  func remember(_ peer: PeerID) {
+    try? knownPeers.recordSeen(peer)
+  }
+}
