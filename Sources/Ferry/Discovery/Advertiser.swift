@@ -157,7 +157,7 @@ public final class Advertiser: Sendable {
       }
       return bound
     } catch {
-      throw .cannotListen(port: requested, reason: plainSocketError(error))
+      throw .cannotListen(port: requested, reason: listenFailureReason(error))
     }
   }
 

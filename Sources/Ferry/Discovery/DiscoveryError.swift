@@ -38,10 +38,6 @@ public enum DiscoveryError: Error, Hashable, Sendable, CustomStringConvertible {
       return "the advertiser was stopped before its service was published"
     case .invalidDisplayName(let error):
       return error.description
-    case .cannotListen(let port, let reason) where reason == "address already in use":
-      return
-        "cannot listen on port \(port): another program (another ferry receive?) is using it; "
-        + "choose another port, or let the system pick one"
     case .cannotListen(let port, let reason):
       return "cannot listen on port \(port): \(reason)"
     }

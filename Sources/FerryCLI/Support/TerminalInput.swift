@@ -18,6 +18,12 @@ final class TerminalInput: Sendable {
 
   private let state = Mutex(State())
 
+  /// Whether `answer` to a `[y/N]` question is yes (`y` or `yes`, any case); anything else,
+  /// including no answer, is no.
+  static func isYes(_ answer: String?) -> Bool {
+    ["y", "yes"].contains(answer?.trimmingCharacters(in: .whitespaces).lowercased() ?? "")
+  }
+
   /// How often ``nextLine(timeout:giveUpWhen:)`` asks whether to give up.
   private static let pollInterval = 0.2
 

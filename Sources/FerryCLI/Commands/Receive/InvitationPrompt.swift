@@ -33,9 +33,8 @@ struct InvitationPrompt: Sendable {
     if case .changedKey(let previous) = invitation.status {
       bar.above {
         output.note(
-          "WARNING: KEY CHANGED. '\(printable(invitation.peer.displayName))' is known with "
-            + "another key (\(previous.shortDescription)); this one is "
-            + "\(invitation.fingerprint.shortDescription). It may be someone else using that name.")
+          keyChangedWarning(
+            name: invitation.peer.displayName, previous: previous, now: invitation.fingerprint))
       }
     }
   }
@@ -74,8 +73,7 @@ struct InvitationPrompt: Sendable {
       StandardStream.error.write("\n(no answer in time: declined)\n")
       return .noAnswer
     }
-    let word = answer.trimmingCharacters(in: .whitespaces).lowercased()
-    return ["y", "yes"].contains(word) ? .yes : .no
+    return TerminalInput.isYes(answer) ? .yes : .no
   }
 
   /// `trusted`, `known`, `new` or `KEY CHANGED`.
@@ -86,4 +84,11 @@ struct InvitationPrompt: Sendable {
     case .changedKey: return "KEY CHANGED"
     }
   }
+}
+
+/// The loud warning, on either end, about a known name that arrives with another key.
+func keyChangedWarning(name: String, previous: Fingerprint, now: Fingerprint) -> String {
+  "WARNING: KEY CHANGED. '\(printable(name))' is known with another key "
+    + "(\(previous.shortDescription)); this one is \(now.shortDescription). It may be someone "
+    + "else using that name."
 }

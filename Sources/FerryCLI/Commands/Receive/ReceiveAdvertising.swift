@@ -42,11 +42,7 @@ struct ReceiveAdvertising: Sendable {
 
   /// Emits `renamed` (if Avahi picked another name) and `advertising`.
   private func announce(_ published: String, discoverable: Bool) {
-    if published != displayName {
-      output.event("renamed", [("from", .string(displayName)), ("to", .string(published))])
-      output.note(
-        "The name '\(displayName)' is taken on the network; advertising as '\(published)'.")
-    }
+    if published != displayName { reportRenamed(from: displayName, to: published) }
     output.event(
       "advertising",
       [
@@ -68,11 +64,9 @@ struct ReceiveAdvertising: Sendable {
         return
       } catch .discoveryUnavailable {
         continue
-      } catch .stopped {
-        return
       } catch {
-        output.event("discovery-failed", [("message", .string(error.description))])
-        output.note("Advertising failed: \(error). Senders can still use --address.")
+        // Stopped, or refused by the daemon: a refusal also reaches follow() as `.failed`,
+        // which reports it.
         return
       }
     }
@@ -89,8 +83,7 @@ struct ReceiveAdvertising: Sendable {
       case .renamed where initialRegistration:
         break
       case .renamed(let from, let to):
-        output.event("renamed", [("from", .string(from)), ("to", .string(to))])
-        output.note("The name '\(from)' is taken on the network; advertising as '\(to)'.")
+        reportRenamed(from: from, to: to)
       case .daemonDisconnected(let reason):
         output.event("discovery-interrupted", [("reason", .string(reason))])
         output.note("avahi-daemon went away (\(reason)); advertising again when it returns.")
@@ -99,5 +92,10 @@ struct ReceiveAdvertising: Sendable {
         output.note("Advertising failed: \(error). Senders can still use --address.")
       }
     }
+  }
+
+  private func reportRenamed(from: String, to: String) {
+    output.event("renamed", [("from", .string(from)), ("to", .string(to))])
+    output.note("The name '\(from)' is taken on the network; advertising as '\(to)'.")
   }
 }

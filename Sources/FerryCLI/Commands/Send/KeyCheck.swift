@@ -28,14 +28,11 @@ struct KeyCheck: Sendable {
       ])
     bar.above {
       output.note(
-        "WARNING: KEY CHANGED. '\(name)' is known with another key "
-          + "(\(previous.shortDescription)); this one is \(peer.fingerprint.shortDescription). "
-          + "It may be someone else using that name.")
+        keyChangedWarning(name: peer.displayName, previous: previous, now: peer.fingerprint))
     }
     if interactive {
       bar.above { StandardStream.error.write("Send to it anyway? [y/N] ") }
-      let answer = await TerminalInput.shared.nextLine(timeout: timeout) ?? ""
-      if ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased()) {
+      if TerminalInput.isYes(await TerminalInput.shared.nextLine(timeout: timeout)) {
         return nil
       }
     }

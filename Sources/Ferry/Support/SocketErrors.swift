@@ -25,6 +25,16 @@ func connectFailureReason(_ error: any Error, host: String, port: Int) -> String
   return "\(target): \(reasons.joined(separator: "; "))"
 }
 
+/// Words for why a listener could not bind its port, for
+/// ``DiscoveryError/cannotListen(port:reason:)``.
+func listenFailureReason(_ error: any Error) -> String {
+  if (error as? IOError)?.errnoCode == EADDRINUSE {
+    return "another program (another ferry receive?) is using it; choose another port, or let "
+      + "the system pick one"
+  }
+  return plainSocketError(error)
+}
+
 /// A socket error in words: the system's text for an errno ("address already in use"), or NIO's
 /// description for anything else.
 func plainSocketError(_ error: any Error) -> String {
