@@ -59,7 +59,7 @@ struct MessageAndStreamTests {
       dropped += try await pair.inviter.send(payload, to: [pair.advertiserPeer], mode: .unreliable)
         .count
     }
-    #expect(ContinuousClock.now - started < .seconds(5), "unreliable sends blocked")
+    #expect(ContinuousClock.now - started < .seconds(20), "unreliable sends blocked")
     #expect(dropped > 0 && dropped < 40, "dropped \(dropped) of 40")
 
     // Reliable: blocks until the receiver reads.
