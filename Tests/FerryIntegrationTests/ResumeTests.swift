@@ -95,7 +95,7 @@ struct ResumeTests {
     _ = try await transfer.result()
     let total = ContinuousClock.now - started
     print("message took \(seconds(messageTime)) s; the 256 MiB resource took \(seconds(total)) s")
-    #expect(messageTime < .milliseconds(500))
+    #expect(messageTime < .seconds(2))
     #expect(messageTime * 4 < total)
   }
 }
