@@ -293,6 +293,9 @@ final class LinkMultiplexer: ChannelInboundHandler {
       endpoint(.frame(frame))
     case .reset where offerEndpoints[id] != nil:
       offerEndpoints[id]?(.frame(frame))
+      // A sender may be waiting for credit on this channel that will now never come: its
+      // frames fail (the offer already recorded the peer's reason as the cause).
+      failWaiters(channel: id, .streamClosed)
     case .credit, .streamOpen, .streamEnd, .reset:
       let message: TransferMessage
       do {
