@@ -6,6 +6,26 @@ import Testing
 /// nothing of Ferry, a closed port — fails at once, with words that say what is at the other end.
 @Suite("Inviting what is not a Ferry peer", .timeLimit(.minutes(3)))
 struct ForeignServerTests {
+  /// `openssl s_server` on a free loopback port with a certificate of its own, accepting; with
+  /// `-rev` it answers each line reversed, without reading its own standard input.
+  func opensslServer(_ extra: [String]) async throws -> (
+    server: ChildProcess, port: UInt16,
+    credentials: (certificate: String, key: String, fingerprint: Fingerprint)
+  ) {
+    let credentials = try await opensslCredentials()
+    let port = freeLoopbackPort()
+    let server = try ChildProcess(
+      "/usr/bin/openssl",
+      [
+        "s_server", "-accept", "127.0.0.1:\(port)", "-cert", credentials.certificate, "-key",
+        credentials.key, "-tls1_3", "-rev",
+      ] + extra)
+    let accepting = await server.waitForText("ACCEPT")
+    if !accepting { server.signal(SIGKILL) }
+    try #require(accepting, "openssl s_server did not start: \(server.stderr)")
+    return (server, port, credentials)
+  }
+
   @Test("a closed port: unreachable, 'connection refused'")
   func closedPort() async throws {
     let session = try Session(identity: makeIdentity(), displayName: "x")
@@ -35,17 +55,8 @@ struct ForeignServerTests {
     "openssl s_server ignoring or refusing ALPN ferry/1: not Ferry's protocol, within seconds",
     arguments: [[String](), ["-alpn", "h2"]])
   func foreignTLS(alpn: [String]) async throws {
-    let credentials = try await opensslCredentials()
-    let port = freeLoopbackPort()
-    // -rev: answers each line reversed, without reading its own standard input.
-    let server = try ChildProcess(
-      "/usr/bin/openssl",
-      [
-        "s_server", "-accept", "127.0.0.1:\(port)", "-cert", credentials.certificate, "-key",
-        credentials.key, "-tls1_3", "-rev",
-      ] + alpn)
+    let (server, port, _) = try await opensslServer(alpn)
     defer { server.signal(SIGKILL) }
-    try #require(await server.waitForText("ACCEPT"), "\(server.stderr)")
     let session = try Session(identity: makeIdentity(), displayName: "x")
     let started = ContinuousClock.now
     do {
@@ -63,16 +74,8 @@ struct ForeignServerTests {
 
   @Test("a TLS server with another key than the one named: its fingerprint is reported")
   func wrongKey() async throws {
-    let credentials = try await opensslCredentials()
-    let port = freeLoopbackPort()
-    let server = try ChildProcess(
-      "/usr/bin/openssl",
-      [
-        "s_server", "-accept", "127.0.0.1:\(port)", "-cert", credentials.certificate, "-key",
-        credentials.key, "-tls1_3", "-rev", "-alpn", FerryProtocol.alpn,
-      ])
+    let (server, port, credentials) = try await opensslServer(["-alpn", FerryProtocol.alpn])
     defer { server.signal(SIGKILL) }
-    try #require(await server.waitForText("ACCEPT"), "\(server.stderr)")
     let session = try Session(identity: makeIdentity(), displayName: "x")
     let expected = makeIdentity().fingerprint
     await #expect(
