@@ -137,7 +137,7 @@ struct CLITransferTests {
     let big = source.appendingPathComponent("big.iso")
     _ = FileManager.default.createFile(atPath: big.path, contents: nil)
     let handle = try FileHandle(forWritingTo: big)
-    try handle.truncate(atOffset: 4 << 30)  // sparse: far longer than the test
+    try handle.truncate(atOffset: 1 << 30)  // sparse; interrupted long before it is all sent
     try handle.close()
     let receiver = try ChildProcess.ferry(
       [

@@ -1,13 +1,29 @@
 import Crypto
 import Foundation
+import Synchronization
 
-/// A fresh temporary directory.
+/// A fresh temporary directory, removed when the test process exits (a full run writes
+/// gigabytes of transfers; left behind, a few runs fill a disk).
 func temporaryDirectory(_ label: String) throws -> URL {
+  _ = removalAtExit
   let url = URL(fileURLWithPath: NSTemporaryDirectory())
     .appendingPathComponent("ferry-\(label)-\(UUID().uuidString)")
   try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  madeDirectories.withLock { $0.append(url.path) }
   return url
 }
+
+/// What ``temporaryDirectory(_:)`` made.
+private let madeDirectories = Mutex<[String]>([])
+
+/// Registers, once, the removal of ``madeDirectories`` at exit.
+private let removalAtExit: Void = {
+  atexit {
+    for path in madeDirectories.withLock({ $0 }) {
+      try? FileManager.default.removeItem(atPath: path)
+    }
+  }
+}()
 
 /// Writes `size` pseudo-random bytes (deterministic per seed) to `url`.
 func writeFile(_ url: URL, size: Int, seed: UInt64 = 1) throws {
