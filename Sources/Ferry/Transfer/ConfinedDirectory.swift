@@ -21,6 +21,12 @@ struct ConfinedDirectory {
     var walked = root.path
     for component in components {
       walked += "/" + component
+      // RelativePath guarantees single, ordinary names; checked again here because this is
+      // where a name reaches the kernel.
+      guard Self.isSingleName(component) else {
+        close(fd)
+        throw .unsafeDestination("\(escaped(walked, keepingUnicode: true)) is not a single name")
+      }
       if create && mkdirat(fd, component, 0o755) != 0 && errno != EEXIST {
         let reason = errnoText()
         close(fd)
@@ -53,6 +59,10 @@ struct ConfinedDirectory {
     defer { close(directory) }
     let parentPath = parents.reduce(root.path) { $0 + "/" + $1 }
     var target = path.fileName
+    guard Self.isSingleName(target) else {
+      throw .unsafeDestination(
+        "\(escaped(path.description, keepingUnicode: true)) is not a single name")
+    }
     switch policy {
     case .overwrite:
       // rename(2) replaces a file; it refuses to replace a directory, and replaces a symlink
@@ -84,9 +94,28 @@ struct ConfinedDirectory {
     return URL(fileURLWithPath: parentPath + "/" + target)
   }
 
+  /// Whether something (a file, folder or link) is at `path` under the root. Walks the
+  /// folders as ``openDirectory(_:create:)`` does, never following a link; a missing or unsafe
+  /// folder on the way means nothing is there.
+  func exists(_ path: RelativePath) -> Bool {
+    guard let directory = try? openDirectory(path.components.dropLast(), create: false) else {
+      return false
+    }
+    defer { close(directory) }
+    return exists(path.fileName, in: directory)
+  }
+
   private func exists(_ name: String, in directory: Int32) -> Bool {
     var status = stat()
     return fstatat(directory, name, &status, AT_SYMLINK_NOFOLLOW) == 0
+  }
+
+  /// Whether `name` is one ordinary directory entry name: not empty, not `.` or `..`, without
+  /// the bytes `/` or NUL.
+  static func isSingleName(_ name: String) -> Bool {
+    let bytes = name.utf8
+    return !bytes.isEmpty && !bytes.elementsEqual(".".utf8) && !bytes.elementsEqual("..".utf8)
+      && !bytes.contains(UInt8(ascii: "/")) && !bytes.contains(0)
   }
 }
 

@@ -1,12 +1,21 @@
 /// A path inside a transfer, relative to the receiver's destination, checked so that it can
 /// only ever name something *under* that destination.
 ///
-/// Rules (each broken rule has its own ``PathError``): not empty; at most 4096 bytes; `/`
-/// separates components; no leading `/`; every component non-empty, not `.` or `..`, at most
-/// 255 bytes, without NUL or other control characters; at most 64 components.
+/// The check works on the path's UTF-8 bytes, as the kernel will read them — never on Swift
+/// `Character`s (grapheme clusters), which can glue a `/` to the combining mark after it and so
+/// hide a separator. Rules (each broken rule has its own ``PathError``): valid UTF-8; not empty;
+/// at most 4096 bytes; the byte `/` (0x2F) separates components; no leading `/`; every component
+/// non-empty, not `.` or `..`, at most 255 bytes, with no control (Cc), format (Cf), line or
+/// paragraph separator (Zl, Zp) character; at most 64 components; the first component is not the
+/// receiver's staging folder (`.ferry-partial`, in any letter case).
+///
+/// Components are handed to the kernel one at a time (`openat` of a single name), so a path this
+/// type accepts cannot climb out of the directory it is created under.
 public struct RelativePath: Hashable, Sendable, CustomStringConvertible {
-  /// The components, e.g. `["photos", "2026", "a.jpg"]`.
+  /// The components, e.g. `["photos", "2026", "a.jpg"]`. None contains the byte `/`.
   public let components: [String]
+  /// The path's bytes, exactly as received (components joined by `/`).
+  public let bytes: [UInt8]
 
   /// The longest path in bytes.
   public static let maximumBytes = 4096
@@ -19,39 +28,71 @@ public struct RelativePath: Hashable, Sendable, CustomStringConvertible {
   ///
   /// - Throws: ``PathError`` for the first rule broken.
   public init(validating text: String) throws(PathError) {
-    if text.isEmpty { throw .empty }
-    if text.utf8.count > Self.maximumBytes { throw .tooLong(escaped(text, keepingUnicode: true)) }
-    if text.hasPrefix("/") { throw .absolute(escaped(text, keepingUnicode: true)) }
-    let parts = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-    if parts.count > Self.maximumDepth { throw .tooDeep(escaped(text, keepingUnicode: true)) }
-    for part in parts {
-      let shown = escaped(text, keepingUnicode: true)
-      if part.isEmpty { throw .emptyComponent(shown) }
-      if part == "." || part == ".." { throw .dotComponent(shown) }
-      if part.utf8.count > Self.maximumComponentBytes { throw .componentTooLong(shown) }
-      if part.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-        throw .controlCharacter(shown)
-      }
+    try self.init(validatingBytes: Array(text.utf8))
+  }
+
+  /// Validates a path given as bytes (as it arrives on the wire).
+  ///
+  /// - Throws: ``PathError`` for the first rule broken, ``PathError/notUTF8(_:)`` first of all.
+  public init(validatingBytes bytes: [UInt8]) throws(PathError) {
+    guard let text = String(validating: bytes, as: UTF8.self) else {
+      throw .notUTF8(escaped(String(decoding: bytes, as: UTF8.self), keepingUnicode: true))
     }
-    components = parts
+    let shown = { escaped(text, keepingUnicode: true) }
+    if bytes.isEmpty { throw .empty }
+    if bytes.count > Self.maximumBytes { throw .tooLong(shown()) }
+    if bytes[0] == Self.separator { throw .absolute(shown()) }
+    let parts = bytes.split(separator: Self.separator, omittingEmptySubsequences: false)
+    if parts.count > Self.maximumDepth { throw .tooDeep(shown()) }
+    var components: [String] = []
+    components.reserveCapacity(parts.count)
+    for part in parts {
+      if part.isEmpty { throw .emptyComponent(shown()) }
+      if part.elementsEqual([Self.dot]) || part.elementsEqual([Self.dot, Self.dot]) {
+        throw .dotComponent(shown())
+      }
+      if part.count > Self.maximumComponentBytes { throw .componentTooLong(shown()) }
+      // Whole UTF-8 sequences never contain 0x2F, so each part is valid UTF-8 on its own.
+      let component = String(decoding: part, as: UTF8.self)
+      for scalar in component.unicodeScalars {
+        switch scalar.properties.generalCategory {
+        case .control: throw .controlCharacter(shown())
+        case .format, .lineSeparator, .paragraphSeparator:
+          throw .invisibleCharacter(shown(), scalar: scalar.value)
+        default: continue
+        }
+      }
+      components.append(component)
+    }
+    if Self.isStagingName(parts[0]) { throw .reserved(shown()) }
+    self.components = components
+    self.bytes = bytes
   }
 
   /// The components joined with `/`.
-  public var description: String { components.joined(separator: "/") }
+  public var description: String { String(decoding: bytes, as: UTF8.self) }
 
   /// The last component.
   public var fileName: String { components[components.count - 1] }
 
+  /// Paths are equal when their bytes are: what the kernel sees. (``checkTree(_:)`` is stricter:
+  /// it also counts canonically equivalent spellings as one name.)
+  public static func == (lhs: RelativePath, rhs: RelativePath) -> Bool { lhs.bytes == rhs.bytes }
+
+  /// Hashes the bytes.
+  public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
+
   /// Checks that `paths` can all exist together under one destination: none is named twice,
-  /// none is both a file and a folder (`a` and `a/b`), and none lies in the receiver's staging
-  /// folder (`.ferry-partial`).
+  /// none is both a file and a folder (`a` and `a/b`).
   ///
-  /// - Throws: ``PathError/duplicate(_:)``, ``PathError/fileAndFolder(_:)`` or
-  ///   ``PathError/reserved(_:)``.
+  /// Names are compared as people read them: two spellings that are canonically equivalent
+  /// (`é` precomposed, and `e` + U+0301) are the same name here, although the kernel would store
+  /// two files — they would look identical in every listing, and on normalizing filesystems
+  /// they are one file.
+  ///
+  /// - Throws: ``PathError/duplicate(_:)`` or ``PathError/fileAndFolder(_:)``.
   public static func checkTree(_ paths: [RelativePath]) throws(PathError) {
-    for path in paths where path.components[0] == StagingArea.directoryName {
-      throw .reserved(escaped(path.description, keepingUnicode: true))
-    }
+    // Swift's String equality and hashing are canonical equivalence: NFC/NFD twins collide.
     var files = Set<[String]>()
     for path in paths {
       guard files.insert(path.components).inserted else {
@@ -66,12 +107,29 @@ public struct RelativePath: Hashable, Sendable, CustomStringConvertible {
       }
     }
   }
+
+  /// Whether `name` is the staging folder's name in some letter case (a case-insensitive
+  /// destination filesystem would open the staging folder for it).
+  static func isStagingName<Bytes: Collection<UInt8>>(_ name: Bytes) -> Bool {
+    let staging = StagingArea.directoryName.utf8
+    guard name.count == staging.count else { return false }
+    return zip(name, staging).allSatisfy { lowercasedASCII($0) == $1 }
+  }
+
+  static let separator = UInt8(ascii: "/")
+  static let dot = UInt8(ascii: ".")
+}
+
+private func lowercasedASCII(_ byte: UInt8) -> UInt8 {
+  (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
 }
 
 /// Why a path cannot be used inside a destination.
 public enum PathError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The path is empty.
   case empty
+  /// The path's bytes are not valid UTF-8 (shown with the invalid bytes replaced).
+  case notUTF8(String)
   /// Longer than 4096 bytes.
   case tooLong(String)
   /// Starts with `/`.
@@ -86,7 +144,10 @@ public enum PathError: Error, Hashable, Sendable, CustomStringConvertible {
   case componentTooLong(String)
   /// Holds NUL, newline or another control character.
   case controlCharacter(String)
-  /// Named twice in one offer.
+  /// Holds an invisible format character (zero-width joiner, bidirectional override, …) or a
+  /// line or paragraph separator; `scalar` is the first one.
+  case invisibleCharacter(String, scalar: UInt32)
+  /// Named twice in one offer (or as two spellings that look the same).
   case duplicate(String)
   /// Named as a file and as a folder holding other files in one offer.
   case fileAndFolder(String)
@@ -97,6 +158,7 @@ public enum PathError: Error, Hashable, Sendable, CustomStringConvertible {
   public var description: String {
     switch self {
     case .empty: return "unsafe path: it is empty"
+    case .notUTF8(let path): return "unsafe path \"\(path)\": it is not valid UTF-8"
     case .tooLong(let path): return "unsafe path \"\(path)\": longer than 4096 bytes"
     case .absolute(let path): return "unsafe path \"\(path)\": absolute paths are not allowed"
     case .tooDeep(let path): return "unsafe path \"\(path)\": more than 64 levels"
@@ -106,6 +168,10 @@ public enum PathError: Error, Hashable, Sendable, CustomStringConvertible {
       return "unsafe path \"\(path)\": a name is longer than 255 bytes"
     case .controlCharacter(let path):
       return "unsafe path \"\(path)\": control characters are not allowed"
+    case .invisibleCharacter(let path, let scalar):
+      let code = String(scalar, radix: 16, uppercase: true)
+      return "unsafe path \"\(path)\": invisible or separator characters such as "
+        + "U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code) are not allowed"
     case .duplicate(let path):
       return "unsafe path \"\(path)\": two different files would arrive under this name"
     case .fileAndFolder(let path):

@@ -88,10 +88,18 @@ struct SendPaths {
 
   /// The folders (with a trailing slash) a `--files-from` path keeps in front of its last
   /// component; nil when it keeps none (absolute, `..`, or a bare name).
+  ///
+  /// Split on the byte `/`, as the kernel splits: `Character`s would glue a `/` to a combining
+  /// mark after it and hide both the separator and a `..`.
   private static func keptFolders(_ path: String) -> String? {
-    guard !path.hasPrefix("/") else { return nil }
-    let components = path.split(separator: "/").filter { $0 != "." }
-    guard components.count > 1, !components.contains("..") else { return nil }
-    return components.dropLast().joined(separator: "/") + "/"
+    let bytes = Array(path.utf8)
+    guard bytes.first != UInt8(ascii: "/") else { return nil }
+    let components = bytes.split(separator: UInt8(ascii: "/")).filter {
+      !$0.elementsEqual(".".utf8)
+    }
+    guard components.count > 1, !components.contains(where: { $0.elementsEqual("..".utf8) })
+    else { return nil }
+    let folders = Array(components.dropLast().joined(separator: [UInt8(ascii: "/")]))
+    return String(decoding: folders, as: UTF8.self) + "/"
   }
 }
