@@ -13,6 +13,8 @@ public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
   case integrityCheckFailed(path: String)
   /// The offer has more files than allowed.
   case tooManyFiles(Int)
+  /// A file, or the offer in all, is larger than the protocol allows (2^62 bytes).
+  case tooLarge(String)
   /// The source file cannot be read.
   case cannotRead(String)
 
@@ -29,6 +31,9 @@ public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
     case .tooManyFiles(let count):
       return "the offer has \(count) files; the limit is \(ResourceLimits.maximumFiles)"
     case .cannotRead(let reason): return "cannot read \(reason)"
+    case .tooLarge(let what):
+      return
+        "\(what) is larger than \(ResourceLimits.maximumOfferBytes) bytes, the most one offer carries"
     }
   }
 }
@@ -36,5 +41,7 @@ public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
 /// Limits on offers.
 public enum ResourceLimits {
   /// The most files one offer may carry.
-  public static let maximumFiles = 100_000
+  public static let maximumFiles = ResourceMessage.maximumFiles
+  /// The most bytes one file, and one offer in all, may hold (2^62).
+  public static let maximumOfferBytes = ResourceMessage.maximumOfferBytes
 }

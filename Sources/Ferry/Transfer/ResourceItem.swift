@@ -64,12 +64,14 @@ public struct ResourceItem: Hashable, Sendable {
   /// ``ResourceLimits/maximumFiles``.
   ///
   /// - Returns: `items` without repeats of the same file under the same path.
-  /// - Throws: ``ResourceError/unsafePath(_:)``, ``ResourceError/cannotRead(_:)`` or
-  ///   ``ResourceError/tooManyFiles(_:)``.
+  /// - Throws: ``ResourceError/unsafePath(_:)``, ``ResourceError/cannotRead(_:)``,
+  ///   ``ResourceError/tooManyFiles(_:)`` or ``ResourceError/tooLarge(_:)`` (more than 2^62
+  ///   bytes in all).
   public static func checked(_ items: [ResourceItem]) throws(ResourceError) -> [ResourceItem] {
     var kept: [ResourceItem] = []
     var paths: [RelativePath] = []
     var identities: [String: (device: UInt64, inode: UInt64)] = [:]
+    var total: UInt64 = 0
     for item in items {
       let path: RelativePath
       do {
@@ -91,6 +93,12 @@ public struct ResourceItem: Hashable, Sendable {
         throw .unsafePath(.duplicate(escaped(item.path, keepingUnicode: true)))
       }
       identities[item.path] = identity
+      // Each size is below 2^63 and the total below 2^62 before it: the sum cannot overflow.
+      total += UInt64(max(0, status.st_size))
+      guard total <= ResourceLimits.maximumOfferBytes else {
+        throw .tooLarge(
+          escaped(item.url.path, keepingUnicode: true) + " (with the files before it)")
+      }
       kept.append(item)
       paths.append(path)
     }

@@ -151,6 +151,14 @@ public enum ResourceMessage: Hashable, Sendable {
   public static let maximumFiles = 100_000
   /// The longest path in an offer, in bytes.
   public static let maximumPathSize = 4096
+  /// The largest file an offer may announce (2^62 bytes: far beyond any disk, and small enough
+  /// that sizes, their sums and every offset stay exact in a signed 64-bit integer).
+  public static let maximumFileSize: UInt64 = 1 << 62
+  /// The most bytes one offer may announce in all (2^62).
+  public static let maximumOfferBytes: UInt64 = 1 << 62
+  /// The modification times an offer may carry, in seconds from 1970: about ±8 700 years,
+  /// within what `futimens(2)` and every filesystem accept.
+  public static let modificationSecondsRange: ClosedRange<Int64> = -(1 << 38)...(1 << 38)
   /// The resume offset meaning "do not send this file".
   public static let skip = UInt64.max
   /// The payload bytes a receiver allows on an offer channel before any CREDIT (8 MiB).
@@ -207,8 +215,10 @@ public enum ResourceMessage: Hashable, Sendable {
   /// receiver's ``RelativePath`` check.
   ///
   /// - Throws: ``WireError`` for channel 0, a count of 0 or over ``maximumFiles``, a path
-  ///   over 4096 bytes or not UTF-8, nanoseconds over 999 999 999, a mode over 0o7777, a hash not
-  ///   of 32 bytes, an unknown status, truncation or trailing bytes.
+  ///   over 4096 bytes or not UTF-8, a size over ``maximumFileSize`` or sizes adding up to more
+  ///   than ``maximumOfferBytes``, a modification time outside ``modificationSecondsRange``,
+  ///   nanoseconds over 999 999 999, a mode over 0o7777, a hash not of 32 bytes, an unknown
+  ///   status, truncation or trailing bytes.
   public init(frame: Frame) throws(WireError) {
     let type = frame.type
     guard frame.channel != 0 else { throw .invalidField(type, "channel 0") }
@@ -220,7 +230,8 @@ public enum ResourceMessage: Hashable, Sendable {
         throw .invalidField(type, "file count \(count)")
       }
       var files: [OfferedFile] = []
-      files.reserveCapacity(count)
+      files.reserveCapacity(min(count, frame.payload.count / 26))
+      var total: UInt64 = 0
       for _ in 0..<count {
         let length = Int(try reader.uint16())
         guard length <= Self.maximumPathSize else {
@@ -231,6 +242,12 @@ public enum ResourceMessage: Hashable, Sendable {
         let seconds = Int64(bitPattern: try reader.uint64())
         let nanoseconds = try reader.uint32()
         let mode = try reader.uint32()
+        guard size <= Self.maximumFileSize else { throw .invalidField(type, "size \(size)") }
+        total += size  // cannot overflow: both are at most 2^62
+        guard total <= Self.maximumOfferBytes else { throw .invalidField(type, "total size") }
+        guard Self.modificationSecondsRange.contains(seconds) else {
+          throw .invalidField(type, "modification time \(seconds)")
+        }
         guard nanoseconds < 1_000_000_000 else { throw .invalidField(type, "nanoseconds") }
         guard mode <= 0o7777 else { throw .invalidField(type, "mode") }
         files.append(
