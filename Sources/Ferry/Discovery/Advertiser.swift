@@ -81,13 +81,16 @@ public final class Advertiser: Sendable {
   ///     are recorded; nil reports every inviter as new.
   ///   - maximumPendingInvitations: Invitations allowed to wait for an answer at once; more are
   ///     declined as busy.
+  ///   - maximumPendingInvitationsPerAddress: Of those, how many may come from one IP address,
+  ///     so that one host cannot keep everyone else busy.
   ///   - timeouts: Handshake deadline and heartbeat of accepted connections.
   /// - Throws: ``DiscoveryError/invalidDiscoveryInfo(_:)`` when the pairs break a TXT rule;
   ///   ``DiscoveryError/invalidDisplayName(_:)`` when the name is not a valid display name.
   public convenience init(
     identity: Identity, displayName: String, serviceType: ServiceType = .ferry,
     port: UInt16 = 0, discoveryInfo: [String: String] = [:], knownPeers: KnownPeers? = nil,
-    maximumPendingInvitations: Int = 8, timeouts: ConnectionTimeouts = .init()
+    maximumPendingInvitations: Int = 8, maximumPendingInvitationsPerAddress: Int = 2,
+    timeouts: ConnectionTimeouts = .init()
   ) throws(DiscoveryError) {
     let peer: PeerID
     do {
@@ -97,7 +100,8 @@ public final class Advertiser: Sendable {
     }
     let listener = InvitationListener(
       identity: identity, displayName: displayName, timeouts: timeouts, knownPeers: knownPeers,
-      maximumPending: maximumPendingInvitations)
+      maximumPending: maximumPendingInvitations,
+      maximumPendingPerAddress: maximumPendingInvitationsPerAddress)
     try self.init(
       peer: peer, serviceType: serviceType, port: port, discoveryInfo: discoveryInfo,
       listener: listener)

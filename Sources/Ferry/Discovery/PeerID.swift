@@ -43,9 +43,10 @@ public struct PeerID: Hashable, Sendable, CustomStringConvertible {
     }
   }
 
-  /// The display name followed by the short fingerprint, e.g. `alice [9F2C 41AB 0C3D 7E11]`.
+  /// The display name (control, format and other invisible characters escaped) followed by
+  /// the short fingerprint, e.g. `alice [9F2C 41AB 0C3D 7E11]`.
   public var description: String {
-    "\(displayName) [\(fingerprint.shortDescription)]"
+    "\(DisplayText.escaping(displayName)) [\(fingerprint.shortDescription)]"
   }
 }
 

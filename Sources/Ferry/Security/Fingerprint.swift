@@ -6,6 +6,12 @@ public struct Fingerprint: Hashable, Sendable, CustomStringConvertible {
   /// Number of bytes in a SHA-256 digest.
   public static let byteCount = 32
 
+  /// The fewest hexadecimal digits (64 bits) a fingerprint prefix must have to stand for a key
+  /// on its own — to pin a connection or authorize a sender. Shorter prefixes can be forged: a
+  /// key whose fingerprint starts with 8 given digits (32 bits) is found in hours on a laptop.
+  /// A shorter prefix is accepted only where it names exactly one fingerprint already known.
+  public static let minimumPrefixDigits = 16
+
   /// The 32 digest bytes.
   public let bytes: [UInt8]
 

@@ -29,6 +29,11 @@ public final class KnownPeers: Sendable {
     /// The display name is known, with a different fingerprint: the peer reinstalled, or
     /// someone is impersonating it. `previous` is the fingerprint the name had.
     case changedKey(previous: Fingerprint)
+    /// The fingerprint is new and the display name is not known, but it looks like one that
+    /// is (`known`, with fingerprint `previous`): it differs only by invisible characters,
+    /// spacing, letter case or compatibility forms (``DisplayText/skeleton(_:)``). A different
+    /// peer — possibly one made to pass for the known one.
+    case similarName(known: String, previous: Fingerprint)
   }
 
   private struct File: Codable {
@@ -53,7 +58,8 @@ public final class KnownPeers: Sendable {
     try read().peers.sorted { $0.lastSeen > $1.lastSeen }
   }
 
-  /// What is known about `peer`.
+  /// What is known about `peer`: its fingerprint first; then whether its name (exactly, or
+  /// as it looks) belongs to a known peer with another key.
   ///
   /// - Throws: ``IdentityError`` when the file exists but cannot be read or parsed.
   public func status(of peer: PeerID) throws(IdentityError) -> Status {
@@ -67,7 +73,23 @@ public final class KnownPeers: Sendable {
     {
       return .changedKey(previous: previous)
     }
+    let skeleton = DisplayText.skeleton(peer.displayName)
+    if let entry = peers.first(where: { DisplayText.skeleton($0.name) == skeleton }),
+      let previous = try? Fingerprint(parsing: entry.fingerprint)
+    {
+      return .similarName(known: entry.name, previous: previous)
+    }
     return .new
+  }
+
+  /// The known fingerprints that start with `prefix` (hexadecimal; spaces and colons
+  /// ignored): how a short prefix typed by a user resolves to a full fingerprint — only when
+  /// exactly one matches.
+  ///
+  /// - Throws: ``IdentityError`` when the file exists but cannot be read or parsed.
+  public func fingerprints(startingWith prefix: String) throws(IdentityError) -> [Fingerprint] {
+    try read().peers.compactMap { try? Fingerprint(parsing: $0.fingerprint) }
+      .filter { $0.hasPrefix(prefix) }
   }
 
   /// Records that `peer` was seen now: adds it (untrusted) or updates its name and last-seen time.

@@ -35,6 +35,7 @@ final class ConnectionHandler: ChannelInboundHandler {
   private let role: Role
   private let localName: String
   private let timeouts: ConnectionTimeouts
+  private let budget: LinkBudget
   private(set) var state = State.tlsHandshake
   private(set) var remote: PeerID?
   private var context: ChannelHandlerContext?
@@ -58,10 +59,11 @@ final class ConnectionHandler: ChannelInboundHandler {
   /// Called once the peer is known (after HELLO), before the answer (inviter).
   var onPeerKnown: ((PeerID) -> Void)?
 
-  init(role: Role, localName: String, timeouts: ConnectionTimeouts) {
+  init(role: Role, localName: String, timeouts: ConnectionTimeouts, budget: LinkBudget) {
     self.role = role
     self.localName = localName
     self.timeouts = timeouts
+    self.budget = budget
   }
 
   /// Records why the TLS handler refused the peer's certificate, for the failure it causes.
@@ -101,12 +103,24 @@ final class ConnectionHandler: ChannelInboundHandler {
         fail(.authenticationFailed(reason: "the peer presented no certificate"), context: context)
         return
       }
-      peerFingerprint = Fingerprint(sha256Of: der)
-      state = .awaitingHello
-      send(
-        .hello(versions: FerryProtocol.supportedVersions, displayName: localName), context: context)
+      tlsCompleted(peer: Fingerprint(sha256Of: der), context: context)
     }
     context.fireUserInboundEventTriggered(event)
+  }
+
+  /// TLS is up with a peer proving `fingerprint`: HELLO goes out, and the handshake goes on.
+  private func tlsCompleted(peer fingerprint: Fingerprint, context: ChannelHandlerContext) {
+    peerFingerprint = fingerprint
+    state = .awaitingHello
+    send(
+      .hello(versions: FerryProtocol.supportedVersions, displayName: localName), context: context)
+  }
+
+  /// For tests and the fuzzer, on a pipeline without TLS (an `EmbeddedChannel`): go on as if
+  /// the TLS handshake had completed with a peer proving `fingerprint`.
+  func assumeTLSCompleted(peer fingerprint: Fingerprint) {
+    guard let context, state == .tlsHandshake else { return }
+    tlsCompleted(peer: fingerprint, context: context)
   }
 
   private var peerFingerprint: Fingerprint?
@@ -153,9 +167,10 @@ final class ConnectionHandler: ChannelInboundHandler {
       case .inviter(let invitationContext, let timeout, _):
         deadline?.cancel()
         state = .awaitingAnswer
-        answerDeadline = .now() + .nanoseconds(timeout.timeAmount.nanoseconds)
+        let clamped = min(timeout, ConnectionTimeouts.maximumInvitationTimeout)
+        answerDeadline = .now() + .nanoseconds(clamped.timeAmount.nanoseconds)
         onPeerKnown?(peer)
-        let milliseconds = UInt32(clamping: timeout.timeAmount.nanoseconds / 1_000_000)
+        let milliseconds = UInt32(clamping: clamped.timeAmount.nanoseconds / 1_000_000)
         send(
           .invite(timeoutMilliseconds: milliseconds, context: invitationContext), context: context)
       case .advertiser:
@@ -165,7 +180,10 @@ final class ConnectionHandler: ChannelInboundHandler {
       guard case .advertiser = role, let remote else { return }
       deadline?.cancel()
       state = .pendingDecision
-      let timeout = Duration.milliseconds(Int64(milliseconds))
+      // The inviter's wait, as it says, but never longer than the clamp: one connection must not
+      // hold a prompt or a pending slot for days.
+      let timeout = min(
+        Duration.milliseconds(Int64(milliseconds)), ConnectionTimeouts.maximumInvitationTimeout)
       // The invitation expires when the inviter stops waiting, plus a grace second so that the
       // inviter's own timeout (and its CANCEL) comes first.
       deadline = context.eventLoop.assumeIsolated().scheduleTask(
@@ -177,6 +195,7 @@ final class ConnectionHandler: ChannelInboundHandler {
       onInvite?(IncomingInvite(peer: remote, context: invitationContext, timeout: timeout))
     case (.awaitingAnswer, .accept):
       state = .connected
+      budget.connected = true
       startHeartbeat(context)
       if let remote { answer(.success(remote)) }
     case (.awaitingAnswer, .decline(let code, let reason)):
@@ -194,13 +213,21 @@ final class ConnectionHandler: ChannelInboundHandler {
       onInvitationWithdrawn?()
       context.close(promise: nil)
     case (.connected, .ping(let value)):
-      send(.pong(value), context: context)
+      // A peer that pings without reading our answers would make them pile up here.
+      guard let written = budget.reply(on: context.eventLoop) else {
+        return protocolViolation(
+          LinkLimitExceeded(
+            "the peer does not read what it is sent (\(budget.maximumQueuedReplies) replies wait)"),
+          context: context)
+      }
+      send(.pong(value), context: context, promise: written)
     case (.connected, .pong):
       break
     case (_, .goodbye(let code, let reason)):
       endReason =
         reason.isEmpty
-        ? "the peer closed the connection" : "the peer closed the connection: \(reason)"
+        ? "the peer closed the connection"
+        : "the peer closed the connection: \(DisplayText.escaping(reason))"
       if code == .unsupportedVersion {
         fail(.protocolVersionUnsupported(peerVersions: []), context: context)
       } else {
@@ -219,7 +246,11 @@ final class ConnectionHandler: ChannelInboundHandler {
       let reason = handshakeFailureReason(error, refusal: certificateRefusal)
       fail(.authenticationFailed(reason: reason), context: context)
     case NIOSSLError.uncleanShutdown:
-      endReason = "the peer vanished (connection closed without a TLS close)"
+      // After a GOODBYE (or our own close) the reason is already known; a peer that then
+      // drops the connection without a TLS close does not change it.
+      if endReason == nil {
+        endReason = "the peer vanished (connection closed without a TLS close)"
+      }
       fail(.connectionFailed(reason: endReason!), context: context)
     default:
       fail(.connectionFailed(reason: "\(error)"), context: context)
@@ -232,6 +263,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     deadline?.cancel()
     heartbeat?.cancel()
     let reason = endReason ?? "the connection was closed"
+    budget.endReason = reason
     switch previous {
     case .connected:
       onLinkEnded?(reason)
@@ -266,6 +298,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     deadline?.cancel()
     onInvitationWithdrawn = nil
     state = .connected
+    budget.connected = true
     send(.accept, context: context)
     startHeartbeat(context)
     return true
@@ -363,11 +396,21 @@ final class ConnectionHandler: ChannelInboundHandler {
 
   private func protocolViolation(_ error: Error, context: ChannelHandlerContext) {
     guard state != .closed else { return }
-    endReason = "\(error)"
+    let reason = "\(error)"
+    endReason = reason
     if state != .tlsHandshake {
-      send(.goodbye(.protocolError, reason: "\(error)"), context: context)
+      send(.goodbye(.protocolError, reason: reason), context: context)
     }
-    fail(.connectionFailed(reason: "\(error)"), context: context)
+    // A connected link is reported ended now, and forwards nothing more to the multiplexer.
+    endLink(reason: reason)
+    fail(.connectionFailed(reason: reason), context: context)
+  }
+
+  /// Closes the link because the peer broke the protocol or one of its limits: GOODBYE with
+  /// code 1 and `reason`, then close. Event loop only.
+  func closeForViolation(_ reason: String) {
+    guard let context else { return }
+    protocolViolation(LinkViolation(description: reason), context: context)
   }
 
   /// Fails the inviter's answer (if still pending) and closes the connection.
@@ -387,8 +430,11 @@ final class ConnectionHandler: ChannelInboundHandler {
     }
   }
 
-  private func send(_ message: ControlMessage, context: ChannelHandlerContext) {
+  private func send(
+    _ message: ControlMessage, context: ChannelHandlerContext,
+    promise: EventLoopPromise<Void>? = nil
+  ) {
     context.writeAndFlush(
-      wrapOutboundOut(WireFrame(message, allocator: context.channel.allocator)), promise: nil)
+      wrapOutboundOut(WireFrame(message, allocator: context.channel.allocator)), promise: promise)
   }
 }

@@ -8,6 +8,10 @@ public struct ConnectionTimeouts: Hashable, Sendable {
   /// A connected link that has received nothing for this long is dead.
   public var deadAfter: Duration = .seconds(7)
 
+  /// The longest an invitation waits for an answer: an inviter's longer timeout is clamped to
+  /// this on both ends, so that one connection cannot hold a prompt or a pending slot longer.
+  public static let maximumInvitationTimeout: Duration = .seconds(120)
+
   /// The defaults: 5 s handshake, PING every 2 s, dead after 7 s of silence (so a vanished peer
   /// is noticed within 9 s).
   public init() {}

@@ -40,9 +40,14 @@ struct WireFrame {
 
 /// Splits the decrypted byte stream into ``WireFrame``s using the pure ``FrameHeader`` parser.
 /// A malformed header throws ``WireError``, which reaches the connection handler as an error
-/// and closes that connection.
+/// and closes that connection. Until the link is connected only control frames are allowed, so
+/// a session frame (a 16 MiB OFFER, say) is refused from its header before its payload is
+/// buffered.
 struct FrameDecoderHandler: ByteToMessageDecoder {
   typealias InboundOut = WireFrame
+
+  /// The connection's shared state (event loop only).
+  let budget: LinkBudget
 
   mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws
     -> DecodingState
@@ -50,8 +55,11 @@ struct FrameDecoderHandler: ByteToMessageDecoder {
     let parsed = try buffer.withUnsafeReadableBytes { bytes throws(WireError) in
       try FrameHeader.parse(bytes)
     }
-    guard let header = parsed, buffer.readableBytes >= Frame.headerSize + header.payloadSize
-    else { return .needMoreData }
+    guard let header = parsed else { return .needMoreData }
+    guard header.type.isControl || budget.connected else { throw WireError.unexpected(header.type) }
+    guard buffer.readableBytes >= Frame.headerSize + header.payloadSize else {
+      return .needMoreData
+    }
     buffer.moveReaderIndex(forwardBy: Frame.headerSize)
     let payload = buffer.readSlice(length: header.payloadSize)!
     context.fireChannelRead(

@@ -32,7 +32,8 @@ public enum InvitationError: Error, Hashable, Sendable, CustomStringConvertible 
     case .timedOut: return "the invitation timed out without an answer"
     case .declined(let reason):
       return reason.isEmpty
-        ? "the invitation was declined" : "the invitation was declined: \(reason)"
+        ? "the invitation was declined"
+        : "the invitation was declined: \(DisplayText.escaping(reason))"
     case .busy: return "the peer is busy: too many invitations are pending there"
     case .sessionFull:
       return "the session is full (at most \(Session.maximumPeers) peers, including this one)"

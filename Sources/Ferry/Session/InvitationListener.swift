@@ -6,12 +6,16 @@ import Synchronization
 /// its deadline, and yields authenticated ``Invitation``s.
 ///
 /// Limits against hostile or broken clients: at most ``maximumHandshakes`` connections may be
-/// in their handshake at once (more are closed at accept), every handshake has
-/// ``ConnectionTimeouts/handshake`` to deliver its INVITE, and at most `maximumPending`
-/// invitations wait for an answer (more are declined as busy).
+/// in their handshake at once, ``maximumHandshakesPerAddress`` of them from one IP address
+/// (more are closed at accept); every handshake has ``ConnectionTimeouts/handshake`` to deliver
+/// its INVITE; at most `maximumPending` invitations wait for an answer, `maximumPendingPerAddress`
+/// of them from one address (more are declined as busy), so that one host cannot fill the
+/// prompt's queue or keep every other sender busy.
 final class InvitationListener: Sendable {
   /// Connections allowed in their handshake at once.
   static let maximumHandshakes = 64
+  /// Connections from one IP address allowed in their handshake at once.
+  static let maximumHandshakesPerAddress = 16
 
   let invitations: AsyncStream<Invitation>
   private let continuation: AsyncStream<Invitation>.Continuation
@@ -21,18 +25,21 @@ final class InvitationListener: Sendable {
   private let timeouts: ConnectionTimeouts
   private let knownPeers: KnownPeers?
   private let maximumPending: Int
+  private let maximumPendingPerAddress: Int
   private let state = Mutex(State())
 
   private struct State {
     var channel: Channel?
     var handshaking = 0
     var pending = 0
+    var handshakingFrom: [String: Int] = [:]
+    var pendingFrom: [String: Int] = [:]
     var stopped = false
   }
 
   init(
     identity: Identity, displayName: String, timeouts: ConnectionTimeouts,
-    knownPeers: KnownPeers?, maximumPending: Int
+    knownPeers: KnownPeers?, maximumPending: Int, maximumPendingPerAddress: Int = 2
   ) {
     self.identity = identity
     self.displayName = displayName
@@ -40,6 +47,7 @@ final class InvitationListener: Sendable {
     self.timeouts = timeouts
     self.knownPeers = knownPeers
     self.maximumPending = maximumPending
+    self.maximumPendingPerAddress = maximumPendingPerAddress
     (invitations, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
   }
 
@@ -82,35 +90,37 @@ final class InvitationListener: Sendable {
   }
 
   private func initialize(_ channel: Channel) -> EventLoopFuture<Void> {
+    let address = channel.remoteAddress?.ipAddress ?? "unknown"
     let admitted = state.withLock { state in
-      guard state.handshaking < Self.maximumHandshakes else { return false }
+      guard state.handshaking < Self.maximumHandshakes,
+        state.handshakingFrom[address, default: 0] < Self.maximumHandshakesPerAddress
+      else { return false }
       state.handshaking += 1
+      state.handshakingFrom[address, default: 0] += 1
       return true
     }
     guard admitted else { return channel.close() }
     let handshakeDone = Atomic<Bool>(false)
     let finishHandshake: @Sendable () -> Void = { [weak self] in
       if !handshakeDone.exchange(true, ordering: .acquiringAndReleasing) {
-        self?.state.withLock { $0.handshaking -= 1 }
+        self?.state.withLock { state in
+          state.handshaking -= 1
+          state.handshakingFrom[address, default: 1] -= 1
+          if state.handshakingFrom[address] == 0 { state.handshakingFrom[address] = nil }
+        }
       }
     }
     channel.closeFuture.whenComplete { _ in finishHandshake() }
     do {
+      let budget = LinkBudget()
       let handler = ConnectionHandler(
-        role: .advertiser, localName: displayName, timeouts: timeouts)
-      let multiplexer = LinkMultiplexer(isInviter: false)
-      try channel.pipeline.syncOperations.addHandlers([
-        tls.serverHandler(),
-        ByteToMessageHandler(FrameDecoderHandler()),
-        FrameEncoderHandler(),
-        handler,
-        multiplexer,
-      ])
-      let link = ConnectionLink(channel: channel, handler: handler, multiplexer: multiplexer)
+        role: .advertiser, localName: displayName, timeouts: timeouts, budget: budget)
+      let link = try ConnectionPipeline.install(
+        on: channel, tls: tls.serverHandler(), handler: handler, budget: budget, isInviter: false)
       handler.onInvite = { [weak self, weak handler] invite in
         finishHandshake()
         guard let self, let handler else { return }
-        self.received(invite, link: link, handler: handler)
+        self.received(invite, from: address, link: link, handler: handler)
       }
       return channel.eventLoop.makeSucceededVoidFuture()
     } catch {
@@ -120,11 +130,15 @@ final class InvitationListener: Sendable {
 
   /// An INVITE arrived (on the connection's event loop).
   private func received(
-    _ invite: ConnectionHandler.IncomingInvite, link: ConnectionLink, handler: ConnectionHandler
+    _ invite: ConnectionHandler.IncomingInvite, from address: String, link: ConnectionLink,
+    handler: ConnectionHandler
   ) {
     let admitted = state.withLock { state in
-      guard !state.stopped, state.pending < maximumPending else { return false }
+      guard !state.stopped, state.pending < maximumPending,
+        state.pendingFrom[address, default: 0] < maximumPendingPerAddress
+      else { return false }
       state.pending += 1
+      state.pendingFrom[address, default: 0] += 1
       return true
     }
     guard admitted else {
@@ -136,7 +150,11 @@ final class InvitationListener: Sendable {
       peer: invite.peer, status: status, localFingerprint: identity.fingerprint,
       context: invite.context, timeout: invite.timeout, link: link, knownPeers: knownPeers
     ) { [weak self] in
-      self?.state.withLock { $0.pending -= 1 }
+      self?.state.withLock { state in
+        state.pending -= 1
+        state.pendingFrom[address, default: 1] -= 1
+        if state.pendingFrom[address] == 0 { state.pendingFrom[address] = nil }
+      }
     }
     handler.onInvitationWithdrawn = { invitation.withdrawn() }
     continuation.yield(invitation)

@@ -1,3 +1,4 @@
+import Dispatch
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -24,8 +25,11 @@ public final class Session: Sendable {
   /// Every peer state change, in order. Finishes after ``close()``.
   public let stateChanges: AsyncStream<PeerStateChange>
 
+  /// What one peer may make this session hold.
+  public let limits: SessionLimits
+
   let tls: TLSContexts
-  let transfers = SessionTransfers()
+  let transfers: SessionTransfers
   private let continuation: AsyncStream<PeerStateChange>.Continuation
   private let members = Mutex<[Fingerprint: Member]>([:])
 
@@ -36,13 +40,34 @@ public final class Session: Sendable {
 
   /// Creates a session for `identity`, presented to peers as `displayName`.
   ///
+  /// - Parameters:
+  ///   - limits: What one peer may make this session hold (streams, unread bytes, offers,
+  ///     files, replies); a peer beyond a limit is disconnected.
+  ///   - accepting: Which incoming messages and streams are delivered; the rest are refused
+  ///     without being buffered (a receiver that never reads them should not accept them).
   /// - Throws: ``PeerIDError`` when the display name is not valid.
-  public init(identity: Identity, displayName: String, timeouts: ConnectionTimeouts = .init())
-    throws(PeerIDError)
-  {
+  public convenience init(
+    identity: Identity, displayName: String, timeouts: ConnectionTimeouts = .init(),
+    limits: SessionLimits = .init(), accepting: IncomingTraffic = .all
+  ) throws(PeerIDError) {
+    try self.init(
+      identity: identity, displayName: displayName, timeouts: timeouts, limits: limits,
+      accepting: accepting, makeOfferExecutor: { DispatchQueue(label: "ferry.incoming-offer") })
+  }
+
+  /// A session whose incoming offers run their work on what `makeOfferExecutor` makes (tests
+  /// and the fuzzer run it inline, beside an `EmbeddedChannel`).
+  init(
+    identity: Identity, displayName: String, timeouts: ConnectionTimeouts,
+    limits: SessionLimits, accepting: IncomingTraffic,
+    makeOfferExecutor: @escaping @Sendable () -> any OfferExecutor
+  ) throws(PeerIDError) {
     self.identity = identity
     self.myPeer = try PeerID(displayName: displayName, fingerprint: identity.fingerprint)
     self.timeouts = timeouts
+    self.limits = limits
+    self.transfers = SessionTransfers(
+      limits: limits, accepting: accepting, makeExecutor: makeOfferExecutor)
     // A key and certificate that Identity accepted (matching P-256 pair) are valid for BoringSSL.
     self.tls = try! TLSContexts(identity: identity)
     (stateChanges, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
@@ -154,6 +179,29 @@ public final class Session: Sendable {
     transfers.finish()
   }
 
+  /// ``close()``, then waits (at most `timeout`) until every connection has closed, so that what
+  /// was sent last (a RESET, the last FILE_ACKs, the GOODBYE) has left before, say, the process
+  /// exits. Any task.
+  public func closeAndWait(timeout: Duration = .seconds(2)) async {
+    let channels = members.withLock { $0.values.map(\.link.channel) }
+    close()
+    let deadline = ContinuousClock.now + timeout
+    for channel in channels {
+      let left = deadline - .now
+      guard left > .zero else { return }
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let once = Once()
+        let timer = channel.eventLoop.scheduleTask(in: .nanoseconds(left.timeAmount.nanoseconds)) {
+          if once.claim() { continuation.resume() }
+        }
+        channel.closeFuture.whenComplete { _ in
+          timer.cancel()
+          if once.claim() { continuation.resume() }
+        }
+      }
+    }
+  }
+
   // MARK: Internals
 
   var hasRoom: Bool {
@@ -212,21 +260,16 @@ public final class Session: Sendable {
       .connectTimeout(.nanoseconds(connectTimeout.timeAmount.nanoseconds))
       .channelInitializer { [weak self] channel in
         do {
+          let budget = LinkBudget()
           let handler = ConnectionHandler(
             role: .inviter(context: context, timeout: timeout, answer: answer),
-            localName: name, timeouts: timeouts)
+            localName: name, timeouts: timeouts, budget: budget)
           handler.onPeerKnown = { peer in self?.report(peer, .connecting) }
-          let multiplexer = LinkMultiplexer(isInviter: true)
-          try channel.pipeline.syncOperations.addHandlers([
-            try tls.clientHandler(expecting: expecting, onRefusal: handler.certificateRefused),
-            ByteToMessageHandler(FrameDecoderHandler()),
-            FrameEncoderHandler(),
-            handler,
-            multiplexer,
-          ])
-          linkBox.link.withLock {
-            $0 = ConnectionLink(channel: channel, handler: handler, multiplexer: multiplexer)
-          }
+          let link = try ConnectionPipeline.install(
+            on: channel,
+            tls: try tls.clientHandler(expecting: expecting, onRefusal: handler.certificateRefused),
+            handler: handler, budget: budget, isInviter: true)
+          linkBox.link.withLock { $0 = link }
           return channel.eventLoop.makeSucceededVoidFuture()
         } catch {
           return channel.eventLoop.makeFailedFuture(error)
@@ -270,6 +313,15 @@ public final class Session: Sendable {
     } catch {
       throw .connectionFailed(reason: "\(error)")
     }
+  }
+}
+
+/// True for the first caller only.
+private final class Once: Sendable {
+  private let claimed = Atomic<Bool>(false)
+
+  func claim() -> Bool {
+    !claimed.exchange(true, ordering: .acquiringAndReleasing)
   }
 }
 

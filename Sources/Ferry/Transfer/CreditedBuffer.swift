@@ -36,6 +36,17 @@ final class CreditedBuffer<Element: Sendable>: Sendable {
     }
   }
 
+  /// Removes and returns what is buffered and not yet taken (nobody will read it).
+  func discardBuffered() -> [Element] {
+    state.withLock { state in
+      defer {
+        state.elements = []
+        state.head = 0
+      }
+      return Array(state.elements[state.head...])
+    }
+  }
+
   /// Ends the sequence: cleanly, or with an error once the buffered elements are taken.
   func finish(_ end: Result<Void, TransferError> = .success(())) {
     let waiter = state.withLock { state -> CheckedContinuation<Element?, any Error>? in

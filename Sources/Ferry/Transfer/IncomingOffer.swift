@@ -3,30 +3,78 @@ import Dispatch
 import Foundation
 import NIOCore
 
-/// Receives one offer: validates it, checks free space, answers with resume offsets, then
-/// writes, hashes, verifies and places each file. All state lives on `queue` (disk I/O never
-/// runs on the event loop); frames arrive from the loop in order and are handled in order.
+/// How an incoming offer gets its answer.
+enum OfferReception: Sendable {
+  /// Accepted into these options as soon as its paths are checked.
+  case automatic(ReceiveOptions)
+  /// Handed to `deliver` as a ``ResourceOffer`` for the application to answer.
+  case asking(deliver: @Sendable (ResourceOffer) -> Void)
+}
+
+/// Where an offer's work runs, in order and off the event loop: a serial `DispatchQueue`, or (in
+/// tests and the fuzzer, next to an `EmbeddedChannel`) the caller's own thread.
+protocol OfferExecutor: Sendable {
+  /// Runs `work` after what was given before.
+  func run(_ work: @escaping @Sendable () -> Void)
+  /// Runs `work` after `delay`.
+  func run(after delay: Duration, _ work: @escaping @Sendable () -> Void)
+}
+
+extension DispatchQueue: OfferExecutor {
+  func run(_ work: @escaping @Sendable () -> Void) {
+    async(execute: work)
+  }
+
+  func run(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
+    let nanoseconds =
+      delay.components.seconds * 1_000_000_000 + delay.components.attoseconds
+      / 1_000_000_000
+    asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds)), execute: work)
+  }
+}
+
+/// Receives one offer: validates its paths, gets it decided (at once, or by the application),
+/// reserves its space, answers with resume offsets, then writes, hashes, verifies and places
+/// each file. All state lives on `executor` (disk I/O never runs on the event loop); frames
+/// arrive from the loop in order and are handled in order.
 final class IncomingOffer: @unchecked Sendable {
+  /// Where the offer is in its life.
+  private enum Phase: Equatable {
+    /// Its paths are being checked.
+    case checking
+    /// Waiting for the application's answer.
+    case deciding
+    /// Accepted: files are arriving.
+    case receiving
+    /// Refused, declined, finished or abandoned; nothing more happens.
+    case ended
+  }
+
   private let channel: UInt32
   private let peer: PeerID
   private let link: ConnectionLink
   private let offered: [OfferedFile]
-  private let options: ReceiveOptions
+  private let reception: OfferReception
   private let events: AsyncStream<ResourceEvent>.Continuation
-  private let queue = DispatchQueue(label: "ferry.incoming-offer")
+  private let executor: any OfferExecutor
   private let hashQueue = DispatchQueue(label: "ferry.incoming-offer.sha256")
 
-  // Queue-confined.
+  // Executor-confined.
+  private var phase = Phase.checking
+  private weak var question: ResourceOffer?
+  private var options: ReceiveOptions?
   private var paths: [RelativePath] = []
   private var staging: StagingArea?
   private var names: [String] = []
   private var offsets: [UInt64] = []
+  /// Bytes still promised (reserved) for each file not yet finished.
+  private var promised: [Int: UInt64] = [:]
   private var transfer: IncomingTransfer?
   private var progress: TransferProgress?
   private var current:
     (index: Int, fd: Int32, hasher: BackgroundHasher, position: UInt64, flushed: UInt64)?
   private var remaining = Set<Int>()
-  private var ended = false
+  private var firstFailure: TransferError?
   private var pendingCredit = 0
   private var pendingAcks: [Frame] = []
 
@@ -35,19 +83,21 @@ final class IncomingOffer: @unchecked Sendable {
 
   init(
     channel: UInt32, peer: PeerID, link: ConnectionLink, files: [OfferedFile],
-    options: ReceiveOptions, events: AsyncStream<ResourceEvent>.Continuation
+    reception: OfferReception, events: AsyncStream<ResourceEvent>.Continuation,
+    executor: any OfferExecutor = DispatchQueue(label: "ferry.incoming-offer")
   ) {
     self.channel = channel
     self.peer = peer
     self.link = link
     self.offered = files
-    self.options = options
+    self.reception = reception
     self.events = events
+    self.executor = executor
   }
 
   /// Starts handling (from the loop).
   func start() {
-    queue.async { self.prepare() }
+    executor.run { self.check() }
   }
 
   /// A frame for this offer, or the end of its link (from the loop).
@@ -61,71 +111,119 @@ final class IncomingOffer: @unchecked Sendable {
         frame.payload = ByteBuffer(bytes: frame.payload.readableBytesView)
       }
       let owned = frame
-      queue.async { self.handle(owned) }
+      executor.run { self.handle(owned) }
     case .linkClosed(let reason):
-      queue.async { self.abandon(.peerDisconnected(reason: reason), notify: false) }
+      executor.run { self.abandon(.peerDisconnected(reason: reason), notify: false) }
     }
   }
 
   /// The application cancelled (any thread).
   func cancelFromApplication() {
-    queue.async { self.abandon(.cancelled, notify: true) }
+    executor.run { self.abandon(.cancelled, notify: true) }
   }
 
-  // MARK: Queue
+  // MARK: Deciding
 
-  private func prepare() {
-    do {
+  private func check() {
+    do throws(PathError) {
       paths = []
-      for file in offered {
-        do {
-          paths.append(try RelativePath(validating: file.path))
-        } catch {
-          throw ResourceError.unsafePath(error)
-        }
+      paths.reserveCapacity(offered.count)
+      for file in offered { paths.append(try RelativePath(validating: file.path)) }
+      try RelativePath.checkTree(paths)
+    } catch {
+      return refuse(.unsafePath(error))
+    }
+    switch reception {
+    case .automatic(let options):
+      prepare(options)
+    case .asking(let deliver):
+      phase = .deciding
+      let question = ResourceOffer(peer: peer, files: offered.map { ($0.path, $0.size) }) {
+        [weak self] decision in
+        guard let self else { return }
+        self.executor.run { self.decided(decision) }
       }
-      do {
-        try RelativePath.checkTree(paths)
-      } catch {
-        throw ResourceError.unsafePath(error)
+      self.question = question
+      deliver(question)
+      executor.run(after: ResourceOffer.decisionTimeout) { [weak self] in
+        guard let self, case .deciding = self.phase else { return }
+        self.question?.withdraw()
+        self.decline("no decision in time")
       }
+    }
+  }
+
+  private func decided(_ decision: ResourceOffer.Decision) {
+    guard case .deciding = phase else { return }
+    switch decision {
+    case .accept(let options): prepare(options)
+    case .decline(let reason): decline(reason)
+    }
+  }
+
+  private func decline(_ reason: String) {
+    phase = .ended
+    let channel = self.channel
+    let text = reason.isEmpty ? "declined by the receiver" : reason
+    link.onMultiplexer {
+      $0.answerOffer(TransferMessage.reset(channel: channel, .refused, reason: text).frame)
+      $0.closeOffer(channel: channel)
+    }
+  }
+
+  /// Opens the staging area, claims a staging file per file, reserves the space still needed
+  /// and accepts.
+  private func prepare(_ options: ReceiveOptions) {
+    self.options = options
+    do {
       let staging = try StagingArea(destination: options.destination)
       self.staging = staging
       staging.removeStale(olderThan: options.staleAfter)
-      var needed: Int64 = 0
+      var needed: UInt64 = 0
       for (index, file) in offered.enumerated() {
-        let name = staging.name(for: file, from: peer.fingerprint)
+        var name = staging.name(for: file, from: peer.fingerprint)
+        // One writer per staged file: the same file offered twice at once is staged twice.
+        let resumable = staging.claim(name)
+        if !resumable { name = staging.uniqueName(like: name) }
         names.append(name)
-        if options.conflictPolicy == .skip, existsInDestination(paths[index]) {
+        if options.conflictPolicy == .skip, staging.destination.exists(paths[index]) {
           offsets.append(ResourceMessage.skip)
           continue
         }
-        let length = staging.stagedLength(name)
+        let length = resumable ? staging.stagedLength(name) : 0
         let offset = length <= file.size ? length : 0
         offsets.append(offset)
-        needed += Int64(file.size - offset)
-        if file.size >= StagingArea.metadataThreshold {
-          staging.writeMeta(name, file: file, sender: peer.fingerprint)
-        }
+        promised[index] = file.size - offset
+        needed += file.size - offset  // at most 2^62 in all: checked when decoded
       }
       var space = statvfs()
-      if fstatvfs(staging.fd, &space) == 0 {
-        let available = Int64(space.f_bavail) * Int64(space.f_frsize)
-        guard available >= needed else {
-          throw ResourceError.insufficientSpace(needed: needed, available: available)
-        }
+      guard fstatvfs(staging.fd, &space) == 0 else {
+        throw ResourceError.cannotWrite("\(options.destination.path): \(errnoText())")
+      }
+      let (free, overflow) = UInt64(space.f_bavail).multipliedReportingOverflow(
+        by: UInt64(space.f_frsize))
+      let available = overflow ? UInt64.max : free
+      guard SpaceReservations.shared.reserve(needed, on: staging.device, available: available)
+      else {
+        promised = [:]
+        let left = available - min(available, SpaceReservations.shared.promised(on: staging.device))
+        throw ResourceError.insufficientSpace(
+          needed: Int64(clamping: needed), available: Int64(clamping: left))
+      }
+      for (index, file) in offered.enumerated()
+      where file.size >= StagingArea.metadataThreshold && offsets[index] != ResourceMessage.skip {
+        staging.writeMeta(names[index], file: file, sender: peer.fingerprint)
       }
     } catch let error as ResourceError {
-      refuse(error)
-      return
+      return refuse(error)
     } catch {
-      refuse(.cannotWrite("\(error)"))
-      return
+      return refuse(.cannotWrite("\(error)"))
     }
     accept()
   }
 
   private func accept() {
+    phase = .receiving
     let progress = TransferProgress(files: offered.map { ($0.path, $0.size) })
     self.progress = progress
     let transfer = IncomingTransfer(
@@ -153,8 +251,22 @@ final class IncomingOffer: @unchecked Sendable {
     if remaining.isEmpty { finishOffer(error: nil) }
   }
 
+  // MARK: Receiving
+
   private func handle(_ frame: WireFrame) {
-    guard !ended else { return }
+    switch phase {
+    case .ended:
+      return
+    case .checking, .deciding:
+      // Only a RESET (the sender gives up) may come before the answer.
+      guard frame.type == .reset else {
+        return abandon(
+          .resource(.cannotWrite("the sender sent \(frame.type) before the offer was accepted")),
+          notify: true)
+      }
+    case .receiving:
+      break
+    }
     switch frame.type {
     case .chunk:
       var payload = frame.payload
@@ -182,7 +294,12 @@ final class IncomingOffer: @unchecked Sendable {
         .resource(.cannotWrite("data for file \(index), which is not expected")), notify: true)
     }
     if current?.index != index {
-      guard current == nil, begin(index) else { return }
+      guard current == nil else {
+        return abandon(
+          .resource(.cannotWrite("data for file \(index) before file \(current!.index) ended")),
+          notify: true)
+      }
+      guard begin(index) else { return }
     }
     guard var state = current else { return }
     let count = bytes.readableBytes
@@ -246,13 +363,12 @@ final class IncomingOffer: @unchecked Sendable {
       let (fd, length) = try staging.open(names[index])
       var hasher = SHA256()
       let offset = offsets[index]
-      guard length >= offset else {
+      guard length >= offset, ftruncate(fd, off_t(offset)) == 0 else {
         close(fd)
         abandon(
           .resource(.cannotWrite("staged data of \(offered[index].path) shrank")), notify: true)
         return false
       }
-      ftruncate(fd, off_t(offset))
       var buffer = [UInt8](repeating: 0, count: offset > 0 ? 1 << 20 : 0)
       var position: UInt64 = 0
       while position < offset {
@@ -280,7 +396,7 @@ final class IncomingOffer: @unchecked Sendable {
     if current == nil {
       guard begin(index) else { return }  // nothing sent: empty, or wholly staged before
     }
-    guard let state = current, state.index == index, let staging else {
+    guard let state = current, state.index == index, let staging, let options else {
       return abandon(.resource(.cannotWrite("FILE_END out of order")), notify: true)
     }
     current = nil
@@ -296,28 +412,35 @@ final class IncomingOffer: @unchecked Sendable {
         result: .failure(.resource(.integrityCheckFailed(path: path))))
       return
     }
-    fchmod(state.fd, mode_t(file.mode & 0o777))
+    // The sender's permission bits, narrowed by this process's umask (a sender cannot make a
+    // file writable by others where the user would not have).
     var times = [
       timespec(tv_sec: Int(file.modificationSeconds), tv_nsec: Int(file.modificationNanoseconds)),
       timespec(tv_sec: Int(file.modificationSeconds), tv_nsec: Int(file.modificationNanoseconds)),
     ]
-    futimens(state.fd, &times)
-    // Large files are flushed before they are placed; small ones share one syncfs(2) at the end
-    // of the offer (a per-file fsync would cost more than the transfer).
-    let synced = file.size < StagingArea.metadataThreshold || fsync(state.fd) == 0
-    close(state.fd)
-    guard synced else {
+    let mode = mode_t(file.mode & 0o777) & ~processUmask
+    guard fchmod(state.fd, mode) == 0, futimens(state.fd, &times) == 0,
+      // Large files are flushed before they are placed; small ones share one syncfs(2) at the
+      // end of the offer (a per-file fsync would cost more than the transfer).
+      file.size < StagingArea.metadataThreshold || fsync(state.fd) == 0
+    else {
+      let reason = errnoText()
+      close(state.fd)
       staging.remove(names[index])
       conclude(
-        index, .failed, reason: errnoText(),
-        result: .failure(.resource(.cannotWrite("\(path): \(errnoText())"))))
+        index, .failed, reason: reason,
+        result: .failure(.resource(.cannotWrite("\(path): \(reason)"))))
       return
     }
+    close(state.fd)
     guard options.relocate else {
-      let staged = staging.destination.root
-        .appendingPathComponent(StagingArea.directoryName).appendingPathComponent(names[index])
-      unlinkat(staging.fd, names[index] + ".meta", 0)
-      conclude(index, .stored, reason: "", result: .success(staged), sha256: digest)
+      do {
+        let staged = try staging.handOver(names[index])
+        conclude(index, .stored, reason: "", result: .success(staged), sha256: digest)
+      } catch {
+        staging.remove(names[index])
+        conclude(index, .failed, reason: error.description, result: .failure(.resource(error)))
+      }
       return
     }
     do {
@@ -326,7 +449,7 @@ final class IncomingOffer: @unchecked Sendable {
       if placed == nil {
         staging.remove(names[index])
       } else {
-        unlinkat(staging.fd, names[index] + ".meta", 0)
+        staging.removeMeta(names[index])
       }
       conclude(
         index, placed == nil ? .skipped : .stored, reason: "", result: .success(placed),
@@ -341,39 +464,48 @@ final class IncomingOffer: @unchecked Sendable {
     _ index: Int, _ status: ResourceMessage.FileStatus, reason: String,
     result: Result<URL?, TransferError>, sha256: [UInt8]? = nil
   ) {
+    release(file: index)
     progress?.complete(index)
+    if case .failure(let error) = result, firstFailure == nil { firstFailure = error }
     events.yield(
       .finished(name: offered[index].path, peer: peer, result: result, sha256: sha256))
     pendingAcks.append(
-      ResourceMessage.fileAck(channel: channel, file: UInt32(index), status, reason: reason).frame)
+      ResourceMessage.fileAck(
+        channel: channel, file: UInt32(index), status, reason: forPeer(reason)
+      ).frame)
     if remaining.isEmpty {
       finishOffer(error: nil)
     } else if pendingAcks.count >= 256 {
       flushAcks()
     } else if pendingAcks.count == 1 {
       // The sender only waits for acks at its end; gather them for a moment.
-      queue.asyncAfter(deadline: .now() + .milliseconds(20)) { self.flushAcks() }
+      executor.run(after: .milliseconds(20)) { self.flushAcks() }
     }
   }
 
+  /// Refuses the offer before anything of it is written (unsafe paths, no room, an unsafe
+  /// staging folder).
   private func refuse(_ error: ResourceError) {
-    ended = true
+    phase = .ended
+    question?.withdraw()
     let channel = self.channel
+    let reason = forPeer(error.description)
     link.onMultiplexer {
-      $0.answerOffer(
-        TransferMessage.reset(channel: channel, .refused, reason: error.description).frame)
+      $0.answerOffer(TransferMessage.reset(channel: channel, .refused, reason: reason).frame)
       $0.closeOffer(channel: channel)
     }
-    events.yield(
-      .finished(
-        name: offered.first?.path ?? "", peer: peer, result: .failure(.resource(error)),
-        sha256: nil))
+    releaseAll()
+    staging?.removeIfEmpty()
+    events.yield(.offerRefused(peer: peer, files: offered.count, error: .resource(error)))
   }
 
   /// Stops receiving: the file in progress keeps its staged bytes (for resume), nothing is
   /// placed; the peer is told unless it is the one who stopped.
   private func abandon(_ error: TransferError, notify: Bool) {
-    guard !ended else { return }
+    guard phase != .ended else { return }
+    let wasReceiving = phase == .receiving
+    phase = .ended
+    question?.withdraw()
     if let state = current {
       close(state.fd)
       current = nil
@@ -390,25 +522,37 @@ final class IncomingOffer: @unchecked Sendable {
     let channel = self.channel
     if notify {
       let code: TransferMessage.ResetCode = error == .cancelled ? .cancelled : .failed
+      let reason = forPeer(error.description)
       link.onMultiplexer {
-        $0.answerOffer(
-          TransferMessage.reset(channel: channel, code, reason: error.description).frame)
+        $0.answerOffer(TransferMessage.reset(channel: channel, code, reason: reason).frame)
       }
     }
-    finishOffer(error: error)
+    if wasReceiving {
+      finish(error: error)
+    } else {
+      link.onMultiplexer { $0.closeOffer(channel: channel) }
+      releaseAll()
+    }
   }
 
   private func finishOffer(error: TransferError?) {
-    guard !ended else { return }
-    ended = true
+    guard phase == .receiving else { return }
+    phase = .ended
+    finish(error: error)
+  }
+
+  /// Ends an accepted offer: flushes, releases what it held and reports it.
+  private func finish(error: TransferError?) {
     progress?.finish()
     if let staging { _ = systemSyncfs(staging.fd) }
+    releaseAll()
     staging?.removeIfEmpty()
     // The offer is reported finished once its last FILE_ACKs are written to the connection, so
     // that an application may exit on that event without cutting them off.
     let (channel, acks, events) = (self.channel, pendingAcks, self.events)
     pendingAcks = []
-    let finished = transfer.map { ResourceEvent.offerFinished($0, error: error) }
+    let outcome = error ?? firstFailure
+    let finished = transfer.map { ResourceEvent.offerFinished($0, error: outcome) }
     link.onMultiplexer(
       { multiplexer in
         if !acks.isEmpty { multiplexer.answerOffer(acks) }
@@ -417,9 +561,26 @@ final class IncomingOffer: @unchecked Sendable {
       then: { if let finished { events.yield(finished) } })
   }
 
-  private func existsInDestination(_ path: RelativePath) -> Bool {
-    var status = stat()
-    return lstat(options.destination.appendingPathComponent(path.description).path, &status) == 0
+  /// Gives up file `index`'s claim on free space (it is finished: its bytes are on disk, or
+  /// will not be).
+  private func release(file index: Int) {
+    guard let bytes = promised.removeValue(forKey: index), let staging else { return }
+    SpaceReservations.shared.release(bytes, on: staging.device)
+  }
+
+  /// Gives up every claim the offer holds: staging names and promised space.
+  private func releaseAll() {
+    guard let staging else { return }
+    SpaceReservations.shared.release(promised.values.reduce(0, +), on: staging.device)
+    promised = [:]
+    staging.release(names)
+  }
+
+  /// `text` as the peer may read it: this machine's own paths (the destination's location) are
+  /// left out, so a sender learns nothing but paths relative to what it offered.
+  private func forPeer(_ text: String) -> String {
+    guard let root = options?.destination.path, !root.isEmpty else { return text }
+    return text.replacing(root + "/", with: "").replacing(root, with: "the destination")
   }
 }
 

@@ -9,7 +9,8 @@ public struct FileResult: Hashable, Sendable {
   public let path: String
   /// The receiver's verdict.
   public let status: ResourceMessage.FileStatus
-  /// The receiver's reason when it is not `.stored`.
+  /// The receiver's reason when it is not `.stored`, as the peer sent it: escape it
+  /// (``DisplayText/escaping(_:)``) before showing it.
   public let reason: String
   /// The SHA-256 of the whole file as sent (and verified by the receiver when `.stored`);
   /// empty when the file was skipped before it was read.
@@ -54,7 +55,7 @@ public final class ResourceTransfer: Sendable {
         throw TransferError.resource(
           bad.status == .corrupt
             ? .integrityCheckFailed(path: bad.path)
-            : .cannotWrite("\(bad.path) at the receiver: \(bad.reason)"))
+            : .cannotWrite("\(bad.path) at the receiver: \(DisplayText.escaping(bad.reason))"))
       }
       return results
     } catch let error as TransferError {
@@ -91,6 +92,8 @@ final class OutgoingOffer: Sendable {
     var doneWaiter: CheckedContinuation<Void, any Error>?
     var failure: TransferError?
     var cancelled = false
+    /// What the receiver is told when this side fails: only paths relative to the offer.
+    var reasonForPeer: String?
   }
 
   init(files: [OfferedFile], urls: [URL], link: ConnectionLink, progress: TransferProgress) {
@@ -182,7 +185,7 @@ final class OutgoingOffer: Sendable {
     let file = files[index]
     let path = urls[index].path
     let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw TransferError.resource(.cannotRead("\(path): \(errnoText())")) }
+    guard fd >= 0 else { throw readFailure(index, "\(path): \(errnoText())") }
     defer { close(fd) }
     // The offer told the receiver this size and time (and a resume relies on them): a file
     // changed since then would arrive as neither its old nor its new self.
@@ -191,8 +194,7 @@ final class OutgoingOffer: Sendable {
       Int64(status.st_mtim.tv_sec) == file.modificationSeconds,
       UInt32(status.st_mtim.tv_nsec) == file.modificationNanoseconds
     else {
-      throw TransferError.resource(
-        .cannotRead("\(path) changed after it was offered; send it again"))
+      throw readFailure(index, "\(path) changed after it was offered; send it again")
     }
     let hasher = BackgroundHasher(size: file.size, on: hashQueue)
     let chunkSize = TransferMessage.maximumChunkSize
@@ -202,7 +204,7 @@ final class OutgoingOffer: Sendable {
     while position < offset {
       var buffer = allocator.buffer(capacity: chunkSize)
       let want = Int(min(UInt64(chunkSize), offset - position))
-      let count = try read(fd, into: &buffer, count: want, at: position, path: path)
+      let count = try read(fd, into: &buffer, count: want, at: position, index: index)
       await hasher.update(buffer)
       position += UInt64(count)
     }
@@ -214,7 +216,7 @@ final class OutgoingOffer: Sendable {
         let want = Int(min(UInt64(chunkSize), file.size - position))
         var buffer = allocator.buffer(capacity: 4 + want)
         buffer.writeInteger(UInt32(index))
-        let count = try read(fd, into: &buffer, count: want, at: position, path: path)
+        let count = try read(fd, into: &buffer, count: want, at: position, index: index)
         await hasher.update(buffer.getSlice(at: buffer.readerIndex + 4, length: count)!)
         position += UInt64(count)
         bytesSent.add(UInt64(count), ordering: .relaxed)
@@ -236,8 +238,9 @@ final class OutgoingOffer: Sendable {
 
   /// Reads exactly `count` bytes at `position` into `buffer`.
   private func read(
-    _ fd: Int32, into buffer: inout ByteBuffer, count: Int, at position: UInt64, path: String
+    _ fd: Int32, into buffer: inout ByteBuffer, count: Int, at position: UInt64, index: Int
   ) throws -> Int {
+    let path = urls[index].path
     var readError: Int32 = 0
     let done = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { pointer in
       var total = 0
@@ -252,12 +255,20 @@ final class OutgoingOffer: Sendable {
       return total
     }
     guard readError == 0 else {
-      throw TransferError.resource(.cannotRead("\(path): \(String(cString: strerror(readError)))"))
+      throw readFailure(index, "\(path): \(String(cString: strerror(readError)))")
     }
     guard done == count else {
-      throw TransferError.resource(.cannotRead("\(path) changed while it was being sent"))
+      throw readFailure(index, "\(path) changed while it was being sent")
     }
     return done
+  }
+
+  /// The error for file `index` failing to be read here (`local` says why, with its local path),
+  /// noting what the receiver will be told: the offered path only.
+  private func readFailure(_ index: Int, _ local: String) -> TransferError {
+    let offered = files[index].path
+    state.withLock { $0.reasonForPeer = "the sender could not read \(offered)" }
+    return .resource(.cannotRead(local))
   }
 
   /// A frame from the receiver (on the loop).
@@ -318,11 +329,22 @@ final class OutgoingOffer: Sendable {
       link.onMultiplexer { $0.closeOffer(channel: channel) }
     default:
       let code: TransferMessage.ResetCode = error == .cancelled ? .cancelled : .failed
+      let reason = state.withLock { $0.reasonForPeer } ?? Self.reasonForPeer(error)
       link.onMultiplexer {
-        $0.answerOffer(
-          TransferMessage.reset(channel: channel, code, reason: error.description).frame)
+        $0.answerOffer(TransferMessage.reset(channel: channel, code, reason: reason).frame)
         $0.closeOffer(channel: channel)
       }
+    }
+  }
+}
+
+extension OutgoingOffer {
+  /// What the receiver is told about `error`, without anything local (paths) in it.
+  static func reasonForPeer(_ error: TransferError) -> String {
+    switch error {
+    case .cancelled: return "the sender cancelled the transfer"
+    case .resource(.cannotRead): return "the sender could not read a file"
+    default: return "the sender failed"
     }
   }
 }

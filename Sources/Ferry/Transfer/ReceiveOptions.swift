@@ -7,8 +7,10 @@ public struct ReceiveOptions: Sendable {
   public var destination: URL
   /// What to do when a name is taken.
   public var conflictPolicy: ConflictPolicy
-  /// Place verified files into ``destination`` (true), or leave them staged and report the
-  /// staged URL for the application to move (MultipeerConnectivity's contract).
+  /// Place verified files into ``destination`` (true), or hand them over where they were staged
+  /// (`destination/.ferry-partial/NAME.received`) and report that URL for the application to
+  /// move (MultipeerConnectivity's contract). Handed-over files are the application's: stale
+  /// cleanup never removes them.
   public var relocate: Bool
   /// Staged files older than this are removed when an offer arrives (default: 7 days).
   public var staleAfter: Duration
@@ -35,8 +37,12 @@ public enum ResourceEvent: Sendable {
   /// by the conflict policy; or why it failed (nothing of it is left in the destination).
   /// `sha256` is the verified digest of the whole file, nil when it was not received.
   case finished(name: String, peer: PeerID, result: Result<URL?, TransferError>, sha256: [UInt8]?)
-  /// The whole offer ended; `error` is nil when every file was handled.
+  /// The whole offer ended; `error` is nil when every file was stored or skipped, else why the
+  /// offer stopped or the first file's failure.
   case offerFinished(IncomingTransfer, error: TransferError?)
+  /// An offer was refused before anything of it was written: an unsafe path, not enough free
+  /// space, an unsafe destination. `files` is how many it held.
+  case offerRefused(peer: PeerID, files: Int, error: TransferError)
 }
 
 /// An offer being received.

@@ -2,10 +2,24 @@ import Foundation
 import Synchronization
 
 extension Session {
-  /// Accepts files from peers into `options.destination` (or stops accepting, with nil).
-  /// Without this, offers are refused.
+  /// Accepts every valid offer of files from peers into `options.destination` (or, with nil,
+  /// refuses every offer, the default). Offers with unsafe paths, or that do not fit the free
+  /// space, are refused all the same (``ResourceEvent/offerRefused(peer:files:error:)``).
   public func receiveResources(_ options: ReceiveOptions?) {
-    transfers.receiveOptions.withLock { $0 = options }
+    transfers.reception.withLock { $0 = options.map { .automatic($0) } ?? .refused }
+  }
+
+  /// Asks the application about every valid offer instead of accepting it: each one is
+  /// yielded on ``resourceOffers`` with its real files and sizes, and nothing is written until
+  /// ``ResourceOffer/accept(_:)``. This is how consent binds to what is actually sent.
+  public func askAboutResourceOffers() {
+    transfers.reception.withLock { $0 = .asking }
+  }
+
+  /// Offers waiting for a decision, after ``askAboutResourceOffers()``. Finishes after
+  /// ``close()``. One reader.
+  public var resourceOffers: AsyncStream<ResourceOffer> {
+    transfers.offers
   }
 
   /// Files arriving from peers: offers, each file's start and end, each offer's end.

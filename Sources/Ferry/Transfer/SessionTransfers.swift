@@ -1,3 +1,4 @@
+import Dispatch
 import NIOCore
 import Synchronization
 
@@ -31,7 +32,7 @@ public final class IncomingStream: Sendable {
     self.channel = channel
     self.link = link
     let buffer = CreditedBuffer<[UInt8]> { chunk in
-      link.onMultiplexer { $0.grant(chunk.count, channel: channel) }
+      link.onMultiplexer { $0.consumed(chunk.count, channel: channel) }
     }
     self.buffer = buffer
     self.chunks = CreditedSequence(buffer: buffer)
@@ -48,41 +49,75 @@ public final class IncomingStream: Sendable {
   var inbox: CreditedBuffer<[UInt8]> { buffer }
 }
 
+/// How a session answers offers of files.
+enum ResourceReception: Sendable {
+  /// Every offer is refused (the default).
+  case refused
+  /// Every valid offer is accepted into these options.
+  case automatic(ReceiveOptions)
+  /// Every valid offer is asked about on ``SessionTransfers/offers``.
+  case asking
+}
+
 /// The session-wide receiving side: one buffer of messages from every peer, one stream of
-/// incoming streams.
+/// incoming streams, offers and resource events.
 final class SessionTransfers: Sendable {
   let messages: CreditedBuffer<ReceivedMessage>
   let streams: AsyncStream<IncomingStream>
   let resourceEvents: AsyncStream<ResourceEvent>
-  let receiveOptions = Mutex<ReceiveOptions?>(nil)
+  let offers: AsyncStream<ResourceOffer>
+  let reception = Mutex<ResourceReception>(.refused)
+  let limits: SessionLimits
+  let accepting: IncomingTraffic
+  /// Where each incoming offer runs its work (tests and the fuzzer run it inline).
+  let makeExecutor: @Sendable () -> any OfferExecutor
   private let streamsContinuation: AsyncStream<IncomingStream>.Continuation
   private let resourceContinuation: AsyncStream<ResourceEvent>.Continuation
+  private let offersContinuation: AsyncStream<ResourceOffer>.Continuation
 
-  init() {
+  init(
+    limits: SessionLimits, accepting: IncomingTraffic,
+    makeExecutor: @escaping @Sendable () -> any OfferExecutor
+  ) {
+    self.limits = limits
+    self.accepting = accepting
+    self.makeExecutor = makeExecutor
     messages = CreditedBuffer { message in
       let size = message.data.count
-      message.link.onMultiplexer { $0.grant(size, channel: 0) }
+      message.link.onMultiplexer { $0.consumed(size, channel: 0) }
     }
     (streams, streamsContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     (resourceEvents, resourceContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    (offers, offersContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
   }
 
   /// Connects a link's multiplexer to this session (on the link's event loop).
   func attach(_ link: ConnectionLink, peer: PeerID) {
     let multiplexer = link.multiplexerOnLoop
-    multiplexer.onMessage = { [messages] bytes in
-      messages.push(ReceivedMessage(data: bytes, peer: peer, link: link))
+    multiplexer.limits = limits
+    if accepting.contains(.messages) {
+      multiplexer.onMessage = { [messages] bytes in
+        messages.push(ReceivedMessage(data: bytes, peer: peer, link: link))
+      }
     }
-    multiplexer.onStream = { [streamsContinuation] channel, name in
-      let stream = IncomingStream(name: name, peer: peer, channel: channel, link: link)
-      streamsContinuation.yield(stream)
-      return stream.inbox
+    if accepting.contains(.streams) {
+      multiplexer.onStream = { [streamsContinuation] channel, name in
+        let stream = IncomingStream(name: name, peer: peer, channel: channel, link: link)
+        streamsContinuation.yield(stream)
+        return stream.inbox
+      }
     }
     multiplexer.onOffer = { [self] channel, files in
-      guard let options = self.receiveOptions.withLock({ $0 }) else { return nil }
+      let reception: OfferReception
+      switch self.reception.withLock({ $0 }) {
+      case .refused: return nil
+      case .automatic(let options): reception = .automatic(options)
+      case .asking:
+        reception = .asking { [offersContinuation] in offersContinuation.yield($0) }
+      }
       let offer = IncomingOffer(
-        channel: channel, peer: peer, link: link, files: files, options: options,
-        events: self.resourceContinuation)
+        channel: channel, peer: peer, link: link, files: files, reception: reception,
+        events: self.resourceContinuation, executor: self.makeExecutor())
       offer.start()
       return { signal in offer.receive(signal) }
     }
@@ -92,5 +127,6 @@ final class SessionTransfers: Sendable {
     messages.finish()
     streamsContinuation.finish()
     resourceContinuation.finish()
+    offersContinuation.finish()
   }
 }

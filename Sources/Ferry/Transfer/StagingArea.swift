@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -9,24 +10,37 @@ import Foundation
 /// destination's own filesystem so that placing them is a rename(2).
 ///
 /// A staged file is named after a digest of (sender fingerprint, path, size, modification
-/// time), so offering the same file again finds its bytes and resumes from them; a `.meta`
-/// file beside it records those fields for people. Stale staging is removed after a
-/// configurable age.
+/// time), so offering the same file again finds its bytes and resumes from them; a `.meta` file
+/// beside a large one records those fields for people. Each staged file has one writer: offers
+/// in this process claim its name (a second offer of the same file gets a name of its own), and
+/// an exclusive flock(2) keeps another process off it. Stale staging is removed after a
+/// configurable age. A file received with `relocate: false` is handed over as `NAME.received`,
+/// which stale cleanup never touches.
 final class StagingArea: @unchecked Sendable {
   /// The staging directory's name under the destination.
   static let directoryName = ".ferry-partial"
   /// Files at least this large get a `.meta` file and their own fsync; smaller ones are cheap to
   /// send again and are flushed together at the end of the offer.
   static let metadataThreshold: UInt64 = 1 << 20
+  /// The suffix of a file being received.
+  static let partSuffix = ".part"
+  /// The suffix of a record describing a large staged file.
+  static let metaSuffix = ".meta"
+  /// The suffix of a verified file handed to the application where it was staged.
+  static let receivedSuffix = ".received"
 
   let destination: ConfinedDirectory
   /// Descriptor of the staging directory (opened without following symlinks).
   let fd: Int32
+  /// The filesystem the staging directory is on (`st_dev`), for space reservations.
+  let device: UInt64
+  /// The staging directory's identity, for claims shared by offers in this process.
+  private let identity: String
 
   /// Opens (creating, mode 0700) the staging directory under `destination` (created if needed).
   ///
-  /// - Throws: ``ResourceError`` when the destination or the staging directory is unsafe
-  ///   (a symlink) or cannot be created.
+  /// - Throws: ``ResourceError`` when the destination or the staging directory is unsafe (a
+  ///   symlink, owned by another user, writable by others) or cannot be created.
   init(destination url: URL) throws(ResourceError) {
     do {
       try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
@@ -43,10 +57,33 @@ final class StagingArea: @unchecked Sendable {
     guard staging >= 0 else {
       throw .unsafeDestination("\(url.path)/\(Self.directoryName) is not a directory of ours")
     }
+    // Another user's staging folder (made before we came, in a shared destination) could hand
+    // them our files or let them swap what we verified: refuse it.
+    var status = stat()
+    guard fstat(staging, &status) == 0 else {
+      close(staging)
+      throw .cannotWrite("\(url.path)/\(Self.directoryName): \(errnoText())")
+    }
+    guard status.st_uid == geteuid() else {
+      close(staging)
+      throw .unsafeDestination(
+        "\(url.path)/\(Self.directoryName) belongs to another user (uid \(status.st_uid)); "
+          + "remove it or receive elsewhere")
+    }
+    guard status.st_mode & 0o022 == 0 else {
+      close(staging)
+      throw .unsafeDestination(
+        "\(url.path)/\(Self.directoryName) is writable by other users; remove it or "
+          + "'chmod 700' it")
+    }
     fd = staging
+    device = UInt64(status.st_dev)
+    identity = "\(status.st_dev):\(status.st_ino)"
+    StagingClaims.shared.open(identity)
   }
 
   deinit {
+    StagingClaims.shared.close(identity)
     close(fd)
   }
 
@@ -58,16 +95,52 @@ final class StagingArea: @unchecked Sendable {
     hasher.update(
       data: Array(
         "\u{0}\(file.size)\u{0}\(file.modificationSeconds).\(file.modificationNanoseconds)".utf8))
-    return Hex.lowercase(hasher.finalize().prefix(16)) + ".part"
+    return Hex.lowercase(hasher.finalize().prefix(16)) + Self.partSuffix
   }
 
-  /// Opens a staged file for writing, keeping what it holds; returns the descriptor and its
-  /// length. Never follows a symlink.
+  /// Claims `name` for one offer of this process: true if no other offer holds it. A name
+  /// already claimed must not be written by a second offer.
+  func claim(_ name: String) -> Bool {
+    StagingClaims.shared.claim(identity + "/" + name)
+  }
+
+  /// A staging name of its own for a file whose usual name another offer holds (it starts
+  /// from nothing: no resume).
+  func uniqueName(like name: String) -> String {
+    while true {
+      let candidate =
+        String(name.dropLast(Self.partSuffix.count)) + "-"
+        + Hex.lowercase((0..<6).map { _ in UInt8.random(in: 0...255) }) + Self.partSuffix
+      if claim(candidate) { return candidate }
+    }
+  }
+
+  /// Gives up the claims on `names`.
+  func release(_ names: some Sequence<String>) {
+    StagingClaims.shared.release(names.map { identity + "/" + $0 })
+  }
+
+  /// Opens a staged file for writing, keeping what it holds, under an exclusive lock; returns
+  /// the descriptor and its length. Never follows a symlink.
+  ///
+  /// - Throws: ``ResourceError/cannotWrite(_:)``, also when another process is writing it.
   func open(_ name: String) throws(ResourceError) -> (fd: Int32, length: UInt64) {
     let file = openat(fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
     guard file >= 0 else { throw .cannotWrite("staging file \(name): \(errnoText())") }
+    guard flock(file, LOCK_EX | LOCK_NB) == 0 else {
+      let busy = errno == EWOULDBLOCK
+      let reason = errnoText()
+      close(file)
+      throw .cannotWrite(
+        busy
+          ? "staging file \(name): another process is receiving the same file"
+          : "staging file \(name): \(reason)")
+    }
     var status = stat()
-    fstat(file, &status)
+    guard fstat(file, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+      close(file)
+      throw .cannotWrite("staging file \(name): not a regular file")
+    }
     return (file, UInt64(status.st_size))
   }
 
@@ -87,7 +160,7 @@ final class StagingArea: @unchecked Sendable {
 
       """
     let meta = openat(
-      fd, name + ".meta", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+      fd, metaName(name), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
     guard meta >= 0 else { return }
     _ = text.utf8CString.withUnsafeBufferPointer { write(meta, $0.baseAddress, $0.count - 1) }
     close(meta)
@@ -96,34 +169,176 @@ final class StagingArea: @unchecked Sendable {
   /// Removes a staged file and its metadata.
   func remove(_ name: String) {
     unlinkat(fd, name, 0)
-    unlinkat(fd, name + ".meta", 0)
+    removeMeta(name)
   }
 
-  /// Removes staged files not modified for `age`.
+  /// Removes a staged file's metadata (it was placed, or handed over).
+  func removeMeta(_ name: String) {
+    unlinkat(fd, metaName(name), 0)
+  }
+
+  /// Renames the verified staged file `name` to `NAME.received` for the application, out of
+  /// reach of stale cleanup; returns its URL.
+  ///
+  /// - Throws: ``ResourceError/cannotWrite(_:)`` when the rename fails.
+  func handOver(_ name: String) throws(ResourceError) -> URL {
+    let received = String(name.dropLast(Self.partSuffix.count)) + Self.receivedSuffix
+    guard renameat(fd, name, fd, received) == 0 else {
+      throw .cannotWrite("staging file \(name): \(errnoText())")
+    }
+    removeMeta(name)
+    return destination.root.appendingPathComponent(Self.directoryName)
+      .appendingPathComponent(received)
+  }
+
+  /// Removes what this class leaves in the staging directory and nobody resumed for `age`:
+  /// `.part` files (unless an offer holds them) and `.meta` files, and `.meta` files whose
+  /// staged file is gone. Files handed over (`.received`) are the application's and stay.
   func removeStale(olderThan age: Duration) {
-    guard
-      let entries = try? FileManager.default.contentsOfDirectory(
-        atPath: destination.root.appendingPathComponent(Self.directoryName).path)
-    else { return }
-    let limit = Date().timeIntervalSince1970 - Double(age.components.seconds)
-    for entry in entries where entry.hasSuffix(".part") {
+    let listing = dup(fd)
+    guard listing >= 0, let directory = fdopendir(listing) else {
+      if listing >= 0 { close(listing) }
+      return
+    }
+    defer { closedir(directory) }
+    var entries: [String] = []
+    while let entry = readdir(directory) {
+      let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+      if let name = String(validating: bytes, as: UTF8.self) { entries.append(name) }
+    }
+    let present = Set(entries)
+    let limit = Int(Date().timeIntervalSince1970) - Int(age.components.seconds)
+    for entry in entries {
+      let isPart = entry.hasSuffix(Self.partSuffix)
+      let isMeta = entry.hasSuffix(Self.partSuffix + Self.metaSuffix)
+      guard isPart || isMeta else { continue }
       var status = stat()
-      if fstatat(fd, entry, &status, AT_SYMLINK_NOFOLLOW) == 0,
-        Double(status.st_mtim.tv_sec) < limit
+      guard fstatat(fd, entry, &status, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+      let stale = status.st_mtim.tv_sec < limit
+      if isMeta {
+        let part = String(entry.dropLast(Self.metaSuffix.count))
+        if stale || !present.contains(part) { unlinkat(fd, entry, 0) }
+      } else if stale, !StagingClaims.shared.isClaimed(identity + "/" + entry),
+        !isLockedElsewhere(entry)
       {
         remove(entry)
       }
     }
   }
 
-  /// Removes the staging directory if it is empty.
+  /// Whether another process holds the lock of staged file `name` (it is receiving it).
+  private func isLockedElsewhere(_ name: String) -> Bool {
+    let file = openat(fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+    guard file >= 0 else { return false }
+    defer { close(file) }
+    guard flock(file, LOCK_EX | LOCK_NB) == 0 else { return true }
+    flock(file, LOCK_UN)
+    return false
+  }
+
+  /// Removes the staging directory if it is empty and no other offer of this process uses it
+  /// (one accepted a moment ago may not have created its first file yet).
   func removeIfEmpty() {
+    guard StagingClaims.shared.users(of: identity) <= 1 else { return }
     let root = Glibc.open(destination.root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     guard root >= 0 else { return }
     unlinkat(root, Self.directoryName, AT_REMOVEDIR)
     close(root)
   }
+
+  private func metaName(_ name: String) -> String { name + Self.metaSuffix }
 }
+
+/// Staging names held by offers being received in this process (one writer per staged file),
+/// and how many offers use each staging directory (it is removed only by its last user).
+final class StagingClaims: Sendable {
+  static let shared = StagingClaims()
+  private let claimed = Mutex<Set<String>>([])
+  private let users = Mutex<[String: Int]>([:])
+
+  /// An offer opened staging directory `identity`.
+  func open(_ identity: String) {
+    users.withLock { $0[identity, default: 0] += 1 }
+  }
+
+  /// An offer is done with staging directory `identity`.
+  func close(_ identity: String) {
+    users.withLock { users in
+      users[identity, default: 1] -= 1
+      if users[identity] == 0 { users[identity] = nil }
+    }
+  }
+
+  /// How many offers use staging directory `identity` now.
+  func users(of identity: String) -> Int {
+    users.withLock { $0[identity, default: 0] }
+  }
+
+  /// True the first time `key` is claimed (until released).
+  func claim(_ key: String) -> Bool {
+    claimed.withLock { $0.insert(key).inserted }
+  }
+
+  /// Whether `key` is claimed.
+  func isClaimed(_ key: String) -> Bool {
+    claimed.withLock { $0.contains(key) }
+  }
+
+  /// Releases `keys`.
+  func release(_ keys: [String]) {
+    claimed.withLock { claimed in
+      for key in keys { claimed.remove(key) }
+    }
+  }
+}
+
+/// Free space promised to offers being received, per filesystem: an offer is accepted only if
+/// the free space not yet promised to others covers it, so two offers accepted at once cannot
+/// both count on the same free bytes. Promises shrink as files complete.
+final class SpaceReservations: Sendable {
+  static let shared = SpaceReservations()
+  private let reserved = Mutex<[UInt64: UInt64]>([:])
+
+  /// Promises `bytes` on filesystem `device`, which has `available` bytes free; false (nothing
+  /// promised) when the bytes already promised leave too little.
+  func reserve(_ bytes: UInt64, on device: UInt64, available: UInt64) -> Bool {
+    reserved.withLock { reserved in
+      let promised = reserved[device, default: 0]
+      guard promised <= available, bytes <= available - promised else { return false }
+      reserved[device] = promised + bytes
+      return true
+    }
+  }
+
+  /// Bytes promised on `device` now.
+  func promised(on device: UInt64) -> UInt64 {
+    reserved.withLock { $0[device, default: 0] }
+  }
+
+  /// Withdraws a promise of `bytes` on `device`.
+  func release(_ bytes: UInt64, on device: UInt64) {
+    guard bytes > 0 else { return }
+    reserved.withLock { reserved in
+      let left = reserved[device, default: 0] - min(bytes, reserved[device, default: 0])
+      reserved[device] = left == 0 ? nil : left
+    }
+  }
+}
+
+/// The process's file mode creation mask, read once (without changing it, from
+/// /proc/self/status; by umask(2) twice where /proc is missing, before any thread creates files).
+let processUmask: mode_t = {
+  if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+    let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
+    let value = mode_t(
+      line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8)
+  {
+    return value
+  }
+  let mask = umask(0o022)
+  umask(mask)
+  return mask
+}()
 
 private func jsonString(_ text: String) -> String {
   var out = "\""

@@ -30,7 +30,8 @@ public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
     case .cancelled: return "the transfer was cancelled"
     case .cancelledByPeer(let reason):
       return reason.isEmpty
-        ? "the peer cancelled the transfer" : "the peer cancelled the transfer: \(reason)"
+        ? "the peer cancelled the transfer"
+        : "the peer cancelled the transfer: \(DisplayText.escaping(reason))"
     case .streamClosed: return "the stream is already finished or cancelled"
     case .resource(let error): return error.description
     }

@@ -116,6 +116,13 @@ func resolveFingerprint(_ text: String, in store: KnownPeers, allowUnknown: Bool
   if let full = try? Fingerprint(parsing: text) {
     return full
   }
+  guard let digits = Fingerprint.prefixLength(of: text), digits > 0 else {
+    throw CLIFailure(
+      status: .usage,
+      message: "'\(DisplayText.escaping(text))' is not a fingerprint: use its hexadecimal digits "
+        + "(as 'ferry identity' and 'ferry peers' show them)",
+      code: "invalid-fingerprint")
+  }
   let known: [KnownPeers.Entry]
   do {
     known = try store.all()

@@ -17,16 +17,18 @@ struct EventWriter: Sendable {
     StandardStream.output.write(object.serialized + "\n")
   }
 
-  /// A line for people: stdout normally, stderr in JSON mode so that stdout stays NDJSON.
+  /// A line for people: stdout normally, stderr in JSON mode so that stdout stays NDJSON. Any
+  /// character a terminal would act on is shown escaped (text from peers is quoted in it).
   func say(_ line: String) {
     guard !quiet else { return }
-    (json ? StandardStream.error : .output).write(line + "\n")
+    (json ? StandardStream.error : .output).write(DisplayText.terminalSafe(line) + "\n")
   }
 
-  /// A status line for people that is never part of the command's data: always stderr.
+  /// A status line for people that is never part of the command's data: always stderr,
+  /// escaped as ``say(_:)``.
   func note(_ line: String) {
     guard !quiet else { return }
-    StandardStream.error.write(line + "\n")
+    StandardStream.error.write(DisplayText.terminalSafe(line) + "\n")
   }
 
   /// Reports a transfer's progress: `bar`'s row for `peer`, and a `progress` event.
@@ -37,7 +39,7 @@ struct EventWriter: Sendable {
       [
         ("peer", .string(peer)), ("bytes", .int(Int(snapshot.bytes))),
         ("total", .int(Int(snapshot.total))),
-        ("bytes_per_second", .int(Int(snapshot.bytesPerSecond))),
+        ("bytes_per_second", .int(wholeNumber(snapshot.bytesPerSecond))),
         ("files_done", .int(snapshot.filesDone)), ("files", .int(snapshot.fileCount)),
       ])
   }
@@ -50,7 +52,7 @@ struct EventWriter: Sendable {
         ("code", .string(failure.code)), ("exit", .int(Int(failure.status.rawValue))),
         ("message", .string(failure.message)),
       ])
-    StandardStream.error.write("ferry: error: \(failure.message)\n")
+    StandardStream.error.write("ferry: error: \(DisplayText.terminalSafe(failure.message))\n")
   }
 
   /// ISO 8601 UTC with milliseconds, e.g. `2026-11-21T12:00:00.123Z`.
@@ -58,4 +60,13 @@ struct EventWriter: Sendable {
     date.formatted(
       Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
   }
+}
+
+/// `value` rounded down to an `Int`, 0 when it is not a finite number, clamped to `Int`'s range:
+/// a rate or a time computed from a peer's pace must never trap.
+func wholeNumber(_ value: Double) -> Int {
+  guard value.isFinite else { return 0 }
+  if value >= Double(Int.max) { return Int.max }
+  if value <= Double(Int.min) { return Int.min }
+  return Int(value)
 }

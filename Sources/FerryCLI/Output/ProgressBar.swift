@@ -102,12 +102,16 @@ final class ProgressBar: Sendable {
 
   private static func totalLine(_ snapshot: ProgressSnapshot, label: String) -> String {
     var line = bar(
-      done: snapshot.bytes, total: snapshot.total, label: shortened(label, to: 20), width: 24)
+      done: snapshot.bytes, total: snapshot.total, label: shortened(printable(label), to: 20),
+      width: 24)
     let rate = snapshot.bytesPerSecond
-    if rate > 0 { line += "  \(formatBytes(UInt64(rate)))/s" }
+    if rate > 0 { line += "  \(formatBytes(UInt64(wholeNumber(rate))))/s" }
     if rate > 0, snapshot.total > snapshot.bytes {
-      let eta = Int(Double(snapshot.total - snapshot.bytes) / rate)
-      line += "  ETA \(eta / 60):" + String(format: "%02d", eta % 60)
+      // A trickle (a slow or hostile peer) gives an ETA beyond any clock: shown as such.
+      let eta = wholeNumber(Double(snapshot.total - snapshot.bytes) / rate)
+      line +=
+        eta >= 100 * 3600
+        ? "  ETA >99h" : "  ETA \(eta / 60):" + String(format: "%02d", eta % 60)
     }
     if snapshot.fileCount > 1 { line += "  file \(snapshot.filesDone)/\(snapshot.fileCount)" }
     return line

@@ -36,9 +36,27 @@ struct OfferSummary: Codable, Sendable {
     Array((try? JSONEncoder().encode(self)) ?? Data())
   }
 
-  /// Decodes a received context; nil when it is not a summary.
+  /// Decodes a received context; nil when it is not a summary, or not a plausible one: a
+  /// negative count, more bytes than an offer may carry (2^62), more names than it says or
+  /// than a summary holds, a name longer than a path may be. A peer's numbers never reach the
+  /// arithmetic below unchecked.
   static func decode(_ bytes: [UInt8]) -> OfferSummary? {
-    try? JSONDecoder().decode(OfferSummary.self, from: Data(bytes))
+    guard let summary = try? JSONDecoder().decode(OfferSummary.self, from: Data(bytes)),
+      (0...Int(Int32.max)).contains(summary.files),
+      summary.bytes <= ResourceLimits.maximumOfferBytes,
+      summary.names.count <= min(summary.files, shownNames),
+      summary.names.allSatisfy({ $0.utf8.count <= RelativePath.maximumBytes })
+    else { return nil }
+    return summary
+  }
+
+  /// Whether an offer's real files are what this summary announced: as many files, no more
+  /// bytes, and the names it showed, in order, first. What a person said yes to is then what
+  /// is written.
+  func admits(_ files: [(path: String, size: UInt64)]) -> Bool {
+    files.count == self.files && files.reduce(0, { $0 + $1.size }) <= bytes
+      // Byte for byte: two spellings that look alike are not the name that was shown.
+      && files.prefix(names.count).map { Array($0.path.utf8) } == names.map { Array($0.utf8) }
   }
 }
 

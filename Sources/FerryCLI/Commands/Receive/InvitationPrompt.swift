@@ -1,8 +1,11 @@
 import Ferry
 import Foundation
 
-/// How `ferry receive` presents an invitation: the `invitation` event, the KEY CHANGED warning,
-/// and the `Accept? [y/N]` prompt on the terminal.
+/// How `ferry receive` presents what it is asked: the `invitation` event, the KEY CHANGED (or
+/// look-alike name) warning, and the `Accept? [y/N]` questions on the terminal — about an
+/// invitation, and about an offer that is not what its invitation announced or that comes after
+/// the first. Every name and path from the peer is escaped; the sender's name is quoted, so
+/// that it cannot pass for the fingerprint and status printed after it.
 struct InvitationPrompt: Sendable {
   /// The answer to a prompt.
   enum Answer {
@@ -13,82 +16,176 @@ struct InvitationPrompt: Sendable {
 
   let output: EventWriter
   let bar: ProgressBar
+  let turns: PromptTurns
 
   /// How long before the invitation expires the prompt gives up, so that the decline (with its
   /// reason) reaches the sender before its own timeout does.
   static let margin: Duration = .seconds(1)
 
-  /// Reports the invitation (JSON) and warns loudly when the sender's key changed.
+  /// How many names a question lists.
+  static let shownNames = OfferSummary.shownNames
+
+  /// Reports the invitation (JSON) and warns loudly when the sender's key changed or its name
+  /// mimics a known one.
   func announce(_ invitation: Invitation, summary: OfferSummary?) {
     output.event(
       "invitation",
       [
         ("peer", .string(invitation.peer.displayName)),
         ("fingerprint", .string(invitation.fingerprint.hexString)),
-        ("status", .string(Self.status(invitation))),
+        ("status", .string(Self.status(invitation.status))),
         ("code", .string(invitation.verificationCode.digits)),
         ("files", summary.map { .int($0.files) } ?? .null),
         ("bytes", summary.map { .int(Int($0.bytes)) } ?? .null),
+        ("expires", .string(EventWriter.timestamp(Self.date(of: invitation.expiresAt)))),
       ])
-    if case .changedKey(let previous) = invitation.status {
-      bar.above {
-        output.note(
-          keyChangedWarning(
-            name: invitation.peer.displayName, previous: previous, now: invitation.fingerprint))
-      }
+    if let warning = Self.warning(
+      invitation.status, name: invitation.peer.displayName,
+      now: invitation.fingerprint)
+    {
+      bar.above { output.note(warning) }
     }
   }
 
-  /// Asks on the terminal; an empty answer is no, and so is silence until shortly before the
-  /// invitation expires.
+  /// Asks about an invitation on the terminal; an empty answer is no, and so is silence until
+  /// shortly before the invitation expires.
   func ask(_ invitation: Invitation, summary: OfferSummary?) async -> Answer {
-    var lines = [
-      "",
-      "\(printable(invitation.peer.displayName)) [\(invitation.fingerprint.shortDescription)] "
-        + "(\(Self.status(invitation))) wants to send",
-    ]
+    var lines = ["", "\(Self.who(invitation.peer, status: invitation.status)) wants to send"]
     if let summary {
-      let names = summary.names.map { "  " + printable($0) }
-      lines.append("\(summary.files) file(s), \(formatBytes(summary.bytes)):")
-      lines += names
-      if summary.files > names.count { lines.append("  … and \(summary.files - names.count) more") }
+      lines += Self.listing(
+        count: summary.files, bytes: summary.bytes, names: summary.names)
     } else {
       lines.append("(it did not say what)")
     }
     lines.append(
       "Verification code: \(invitation.verificationCode) (compare with the sender's screen)")
-    let waited = invitation.expiresAt - Self.margin - .now
-    bar.above {
-      StandardStream.error.write(lines.joined(separator: "\n") + "\nAccept? [y/N] ")
+    let answer = await question(
+      lines, until: invitation.expiresAt - Self.margin, isPending: { invitation.isPending })
+    if answer == .withdrawn {
+      StandardStream.error.write(
+        "\n(\(printable(invitation.peer.displayName)) withdrew the invitation)\n")
     }
-    guard waited > .zero,
-      let answer = await TerminalInput.shared.nextLine(
-        timeout: waited, giveUpWhen: { !invitation.isPending })
-    else {
-      if !invitation.isPending {
-        StandardStream.error.write(
-          "\n(\(printable(invitation.peer.displayName)) withdrew the invitation)\n")
-        return .withdrawn
-      }
-      StandardStream.error.write("\n(no answer in time: declined)\n")
-      return .noAnswer
-    }
-    return TerminalInput.isYes(answer) ? .yes : .no
+    return answer
   }
 
-  /// `trusted`, `known`, `new` or `KEY CHANGED`.
-  static func status(_ invitation: Invitation) -> String {
-    switch invitation.status {
+  /// Why an offer needs its own yes.
+  enum OfferQuestion {
+    /// The first offer, which is not what the invitation announced.
+    case differsFrom(OfferSummary)
+    /// The first offer, after an invitation that did not say what it would send.
+    case unannounced
+    /// A later offer on the same connection.
+    case later
+  }
+
+  /// Asks about an offer whose files need their own yes.
+  func ask(
+    _ offer: ResourceOffer, status: KnownPeers.Status, code: VerificationCode,
+    because reason: OfferQuestion
+  ) async -> Answer {
+    var lines = [""]
+    switch reason {
+    case .differsFrom(let summary):
+      lines.append(
+        "\(Self.who(offer.peer, status: status)) offers other files than it announced "
+          + "(\(summary.files) file(s), \(formatBytes(summary.bytes))):")
+    case .unannounced:
+      lines.append("\(Self.who(offer.peer, status: status)) offers:")
+    case .later:
+      lines.append("\(Self.who(offer.peer, status: status)) offers more files:")
+    }
+    lines += Self.listing(
+      count: offer.files.count, bytes: offer.totalBytes,
+      names: offer.files.prefix(Self.shownNames).map(\.path))
+    lines.append("Verification code: \(code) (compare with the sender's screen)")
+    let answer = await question(
+      lines, until: .now + ResourceOffer.decisionTimeout - .seconds(5),
+      isPending: { offer.isPending })
+    if answer == .withdrawn {
+      StandardStream.error.write("\n(\(printable(offer.peer.displayName)) withdrew the offer)\n")
+    }
+    return answer
+  }
+
+  /// Shows `lines` and `Accept? [y/N]`, and waits for the answer (at most until `deadline`, and
+  /// only while `isPending`), one question at a time.
+  private func question(
+    _ lines: [String], until deadline: ContinuousClock.Instant,
+    isPending: @escaping @Sendable () -> Bool
+  ) async -> Answer {
+    let (bar, lines) = (self.bar, lines)
+    return await turns.take {
+      guard isPending() else { return .withdrawn }
+      let waited = deadline - .now
+      bar.above {
+        StandardStream.error.write(
+          DisplayText.terminalSafe(lines.joined(separator: "\n")) + "\nAccept? [y/N] ")
+      }
+      guard waited > .zero,
+        let answer = await TerminalInput.shared.nextLine(
+          timeout: waited, giveUpWhen: { !isPending() })
+      else {
+        if !isPending() { return .withdrawn }
+        StandardStream.error.write("\n(no answer in time: declined)\n")
+        return .noAnswer
+      }
+      return TerminalInput.isYes(answer) ? .yes : .no
+    }
+  }
+
+  /// The wall-clock time of `instant`.
+  static func date(of instant: ContinuousClock.Instant) -> Date {
+    let left = instant - .now
+    return Date().addingTimeInterval(
+      Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
+  }
+
+  /// `"name" [9F2C 41AB 0C3D 7E11] (new)`: the name quoted and escaped, then what the program
+  /// itself knows.
+  static func who(_ peer: PeerID, status: KnownPeers.Status) -> String {
+    "\(DisplayText.quoted(peer.displayName)) [\(peer.fingerprint.shortDescription)] "
+      + "(\(Self.status(status)))"
+  }
+
+  /// `N file(s), SIZE:` and the first names (escaped), with `… and N more`.
+  static func listing(count: Int, bytes: UInt64, names: [String]) -> [String] {
+    var lines = ["\(count) file(s), \(formatBytes(bytes)):"]
+    lines += names.prefix(shownNames).map { "  " + printable($0) }
+    if count > min(names.count, shownNames) {
+      lines.append("  … and \(count - min(names.count, shownNames)) more")
+    }
+    return lines
+  }
+
+  /// `trusted`, `known`, `new`, `KEY CHANGED` or `LOOK-ALIKE NAME`.
+  static func status(_ status: KnownPeers.Status) -> String {
+    switch status {
     case .known(let trusted): return trusted ? "trusted" : "known"
     case .new: return "new"
     case .changedKey: return "KEY CHANGED"
+    case .similarName: return "LOOK-ALIKE NAME"
+    }
+  }
+
+  /// The loud warning for a changed key or a look-alike name, nil otherwise.
+  static func warning(_ status: KnownPeers.Status, name: String, now: Fingerprint) -> String? {
+    switch status {
+    case .changedKey(let previous):
+      return keyChangedWarning(name: name, previous: previous, now: now)
+    case .similarName(let known, let previous):
+      return "WARNING: LOOK-ALIKE NAME. \(DisplayText.quoted(name)) is not a known name, but it "
+        + "looks like \(DisplayText.quoted(known)), known with another key "
+        + "(\(previous.shortDescription)); this one is \(now.shortDescription). It may be "
+        + "someone passing for that peer."
+    case .known, .new:
+      return nil
     }
   }
 }
 
 /// The loud warning, on either end, about a known name that arrives with another key.
 func keyChangedWarning(name: String, previous: Fingerprint, now: Fingerprint) -> String {
-  "WARNING: KEY CHANGED. '\(printable(name))' is known with another key "
+  "WARNING: KEY CHANGED. \(DisplayText.quoted(name)) is known with another key "
     + "(\(previous.shortDescription)); this one is \(now.shortDescription). It may be someone "
     + "else using that name."
 }

@@ -86,12 +86,14 @@ struct ReceiveCommand: AsyncParsableCommand {
       throw CLIFailure(
         status: .usage, message: "\(destination.path) is not a directory", code: "invalid-dir")
     }
-    let identity = try loadIdentity()
     let knownPeers = KnownPeers()
+    let policy = try ReceivePolicy.from(yes: yes, acceptFrom: acceptFrom, knownPeers: knownPeers)
+    let identity = try loadIdentity()
     let session: Session
     let advertiser: Advertiser
     do {
-      session = try Session(identity: identity, displayName: displayName)
+      // Files only: messages and streams nobody here reads are refused, not buffered.
+      session = try Session(identity: identity, displayName: displayName, accepting: [])
       advertiser = try Advertiser(
         identity: identity, displayName: displayName, serviceType: serviceType, port: port,
         knownPeers: knownPeers)
@@ -100,9 +102,8 @@ struct ReceiveCommand: AsyncParsableCommand {
     } catch {
       throw CLIFailure(status: .usage, message: "\(error)", code: "invalid-name")
     }
-    session.receiveResources(
-      ReceiveOptions(
-        destination: destination, conflictPolicy: ConflictPolicy(rawValue: onConflict)!))
+    // Every offer is decided here, on its real files: consent binds to what is written.
+    session.askAboutResourceOffers()
     let incoming = IncomingTransfers()
     Interrupts.onInterrupt {
       advertiser.stop()
@@ -123,98 +124,51 @@ struct ReceiveCommand: AsyncParsableCommand {
       "Receiving into \(destination.path) as '\(published)' [\(identity.fingerprint.shortDescription)], "
         + "port \(advertiser.port). Press Ctrl-C to stop.")
 
-    let outcomes = AsyncStream<Int32>.makeStream()
+    let outcomes = AsyncStream<CLIFailure?>.makeStream()
+    let gate = once ? OnceGate() : nil
     let reporter = ReceiveReporter(
       output: output, bar: ProgressBar(enabled: self.output.showsProgress), incoming: incoming,
-      outcomes: outcomes.continuation)
+      gate: gate, outcomes: outcomes.continuation)
     Task {
       for await event in session.resourceEvents { reporter.report(event) }
     }
-    let prompt = InvitationPrompt(output: output, bar: reporter.bar)
+    let decisions = ReceiveDecisions(
+      policy: policy, approvals: Approvals(), gate: gate,
+      options: ReceiveOptions(
+        destination: destination, conflictPolicy: ConflictPolicy(rawValue: onConflict)!),
+      prompt: InvitationPrompt(output: output, bar: reporter.bar, turns: PromptTurns()),
+      outcomes: outcomes.continuation)
     Task {
       for await invitation in advertiser.invitations {
-        await decide(invitation, session: session, prompt: prompt)
+        await decisions.decide(invitation, session: session)
+      }
+    }
+    Task {
+      await withTaskGroup(of: Void.self) { group in
+        for await offer in session.resourceOffers {
+          group.addTask { await decisions.decide(offer) }
+        }
       }
     }
     Task { await advertising.follow() }
-    for await status in outcomes.stream where once {
+    for await failure in outcomes.stream where once {
       advertiser.stop()
       // The last FILE_ACKs are on their way: let the sender hang up first (at most 5 s).
       await waitUntilAlone(session, timeout: .seconds(5))
-      session.close()
-      if status != 0 {
-        throw CLIFailure(
-          status: .transferFailed, message: "some files were not received", code: "transfer-failed")
-      }
+      await session.closeAndWait(timeout: .seconds(1))
+      if let failure { throw failure }
       return
-    }
-  }
-
-  /// Accepts or declines one invitation: --yes, --accept-from, or the prompt.
-  private func decide(_ invitation: Invitation, session: Session, prompt: InvitationPrompt) async {
-    let output = prompt.output
-    // Invitations are asked about one at a time; one that waited behind another prompt may
-    // have been withdrawn meanwhile.
-    guard invitation.isPending else {
-      output.event("withdrawn", [("peer", .string(invitation.peer.displayName))])
-      prompt.bar.above {
-        output.note("\(invitation.peer) gave up waiting before it could be asked about.")
-      }
-      return
-    }
-    let summary = OfferSummary.decode(invitation.context)
-    prompt.announce(invitation, summary: summary)
-    let accept: Bool
-    var reason = "declined by the receiver"
-    if yes {
-      accept = true
-    } else if !acceptFrom.isEmpty {
-      accept = acceptFrom.contains { invitation.fingerprint.hasPrefix($0) }
-      reason = "not an accepted sender"
-    } else {
-      switch await prompt.ask(invitation, summary: summary) {
-      case .yes: accept = true
-      case .no: accept = false
-      case .noAnswer:
-        accept = false
-        reason = "no answer at the receiver"
-      case .withdrawn:
-        output.event("withdrawn", [("peer", .string(invitation.peer.displayName))])
-        return
-      }
-    }
-    guard accept else {
-      invitation.decline(reason: reason)
-      output.event(
-        "declined", [("peer", .string(invitation.peer.displayName)), ("reason", .string(reason))])
-      prompt.bar.above { output.note("Declined \(invitation.peer) (\(reason)).") }
-      return
-    }
-    do {
-      try await invitation.accept(into: session)
-      output.event("accepted", [("peer", .string(invitation.peer.displayName))])
-      prompt.bar.above {
-        output.note(
-          "Accepted \(invitation.peer), verification code \(invitation.verificationCode).")
-      }
-    } catch {
-      output.event(
-        "error",
-        [
-          ("peer", .string(invitation.peer.displayName)), ("code", .string("accept-failed")),
-          ("message", .string(error.description)),
-        ])
-      prompt.bar.above { output.note("Could not accept \(invitation.peer): \(error)") }
     }
   }
 }
 
-/// Untrusted text made safe for a terminal: control characters escaped, length capped.
+/// Untrusted text made safe for one line of a terminal: control, format, bidirectional,
+/// separator and other invisible characters (newlines included) written as visible `\u{XXXX}`
+/// escapes, length capped (``DisplayText/maximumLength``).
 func printable(_ text: String) -> String {
-  let shown = text.unicodeScalars.map {
-    $0.properties.generalCategory == .control ? "\\u{\(String($0.value, radix: 16))}" : String($0)
-  }.joined()
-  return shown.count > 200 ? String(shown.prefix(200)) + "…" : shown
+  let shown = DisplayText.terminalSafe(text).replacing("\n", with: "\\u{A}")
+  return shown.count > DisplayText.maximumLength
+    ? String(shown.prefix(DisplayText.maximumLength)) + "…" : shown
 }
 
 /// Waits until no peer is connected to `session` any more, or `timeout` passes.

@@ -3,17 +3,19 @@ import Foundation
 import Synchronization
 
 /// Turns a session's resource events into what `ferry receive` shows: a progress bar per
-/// sender, `progress` / `file-done` / `done` events, where each file was saved, and each offer's
-/// outcome (0 or 1) for `--once`.
+/// sender, `progress` / `file-done` / `done` / `refused` events, where each file was saved, and
+/// — for `--once` — the one offer's outcome (nil: every file stored or skipped).
 struct ReceiveReporter: Sendable {
   let output: EventWriter
   let bar: ProgressBar
   let incoming: IncomingTransfers
-  let outcomes: AsyncStream<Int32>.Continuation
+  let gate: OnceGate?
+  let outcomes: AsyncStream<CLIFailure?>.Continuation
 
   func report(_ event: ResourceEvent) {
     switch event {
     case .offerReceived(let transfer):
+      gate?.receiving()
       incoming.add(transfer)
       output.event(
         "offer",
@@ -43,14 +45,20 @@ struct ReceiveReporter: Sendable {
           ("peer", .string(peer.displayName)), ("path", .string(name)),
           ("code", .string(Self.code(error))), ("message", .string(error.description)),
         ])
-      bar.above {
-        // Errors about the offer as a whole refuse it before any file is written.
-        switch error {
-        case .resource(.unsafePath), .resource(.insufficientSpace), .resource(.tooManyFiles):
-          output.note("Refused the offer from \(printable(peer.displayName)): \(error)")
-        default:
-          output.note("\(printable(name)): \(error)")
-        }
+      bar.above { output.note("\(printable(name)): \(error)") }
+    case .offerRefused(let peer, let files, let error):
+      output.event(
+        "refused",
+        [
+          ("peer", .string(peer.displayName)), ("files", .int(files)),
+          ("code", .string(Self.code(error))), ("message", .string(error.description)),
+        ])
+      bar.above { output.note("Refused the offer from \(peer): \(error)") }
+      if gate?.claimRefusal() == true {
+        outcomes.yield(
+          CLIFailure(
+            status: .transferFailed, message: "refused the offer from \(peer): \(error)",
+            code: "refused"))
       }
     case .offerFinished(let transfer, let error):
       incoming.remove(transfer)
@@ -63,15 +71,23 @@ struct ReceiveReporter: Sendable {
           ("error", error.map { .string($0.description) } ?? .null),
         ])
       if let error {
-        bar.above { output.note("Transfer from \(transfer.peer.displayName) ended: \(error)") }
+        bar.above { output.note("Transfer from \(transfer.peer) ended: \(error)") }
       } else {
         bar.above {
           output.note(
             "Received \(transfer.files.count) file(s), \(formatBytes(transfer.totalBytes)) from "
-              + "\(transfer.peer.displayName).")
+              + "\(transfer.peer).")
         }
       }
-      outcomes.yield(error == nil ? 0 : 1)
+      if gate != nil {
+        outcomes.yield(
+          error.map {
+            CLIFailure(
+              status: .transferFailed,
+              message: "not every file from \(transfer.peer) was received: \($0)",
+              code: Self.code($0))
+          })
+      }
     }
   }
 
@@ -84,11 +100,14 @@ struct ReceiveReporter: Sendable {
   }
 
   /// The stable JSON code of a failed file.
-  private static func code(_ error: TransferError) -> String {
+  static func code(_ error: TransferError) -> String {
     switch error {
     case .cancelled, .cancelledByPeer: return "cancelled"
     case .peerDisconnected: return "peer-disconnected"
     case .resource(.integrityCheckFailed): return "integrity"
+    case .resource(.unsafePath): return "invalid-path"
+    case .resource(.insufficientSpace): return "no-space"
+    case .resource(.unsafeDestination): return "unsafe-destination"
     default: return "transfer-failed"
     }
   }

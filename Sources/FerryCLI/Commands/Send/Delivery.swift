@@ -39,9 +39,13 @@ struct Delivery: Sendable {
     }
   }
 
-  /// Invites and sends to the receiver at `address`; `to` (a fingerprint prefix, checked in the
-  /// TLS handshake, or a name, checked once connected) must match it.
-  func send(toAddress address: String, to: String?) async -> CLIFailure? {
+  /// Invites and sends to the receiver at `address`. `to` (the `--to` text and what it means)
+  /// must match it: a key is pinned inside the TLS handshake, so a receiver with another key
+  /// never sees the invitation; a name is checked once connected (and its key against what
+  /// this machine knows, before any file).
+  func send(toAddress address: String, to: (text: String, reference: PeerReference)?) async
+    -> CLIFailure?
+  {
     let host: String
     let port: UInt16
     do {
@@ -51,24 +55,29 @@ struct Delivery: Sendable {
     }
     output.note("Connecting to \(address)…")
     output.event("invited", [("peer", .string(address))])
-    // Eight or more hex digits are a fingerprint prefix, pinned in the handshake; anything else
-    // is a name (or short prefix), checked once connected.
-    let isPrefix = to.map(Self.looksLikeFingerprint) ?? false
-    // Its key is known only once connected: checked after it accepted, before any file.
-    return await deliver(label: address, checkKey: !isPrefix) {
+    let pinsKey = to?.reference.isKey ?? false
+    return await deliver(label: address, checkKey: !pinsKey) {
       () async throws(InvitationError) -> PeerID in
-      let peer =
-        if let to, isPrefix {
-          try await session.invite(
-            host: host, port: port, fingerprintPrefix: to, context: summary.encoded,
-            timeout: remaining)
-        } else {
-          try await session.invite(
-            host: host, port: port, context: summary.encoded, timeout: remaining)
-        }
-      if let to, !isPrefix, peer.displayName != to, !peer.fingerprint.hasPrefix(to) {
+      let peer: PeerID
+      switch to?.reference {
+      case .fingerprint(let expected):
+        peer = try await session.invite(
+          host: host, port: port, expecting: expected, context: summary.encoded,
+          timeout: remaining)
+      case .prefix(let prefix):
+        peer = try await session.invite(
+          host: host, port: port, fingerprintPrefix: prefix, context: summary.encoded,
+          timeout: remaining)
+      case .name, nil:
+        peer = try await session.invite(
+          host: host, port: port, context: summary.encoded, timeout: remaining)
+      }
+      if let to, !to.reference.isKey, !to.reference.matchesFingerprint(peer.fingerprint),
+        !to.reference.matchesName(peer.displayName)
+      {
         session.disconnect(peer)
-        throw .authenticationFailed(reason: "\(address) is \(peer), which is not '\(to)'")
+        throw .authenticationFailed(
+          reason: "\(address) is \(peer), which is not '\(DisplayText.escaping(to.text))'")
       }
       return peer
     }
@@ -168,7 +177,8 @@ struct Delivery: Sendable {
       return report(
         peer,
         CLIFailure(
-          status: .transferFailed, message: "\(peer.displayName) stopped the transfer: \(reason)",
+          status: .transferFailed,
+          message: "\(peer) stopped the transfer: \(DisplayText.escaping(reason))",
           code: "cancelled"))
     case .failure(let error):
       return report(
@@ -189,11 +199,6 @@ struct Delivery: Sendable {
         ("message", .string(failure.message)),
       ])
     return failure
-  }
-
-  /// Whether `text` is at least eight hexadecimal digits (spaces and colons allowed).
-  static func looksLikeFingerprint(_ text: String) -> Bool {
-    (Fingerprint.prefixLength(of: text) ?? 0) >= 8
   }
 
   /// The CLI's view of an invitation error for `label`.

@@ -16,8 +16,14 @@ struct KeyCheck: Sendable {
   /// nil to go on; the failure to report when `peer`'s name is known with another key and
   /// nobody confirmed sending to it. `pinned`: the user named this fingerprint (`--to 9F2C41AB`).
   func confirm(_ peer: PeerID, pinned: Bool, timeout: Duration) async -> CLIFailure? {
-    guard !pinned, case .changedKey(let previous)? = try? knownPeers.status(of: peer) else {
-      return nil
+    guard !pinned, let status = try? knownPeers.status(of: peer),
+      let warning = InvitationPrompt.warning(
+        status, name: peer.displayName, now: peer.fingerprint)
+    else { return nil }
+    let previous: Fingerprint
+    switch status {
+    case .changedKey(let key), .similarName(_, let key): previous = key
+    case .known, .new: return nil
     }
     let name = printable(peer.displayName)
     output.event(
@@ -26,18 +32,15 @@ struct KeyCheck: Sendable {
         ("peer", .string(peer.displayName)), ("fingerprint", .string(peer.fingerprint.hexString)),
         ("previous", .string(previous.hexString)),
       ])
-    bar.above {
-      output.note(
-        keyChangedWarning(name: peer.displayName, previous: previous, now: peer.fingerprint))
-    }
+    bar.above { output.note(warning) }
     if interactive {
       bar.above { StandardStream.error.write("Send to it anyway? [y/N] ") }
       if TerminalInput.isYes(await TerminalInput.shared.nextLine(timeout: timeout)) {
         return nil
       }
     }
-    let newPrefix = String(peer.fingerprint.hexString.prefix(8))
-    let oldPrefix = String(previous.hexString.prefix(8))
+    let newPrefix = String(peer.fingerprint.hexString.prefix(Fingerprint.minimumPrefixDigits))
+    let oldPrefix = String(previous.hexString.prefix(Fingerprint.minimumPrefixDigits))
     return CLIFailure(
       status: .authentication,
       message: "nothing sent to '\(name)': its key changed. If it was reinstalled, run "

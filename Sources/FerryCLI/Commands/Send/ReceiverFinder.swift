@@ -6,28 +6,61 @@ struct ReceiverFinder: Sendable {
   let browser: Browser
   let deadline: ContinuousClock.Instant
 
-  /// The one receiver named `wanted`, or whose fingerprint starts with it, as soon as it is
-  /// seen.
+  /// The one receiver `reference` (the `--to` value `wanted`) names, as soon as it is seen:
+  /// matched by fingerprint first, by display name otherwise. `pinned` is true when it was
+  /// matched by its key (the user's consent to that key).
   ///
   /// - Throws: ``CLIFailure``: `.noPeer` when none appears before the deadline; `.usage` when a
-  ///   fingerprint prefix matches several receivers.
-  func find(_ wanted: String) async throws(CLIFailure) -> DiscoveredPeer {
+  ///   fingerprint prefix or a name matches several receivers; `.authentication` when the value
+  ///   names one receiver by fingerprint and another by name (on a terminal, `ask` lets the user
+  ///   choose instead).
+  func find(_ wanted: String, as reference: PeerReference, ask: Bool) async throws(CLIFailure)
+    -> (peer: DiscoveredPeer, pinned: Bool)
+  {
+    var nameSeen: ContinuousClock.Instant?
     while true {
       let peers = browser.peers.filter { $0.peerID != nil }
-      let named = peers.filter { $0.name == wanted }
-      let matches =
-        named.isEmpty ? peers.filter { $0.info.fingerprint?.hasPrefix(wanted) == true } : named
-      if matches.count == 1 { return matches[0] }
-      if matches.count > 1 {
+      let byKey = peers.filter { reference.matchesFingerprint($0.info.fingerprint!) }
+      let byName = peers.filter { reference.matchesName($0.name) }
+      let others = byName.filter { !byKey.contains($0) }
+      if !byKey.isEmpty && !others.isEmpty {
+        let both = byKey + others
+        guard ask else {
+          throw CLIFailure(
+            status: .authentication,
+            message: "'\(DisplayText.escaping(wanted))' names one receiver by its fingerprint "
+              + "and another by its name; send with --to and \(Fingerprint.minimumPrefixDigits) "
+              + "or more digits of the fingerprint you mean:\n" + Self.list(both),
+            code: "ambiguous-peer")
+        }
+        StandardStream.error.write(
+          "'\(DisplayText.escaping(wanted))' names more than one receiver (by fingerprint and "
+            + "by name).\n")
+        let chosen = try await prompt(both, single: true)[0]
+        return (chosen, byKey.contains(chosen))
+      }
+      if byKey.count == 1 { return (byKey[0], true) }
+      if byKey.count > 1 || byName.count > 1 {
         throw CLIFailure(
           status: .usage,
-          message: "'\(wanted)' matches several receivers; give more of the fingerprint:\n"
-            + Self.list(matches),
+          message: "'\(DisplayText.escaping(wanted))' matches several receivers; give more of "
+            + "the fingerprint:\n" + Self.list(byKey.count > 1 ? byKey : byName),
           code: "ambiguous-peer")
+      }
+      if byName.count == 1 {
+        // A name that is also a known peer's short prefix: give that peer a moment to appear
+        // too, so that an ambiguity is not decided by who answered first.
+        guard case .name(_, let known?) = reference, known != byName[0].info.fingerprint else {
+          return (byName[0], false)
+        }
+        let seen = nameSeen ?? .now
+        nameSeen = seen
+        if ContinuousClock.now - seen >= .milliseconds(700) { return (byName[0], false) }
       }
       guard ContinuousClock.now < deadline else {
         throw CLIFailure(
-          status: .noPeer, message: "no receiver '\(wanted)' found on \(browser.serviceType)",
+          status: .noPeer,
+          message: "no receiver '\(DisplayText.escaping(wanted))' found on \(browser.serviceType)",
           code: "no-peer")
       }
       try? await Task.sleep(for: .milliseconds(50))
@@ -63,21 +96,28 @@ struct ReceiverFinder: Sendable {
                 + Self.list(found),
               code: "several-peers")
           }
-          return try await prompt(found)
+          return try await prompt(found, single: false)
         }
       }
       try? await Task.sleep(for: .milliseconds(50))
     }
   }
 
-  /// Asks which of `found` to send to: numbers separated by spaces or commas, or `all`.
-  private func prompt(_ found: [DiscoveredPeer]) async throws(CLIFailure) -> [DiscoveredPeer] {
+  /// Asks which of `found` to send to: numbers separated by spaces or commas, or `all` (with
+  /// `single`, one number).
+  private func prompt(_ found: [DiscoveredPeer], single: Bool) async throws(CLIFailure)
+    -> [DiscoveredPeer]
+  {
     var text = "Several receivers are nearby:\n"
     for (index, peer) in found.enumerated() {
       text +=
-        "  \(index + 1)) \(printable(peer.name))  [\(peer.info.fingerprint!.shortDescription)]\n"
+        "  \(index + 1)) \(DisplayText.quoted(peer.name))  "
+        + "[\(peer.info.fingerprint!.shortDescription)]\n"
     }
-    text += "Send to which? [1-\(found.count), several separated by spaces, or 'all'] "
+    text +=
+      single
+      ? "Send to which? [1-\(found.count)] "
+      : "Send to which? [1-\(found.count), several separated by spaces, or 'all'] "
     StandardStream.error.write(text)
     let waited = max(.seconds(1), deadline - .now)
     guard let answer = await TerminalInput.shared.nextLine(timeout: waited) else {
@@ -85,12 +125,16 @@ struct ReceiverFinder: Sendable {
       throw CLIFailure(status: .noPeer, message: "no receiver chosen", code: "no-peer")
     }
     let words = answer.split { $0 == " " || $0 == "," }.map { $0.lowercased() }
-    if words == ["all"] || words == ["a"] { return found }
+    if !single && (words == ["all"] || words == ["a"]) { return found }
+    if single && words.count > 1 {
+      throw CLIFailure(status: .usage, message: "choose one receiver", code: "invalid-choice")
+    }
     var chosen: [DiscoveredPeer] = []
     for word in words {
       guard let number = Int(word), (1...found.count).contains(number) else {
         throw CLIFailure(
-          status: .usage, message: "'\(printable(String(word)))' is not one of 1-\(found.count)",
+          status: .usage,
+          message: "'\(DisplayText.escaping(String(word)))' is not one of 1-\(found.count)",
           code: "invalid-choice")
       }
       if !chosen.contains(found[number - 1]) { chosen.append(found[number - 1]) }
@@ -102,7 +146,7 @@ struct ReceiverFinder: Sendable {
   }
 
   private static func list(_ peers: [DiscoveredPeer]) -> String {
-    peers.map { "  \(printable($0.name))  [\($0.info.fingerprint!.shortDescription)]" }
+    peers.map { "  \(DisplayText.quoted($0.name))  [\($0.info.fingerprint!.shortDescription)]" }
       .joined(separator: "\n")
   }
 }

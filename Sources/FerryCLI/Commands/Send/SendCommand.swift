@@ -76,11 +76,17 @@ struct SendCommand: AsyncParsableCommand {
     let serviceType = try parseServiceType(service)
     let items = try SendPaths(arguments: paths, filesFrom: filesFrom, nullSeparated: nullSeparated)
       .items { skipped in events.note("Leaving out \(printable(skipped.path)): \(skipped.reason)") }
+    let knownPeers = KnownPeers()
+    // Fingerprints are identities, names are labels: each --to is classified (and a prefix too
+    // short to stand for a key refused) before anything else happens.
+    var references: [PeerReference] = []
+    for text in to { references.append(try PeerReference.parse(text, knownPeers: knownPeers)) }
     let identity = try loadIdentity()
     let session: Session
     do {
+      // A sender reads nothing but the answers to its offers.
       session = try Session(
-        identity: identity, displayName: name ?? ProcessInfo.processInfo.hostName)
+        identity: identity, displayName: name ?? ProcessInfo.processInfo.hostName, accepting: [])
     } catch {
       throw CLIFailure(status: .usage, message: error.description, code: "invalid-name")
     }
@@ -91,23 +97,28 @@ struct SendCommand: AsyncParsableCommand {
       session: session, items: items, summary: OfferSummary(items: items), output: events,
       bar: bar, active: active, deadline: .now + .seconds(timeout),
       keys: KeyCheck(
-        knownPeers: KnownPeers(), output: events, bar: bar, interactive: Self.canAsk))
+        knownPeers: knownPeers, output: events, bar: bar, interactive: Self.canAsk))
     let outcomes: [CLIFailure?]
     if let address {
-      outcomes = [await delivery.send(toAddress: address, to: to.first)]
+      outcomes = [
+        await delivery.send(
+          toAddress: address, to: to.first.map { ($0, references[0]) })
+      ]
     } else {
-      outcomes = try await discoverAndSend(delivery, serviceType: serviceType)
+      outcomes = try await discoverAndSend(
+        delivery, serviceType: serviceType, references: references)
     }
     delivery.bar.finish()
-    session.close()
+    // What was sent last (a RESET, the GOODBYE) leaves before the process exits.
+    await session.closeAndWait(timeout: .seconds(1))
     if let failure = combined(outcomes) { throw failure }
   }
 
   /// Finds the receivers (every `--to`, or the one or ones chosen) and delivers to each as soon
   /// as it is found.
-  private func discoverAndSend(_ delivery: Delivery, serviceType: ServiceType) async throws
-    -> [CLIFailure?]
-  {
+  private func discoverAndSend(
+    _ delivery: Delivery, serviceType: ServiceType, references: [PeerReference]
+  ) async throws -> [CLIFailure?] {
     let browser: Browser
     do {
       browser = try Browser(serviceType: serviceType)
@@ -129,12 +140,14 @@ struct SendCommand: AsyncParsableCommand {
     }
     delivery.output.note("Looking for \(wanted.map { "'\($0)'" }.joined(separator: ", "))…")
     let claimed = ClaimedReceivers()
+    let ask = Self.canAsk
     return await withTaskGroup(of: CLIFailure?.self) { group in
-      for name in wanted {
+      for (name, reference) in zip(wanted, references) {
         group.addTask {
           let target: DiscoveredPeer
+          let pinned: Bool
           do throws(CLIFailure) {
-            target = try await finder.find(name)
+            (target, pinned) = try await finder.find(name, as: reference, ask: ask)
           } catch {
             delivery.output.event(
               "error",
@@ -146,8 +159,6 @@ struct SendCommand: AsyncParsableCommand {
           }
           // Two --to naming the same receiver: it gets the files once.
           guard claimed.claim(target.info.fingerprint!) else { return nil }
-          let pinned =
-            Delivery.looksLikeFingerprint(name) && target.info.fingerprint!.hasPrefix(name)
           return await delivery.send(to: target, browser: browser, pinned: pinned)
         }
       }

@@ -1,0 +1,149 @@
+import Ferry
+import Foundation
+
+/// What `ferry receive` answers, to invitations and then to the offers of accepted senders.
+///
+/// An invitation is accepted by the policy (`--yes`, `--accept-from`) or by the person at the
+/// terminal, who sees what the sender *says* it will send. That approval binds: the first
+/// offer on the connection is accepted only if it is what was announced (as many files, no more
+/// bytes, the names shown); any other offer — one that differs, or a later one — is asked
+/// about on its own real files, and declined with no terminal or under `--once`.
+struct ReceiveDecisions: Sendable {
+  let policy: ReceivePolicy
+  let approvals: Approvals
+  let gate: OnceGate?
+  let options: ReceiveOptions
+  let prompt: InvitationPrompt
+  let outcomes: AsyncStream<CLIFailure?>.Continuation
+
+  private var output: EventWriter { prompt.output }
+
+  /// Accepts or declines one invitation: by the policy, or by asking.
+  func decide(_ invitation: Invitation, session: Session) async {
+    // Invitations are asked about one at a time; one that waited behind another prompt may
+    // have been withdrawn meanwhile.
+    guard invitation.isPending else {
+      output.event("withdrawn", [("peer", .string(invitation.peer.displayName))])
+      prompt.bar.above {
+        output.note("\(invitation.peer) gave up waiting before it could be asked about.")
+      }
+      return
+    }
+    let summary = OfferSummary.decode(invitation.context)
+    prompt.announce(invitation, summary: summary)
+    var accept: Bool
+    var reason = "declined by the receiver"
+    if let decision = policy.decision(for: invitation) {
+      accept = decision.accept
+      if !decision.reason.isEmpty { reason = decision.reason }
+    } else {
+      switch await prompt.ask(invitation, summary: summary) {
+      case .yes: accept = true
+      case .no: accept = false
+      case .noAnswer:
+        accept = false
+        reason = "no answer at the receiver"
+      case .withdrawn:
+        output.event("withdrawn", [("peer", .string(invitation.peer.displayName))])
+        return
+      }
+    }
+    guard accept else {
+      invitation.decline(reason: reason)
+      output.event(
+        "declined", [("peer", .string(invitation.peer.displayName)), ("reason", .string(reason))])
+      prompt.bar.above { output.note("Declined \(invitation.peer) (\(reason)).") }
+      return
+    }
+    approvals.record(invitation, summary: summary, byPolicy: policy.isAutomatic)
+    do {
+      try await invitation.accept(into: session)
+      output.event("accepted", [("peer", .string(invitation.peer.displayName))])
+      prompt.bar.above {
+        output.note(
+          "Accepted \(invitation.peer), verification code \(invitation.verificationCode).")
+      }
+    } catch {
+      output.event(
+        "error",
+        [
+          ("peer", .string(invitation.peer.displayName)), ("code", .string("accept-failed")),
+          ("message", .string(error.description)),
+        ])
+      prompt.bar.above { output.note("Could not accept \(invitation.peer): \(error)") }
+    }
+  }
+
+  /// Accepts or declines one offer from an accepted sender (see the type's description).
+  func decide(_ offer: ResourceOffer) async {
+    guard let approval = approvals.next(offer.peer.fingerprint) else {
+      return decline(offer, "not an accepted sender", counts: false)
+    }
+    let isTheOne = gate?.claimForDecision() ?? true
+    guard isTheOne else {
+      return decline(offer, "this receiver takes one offer (--once)", counts: false)
+    }
+    let first = approval.offers == 0
+    let question: InvitationPrompt.OfferQuestion
+    if approval.byPolicy {
+      return accept(offer)
+    } else if first, let summary = approval.summary {
+      if summary.admits(offer.files) { return accept(offer) }
+      question = .differsFrom(summary)
+    } else {
+      question = first ? .unannounced : .later
+    }
+    // A person said yes to something else (or to nothing in particular): ask about these files.
+    let answer = await prompt.ask(
+      offer, status: approval.status, code: approval.code, because: question)
+    switch answer {
+    case .yes: accept(offer)
+    case .no: decline(offer, "declined by the receiver", counts: true)
+    case .noAnswer: decline(offer, "no answer at the receiver", counts: true)
+    case .withdrawn:
+      output.event("withdrawn", [("peer", .string(offer.peer.displayName))])
+      gate?.decided(accepted: false)
+      if gate != nil {
+        outcomes.yield(
+          CLIFailure(
+            status: .transferFailed, message: "the sender withdrew its offer", code: "cancelled"))
+      }
+    }
+  }
+
+  private func accept(_ offer: ResourceOffer) {
+    gate?.decided(accepted: true)
+    offer.accept(options)
+  }
+
+  /// Declines `offer`; when it is `--once`'s one offer (`counts`), that is the outcome.
+  private func decline(_ offer: ResourceOffer, _ reason: String, counts: Bool) {
+    offer.decline(reason: reason)
+    output.event(
+      "declined",
+      [
+        ("peer", .string(offer.peer.displayName)), ("reason", .string(reason)),
+        ("files", .int(offer.files.count)), ("bytes", .int(Int(offer.totalBytes))),
+      ])
+    prompt.bar.above {
+      output.note(
+        "Declined \(offer.files.count) file(s), \(formatBytes(offer.totalBytes)) from "
+          + "\(offer.peer) (\(reason)).")
+    }
+    if counts, gate != nil {
+      gate?.decided(accepted: false)
+      outcomes.yield(
+        CLIFailure(
+          status: .declined, message: "declined the offer from \(offer.peer) (\(reason))",
+          code: "declined"))
+    }
+  }
+}
+
+extension ReceivePolicy {
+  /// Whether senders are accepted without a person (`--yes`, `--accept-from`).
+  var isAutomatic: Bool {
+    if case .ask = self { return false }
+    return true
+  }
+}

@@ -1,0 +1,93 @@
+import Ferry
+
+/// What a user means by `--to X`, `--accept-from X`, `ferry trust X`: fingerprints are
+/// identities, names are labels.
+///
+/// - 64 hexadecimal digits: that fingerprint.
+/// - 16 or more digits (64 bits; spaces and colons allowed): a fingerprint prefix, which only a
+///   key made on purpose could share — unless it names exactly one known peer, then it is that
+///   peer's fingerprint.
+/// - 8 to 15 digits: only as a known peer's fingerprint (peers.json); on its own such a prefix
+///   can be forged in hours, so it is refused, saying why.
+/// - Anything else is a display name — except that a name of 8 or more hex digits is never
+///   matched as a name, so that nobody can pass for a fingerprint by choosing such a name. A
+///   short hex name (`cafe`) that also names exactly one known peer's fingerprint stands for
+///   both, and a receiver matching each in a different peer is ambiguous.
+enum PeerReference: Sendable, Equatable {
+  /// A full fingerprint: typed in full, or resolved in peers.json.
+  case fingerprint(Fingerprint)
+  /// A prefix of at least ``Fingerprint/minimumPrefixDigits`` digits, not in peers.json.
+  case prefix(String)
+  /// A display name; `known` when the same text is also a prefix naming one known peer.
+  case name(String, known: Fingerprint?)
+
+  /// Digits below which a hex-only text may still be a display name.
+  static let nameDigitLimit = 8
+
+  /// Classifies `text`, resolving prefixes in `knownPeers`.
+  ///
+  /// - Throws: ``CLIFailure`` (usage, exit 2) for a prefix too short to identify a key or
+  ///   matching several known peers, or an unreadable peers file.
+  static func parse(_ text: String, knownPeers: KnownPeers) throws(CLIFailure) -> PeerReference {
+    let shown = DisplayText.escaping(text)
+    guard let digits = Fingerprint.prefixLength(of: text), digits > 0 else {
+      return .name(text, known: nil)
+    }
+    if digits == Fingerprint.byteCount * 2, let full = try? Fingerprint(parsing: text) {
+      return .fingerprint(full)
+    }
+    let known: [Fingerprint]
+    do {
+      known = try knownPeers.fingerprints(startingWith: text)
+    } catch {
+      throw CLIFailure(status: .usage, message: error.description, code: "peers-file")
+    }
+    if digits < nameDigitLimit {
+      return .name(text, known: known.count == 1 ? known[0] : nil)
+    }
+    if known.count == 1 { return .fingerprint(known[0]) }
+    if known.count > 1 {
+      throw CLIFailure(
+        status: .usage,
+        message: "'\(shown)' starts \(known.count) known peers' fingerprints; give more digits",
+        code: "ambiguous-peer")
+    }
+    guard digits >= Fingerprint.minimumPrefixDigits else {
+      throw CLIFailure(
+        status: .usage,
+        message: "'\(shown)' is \(digits) hex digits: too few to stand for a key (a key with "
+          + "that prefix can be made in hours). Give at least \(Fingerprint.minimumPrefixDigits) "
+          + "digits ('ferry identity' on that machine shows them), the full fingerprint, or a "
+          + "prefix of a peer in 'ferry peers'",
+        code: "short-fingerprint")
+    }
+    return .prefix(text)
+  }
+
+  /// Whether a peer advertising `name` is named by this reference (names made only of 8 or more
+  /// hex digits are never matched as names).
+  func matchesName(_ name: String) -> Bool {
+    guard case .name(let wanted, _) = self else { return false }
+    if let digits = Fingerprint.prefixLength(of: name), digits >= Self.nameDigitLimit {
+      return false
+    }
+    return name == wanted
+  }
+
+  /// Whether `fingerprint` is the key this reference names.
+  func matchesFingerprint(_ fingerprint: Fingerprint) -> Bool {
+    switch self {
+    case .fingerprint(let expected): return fingerprint == expected
+    case .prefix(let prefix): return fingerprint.hasPrefix(prefix)
+    case .name(_, let known): return known == fingerprint
+    }
+  }
+
+  /// Whether the reference names a key (and so pins it: the user's consent to that key).
+  var isKey: Bool {
+    switch self {
+    case .fingerprint, .prefix: return true
+    case .name: return false
+    }
+  }
+}
