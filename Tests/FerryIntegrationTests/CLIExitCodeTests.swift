@@ -55,8 +55,8 @@ struct CLIExitCodeTests {
     let port = try #require(fields["port"] as? Int)
     let real = try #require(fields["fingerprint"] as? String)
 
-    // Eight hex digits that are not the receiver's: refused inside the TLS handshake.
-    let wrong = String(real.prefix(8).map { $0 == "0" ? "1" : "0" })
+    // Sixteen hex digits that are not the receiver's: refused inside the TLS handshake.
+    let wrong = String(real.prefix(16).map { $0 == "0" ? "1" : "0" })
     let direct = try await run(
       Harness.ferryBinary, ["send", "--address", "127.0.0.1:\(port)", "--to", wrong, file.path],
       environment: ["FERRY_HOME": Harness.freshFerryHome()])
@@ -124,7 +124,7 @@ struct CLIExitCodeTests {
     let refused = try await send("desk")
     #expect(refused.status == 5, "\(refused.stderr)")
     #expect(refused.stderr.contains("KEY CHANGED"))
-    #expect(refused.stderr.contains("--to \(key.prefix(8))"), "\(refused.stderr)")
+    #expect(refused.stderr.contains("--to \(key.prefix(16))"), "\(refused.stderr)")
     let events = refused.stdout.split(separator: "\n").compactMap { jsonObject(String($0)) }
     #expect(
       events.contains {
@@ -134,7 +134,7 @@ struct CLIExitCodeTests {
     #expect(!second.stdout.contains("\"invitation\""), "the impostor was invited")
 
     // Naming the new key is consent.
-    #expect(try await send(String(key.prefix(8))).status == 0)
+    #expect(try await send(String(key.prefix(16))).status == 0)
     #expect(await second.waitForLine { $0.contains("\"file-done\"") } != nil)
   }
 }

@@ -103,7 +103,8 @@ struct CLIReceiveInvitationTests {
     let receiver = try ChildProcess(
       Harness.ferryBinary,
       [
-        "receive", "--accept-from", "00000000", "--dir", NSTemporaryDirectory(), "--service", type,
+        "receive", "--accept-from", "0000000000000000", "--dir", NSTemporaryDirectory(),
+        "--service", type,
         "--name", "desk", "--json",
       ],
       environment: ["FERRY_HOME": home])

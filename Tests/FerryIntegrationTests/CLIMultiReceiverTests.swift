@@ -60,8 +60,8 @@ struct CLIMultiReceiverTests {
       ["send", "--service", type, "--timeout", "20", pick.path],
       environment: ["FERRY_HOME": home], terminal: true)
     #expect(await terminal.waitForText("Send to which?"), "\(terminal.transcript)")
-    #expect(terminal.transcript.contains("1) left"))
-    #expect(terminal.transcript.contains("2) right"))
+    #expect(terminal.transcript.contains("1) \"left\""))
+    #expect(terminal.transcript.contains("2) \"right\""))
     terminal.type("2\n")
     #expect(await terminal.waitForExit() == 0, "\(terminal.transcript)")
     #expect(try sha256(of: right.appendingPathComponent("pick.txt")) == sha256(of: pick))

@@ -95,7 +95,7 @@ struct CLITransferTests {
       jsonObject(friend.stdout.trimmingCharacters(in: .newlines))?["fingerprint"] as? String)
     let receiver = try ChildProcess.ferry(
       [
-        "receive", "--accept-from", String(friendPrint.prefix(12)), "--json", "--dir",
+        "receive", "--accept-from", String(friendPrint.prefix(16)), "--json", "--dir",
         destination.path,
         "--service", type, "--name", "guarded",
       ],

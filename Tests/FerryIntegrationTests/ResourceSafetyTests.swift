@@ -13,6 +13,21 @@ struct ResourceSafetyTests {
     link.onMultiplexer { $0.answerOffer(frame) }
   }
 
+  /// The error of the first `.offerRefused` event.
+  func firstRefusal(_ events: EventRecorder<ResourceEvent>, timeout: Duration = .seconds(10)) async
+    -> Result<URL?, TransferError>?
+  {
+    guard
+      let found = await events.first(
+        timeout: timeout,
+        where: {
+          if case .offerRefused = $0 { return true }
+          return false
+        }), case .offerRefused(_, _, let error) = found.record.element
+    else { return nil }
+    return .failure(error)
+  }
+
   /// The first `.finished` event's result.
   func firstFinished(_ events: EventRecorder<ResourceEvent>, timeout: Duration = .seconds(10)) async
     -> Result<URL?, TransferError>?
@@ -69,7 +84,7 @@ struct ResourceSafetyTests {
       }
       #expect(reason.contains("unsafe path"), "\(reason)")
     }
-    guard case .failure(.resource(.unsafePath))? = await firstFinished(events) else {
+    guard case .failure(.resource(.unsafePath))? = await firstRefusal(events) else {
       Issue.record("no unsafe-path event")
       return
     }
@@ -186,7 +201,7 @@ struct ResourceSafetyTests {
         return
       }
       if side == "sender" {
-        #expect(error == .cancelledByPeer(reason: TransferError.cancelled.description))
+        #expect(error == .cancelledByPeer(reason: "the sender cancelled the transfer"))
       } else {
         #expect(error == .cancelled)
       }

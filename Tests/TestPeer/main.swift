@@ -23,6 +23,7 @@ func status(_ status: KnownPeers.Status) -> String {
   case .known(let trusted): return trusted ? "trusted" : "known"
   case .new: return "new"
   case .changedKey: return "changed-key"
+  case .similarName: return "similar-name"
   }
 }
 

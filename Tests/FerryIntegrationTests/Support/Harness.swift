@@ -97,6 +97,15 @@ extension Trait where Self == ConditionTrait {
       "needs to run inside host a of scripts/harness/hosts.sh (run scripts/test)")
   }
 
+  /// Requires the test run of its own that scripts/test gives the independent hostile peer
+  /// (`FERRY_TEST_HOSTILE=1`, run 1c): its floods and memory measurements must not compete with
+  /// the other tests for the machine's cores.
+  static var needsHostileRun: Self {
+    .enabled(
+      if: Harness.environment["FERRY_TEST_HOSTILE"] == "1",
+      "belongs to the hostile-peer run of scripts/test (FERRY_TEST_HOSTILE=1)")
+  }
+
   /// Requires a test process whose bus has no avahi-daemon.
   static var needsNoDaemonProcess: Self {
     .enabled(

@@ -1,0 +1,115 @@
+import Ferry
+import Foundation
+import Testing
+
+/// Advertisements made by someone else (avahi-publish-service, pointing at the independent
+/// hostile peer): fingerprints are identities, names are labels, and what a network says about
+/// itself reaches the terminal escaped.
+@Suite(
+  "Hostile advertisements", .timeLimit(.minutes(3)), .needsLocalAvahi, .serialized,
+  .needsHostileRun)
+struct HostileDiscoveryTests {
+  /// `avahi-publish-service NAME TYPE PORT TXT...`, running until stopped.
+  func publish(_ name: String, type: ServiceType, port: Int, txt: [String]) throws -> ChildProcess {
+    try ChildProcess(
+      "/usr/bin/avahi-publish-service", [name, type.dnsSDType, "\(port)"] + txt)
+  }
+
+  /// Waits until `ferry browse` lists every one of `names`.
+  func waitUntilListed(_ names: [String], type: ServiceType) async throws {
+    let deadline = ContinuousClock.now + .seconds(15)
+    while ContinuousClock.now < deadline {
+      let browse = try await run(
+        Harness.ferryBinary, ["browse", "--service", type.name, "--timeout", "2", "--json"])
+      let seen = Set(
+        browse.stdout.split(separator: "\n").compactMap {
+          jsonObject(String($0))?["name"] as? String
+        })
+      if names.allSatisfy(seen.contains) { return }
+    }
+    Issue.record("not all of \(names) were advertised")
+  }
+
+  @Test(
+    "item 4: --to matches keys first; 8 digits pin nothing; a hex-only name is never a name; a value naming one receiver by key and another by name is ambiguous"
+  )
+  func toHijack() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let destination = try temporaryDirectory("real-dst")
+    let real = try ChildProcess.ferry(
+      [
+        "receive", "--yes", "--json", "--dir", destination.path, "--service", type.name,
+        "--name", "real-desk",
+      ],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    defer { real.signal(SIGKILL) }
+    let advertising = try #require(
+      await real.waitForLine { $0.contains("\"advertising\"") }.flatMap { jsonObject($0.text) })
+    let key = try #require(advertising["fingerprint"] as? String)
+    // The impostor: a TLS endpoint of its own, advertised under names made from the real key.
+    let (impostor, port, impostorKey) = try await HostilePeer.serve("decline", ["--hold", "30"])
+    defer { impostor.signal(SIGKILL) }
+    let fake8 = try publish(
+      String(key.prefix(8)), type: type, port: port, txt: ["v=1", "fp=\(impostorKey)"])
+    defer { fake8.signal(SIGTERM) }
+    let fake4 = try publish(
+      String(key.prefix(4)), type: type, port: port, txt: ["v=1", "fp=\(impostorKey)"])
+    defer { fake4.signal(SIGTERM) }
+    try await waitUntilListed(
+      ["real-desk", String(key.prefix(8)), String(key.prefix(4))], type: type)
+
+    let file = try temporaryDirectory("hijack-src").appendingPathComponent("secret.txt")
+    try writeFile(file, size: 4000)
+    let home = Harness.freshFerryHome()
+    func send(_ to: String, home: String = home) async throws -> (
+      status: Int32, stdout: String, stderr: String
+    ) {
+      try await run(
+        Harness.ferryBinary,
+        ["send", "--to", to, "--service", type.name, "--timeout", "10", file.path],
+        environment: ["FERRY_HOME": home])
+    }
+
+    // 8 digits are refused before anything is looked for.
+    let short = try await send(String(key.prefix(8)))
+    #expect(short.status == 2, "\(short.stderr)")
+    #expect(short.stderr.contains("too few"), "\(short.stderr)")
+    // 16 digits find the real receiver, never the one merely named like it.
+    #expect(try await send(String(key.prefix(16))).status == 0)
+    // Now the real key is in peers.json: 8 digits resolve to it (and still not to the name).
+    #expect(try await send(String(key.prefix(8))).status == 0)
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: destination.path).contains(
+        "secret (1).txt"))
+    // 4 digits: the known real key by fingerprint, and the impostor by name: ambiguous.
+    let ambiguous = try await send(String(key.prefix(4)))
+    #expect(ambiguous.status == 5, "\(ambiguous.stderr)")
+    #expect(ambiguous.stderr.contains("names one receiver by its fingerprint"))
+    // --address with 8 unknown digits: refused too.
+    let direct = try await run(
+      Harness.ferryBinary,
+      ["send", "--address", "127.0.0.1:\(port)", "--to", String(impostorKey.prefix(8)), file.path],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    #expect(direct.status == 2, "\(direct.stderr)")
+    #expect(
+      !impostor.stdout.contains("\"invited\""), "the impostor was invited: \(impostor.stdout)")
+  }
+
+  @Test("item 10: ferry browse shows a hostile service name escaped")
+  func browseNames() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let name = "evil\u{1B}]0;pwned\u{7}\u{1B}[2J\u{202E}txt"
+    let fake = try publish(name, type: type, port: 9, txt: ["v=1"])
+    defer { fake.signal(SIGTERM) }
+    try await Task.sleep(for: .seconds(1))
+    let browse = try await run(
+      Harness.ferryBinary, ["browse", "--service", type.name, "--timeout", "4"])
+    #expect(browse.stdout.contains("evil\\u{1B}]0;pwned"), "\(browse.stdout) \(fake.stderr)")
+    #expect(!browse.stdout.unicodeScalars.contains("\u{1B}"))
+    #expect(rawControls(in: browse.stdout).isEmpty)
+    let json = try await run(
+      Harness.ferryBinary, ["browse", "--service", type.name, "--timeout", "4", "--json"])
+    let found = json.stdout.split(separator: "\n").compactMap { jsonObject(String($0)) }
+    #expect(found.contains { $0["name"] as? String == name }, "JSON keeps the exact name")
+  }
+}

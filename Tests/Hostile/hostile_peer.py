@@ -1,0 +1,669 @@
+#!/usr/bin/env python3
+"""A hostile Ferry peer.
+
+Written from docs/PROTOCOL.md alone, with the Python 3 standard library only (ssl, socket,
+struct, hashlib, json): it shares no code with Ferry, so a bug in Ferry's codec cannot hide the
+same bug here. It attacks `ferry receive` as a sender (`attack ...`) and `ferry send` as a
+receiver (`serve ...`), and reports what it saw as one JSON object per line on stdout; the
+tests in Tests/FerryIntegrationTests/HostilePeerTests.swift decide what is right.
+
+    hostile_peer.py identity DIR
+    hostile_peer.py attack HOST PORT SCENARIO [--option value ...]
+    hostile_peer.py serve SCENARIO [--port N] [--option value ...]
+
+Run `hostile_peer.py --help` for the scenarios.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import time
+
+# Frame types (PROTOCOL.md §3).
+HELLO, INVITE, ACCEPT, DECLINE, CANCEL, PING, PONG, GOODBYE = range(1, 9)
+MESSAGE, STREAM_OPEN, STREAM_DATA, STREAM_END, RESET, CREDIT = range(0x10, 0x16)
+OFFER, OFFER_ACCEPT, CHUNK, FILE_END, FILE_ACK = range(0x20, 0x25)
+NAMES = {
+    1: "HELLO", 2: "INVITE", 3: "ACCEPT", 4: "DECLINE", 5: "CANCEL", 6: "PING", 7: "PONG",
+    8: "GOODBYE", 0x10: "MESSAGE", 0x11: "STREAM_OPEN", 0x12: "STREAM_DATA",
+    0x13: "STREAM_END", 0x14: "RESET", 0x15: "CREDIT", 0x20: "OFFER", 0x21: "OFFER_ACCEPT",
+    0x22: "CHUNK", 0x23: "FILE_END", 0x24: "FILE_ACK",
+}
+SKIP = 0xFFFFFFFFFFFFFFFF
+# Terminal control sequences a peer must never get onto a screen: set the window title, move
+# the cursor up and erase the line, colour, and a bidirectional override.
+ESCAPES = "\x1b]0;pwned\x07\x1b[1A\x1b[2K\x1b[31mRED\x1b[0m\u202eexe.txt"
+
+
+def report(**fields):
+    """One observation, as a JSON line."""
+    print(json.dumps(fields), flush=True)
+
+
+# --- Encoding (PROTOCOL.md §3-§8) -------------------------------------------------------------
+
+def frame(kind, channel=0, payload=b""):
+    return struct.pack(">IBI", 5 + len(payload), kind, channel) + payload
+
+
+def text(value, limit=1024):
+    data = value.encode() if isinstance(value, str) else value
+    data = data[:limit]
+    return struct.pack(">H", len(data)) + data
+
+
+def hello(name, versions=(1,)):
+    data = name.encode() if isinstance(name, str) else name
+    return frame(HELLO, 0, struct.pack(">H", len(versions))
+                 + b"".join(struct.pack(">H", v) for v in versions)
+                 + struct.pack(">B", len(data)) + data)
+
+
+def invite(timeout_ms, context):
+    return frame(INVITE, 0, struct.pack(">II", timeout_ms, len(context)) + context)
+
+
+def offer(channel, files):
+    """files: (path bytes or str, size, mtime seconds, nanoseconds, mode)."""
+    parts = [struct.pack(">I", len(files))]
+    for path, size, seconds, nanos, mode in files:
+        data = path.encode() if isinstance(path, str) else path
+        parts.append(struct.pack(">H", len(data)) + data)
+        parts.append(struct.pack(">QqII", size, seconds, nanos, mode))
+    return frame(OFFER, channel, b"".join(parts))
+
+
+def chunk(channel, index, data):
+    return frame(CHUNK, channel, struct.pack(">I", index) + data)
+
+
+def file_end(channel, index, digest):
+    return frame(FILE_END, channel, struct.pack(">I", index) + digest)
+
+
+def summary(files, size, names):
+    """The invitation context `ferry send` uses (an offer summary, JSON)."""
+    return json.dumps({"files": files, "bytes": size, "names": names}).encode()
+
+
+# --- A connection ------------------------------------------------------------------------------
+
+class Closed(Exception):
+    """The other end closed the connection (or reset it)."""
+
+
+class Link:
+    """Frames over one TLS connection."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buffer = b""
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def frame(self, timeout=10.0):
+        """The next frame (type, channel, payload); Closed at the end; TimeoutError."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if len(self.buffer) >= 9:
+                length, kind, channel = struct.unpack(">IBI", self.buffer[:9])
+                end = 4 + length
+                if len(self.buffer) >= end:
+                    payload = self.buffer[9:end]
+                    self.buffer = self.buffer[end:]
+                    return kind, channel, payload
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no frame in time")
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(1 << 20)
+            except socket.timeout:
+                raise TimeoutError("no frame in time")
+            except (ssl.SSLError, ConnectionError, OSError) as error:
+                raise Closed(str(error))
+            if not data:
+                raise Closed("end of stream")
+            self.buffer += data
+
+    def expect(self, kinds, timeout=10.0):
+        """The next frame of one of `kinds`, answering PINGs and skipping CREDIT meanwhile;
+        a GOODBYE or DECLINE that was not expected is returned too."""
+        deadline = time.monotonic() + timeout
+        while True:
+            kind, channel, payload = self.frame(max(0.01, deadline - time.monotonic()))
+            if kind == PING and PING not in kinds:
+                self.send(frame(PONG, 0, payload))
+                continue
+            if kind == CREDIT and CREDIT not in kinds:
+                continue
+            if kind in kinds or kind in (GOODBYE, DECLINE):
+                return kind, channel, payload
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def reason_of(kind, payload):
+    """The code and reason text of a DECLINE, GOODBYE, RESET or FILE_ACK."""
+    if kind == FILE_ACK:
+        index, status = struct.unpack(">IB", payload[:5])
+        (length,) = struct.unpack(">H", payload[5:7])
+        return status, payload[7:7 + length].decode("utf-8", "replace")
+    code = payload[0]
+    (length,) = struct.unpack(">H", payload[1:3])
+    return code, payload[3:3 + length].decode("utf-8", "replace")
+
+
+def describe(kind, channel, payload):
+    """A frame as a JSON-friendly dict."""
+    out = {"frame": NAMES.get(kind, hex(kind)), "channel": channel}
+    if kind in (DECLINE, GOODBYE, RESET, FILE_ACK):
+        out["code"], out["reason"] = reason_of(kind, payload)
+    if kind == OFFER_ACCEPT:
+        (count,) = struct.unpack(">I", payload[:4])
+        out["offsets"] = [struct.unpack(">Q", payload[4 + 8 * i:12 + 8 * i])[0]
+                          for i in range(count)]
+    return out
+
+
+# --- Identity ----------------------------------------------------------------------------------
+
+def identity(directory):
+    """A self-signed P-256 certificate and key in `directory` (made with the openssl command),
+    and the certificate's SHA-256 fingerprint."""
+    os.makedirs(directory, exist_ok=True)
+    cert, key = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
+    if not os.path.exists(cert):
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+             "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
+             "-subj", "/CN=hostile"],
+            check=True, capture_output=True)
+    with open(cert) as handle:
+        der = ssl.PEM_cert_to_DER_cert(handle.read())
+    return cert, key, hashlib.sha256(der).hexdigest().upper()
+
+
+# --- Attacking `ferry receive` (this side invites and sends) ---------------------------------
+
+def connect(args, name=None, source=None):
+    """TLS 1.3 with a client certificate and ALPN ferry/1, then the HELLOs."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.load_cert_chain(args.cert, args.key)
+    context.set_alpn_protocols(["ferry/1"])
+    raw = socket.create_connection(
+        (args.host, args.port), timeout=10,
+        source_address=(source, 0) if source else None)
+    link = Link(context.wrap_socket(raw))
+    link.send(hello(name if name is not None else args.name))
+    kind, _, _ = link.expect({HELLO})
+    if kind != HELLO:
+        raise Closed("no HELLO")
+    return link
+
+
+def invited(args, context=None, timeout_ms=30000, name=None, source=None, wait=60.0):
+    """Connects and invites; returns (link, answer frame as a dict)."""
+    link = connect(args, name=name, source=source)
+    if context is None:
+        context = summary(1, 10, ["a.txt"])
+    link.send(invite(timeout_ms, context))
+    kind, channel, payload = link.expect({ACCEPT, DECLINE}, timeout=wait)
+    return link, describe(kind, channel, payload)
+
+
+def send_file(link, channel, index, data, digest=None):
+    """A file's chunks (256 KiB each) and its FILE_END."""
+    for start in range(0, len(data), 256 << 10):
+        link.send(chunk(channel, index, data[start:start + (256 << 10)]))
+    link.send(file_end(channel, index, digest or hashlib.sha256(data).digest()))
+
+
+def offer_one(link, channel, path, data, mtime=1_700_000_000, mode=0o644, digest=None):
+    """Offers one file on `channel`; sends it if accepted; returns what happened."""
+    link.send(offer(channel, [(path, len(data), mtime, 0, mode)]))
+    kind, got, payload = link.expect({OFFER_ACCEPT, RESET})
+    answer = describe(kind, got, payload)
+    if kind != OFFER_ACCEPT:
+        return answer
+    offset = answer["offsets"][0]
+    if offset != SKIP:
+        for start in range(offset, len(data), 256 << 10):
+            link.send(chunk(channel, 0, data[start:start + (256 << 10)]))
+        link.send(file_end(channel, 0, digest or hashlib.sha256(data).digest()))
+        kind, got, payload = link.expect({FILE_ACK, RESET})
+        answer["ack"] = describe(kind, got, payload)
+    return answer
+
+
+def scenario_paths(args):
+    """Offers one file per path (hex-encoded bytes in --paths), each on its own channel of one
+    accepted connection; reports each answer. A path that closes the connection (invalid
+    UTF-8 is a protocol error) is reported as such, and the next path reconnects."""
+    link, answer = invited(args)
+    report(event="answer", **answer)
+    channel = 1
+    for hex_path in args.paths.split(","):
+        path = bytes.fromhex(hex_path)
+        try:
+            result = offer_one(link, channel, path, b"pwned by a hostile peer\n")
+        except Closed as error:
+            result = {"closed": str(error)}
+            link, _ = invited(args)
+            channel = -1
+        report(event="path", path=hex_path, **result)
+        channel += 2
+    link.send(frame(GOODBYE, 0, b"\x00" + text("done")))
+
+
+def scenario_invite(args):
+    """Invites with the raw context in --context (hex) and the timeout in --timeout-ms;
+    reports the answer, then stays connected for --hold seconds."""
+    link, answer = invited(
+        args, context=bytes.fromhex(args.context), timeout_ms=args.timeout_ms, name=args.name)
+    report(event="answer", **answer)
+    time.sleep(args.hold)
+    link.close()
+
+
+def scenario_sizes(args):
+    """After an accepted invitation, offers files of the sizes in --sizes (and mtime
+    --mtime); reports how the receiver answers (a protocol error closes the connection)."""
+    link, answer = invited(args)
+    report(event="answer", **answer)
+    sizes = [int(size) for size in args.sizes.split(",")] * args.count
+    files = [("big%d" % i, size, args.mtime, 0, 0o644) for i, size in enumerate(sizes)]
+    link.send(offer(1, files))
+    try:
+        kind, channel, payload = link.expect({OFFER_ACCEPT, RESET})
+        report(event="offer", **describe(kind, channel, payload))
+    except (Closed, TimeoutError) as error:
+        report(event="offer", closed=str(error))
+
+
+def scenario_consent(args):
+    """Announces 1 file of 10 bytes (a.txt), then offers what --files says (N files of
+    --size bytes); with --first-matching, first offers exactly a.txt (10 bytes) and then the
+    rest as a second offer. Reports every answer and how many files were acknowledged."""
+    link, answer = invited(args, context=summary(1, 10, ["a.txt"]), wait=args.wait)
+    report(event="answer", **answer)
+    if answer["frame"] != "ACCEPT":
+        return
+    channel = 1
+    if args.first_matching:
+        report(event="first", **offer_one(link, channel, "a.txt", b"0123456789"))
+        channel += 2
+    data = b"x" * args.size
+    files = [("file%03d.bin" % i, len(data), 1_700_000_000, 0, 0o644) for i in range(args.files)]
+    link.send(offer(channel, files))
+    kind, got, payload = link.expect({OFFER_ACCEPT, RESET}, timeout=args.wait)
+    result = describe(kind, got, payload)
+    report(event="offer", **result)
+    if kind != OFFER_ACCEPT:
+        return
+    for index in range(args.files):
+        send_file(link, channel, index, data)
+    acknowledged = 0
+    while acknowledged < args.files:
+        kind, got, payload = link.expect({FILE_ACK, RESET}, timeout=args.wait)
+        if kind != FILE_ACK:
+            report(event="stopped", **describe(kind, got, payload))
+            break
+        acknowledged += 1
+    report(event="acknowledged", files=acknowledged)
+
+
+def scenario_streams(args):
+    """Opens --count streams and sends --size bytes on each without ending them (a receiver
+    that never reads them); reports RESETs and whether the connection was closed."""
+    link, answer = invited(args)
+    report(event="answer", **answer)
+    resets, closed = 0, None
+    try:
+        for index in range(args.count):
+            channel = 1 + 2 * index
+            link.send(frame(STREAM_OPEN, channel, text("stream%d" % index)))
+            sent = 0
+            while sent < args.size:
+                piece = min(256 << 10, args.size - sent)
+                link.send(frame(STREAM_DATA, channel, b"s" * piece))
+                sent += piece
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            kind, _, payload = link.expect({RESET}, timeout=deadline - time.monotonic())
+            if kind == GOODBYE:
+                closed = reason_of(kind, payload)[1]
+                break
+            resets += 1
+    except (Closed, TimeoutError, OSError) as error:
+        closed = closed or str(error)
+    report(event="streams", resets=resets, closed=closed)
+
+
+def scenario_offers(args):
+    """Offers --count offers of --files empty-named files each, and never sends a byte of
+    them (offers accepted but never finished); reports how the receiver answers."""
+    link, answer = invited(args)
+    report(event="answer", **answer)
+    accepted, closed = 0, None
+    try:
+        for index in range(args.count):
+            channel = 1 + 2 * index
+            files = [("o%d/f%06d" % (index, i), 1, 1_700_000_000, 0, 0o644)
+                     for i in range(args.files)]
+            link.send(offer(channel, files))
+            kind, _, payload = link.expect({OFFER_ACCEPT, RESET}, timeout=30)
+            if kind == GOODBYE:
+                closed = reason_of(kind, payload)[1]
+                break
+            if kind == OFFER_ACCEPT:
+                accepted += 1
+    except (Closed, TimeoutError, OSError) as error:
+        closed = closed or str(error)
+    report(event="offers", accepted=accepted, closed=closed)
+
+
+def scenario_ping_flood(args):
+    """Sends PINGs as fast as it can and never reads the PONGs, for --seconds seconds or until
+    the receiver gives up on it; reports how many were sent and whether it was cut off."""
+    link, answer = invited(args)
+    report(event="answer", **answer)
+    sent, cut = 0, None
+    ping = frame(PING, 0, struct.pack(">Q", 7)) * 256
+    deadline = time.monotonic() + args.seconds
+    link.sock.settimeout(5)
+    try:
+        while time.monotonic() < deadline:
+            link.sock.sendall(ping)
+            sent += 256
+    except (OSError, ssl.SSLError) as error:
+        cut = str(error)
+    report(event="flood", pings=sent, cut=cut)
+
+
+def scenario_slots(args):
+    """Opens --count connections from --source (an address of this host), each with an
+    INVITE of timeout --timeout-ms; reports each answer and keeps them open --hold seconds."""
+    links = []
+    for index in range(args.count):
+        link = connect(args, name="%s-%d" % (args.name, index), source=args.source)
+        link.send(invite(args.timeout_ms, summary(1, 1, ["slot.txt"])))
+        try:
+            kind, channel, payload = link.expect({ACCEPT, DECLINE}, timeout=1.0)
+            report(event="answer", index=index, **describe(kind, channel, payload))
+        except TimeoutError:
+            report(event="answer", index=index, pending=True)
+        links.append(link)
+    time.sleep(args.hold)
+    for link in links:
+        link.close()
+
+
+def scenario_twin(args):
+    """Two offers of the same path, size and time at once: the first is sent whole and
+    acknowledged; then the second sends other bytes. Reports both acks and the digests."""
+    link, answer = invited(args)
+    report(event="answer", **answer)
+    first, second = b"A" * (3 << 20), b"B" * (3 << 20)
+    entry = [("twin.bin", len(first), 1_700_000_000, 0, 0o644)]
+    link.send(offer(1, entry))
+    link.send(offer(3, entry))
+    answers = {}
+    while len(answers) < 2:
+        kind, channel, payload = link.expect({OFFER_ACCEPT, RESET})
+        answers[channel] = describe(kind, channel, payload)
+    report(event="offers", answers=list(answers.values()))
+    send_file(link, 1, 0, first)
+    kind, channel, payload = link.expect({FILE_ACK})
+    report(event="first", sha256=hashlib.sha256(first).hexdigest(),
+           **describe(kind, channel, payload))
+    send_file(link, 3, 0, second)
+    kind, channel, payload = link.expect({FILE_ACK, RESET})
+    report(event="second", sha256=hashlib.sha256(second).hexdigest(),
+           **describe(kind, channel, payload))
+    link.send(frame(GOODBYE, 0, b"\x00" + text("done")))
+
+
+def scenario_reasons(args):
+    """Reasons full of terminal control sequences: a RESET of an offer under way, then a
+    GOODBYE."""
+    link, answer = invited(args)
+    report(event="answer", **answer)
+    link.send(offer(1, [("reasons.bin", 1 << 20, 1_700_000_000, 0, 0o644)]))
+    link.expect({OFFER_ACCEPT})
+    link.send(chunk(1, 0, b"r" * 1000))
+    link.send(frame(RESET, 1, b"\x02" + text("reset " + ESCAPES)))
+    time.sleep(0.5)
+    link.send(frame(GOODBYE, 0, b"\x00" + text("goodbye " + ESCAPES)))
+    report(event="sent")
+    time.sleep(0.5)
+
+
+def scenario_corrupt(args):
+    """One file whose FILE_END carries the wrong SHA-256."""
+    link, answer = invited(args)
+    report(event="answer", **answer)
+    result = offer_one(link, 1, "corrupt.bin", b"c" * 5000, digest=b"\x00" * 32)
+    report(event="file", **result)
+
+
+def scenario_mode(args):
+    """One file with mode 0o777 (rwx for everyone) and one with setuid bits."""
+    link, answer = invited(args)
+    report(event="answer", **answer)
+    report(event="file", **offer_one(link, 1, "open.sh", b"#!/bin/sh\n", mode=0o777))
+    report(event="file", **offer_one(link, 3, "setuid.sh", b"#!/bin/sh\n", mode=0o6777))
+
+
+def scenario_early_frame(args):
+    """Before any invitation is answered, the header of a 16 MiB OFFER (no payload): the
+    receiver must close at once rather than buffer it."""
+    link = connect(args)
+    link.send(invite(30000, summary(1, 1, ["x"])))
+    started = time.monotonic()
+    link.send(struct.pack(">IBI", 5 + (16 << 20), OFFER, 1))
+    try:
+        kind, channel, payload = link.expect({ACCEPT}, timeout=20)
+        report(event="answer", seconds=time.monotonic() - started,
+               **describe(kind, channel, payload))
+    except (Closed, TimeoutError) as error:
+        report(event="answer", seconds=time.monotonic() - started, closed=str(error))
+
+
+# --- Attacking `ferry send` (this side receives) ---------------------------------------------
+
+def serve(args, handle):
+    """Listens on 127.0.0.1 (--port, or any), prints `listening` with the port and the
+    certificate's fingerprint, accepts one connection, does the handshake and calls
+    `handle(link, context)` after the INVITE."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    context.load_cert_chain(args.cert, args.key)
+    context.set_alpn_protocols(["ferry/1"])
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", args.port))
+    listener.listen(4)
+    report(event="listening", port=listener.getsockname()[1], fingerprint=args.fingerprint)
+    raw, _ = listener.accept()
+    link = Link(context.wrap_socket(raw, server_side=True))
+    link.send(hello(args.name))
+    kind, _, payload = link.expect({HELLO})
+    kind, _, payload = link.expect({INVITE})
+    timeout, length = struct.unpack(">II", payload[:8])
+    report(event="invited", timeout_ms=timeout, context=payload[8:8 + length].decode("utf-8", "replace"))
+    try:
+        handle(link, args)
+    except (Closed, TimeoutError, OSError) as error:
+        report(event="closed", reason=str(error))
+    time.sleep(args.hold)
+
+
+def receive_offer(link):
+    """The next OFFER: (channel, [(path, size)])."""
+    kind, channel, payload = link.expect({OFFER}, timeout=30)
+    (count,) = struct.unpack(">I", payload[:4])
+    position, files = 4, []
+    for _ in range(count):
+        (length,) = struct.unpack(">H", payload[position:position + 2])
+        path = payload[position + 2:position + 2 + length].decode()
+        position += 2 + length
+        size, _, _, _ = struct.unpack(">QqII", payload[position:position + 24])
+        position += 24
+        files.append((path, size))
+    report(event="offer", files=[{"path": p, "size": s} for p, s in files])
+    return channel, files
+
+
+def accept_all(link, channel, files):
+    link.send(frame(OFFER_ACCEPT, channel, struct.pack(">I", len(files))
+                    + b"".join(struct.pack(">Q", 0) for _ in files)))
+
+
+def serve_decline(link, args):
+    link.send(frame(DECLINE, 0, b"\x00" + text("declined " + ESCAPES)))
+
+
+def serve_goodbye(link, args):
+    link.send(frame(ACCEPT))
+    receive_offer(link)
+    link.send(frame(GOODBYE, 0, b"\x00" + text("goodbye " + ESCAPES)))
+
+
+def serve_refuse(link, args):
+    link.send(frame(ACCEPT))
+    channel, _ = receive_offer(link)
+    link.send(frame(RESET, channel, b"\x01" + text("refused " + ESCAPES)))
+
+
+def serve_bad_ack(link, args):
+    link.send(frame(ACCEPT))
+    channel, files = receive_offer(link)
+    accept_all(link, channel, files)
+    ends = 0
+    while ends < len(files):
+        kind, got, payload = link.expect({CHUNK, FILE_END}, timeout=30)
+        if kind == FILE_END:
+            (index,) = struct.unpack(">I", payload[:4])
+            link.send(frame(FILE_ACK, channel, struct.pack(">IB", index, 2)
+                            + text("failed " + ESCAPES)))
+            ends += 1
+
+
+def serve_bad_accept(link, args):
+    link.send(frame(ACCEPT))
+    channel, files = receive_offer(link)
+    # More offsets than files, each beyond its file's end.
+    link.send(frame(OFFER_ACCEPT, channel, struct.pack(">I", len(files) + 1)
+                    + b"".join(struct.pack(">Q", 1 << 60) for _ in range(len(files) + 1))))
+
+
+def serve_credit_overflow(link, args):
+    link.send(frame(ACCEPT))
+    channel, files = receive_offer(link)
+    accept_all(link, channel, files)
+    for _ in range(64):
+        link.send(frame(CREDIT, channel, struct.pack(">I", 0xFFFFFFFF)))
+    report(event="credited")
+    while True:
+        kind, _, payload = link.frame(30)
+        if kind == GOODBYE:
+            report(event="goodbye", reason=reason_of(kind, payload)[1])
+            return
+
+
+def serve_no_read(link, args):
+    """Grants a gigabyte of credit and then reads nothing for --hold seconds."""
+    link.send(frame(ACCEPT))
+    channel, files = receive_offer(link)
+    accept_all(link, channel, files)
+    for _ in range(4):
+        link.send(frame(CREDIT, channel, struct.pack(">I", 250 << 20)))
+    report(event="stalled")
+
+
+def serve_capture_reset(link, args):
+    """Accepts the offer only once the file --wait-for exists (the test changes the sender's
+    file meanwhile); reports the RESET the sender then sends."""
+    link.send(frame(ACCEPT))
+    channel, files = receive_offer(link)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(args.wait_for) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    accept_all(link, channel, files)
+    while True:
+        kind, got, payload = link.expect({RESET, CHUNK, FILE_END}, timeout=30)
+        if kind in (RESET, GOODBYE):
+            report(event="reset", **describe(kind, got, payload))
+            return
+
+
+SCENARIOS = {
+    "paths": scenario_paths, "invite": scenario_invite, "sizes": scenario_sizes,
+    "consent": scenario_consent, "streams": scenario_streams, "offers": scenario_offers,
+    "ping-flood": scenario_ping_flood, "slots": scenario_slots, "twin": scenario_twin,
+    "reasons": scenario_reasons, "corrupt": scenario_corrupt, "mode": scenario_mode,
+    "early-frame": scenario_early_frame,
+}
+SERVES = {
+    "decline": serve_decline, "goodbye": serve_goodbye, "refuse": serve_refuse,
+    "bad-ack": serve_bad_ack, "bad-accept": serve_bad_accept,
+    "credit-overflow": serve_credit_overflow, "no-read": serve_no_read,
+    "capture-reset": serve_capture_reset,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=["identity", "attack", "serve"])
+    parser.add_argument("rest", nargs="*")
+    parser.add_argument("--home", default=os.environ.get("HOSTILE_HOME", "/tmp/hostile-peer"))
+    parser.add_argument("--name", default="hostile")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--paths", default="")
+    parser.add_argument("--context", default="")
+    parser.add_argument("--timeout-ms", type=int, default=30000)
+    parser.add_argument("--hold", type=float, default=0.0)
+    parser.add_argument("--sizes", default="1")
+    parser.add_argument("--mtime", type=int, default=1_700_000_000)
+    parser.add_argument("--files", type=int, default=55)
+    parser.add_argument("--size", type=int, default=1 << 20)
+    parser.add_argument("--first-matching", action="store_true")
+    parser.add_argument("--wait", type=float, default=60.0)
+    parser.add_argument("--count", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--source", default=None)
+    parser.add_argument("--wait-for", default="")
+    args = parser.parse_args()
+    args.cert, args.key, args.fingerprint = identity(args.home)
+    if args.mode == "identity":
+        report(event="identity", fingerprint=args.fingerprint, cert=args.cert, key=args.key)
+    elif args.mode == "attack":
+        args.host, args.port, scenario = args.rest[0], int(args.rest[1]), args.rest[2]
+        if args.name == "hostile" and os.environ.get("HOSTILE_NAME"):
+            args.name = os.environ["HOSTILE_NAME"]
+        try:
+            SCENARIOS[scenario](args)
+        except (Closed, TimeoutError) as error:
+            report(event="closed", reason=str(error))
+    else:
+        serve(args, SERVES[args.rest[0]])
+
+
+if __name__ == "__main__":
+    main()
