@@ -1,6 +1,13 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+// scripts/fuzz builds the state-machine fuzzer with FERRY_FUZZ=1 (in .build-fuzz): Ferry and the
+// fuzzer are then instrumented for libFuzzer's coverage and linked with its runtime (its path in
+// FERRY_FUZZ_RUNTIME); in an ordinary build the fuzzer is a plain random driver.
+let fuzzing = Context.environment["FERRY_FUZZ"] == "1"
+let fuzzRuntime = Context.environment["FERRY_FUZZ_RUNTIME"] ?? ""
+let instrumented: [SwiftSetting] = fuzzing ? [.unsafeFlags(["-sanitize=fuzzer"])] : []
+
 let package = Package(
   name: "Ferry",
   platforms: [.macOS(.v15)],
@@ -33,7 +40,8 @@ let package = Package(
         .product(name: "X509", package: "swift-certificates"),
         .product(name: "Crypto", package: "swift-crypto"),
         .product(name: "SwiftASN1", package: "swift-asn1"),
-      ]
+      ],
+      swiftSettings: instrumented
     ),
     .executableTarget(
       name: "FerryCLI",
@@ -66,6 +74,18 @@ let package = Package(
       name: "ferry-example-batch",
       dependencies: ["Ferry"],
       path: "Examples/BatchSender"
+    ),
+    .executableTarget(
+      name: "ferry-state-fuzz",
+      dependencies: [
+        "Ferry",
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOEmbedded", package: "swift-nio"),
+        .product(name: "Crypto", package: "swift-crypto"),
+      ],
+      path: "Fuzz/StateFuzz",
+      swiftSettings: instrumented + (fuzzing ? [.define("FERRY_LIBFUZZER")] : []),
+      linkerSettings: fuzzing ? [.unsafeFlags(["-Xlinker", fuzzRuntime, "-lstdc++"])] : []
     ),
     .executableTarget(
       name: "ferry-test-peer",
