@@ -26,6 +26,14 @@ enum ReceivePolicy: Sendable {
       switch try PeerReference.parse(text, knownPeers: knownPeers) {
       case .name(_, let known?):
         keys.append(.fingerprint(known))
+      case .name where (Fingerprint.prefixLength(of: text) ?? 0) > 0:
+        throw CLIFailure(
+          status: .usage,
+          message: "--accept-from '\(DisplayText.escaping(text))': too few digits to stand for "
+            + "a key and no known peer's fingerprint starts with them; give at least "
+            + "\(Fingerprint.minimumPrefixDigits) hex digits ('ferry identity' on the sender "
+            + "shows them)",
+          code: "short-fingerprint")
       case .name:
         throw CLIFailure(
           status: .usage,
