@@ -29,10 +29,14 @@ let package = Package(
       pkgConfig: "avahi-client",
       providers: [.apt(["libavahi-client-dev"])]
     ),
+    // The wire protocol: frames, their codec, messages, errors and limits. Standard library
+    // only, and nothing in it is public: applications see Ferry's own types.
+    .target(name: "FerryWire", swiftSettings: instrumented),
     .target(
       name: "Ferry",
       dependencies: [
         "CAvahi",
+        "FerryWire",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOTLS", package: "swift-nio"),
@@ -79,6 +83,7 @@ let package = Package(
       name: "ferry-state-fuzz",
       dependencies: [
         "Ferry",
+        "FerryWire",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOEmbedded", package: "swift-nio"),
         .product(name: "Crypto", package: "swift-crypto"),
@@ -89,16 +94,16 @@ let package = Package(
     ),
     .executableTarget(
       name: "ferry-test-peer",
-      dependencies: ["Ferry"],
+      dependencies: ["Ferry", "FerryWire"],
       path: "Tests/TestPeer"
     ),
     .testTarget(
       name: "FerryTests",
-      dependencies: ["Ferry"]
+      dependencies: ["Ferry", "FerryWire"]
     ),
     .testTarget(
       name: "FerryIntegrationTests",
-      dependencies: ["Ferry"]
+      dependencies: ["Ferry", "FerryWire"]
     ),
   ],
   swiftLanguageModes: [.v6]

@@ -5,7 +5,9 @@
 //
 // Built by scripts/fuzz with FERRY_FUZZ=1 (libFuzzer, coverage-guided: LLVMFuzzerRunDriver);
 // in an ordinary build it is a random driver: `ferry-state-fuzz SECONDS [SEED]`.
+
 import Crypto
+import FerryWire
 import Foundation
 import NIOCore
 import NIOEmbedded

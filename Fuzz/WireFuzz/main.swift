@@ -1,6 +1,6 @@
-// libFuzzer target for the wire codec (Sources/Ferry/Wire), compiled on its own with
-// `swiftc -sanitize=fuzzer,address` by scripts/fuzz: the codec depends on nothing but the
-// standard library.
+// libFuzzer target for the wire codec (the FerryWire target, Sources/FerryWire), compiled on
+// its own with `swiftc -sanitize=fuzzer,address` by scripts/fuzz: the target depends on
+// nothing but the standard library.
 //
 // Properties checked on every input, besides "never crashes, never over-reads":
 // - bytes fed in two pieces decode exactly as fed whole;

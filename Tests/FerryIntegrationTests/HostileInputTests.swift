@@ -1,4 +1,5 @@
 import Ferry
+import FerryWire
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 import Crypto
 import Ferry
+import FerryWire
 import Foundation
 import Synchronization
 import Testing
@@ -32,7 +33,7 @@ struct MessageAndStreamTests {
   func limits() async throws {
     let pair = try await ConnectedPair.make()
     defer { pair.close() }
-    let big = [UInt8](repeating: 0xAB, count: TransferMessage.maximumMessageSize)
+    let big = [UInt8](repeating: 0xAB, count: ProtocolLimits.maximumMessageSize)
     try await pair.inviter.send(big, to: [pair.advertiserPeer])
     var iterator = pair.advertiser.messages.makeAsyncIterator()
     #expect(try await iterator.next()?.data == big)

@@ -1,4 +1,5 @@
 import Crypto
+import FerryWire
 import Foundation
 import Testing
 

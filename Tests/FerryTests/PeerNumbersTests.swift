@@ -1,3 +1,4 @@
+import FerryWire
 import Foundation
 import Testing
 

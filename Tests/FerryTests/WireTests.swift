@@ -1,3 +1,4 @@
+import FerryWire
 import Testing
 
 @testable import Ferry
@@ -100,8 +101,8 @@ struct WireTests {
 
   @Test("version negotiation takes the highest common version, or none")
   func negotiation() {
-    #expect(FerryProtocol.negotiate(ours: [1], theirs: [1]) == 1)
-    #expect(FerryProtocol.negotiate(ours: [1, 2], theirs: [2, 3]) == 2)
-    #expect(FerryProtocol.negotiate(ours: [1], theirs: [2, 3]) == nil)
+    #expect(WireProtocol.negotiate(ours: [1], theirs: [1]) == 1)
+    #expect(WireProtocol.negotiate(ours: [1, 2], theirs: [2, 3]) == 2)
+    #expect(WireProtocol.negotiate(ours: [1], theirs: [2, 3]) == nil)
   }
 }

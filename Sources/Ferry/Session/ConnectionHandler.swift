@@ -1,3 +1,4 @@
+import FerryWire
 import NIOCore
 import NIOSSL
 import NIOTLS
@@ -89,11 +90,11 @@ final class ConnectionHandler: ChannelInboundHandler {
       // server that ignores ALPN (a web server, openssl s_server) is refused now rather than
       // waited on for a HELLO that never comes. (An advertiser still admits clients that offer
       // no ALPN, such as openssl s_client: HELLO tells it what they speak.)
-      if case .inviter = role, negotiated != FerryProtocol.alpn {
+      if case .inviter = role, negotiated != WireProtocol.alpn {
         fail(
           .authenticationFailed(
             reason: "the other end speaks TLS but not Ferry's protocol "
-              + "(no agreement on ALPN '\(FerryProtocol.alpn)')"),
+              + "(no agreement on ALPN '\(WireProtocol.alpn)')"),
           context: context)
         return
       }
@@ -113,7 +114,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     peerFingerprint = fingerprint
     state = .awaitingHello
     send(
-      .hello(versions: FerryProtocol.supportedVersions, displayName: localName), context: context)
+      .hello(versions: WireProtocol.supportedVersions, displayName: localName), context: context)
   }
 
   /// For tests and the fuzzer, on a pipeline without TLS (an `EmbeddedChannel`): go on as if
@@ -150,7 +151,7 @@ final class ConnectionHandler: ChannelInboundHandler {
   private func handle(_ message: ControlMessage, context: ChannelHandlerContext) {
     switch (state, message) {
     case (.awaitingHello, .hello(let versions, let name)):
-      guard FerryProtocol.negotiate(ours: FerryProtocol.supportedVersions, theirs: versions) != nil
+      guard WireProtocol.negotiate(ours: WireProtocol.supportedVersions, theirs: versions) != nil
       else {
         send(.goodbye(.unsupportedVersion, reason: "no common protocol version"), context: context)
         fail(.protocolVersionUnsupported(peerVersions: versions), context: context)

@@ -1,3 +1,4 @@
+import FerryWire
 import NIOSSL
 
 /// Words for why a TLS handshake failed, for ``InvitationError/authenticationFailed(reason:)``.
@@ -35,7 +36,7 @@ private let handshakeFailureWords: [([String], String)] = [
   ),
   (
     ["NO_APPLICATION_PROTOCOL"],
-    "the other end speaks TLS but not Ferry's protocol (it refused ALPN '\(FerryProtocol.alpn)')"
+    "the other end speaks TLS but not Ferry's protocol (it refused ALPN '\(WireProtocol.alpn)')"
   ),
   (
     ["UNSUPPORTED_PROTOCOL", "ALERT_PROTOCOL_VERSION"],

@@ -1,3 +1,5 @@
+import FerryWire
+
 /// Why an invitation did not produce a connected peer. Each failure a user must tell apart has
 /// its own case.
 public enum InvitationError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -16,7 +18,7 @@ public enum InvitationError: Error, Hashable, Sendable, CustomStringConvertible 
   case authenticationFailed(reason: String)
   /// The peer speaks no protocol version this build speaks; `peerVersions` are its versions.
   case protocolVersionUnsupported(peerVersions: [UInt16])
-  /// The context is larger than ``ControlMessage/maximumContextSize``.
+  /// The context is larger than ``ProtocolLimits/maximumContextSize``.
   case contextTooLarge(byteCount: Int)
   /// The invitation is no longer pending: the inviter withdrew it or timed out, or it was
   /// already answered.
@@ -42,7 +44,7 @@ public enum InvitationError: Error, Hashable, Sendable, CustomStringConvertible 
     case .protocolVersionUnsupported(let versions):
       return
         "the peer speaks protocol version(s) \(versions.map(String.init).joined(separator: ", ")); "
-        + "this build speaks \(FerryProtocol.supportedVersions.map(String.init).joined(separator: ", "))"
+        + "this build speaks \(WireProtocol.supportedVersions.map(String.init).joined(separator: ", "))"
     case .contextTooLarge(let count):
       return
         "the invitation context is \(count) bytes; the limit is \(ControlMessage.maximumContextSize)"

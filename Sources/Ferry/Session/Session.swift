@@ -1,4 +1,5 @@
 import Dispatch
+import FerryWire
 import NIOCore
 import NIOPosix
 import Synchronization

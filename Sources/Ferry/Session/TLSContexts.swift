@@ -1,3 +1,4 @@
+import FerryWire
 import NIOCore
 import NIOSSL
 
@@ -34,7 +35,7 @@ struct TLSContexts: Sendable {
     configuration.maximumTLSVersion = .tlsv13
     configuration.certificateVerification = .noHostnameVerification
     configuration.trustRoots = .certificates([])
-    configuration.applicationProtocols = [FerryProtocol.alpn]
+    configuration.applicationProtocols = [WireProtocol.alpn]
     // How long a closing side waits for the peer's close_notify.
     configuration.shutdownTimeout = .seconds(2)
   }

@@ -1,5 +1,6 @@
 import Crypto
 import Dispatch
+import FerryWire
 import Foundation
 import NIOCore
 

@@ -1,3 +1,4 @@
+import FerryWire
 import NIOCore
 import NIOPosix
 

@@ -1,75 +1,8 @@
 import Crypto
+import FerryWire
 import Foundation
 import NIOCore
 import Synchronization
-
-/// What happened to one sent file.
-public struct FileResult: Hashable, Sendable {
-  /// Its path at the receiver.
-  public let path: String
-  /// The receiver's verdict.
-  public let status: ResourceMessage.FileStatus
-  /// The receiver's reason when it is not `.stored`, as the peer sent it: escape it
-  /// (``DisplayText/escaping(_:)``) before showing it.
-  public let reason: String
-  /// The SHA-256 of the whole file as sent (and verified by the receiver when `.stored`);
-  /// empty when the file was skipped before it was read.
-  public let sha256: [UInt8]
-
-  /// ``sha256`` in lowercase hexadecimal, as `sha256sum` prints it.
-  public var sha256Hex: String { Hex.lowercase(sha256) }
-}
-
-/// A resource (or batch) being sent: its progress, the bytes that crossed the wire, and its
-/// outcome.
-public final class ResourceTransfer: Sendable {
-  /// The files, as offered.
-  public let files: [OfferedFile]
-  /// Progress (bytes sent); cancelling it cancels the transfer on both ends.
-  public let progress: TransferProgress
-  private let task: Task<[FileResult], any Error>
-  private let offer: OutgoingOffer
-
-  init(
-    files: [OfferedFile], progress: TransferProgress, offer: OutgoingOffer,
-    task: Task<[FileResult], any Error>
-  ) {
-    self.files = files
-    self.progress = progress
-    self.offer = offer
-    self.task = task
-  }
-
-  /// File bytes actually sent so far (less than the total when the receiver resumed).
-  public var bytesSent: UInt64 { offer.bytesSent.load(ordering: .relaxed) }
-
-  /// Waits for the end: every file's verdict.
-  ///
-  /// - Throws: ``TransferError``: `.cancelledByPeer` when the receiver refused or cancelled,
-  ///   `.cancelled`, `.peerDisconnected`, `.resource` when a file could not be read here or was
-  ///   not stored there (corrupt, write failure).
-  public func result() async throws(TransferError) -> [FileResult] {
-    do {
-      let results = try await task.value
-      if let bad = results.first(where: { $0.status == .corrupt || $0.status == .failed }) {
-        throw TransferError.resource(
-          bad.status == .corrupt
-            ? .integrityCheckFailed(path: bad.path)
-            : .cannotWrite("\(bad.path) at the receiver: \(DisplayText.escaping(bad.reason))"))
-      }
-      return results
-    } catch let error as TransferError {
-      throw error
-    } catch {
-      throw .cancelled
-    }
-  }
-
-  /// Cancels on both ends; the receiver keeps what it staged, for a resume.
-  public func cancel() {
-    offer.cancel()
-  }
-}
 
 /// Sends one offer over a link: OFFER, then each file's chunks and FILE_END, pipelined with no
 /// round trip per file, then waits for every FILE_ACK.
@@ -294,7 +227,7 @@ final class OutgoingOffer: Sendable {
       progress.complete(Int(file))
       let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
         state.results[Int(file)] = FileResult(
-          path: files[Int(file)].path, status: status, reason: reason,
+          path: files[Int(file)].path, status: FileStatus(status), reason: reason,
           sha256: state.digests[Int(file)] ?? [])
         guard state.results.count == files.count else { return nil }
         defer { state.doneWaiter = nil }

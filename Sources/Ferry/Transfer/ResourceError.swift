@@ -1,3 +1,5 @@
+import FerryWire
+
 /// Why a resource (file) could not be received or sent.
 public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
   /// A path offered by the peer is not safe to create under the destination.
@@ -29,19 +31,11 @@ public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
     case .integrityCheckFailed(let path):
       return "\(path): the received data is corrupt (SHA-256 mismatch)"
     case .tooManyFiles(let count):
-      return "the offer has \(count) files; the limit is \(ResourceLimits.maximumFiles)"
+      return "the offer has \(count) files; the limit is \(ProtocolLimits.maximumFilesPerOffer)"
     case .cannotRead(let reason): return "cannot read \(reason)"
     case .tooLarge(let what):
       return
-        "\(what) is larger than \(ResourceLimits.maximumOfferBytes) bytes, the most one offer carries"
+        "\(what) is larger than \(ProtocolLimits.maximumOfferBytes) bytes, the most one offer carries"
     }
   }
-}
-
-/// Limits on offers.
-public enum ResourceLimits {
-  /// The most files one offer may carry.
-  public static let maximumFiles = ResourceMessage.maximumFiles
-  /// The most bytes one file, and one offer in all, may hold (2^62).
-  public static let maximumOfferBytes = ResourceMessage.maximumOfferBytes
 }

@@ -61,7 +61,7 @@ public struct ResourceItem: Hashable, Sendable {
   /// here with a clear error instead of being refused after it was accepted: every path is a
   /// valid ``RelativePath``; no path is offered twice (the same file named twice is kept once);
   /// no path is both a file and a folder; every file is a regular file; at most
-  /// ``ResourceLimits/maximumFiles``.
+  /// ``ProtocolLimits/maximumFilesPerOffer``.
   ///
   /// - Returns: `items` without repeats of the same file under the same path.
   /// - Throws: ``ResourceError/unsafePath(_:)``, ``ResourceError/cannotRead(_:)``,
@@ -95,14 +95,14 @@ public struct ResourceItem: Hashable, Sendable {
       identities[item.path] = identity
       // Each size is below 2^63 and the total below 2^62 before it: the sum cannot overflow.
       total += UInt64(max(0, status.st_size))
-      guard total <= ResourceLimits.maximumOfferBytes else {
+      guard total <= ProtocolLimits.maximumOfferBytes else {
         throw .tooLarge(
           escaped(item.url.path, keepingUnicode: true) + " (with the files before it)")
       }
       kept.append(item)
       paths.append(path)
     }
-    guard kept.count <= ResourceLimits.maximumFiles else { throw .tooManyFiles(kept.count) }
+    guard kept.count <= ProtocolLimits.maximumFilesPerOffer else { throw .tooManyFiles(kept.count) }
     do {
       try RelativePath.checkTree(paths)
     } catch {

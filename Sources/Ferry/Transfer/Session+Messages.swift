@@ -1,3 +1,4 @@
+import FerryWire
 import NIOCore
 
 /// How ``Session/send(_:to:mode:)`` treats a busy link.
@@ -23,7 +24,7 @@ extension Session {
     transfers.streams
   }
 
-  /// Sends a data message (at most ``TransferMessage/maximumMessageSize`` bytes) to each peer.
+  /// Sends a data message (at most ``ProtocolLimits/maximumMessageSize`` bytes) to each peer.
   ///
   /// - Returns: The peers an unreliable message was dropped for (always empty when reliable).
   /// - Throws: ``TransferError/messageTooLarge(byteCount:)``; ``TransferError/notConnected(_:)``

@@ -1,10 +1,12 @@
+import FerryWire
+
 /// Why a message, stream or resource did not get through.
 public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The peer is not connected to this session.
   case notConnected(PeerID)
-  /// The message is larger than ``TransferMessage/maximumMessageSize``.
+  /// The message is larger than ``ProtocolLimits/maximumMessageSize``.
   case messageTooLarge(byteCount: Int)
-  /// The stream name is empty or longer than ``TransferMessage/maximumNameSize`` bytes.
+  /// The stream name is empty or longer than ``ProtocolLimits/maximumStreamNameSize`` bytes.
   case invalidStreamName(String)
   /// The link to the peer ended before the transfer completed.
   case peerDisconnected(reason: String)

@@ -43,7 +43,7 @@ struct OfferSummary: Codable, Sendable {
   static func decode(_ bytes: [UInt8]) -> OfferSummary? {
     guard let summary = try? JSONDecoder().decode(OfferSummary.self, from: Data(bytes)),
       (0...Int(Int32.max)).contains(summary.files),
-      summary.bytes <= ResourceLimits.maximumOfferBytes,
+      summary.bytes <= ProtocolLimits.maximumOfferBytes,
       summary.names.count <= min(summary.files, shownNames),
       summary.names.allSatisfy({ $0.utf8.count <= RelativePath.maximumBytes })
     else { return nil }

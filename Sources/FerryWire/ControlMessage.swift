@@ -1,7 +1,7 @@
 /// The control messages of protocol version 1: the handshake and liveness (docs/PROTOCOL.md,
 /// "Control frames"). All travel on channel 0. Encoding and decoding are pure and strict: every
 /// length is capped, every byte accounted for.
-public enum ControlMessage: Hashable, Sendable {
+package enum ControlMessage: Hashable, Sendable {
   /// The protocol versions the sender speaks and its display name.
   case hello(versions: [UInt16], displayName: String)
   /// An invitation: how long the inviter waits for an answer, and the application's context.
@@ -20,14 +20,14 @@ public enum ControlMessage: Hashable, Sendable {
   case goodbye(GoodbyeCode, reason: String)
 
   /// The largest invitation context, in bytes (64 KiB).
-  public static let maximumContextSize = 64 * 1024
+  package static let maximumContextSize = 64 * 1024
   /// The largest reason text, in UTF-8 bytes.
-  public static let maximumReasonSize = 1024
+  package static let maximumReasonSize = 1024
   /// The most versions a HELLO may list.
-  public static let maximumVersionCount = 16
+  package static let maximumVersionCount = 16
 
   /// Why an invitation was declined.
-  public enum DeclineCode: UInt8, Hashable, Sendable {
+  package enum DeclineCode: UInt8, Hashable, Sendable {
     /// The user or application said no.
     case declined = 0
     /// Too many invitations are pending at the advertiser.
@@ -37,7 +37,7 @@ public enum ControlMessage: Hashable, Sendable {
   }
 
   /// Why a connection is closed.
-  public enum GoodbyeCode: UInt8, Hashable, Sendable {
+  package enum GoodbyeCode: UInt8, Hashable, Sendable {
     /// An orderly close (disconnect).
     case normal = 0
     /// The peer sent something invalid.
@@ -49,7 +49,7 @@ public enum ControlMessage: Hashable, Sendable {
   }
 
   /// The frame type this message travels in.
-  public var frameType: FrameType {
+  package var frameType: FrameType {
     switch self {
     case .hello: return .hello
     case .invite: return .invite
@@ -64,7 +64,7 @@ public enum ControlMessage: Hashable, Sendable {
 
   /// The message as a frame on channel 0. Over-long reasons are truncated (at a character
   /// boundary) so that encoding cannot fail.
-  public var frame: Frame {
+  package var frame: Frame {
     var payload: [UInt8] = []
     switch self {
     case .hello(let versions, let name):
@@ -95,7 +95,7 @@ public enum ControlMessage: Hashable, Sendable {
   /// - Throws: ``WireError`` when the frame is not on channel 0, a field is truncated, over its
   ///   cap or invalid (a display name that is empty, over 63 bytes, not UTF-8 or holding control
   ///   characters; unknown codes), or bytes remain after the last field.
-  public init(frame: Frame) throws(WireError) {
+  package init(frame: Frame) throws(WireError) {
     let type = frame.type
     guard frame.channel == 0 else { throw .invalidField(type, "channel \(frame.channel)") }
     var reader = ByteReader(frame.payload, type: type)
@@ -140,60 +140,5 @@ public enum ControlMessage: Hashable, Sendable {
       throw .unexpected(type)
     }
     try reader.finish()
-  }
-}
-
-/// Reads big-endian fields from a payload, throwing ``WireError/truncated(_:)`` at its end.
-struct ByteReader {
-  private let bytes: [UInt8]
-  private var offset = 0
-  let type: FrameType
-
-  init(_ bytes: [UInt8], type: FrameType) {
-    self.bytes = bytes
-    self.type = type
-  }
-
-  mutating func bytes(count: Int) throws(WireError) -> [UInt8] {
-    guard count >= 0, bytes.count - offset >= count else { throw .truncated(type) }
-    defer { offset += count }
-    return Array(bytes[offset..<offset + count])
-  }
-
-  mutating func uint8() throws(WireError) -> UInt8 {
-    try bytes(count: 1)[0]
-  }
-
-  mutating func uint16() throws(WireError) -> UInt16 {
-    let raw = try bytes(count: 2)
-    return UInt16(raw[0]) << 8 | UInt16(raw[1])
-  }
-
-  mutating func uint32() throws(WireError) -> UInt32 {
-    try bytes(count: 4).reduce(0) { $0 << 8 | UInt32($1) }
-  }
-
-  mutating func uint64() throws(WireError) -> UInt64 {
-    try bytes(count: 8).reduce(0) { $0 << 8 | UInt64($1) }
-  }
-
-  mutating func utf8(count: Int, field: String) throws(WireError) -> String {
-    let raw = try bytes(count: count)
-    guard let text = String(validating: raw, as: UTF8.self) else {
-      throw .invalidField(type, field)
-    }
-    return text
-  }
-
-  mutating func reason() throws(WireError) -> String {
-    let length = Int(try uint16())
-    guard length <= ControlMessage.maximumReasonSize else {
-      throw .invalidField(type, "reason length \(length)")
-    }
-    return try utf8(count: length, field: "reason")
-  }
-
-  func finish() throws(WireError) {
-    guard offset == bytes.count else { throw .trailingBytes(type) }
   }
 }

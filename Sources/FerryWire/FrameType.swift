@@ -1,6 +1,6 @@
 /// Every frame type of protocol version 1, with its payload cap (docs/PROTOCOL.md).
 /// A frame of any other type closes the connection.
-public enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+package enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible {
   /// Versions and display name; the first frame each side sends.
   case hello = 0x01
   /// The inviter asks to join the advertiser's session, with a context.
@@ -41,7 +41,7 @@ public enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConv
   case fileAck = 0x24
 
   /// The largest payload the type may carry, in bytes.
-  public var maximumPayloadSize: Int {
+  package var maximumPayloadSize: Int {
     switch self {
     case .hello: return 2 + 2 * 16 + 1 + 63
     case .invite: return 4 + 4 + ControlMessage.maximumContextSize
@@ -64,10 +64,10 @@ public enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConv
 
   /// Whether frames of this type belong to the handshake and liveness (handled by the
   /// connection), rather than to a connected session's traffic.
-  public var isControl: Bool { rawValue < 0x10 }
+  package var isControl: Bool { rawValue < 0x10 }
 
   /// The name used in docs/PROTOCOL.md, e.g. `HELLO`.
-  public var description: String {
+  package var description: String {
     switch self {
     case .hello: return "HELLO"
     case .invite: return "INVITE"

@@ -1,138 +1,5 @@
-/// The session traffic of protocol version 1 (docs/PROTOCOL.md, "Session frames"): data
-/// messages, streams and flow control. Only valid on a connected link. Pure like
-/// ``ControlMessage``; bulk payloads are decoded by the session's NIO handlers without copying,
-/// using the same layouts.
-public enum TransferMessage: Hashable, Sendable {
-  /// An application message (channel 0).
-  case message([UInt8])
-  /// Opens stream `channel` named `name`.
-  case streamOpen(channel: UInt32, name: String)
-  /// Bytes of stream `channel`.
-  case streamData(channel: UInt32, bytes: [UInt8])
-  /// Stream `channel` ended cleanly.
-  case streamEnd(channel: UInt32)
-  /// Channel `channel` is abandoned.
-  case reset(channel: UInt32, ResetCode, reason: String)
-  /// The receiver of channel `channel` (0: data messages) allows `bytes` more payload bytes.
-  case credit(channel: UInt32, bytes: UInt32)
-
-  /// The largest data message, in bytes (1 MiB).
-  public static let maximumMessageSize = 1 << 20
-  /// The largest stream chunk, in bytes (256 KiB).
-  public static let maximumChunkSize = 256 << 10
-  /// The longest stream name, in UTF-8 bytes.
-  public static let maximumNameSize = 1024
-  /// The payload bytes a receiver allows on a channel before any CREDIT: 4 MiB for data messages
-  /// (channel 0), 1 MiB for each stream.
-  public static func initialWindow(channel: UInt32) -> Int {
-    channel == 0 ? 4 << 20 : 1 << 20
-  }
-
-  /// Why a channel was reset.
-  public enum ResetCode: UInt8, Hashable, Sendable {
-    /// The application cancelled it.
-    case cancelled = 0
-    /// The receiver could not handle it (e.g. a protocol error on the channel).
-    case refused = 1
-    /// The sender failed (e.g. it could not read its source).
-    case failed = 2
-  }
-
-  /// The message as a frame.
-  public var frame: Frame {
-    var payload: [UInt8] = []
-    switch self {
-    case .message(let bytes):
-      return Frame(type: .message, channel: 0, payload: bytes)
-    case .streamOpen(let channel, let name):
-      payload.appendText(name, maximumBytes: Self.maximumNameSize)
-      return Frame(type: .streamOpen, channel: channel, payload: payload)
-    case .streamData(let channel, let bytes):
-      return Frame(type: .streamData, channel: channel, payload: bytes)
-    case .streamEnd(let channel):
-      return Frame(type: .streamEnd, channel: channel)
-    case .reset(let channel, let code, let reason):
-      payload.append(code.rawValue)
-      payload.appendText(reason, maximumBytes: ControlMessage.maximumReasonSize)
-      return Frame(type: .reset, channel: channel, payload: payload)
-    case .credit(let channel, let bytes):
-      payload.appendBigEndian(bytes)
-      return Frame(type: .credit, channel: channel, payload: payload)
-    }
-  }
-
-  /// Decodes a session frame.
-  ///
-  /// - Throws: ``WireError`` for a control frame, a stream frame on channel 0 (or a message off
-  ///   it), a truncated or over-long field, invalid UTF-8, an unknown reset code, a zero credit,
-  ///   or trailing bytes.
-  public init(frame: Frame) throws(WireError) {
-    let type = frame.type
-    var reader = ByteReader(frame.payload, type: type)
-    switch type {
-    case .message:
-      guard frame.channel == 0 else { throw .invalidField(type, "channel \(frame.channel)") }
-      self = .message(frame.payload)
-      return
-    case .streamOpen, .streamData, .streamEnd:
-      guard frame.channel != 0 else { throw .invalidField(type, "channel 0") }
-      switch type {
-      case .streamOpen:
-        let length = Int(try reader.uint16())
-        guard (1...Self.maximumNameSize).contains(length) else {
-          throw .invalidField(type, "name length \(length)")
-        }
-        self = .streamOpen(
-          channel: frame.channel, name: try reader.utf8(count: length, field: "name"))
-      case .streamData:
-        self = .streamData(channel: frame.channel, bytes: frame.payload)
-        return
-      default:
-        self = .streamEnd(channel: frame.channel)
-      }
-    case .reset:
-      let raw = try reader.uint8()
-      guard let code = ResetCode(rawValue: raw) else { throw .invalidField(type, "code \(raw)") }
-      self = .reset(channel: frame.channel, code, reason: try reader.reason())
-    case .credit:
-      let bytes = try reader.uint32()
-      guard bytes > 0 else { throw .invalidField(type, "zero credit") }
-      self = .credit(channel: frame.channel, bytes: bytes)
-    default:
-      throw .unexpected(type)
-    }
-    try reader.finish()
-  }
-}
-
-/// One file in an OFFER.
-public struct OfferedFile: Hashable, Sendable {
-  /// The path relative to the receiver's destination, `/`-separated (checked by the receiver).
-  public var path: String
-  /// Size in bytes.
-  public var size: UInt64
-  /// Modification time, seconds since 1970 (may be negative).
-  public var modificationSeconds: Int64
-  /// Nanoseconds part of the modification time (0..999 999 999).
-  public var modificationNanoseconds: UInt32
-  /// Permission bits (0o777 at most; the receiver never applies setuid, setgid or sticky).
-  public var mode: UInt32
-
-  /// Creates a file entry.
-  public init(
-    path: String, size: UInt64, modificationSeconds: Int64, modificationNanoseconds: UInt32,
-    mode: UInt32
-  ) {
-    self.path = path
-    self.size = size
-    self.modificationSeconds = modificationSeconds
-    self.modificationNanoseconds = modificationNanoseconds
-    self.mode = mode
-  }
-}
-
 /// Resource (file) transfer messages (docs/PROTOCOL.md, "Resources"). Pure.
-public enum ResourceMessage: Hashable, Sendable {
+package enum ResourceMessage: Hashable, Sendable {
   /// Files offered on `channel`.
   case offer(channel: UInt32, files: [OfferedFile])
   /// The offer is accepted; `offsets[i]` is where file `i` resumes (its size: nothing to send),
@@ -146,26 +13,26 @@ public enum ResourceMessage: Hashable, Sendable {
   case fileAck(channel: UInt32, file: UInt32, FileStatus, reason: String)
 
   /// The largest OFFER payload (16 MiB).
-  public static let maximumOfferSize = 16 << 20
+  package static let maximumOfferSize = 16 << 20
   /// The most files in one offer.
-  public static let maximumFiles = 100_000
+  package static let maximumFiles = 100_000
   /// The longest path in an offer, in bytes.
-  public static let maximumPathSize = 4096
+  package static let maximumPathSize = 4096
   /// The largest file an offer may announce (2^62 bytes: far beyond any disk, and small enough
   /// that sizes, their sums and every offset stay exact in a signed 64-bit integer).
-  public static let maximumFileSize: UInt64 = 1 << 62
+  package static let maximumFileSize: UInt64 = 1 << 62
   /// The most bytes one offer may announce in all (2^62).
-  public static let maximumOfferBytes: UInt64 = 1 << 62
+  package static let maximumOfferBytes: UInt64 = 1 << 62
   /// The modification times an offer may carry, in seconds from 1970: about ±8 700 years,
   /// within what `futimens(2)` and every filesystem accept.
-  public static let modificationSecondsRange: ClosedRange<Int64> = -(1 << 38)...(1 << 38)
+  package static let modificationSecondsRange: ClosedRange<Int64> = -(1 << 38)...(1 << 38)
   /// The resume offset meaning "do not send this file".
-  public static let skip = UInt64.max
+  package static let skip = UInt64.max
   /// The payload bytes a receiver allows on an offer channel before any CREDIT (8 MiB).
-  public static let initialWindow = 8 << 20
+  package static let initialWindow = 8 << 20
 
   /// The receiver's verdict on a file.
-  public enum FileStatus: UInt8, Hashable, Sendable {
+  package enum FileStatus: UInt8, Hashable, Sendable {
     /// Stored and verified.
     case stored = 0
     /// The SHA-256 did not match; nothing was kept.
@@ -177,7 +44,7 @@ public enum ResourceMessage: Hashable, Sendable {
   }
 
   /// The message as a frame.
-  public var frame: Frame {
+  package var frame: Frame {
     var payload: [UInt8] = []
     switch self {
     case .offer(let channel, let files):
@@ -219,7 +86,7 @@ public enum ResourceMessage: Hashable, Sendable {
   ///   than ``maximumOfferBytes``, a modification time outside ``modificationSecondsRange``,
   ///   nanoseconds over 999 999 999, a mode over 0o7777, a hash not of 32 bytes, an unknown
   ///   status, truncation or trailing bytes.
-  public init(frame: Frame) throws(WireError) {
+  package init(frame: Frame) throws(WireError) {
     let type = frame.type
     guard frame.channel != 0 else { throw .invalidField(type, "channel 0") }
     var reader = ByteReader(frame.payload, type: type)

@@ -1,0 +1,25 @@
+/// One file in an OFFER.
+package struct OfferedFile: Hashable, Sendable {
+  /// The path relative to the receiver's destination, `/`-separated (checked by the receiver).
+  package var path: String
+  /// Size in bytes.
+  package var size: UInt64
+  /// Modification time, seconds since 1970 (may be negative).
+  package var modificationSeconds: Int64
+  /// Nanoseconds part of the modification time (0..999 999 999).
+  package var modificationNanoseconds: UInt32
+  /// Permission bits (0o777 at most; the receiver never applies setuid, setgid or sticky).
+  package var mode: UInt32
+
+  /// Creates a file entry.
+  package init(
+    path: String, size: UInt64, modificationSeconds: Int64, modificationNanoseconds: UInt32,
+    mode: UInt32
+  ) {
+    self.path = path
+    self.size = size
+    self.modificationSeconds = modificationSeconds
+    self.modificationNanoseconds = modificationNanoseconds
+    self.mode = mode
+  }
+}
