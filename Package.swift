@@ -29,6 +29,8 @@ let package = Package(
       pkgConfig: "avahi-client",
       providers: [.apt(["libavahi-client-dev"])]
     ),
+    // Linux system calls the Glibc module does not export (renameat2, syncfs, sync_file_range).
+    .target(name: "CFerrySystem"),
     // The wire protocol: frames, their codec, messages, errors and limits. Standard library
     // only, and nothing in it is public: applications see Ferry's own types.
     .target(name: "FerryWire", swiftSettings: instrumented),
@@ -36,6 +38,7 @@ let package = Package(
       name: "Ferry",
       dependencies: [
         "CAvahi",
+        "CFerrySystem",
         "FerryWire",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),

@@ -36,11 +36,12 @@ enum AtomicFile {
     }
     guard rename(temporary, path) == 0 else { throw POSIXError.current }
     done = true
+    // The rename is durable once the directory is flushed: a failure here is reported like
+    // any other, since the caller's file may not survive a crash.
     let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    if directoryFD >= 0 {
-      fsync(directoryFD)
-      close(directoryFD)
-    }
+    guard directoryFD >= 0 else { throw POSIXError.current }
+    defer { close(directoryFD) }
+    guard fsync(directoryFD) == 0 else { throw POSIXError.current }
   }
 
   /// Runs `body` holding an exclusive flock(2) on `lockPath` (created 0600 if missing), so that

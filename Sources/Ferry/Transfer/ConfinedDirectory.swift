@@ -1,3 +1,4 @@
+import CFerrySystem
 import Foundation
 
 /// A destination directory that files are placed into without ever following a symbolic link
@@ -147,13 +148,6 @@ public enum ConflictPolicy: String, Hashable, Sendable, CaseIterable {
   case skip
 }
 
-/// glibc's renameat2(2) with RENAME_NOREPLACE.
-@_silgen_name("renameat2")
-private func systemRenameat2(
-  _ olddirfd: Int32, _ oldpath: UnsafePointer<CChar>, _ newdirfd: Int32,
-  _ newpath: UnsafePointer<CChar>, _ flags: UInt32
-) -> Int32
-
 /// Renames `name` (in directory `from`) to `target` (in `to`) unless `target` exists, in which
 /// case it fails with EEXIST and changes nothing. Returns 0, or -1 with errno set.
 ///
@@ -165,11 +159,13 @@ func renameNoReplace(
   _ from: Int32, _ name: String, _ to: Int32, _ target: String, tryRenameat2: Bool = true
 ) -> Int32 {
   if tryRenameat2 {
-    if systemRenameat2(from, name, to, target, 1) == 0 { return 0 }  // RENAME_NOREPLACE
+    if ferry_rename_noreplace(from, name, to, target) == 0 { return 0 }
     guard [EINVAL, ENOSYS, ENOTSUP, EOPNOTSUPP].contains(errno) else { return -1 }
   }
   if linkat(from, name, to, target, 0) == 0 {
-    unlinkat(from, name, 0)
+    // Placed. Should the old name stay (the unlink failing), it is only a second name in the
+    // staging folder, which its next sweep removes; the file is where it belongs.
+    _ = unlinkat(from, name, 0)
     return 0
   }
   guard [EPERM, ENOTSUP, EOPNOTSUPP, EMLINK].contains(errno) else { return -1 }

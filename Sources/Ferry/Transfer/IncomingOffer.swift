@@ -1,3 +1,4 @@
+import CFerrySystem
 import Crypto
 import Dispatch
 import FerryWire
@@ -330,9 +331,9 @@ final class IncomingOffer: @unchecked Sendable {
     // Start writing a large file back to disk as it arrives, so that the fsync(2) before it is
     // placed has little left to do (rather than flushing the whole file at the end).
     if state.position - state.flushed >= Self.writebackStep {
-      _ = startWriteback(
-        state.fd, off_t(state.flushed), off_t(state.position - state.flushed),
-        syncFileRangeWrite)
+      // Only a head start: should it fail, the fsync(2) before placing flushes all the same.
+      _ = ferry_start_writeback(
+        state.fd, off_t(state.flushed), off_t(state.position - state.flushed))
       state.flushed = state.position
     }
     current = state
@@ -420,20 +421,21 @@ final class IncomingOffer: @unchecked Sendable {
       timespec(tv_sec: Int(file.modificationSeconds), tv_nsec: Int(file.modificationNanoseconds)),
     ]
     let mode = mode_t(file.mode & 0o777) & ~processUmask
-    guard fchmod(state.fd, mode) == 0, futimens(state.fd, &times) == 0,
+    let settled =
+      fchmod(state.fd, mode) == 0 && futimens(state.fd, &times) == 0
       // Large files are flushed before they are placed; small ones share one syncfs(2) at the
       // end of the offer (a per-file fsync would cost more than the transfer).
-      file.size < StagingArea.metadataThreshold || fsync(state.fd) == 0
-    else {
-      let reason = errnoText()
-      close(state.fd)
+      && (file.size < StagingArea.metadataThreshold || fsync(state.fd) == 0)
+    var failure = settled ? nil : errnoText()
+    // close(2) is where a network filesystem reports a write it could not make.
+    if close(state.fd) != 0, failure == nil { failure = errnoText() }
+    if let reason = failure {
       staging.remove(names[index])
       conclude(
         index, .failed, reason: reason,
         result: .failure(.resource(.cannotWrite("\(path): \(reason)"))))
       return
     }
-    close(state.fd)
     guard options.relocate else {
       do {
         let staged = try staging.handOver(names[index])
@@ -545,14 +547,20 @@ final class IncomingOffer: @unchecked Sendable {
   /// Ends an accepted offer: flushes, releases what it held and reports it.
   private func finish(error: TransferError?) {
     progress?.finish()
-    if let staging { _ = systemSyncfs(staging.fd) }
+    var flushFailure: TransferError?
+    if let staging, ferry_syncfs(staging.fd) != 0 {
+      // The small files placed by this offer may not survive a crash: say so rather than
+      // report them safely stored.
+      flushFailure = .resource(
+        .cannotWrite("flushing the received files to disk failed: \(errnoText())"))
+    }
     releaseAll()
     staging?.removeIfEmpty()
     // The offer is reported finished once its last FILE_ACKs are written to the connection, so
     // that an application may exit on that event without cutting them off.
     let (channel, acks, events) = (self.channel, pendingAcks, self.events)
     pendingAcks = []
-    let outcome = error ?? firstFailure
+    let outcome = error ?? firstFailure ?? flushFailure
     let finished = transfer.map { ResourceEvent.offerFinished($0, error: outcome) }
     link.onMultiplexer(
       { multiplexer in
@@ -584,14 +592,3 @@ final class IncomingOffer: @unchecked Sendable {
     return text.replacing(root + "/", with: "").replacing(root, with: "the destination")
   }
 }
-
-/// glibc's syncfs(2), which the Glibc module does not export.
-@_silgen_name("syncfs")
-private func systemSyncfs(_ fd: Int32) -> Int32
-
-/// sync_file_range(2), which the Glibc module does not export (it needs _GNU_SOURCE).
-@_silgen_name("sync_file_range")
-private func startWriteback(_ fd: Int32, _ offset: off_t, _ count: off_t, _ flags: UInt32) -> Int32
-
-/// SYNC_FILE_RANGE_WRITE: start writeback of the range's dirty pages, without waiting.
-private let syncFileRangeWrite: UInt32 = 2

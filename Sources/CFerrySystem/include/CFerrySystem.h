@@ -1,0 +1,19 @@
+// Linux system calls that Swift's Glibc module does not export (they need _GNU_SOURCE), behind
+// functions of our own so that Swift calls them with their real C signatures. Each returns what
+// the system call returns (0, or -1 with errno set); callers check every result.
+#ifndef CFERRYSYSTEM_H
+#define CFERRYSYSTEM_H
+
+#include <sys/types.h>
+
+/// renameat2(2) with RENAME_NOREPLACE: fails with EEXIST instead of replacing `newpath`.
+int ferry_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
+
+/// syncfs(2): flushes the filesystem holding `fd`.
+int ferry_syncfs(int fd);
+
+/// sync_file_range(2) with SYNC_FILE_RANGE_WRITE: starts writeback of the range without
+/// waiting for it.
+int ferry_start_writeback(int fd, off_t offset, off_t count);
+
+#endif
