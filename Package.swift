@@ -102,7 +102,12 @@ let package = Package(
     ),
     .testTarget(
       name: "FerryTests",
-      dependencies: ["Ferry", "FerryWire"]
+      dependencies: [
+        "Ferry",
+        "FerryWire",
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOEmbedded", package: "swift-nio"),
+      ]
     ),
     .testTarget(
       name: "FerryIntegrationTests",

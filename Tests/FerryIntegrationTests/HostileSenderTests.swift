@@ -300,6 +300,23 @@ struct HostileSenderTests {
     try await receiver.expectUnharmed("ping flood", memoryMiB: 120)
   }
 
+  @Test("connections that come and go leave nothing behind: a thousand cost no memory")
+  func churn() async throws {
+    // Each connection's handlers used to keep each other alive through their contexts
+    // (about 1.8 KiB a connection, for ever): a stream of connections grew a receiver without
+    // bound. Declined without asking, so that only the link's own state is measured.
+    let other = String(Identity.generate().fingerprint.hexString.prefix(16))
+    let receiver = try await AttackedReceiver.start(["--accept-from", other, "--json"])
+    defer { receiver.process.signal(SIGKILL) }
+    _ = try await HostilePeer.attack(port: receiver.port, "churn", ["--count", "200"])
+    let warm = receiver.residentMemoryKiB
+    let results = try await HostilePeer.attack(port: receiver.port, "churn", ["--count", "1000"])
+    let growth = receiver.residentMemoryKiB - warm
+    print("1000 connections came and went: receive grew by \(growth) KiB (from \(warm) KiB)")
+    #expect(results.last?["connections"] as? Int == 1000, "\(results)")
+    #expect(growth < 1024, "grew by \(growth) KiB over 1000 connections")
+  }
+
   @Test("item 7: an invitation's timeout is clamped to 120 s; one host holds at most 2 slots")
   func invitationSlots() async throws {
     let other = String(Identity.generate().fingerprint.hexString.prefix(16))

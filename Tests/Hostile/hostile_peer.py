@@ -413,6 +413,23 @@ def scenario_slots(args):
         link.close()
 
 
+def scenario_churn(args):
+    """Opens --count connections one after another: every other one invites and waits for the
+    answer, the rest hang up right after HELLO. A receiver must end up holding nothing."""
+    done = 0
+    for index in range(args.count):
+        try:
+            if index % 2:
+                link, _ = invited(args, summary(1, 1, ["churn.txt"]), wait=10.0)
+            else:
+                link = connect(args)
+            link.close()
+            done += 1
+        except (Closed, TimeoutError, OSError):
+            pass
+    report(event="churned", connections=done)
+
+
 def scenario_twin(args):
     """Two offers of the same path, size and time at once: the first is sent whole and
     acknowledged; then the second sends other bytes. Reports both acks and the digests."""
@@ -615,7 +632,8 @@ def serve_capture_reset(link, args):
 SCENARIOS = {
     "paths": scenario_paths, "invite": scenario_invite, "sizes": scenario_sizes,
     "consent": scenario_consent, "streams": scenario_streams, "offers": scenario_offers,
-    "ping-flood": scenario_ping_flood, "slots": scenario_slots, "twin": scenario_twin,
+    "ping-flood": scenario_ping_flood, "slots": scenario_slots, "churn": scenario_churn,
+    "twin": scenario_twin,
     "reasons": scenario_reasons, "corrupt": scenario_corrupt, "mode": scenario_mode,
     "early-frame": scenario_early_frame,
 }

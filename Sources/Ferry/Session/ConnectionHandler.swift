@@ -79,6 +79,14 @@ final class ConnectionHandler: ChannelInboundHandler {
     if context.channel.isActive { startHandshakeDeadline(context) }
   }
 
+  /// Drops the context: the context holds this handler, so keeping it would keep both alive
+  /// for ever once the channel is gone.
+  func handlerRemoved(context: ChannelHandlerContext) {
+    self.context = nil
+    deadline?.cancel()
+    heartbeat?.cancel()
+  }
+
   func channelActive(context: ChannelHandlerContext) {
     startHandshakeDeadline(context)
     context.fireChannelActive()

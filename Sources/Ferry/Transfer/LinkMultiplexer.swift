@@ -85,6 +85,12 @@ final class LinkMultiplexer: ChannelInboundHandler {
     self.context = context
   }
 
+  /// Drops the context: the context holds this handler, so keeping it would keep both (and what
+  /// the callbacks hold) alive for ever once the channel is gone.
+  func handlerRemoved(context: ChannelHandlerContext) {
+    self.context = nil
+  }
+
   // MARK: Sending (event loop only)
 
   /// Sends a data message. Reliable: waits for credit. Unreliable: sent only if credit is

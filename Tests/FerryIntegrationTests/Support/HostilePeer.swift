@@ -171,13 +171,18 @@ struct AttackedReceiver {
   var events: [[String: Any]] { process.stdoutLines.compactMap { jsonObject($0.text) } }
 
   /// Its peak resident memory so far, in MiB (VmHWM).
-  var peakMemoryMiB: Int {
+  var peakMemoryMiB: Int { memoryKiB("VmHWM:") / 1024 }
+
+  /// Its resident memory now, in KiB (VmRSS).
+  var residentMemoryKiB: Int { memoryKiB("VmRSS:") }
+
+  private func memoryKiB(_ field: String) -> Int {
     guard
       let status = try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8),
-      let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+      let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),
       let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
     else { return 0 }
-    return kilobytes / 1024
+    return kilobytes
   }
 
   /// Everything below the destination's parent except the destination itself: must stay empty.
