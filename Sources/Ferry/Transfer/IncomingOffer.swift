@@ -103,7 +103,7 @@ final class IncomingOffer: @unchecked Sendable {
   }
 
   /// A frame for this offer, or the end of its link (from the loop).
-  func receive(_ signal: LinkMultiplexer.OfferSignal) {
+  func receive(_ signal: OfferSignal) {
     switch signal {
     case .frame(let received):
       // A small payload is a slice of the decoder's (much larger) buffer; holding it while the

@@ -19,44 +19,22 @@ final class LinkMultiplexer: ChannelInboundHandler {
   typealias InboundIn = WireFrame
   typealias OutboundOut = WireFrame
 
-  private struct Waiter {
-    let frame: WireFrame
-    let size: Int
-    let promise: EventLoopPromise<Void>
-  }
-
   /// The most credit a peer may grant on one channel in all: far above any window, so that only
   /// a broken or hostile peer reaches it (and sums cannot overflow).
   static let maximumCredit = 1 << 30
 
   private var context: ChannelHandlerContext?
   private let budget: LinkBudget
-  private var nextStreamID: UInt32
+  private var nextChannel: UInt32
   private let ownParity: UInt32
-  private var sendCredit: [UInt32: Int] = [0: TransferMessage.initialWindow(channel: 0)]
-  private var waiters: [UInt32: [Waiter]] = [:]
-  private var outgoingStreams: [UInt32: TransferError?] = [:]
-  private var allowance: [UInt32: Int] = [0: TransferMessage.initialWindow(channel: 0)]
-  private var pendingGrant: [UInt32: Int] = [:]
-  private var incomingStreams: [UInt32: CreditedBuffer<[UInt8]>] = [:]
+  /// Every open channel, by kind, with its own flow control, buffer and endpoint.
+  private var table = ChannelTable(messageWindow: TransferMessage.initialWindow(channel: 0))
   private var ended: TransferError?
   /// Bytes of this link's messages and streams received and not yet read by the application.
   private var unreadBytes = 0
-  /// Files in each open incoming offer.
-  private var incomingOfferFiles: [UInt32: Int] = [:]
   /// The highest channel the peer opened: its channel numbers only grow, so a number is never
   /// reused and nothing needs remembering about channels that ended.
   private var lastIncomingChannel: UInt32 = 0
-
-  /// What an offer's endpoint hears: its channel's frames, or that the link closed.
-  enum OfferSignal {
-    case frame(WireFrame)
-    case linkClosed(String)
-  }
-
-  /// Frames of each offer channel (both directions) go to its endpoint.
-  private var offerEndpoints: [UInt32: (OfferSignal) -> Void] = [:]
-  private var windows: [UInt32: Int] = [:]
 
   /// What the link may hold for the peer. Set by the session that adopts the link.
   var limits = SessionLimits() {
@@ -77,7 +55,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
   ///   that both can open channels without colliding.
   init(isInviter: Bool, budget: LinkBudget) {
     ownParity = isInviter ? 1 : 0
-    nextStreamID = isInviter ? 1 : 2
+    nextChannel = isInviter ? 1 : 2
     self.budget = budget
   }
 
@@ -101,8 +79,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
     let frame = WireFrame(
       type: .message, channel: 0, payload: context.channel.allocator.buffer(bytes: bytes))
     if !reliable {
-      guard waiters[0, default: []].isEmpty, sendCredit[0, default: 0] >= bytes.count,
-        context.channel.isWritable
+      guard table[0]?.outbound?.canSendNow(bytes.count) == true, context.channel.isWritable
       else { return context.eventLoop.makeSucceededFuture(false) }
     }
     return enqueue(frame, size: bytes.count, channel: 0, context: context).map { true }
@@ -112,10 +89,12 @@ final class LinkMultiplexer: ChannelInboundHandler {
   func openStream(named name: String) -> EventLoopFuture<UInt32> {
     guard let context else { return failedWithoutContext() }
     if let ended { return failed(ended, context) }
-    let id = nextStreamID
-    nextStreamID &+= 2
-    sendCredit[id] = TransferMessage.initialWindow(channel: id)
-    outgoingStreams[id] = .some(nil)
+    let id = nextChannel
+    guard
+      table.open(
+        id, .outgoingStream(OutboundFlow(credit: TransferMessage.initialWindow(channel: id))))
+    else { return failed(.streamClosed, context) }
+    nextChannel &+= 2
     write(TransferMessage.streamOpen(channel: id, name: name).frame, context: context)
     return context.eventLoop.makeSucceededFuture(id)
   }
@@ -123,7 +102,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
   /// Sends stream bytes once the peer has credit for them; completes when handed to the channel.
   func sendStreamData(_ bytes: ByteBuffer, channel id: UInt32) -> EventLoopFuture<Void> {
     guard let context else { return failedWithoutContext() }
-    if let problem = streamProblem(id) { return failed(problem, context) }
+    if let problem = sendingProblem(id) { return failed(problem, context) }
     return enqueue(
       WireFrame(type: .streamData, channel: id, payload: bytes), size: bytes.readableBytes,
       channel: id, context: context)
@@ -132,28 +111,23 @@ final class LinkMultiplexer: ChannelInboundHandler {
   /// Ends a stream cleanly; completes when STREAM_END is written (after all its data).
   func endStream(channel id: UInt32) -> EventLoopFuture<Void> {
     guard let context else { return failedWithoutContext() }
-    if let problem = streamProblem(id) { return failed(problem, context) }
-    let done = enqueue(
+    if let problem = sendingProblem(id) {
+      // A stream the peer reset is done with once its writer has heard why.
+      if case .cancelledByPeer = problem { close(id, .local(problem)) }
+      return failed(problem, context)
+    }
+    table[id]?.outbound?.closed = .streamClosed
+    return enqueue(
       WireFrame(type: .streamEnd, channel: id, payload: ByteBuffer()), size: 0, channel: id,
       context: context)
-    outgoingStreams[id] = .some(.streamClosed)
-    return done
   }
 
-  /// Abandons an outgoing or incoming channel, telling the peer.
+  /// Abandons a channel, telling the peer (RESET): whatever waits on it fails with `error`.
   func reset(
     channel id: UInt32, _ code: TransferMessage.ResetCode, reason: String, error: TransferError
   ) {
     guard context != nil, ended == nil else { return }
-    if outgoingStreams[id] != nil {
-      outgoingStreams[id] = .some(error)
-      failWaiters(channel: id, error)
-    }
-    if let buffer = incomingStreams.removeValue(forKey: id) {
-      // Nobody will read what it still holds.
-      unreadBytes -= buffer.discardBuffered().reduce(0) { $0 + $1.count }
-      buffer.finish(.failure(error))
-    }
+    close(id, .local(error))
     reply([TransferMessage.reset(channel: id, code, reason: reason).frame])
   }
 
@@ -163,11 +137,12 @@ final class LinkMultiplexer: ChannelInboundHandler {
   {
     guard let context else { return failedWithoutContext() }
     if let ended { return failed(ended, context) }
-    let id = nextStreamID
-    nextStreamID &+= 2
-    sendCredit[id] = ResourceMessage.initialWindow
-    outgoingStreams[id] = .some(nil)
-    offerEndpoints[id] = endpoint
+    let id = nextChannel
+    let flow = OutboundFlow(credit: ResourceMessage.initialWindow)
+    guard table.open(id, .outgoingOffer(flow, endpoint: endpoint)) else {
+      return failed(.streamClosed, context)
+    }
+    nextChannel &+= 2
     write(ResourceMessage.offer(channel: id, files: files).frame, context: context)
     return context.eventLoop.makeSucceededFuture(id)
   }
@@ -177,7 +152,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
   /// their place in the channel's order.
   func sendResourceFrames(_ frames: [WireFrame], channel id: UInt32) -> EventLoopFuture<Void> {
     guard let context else { return failedWithoutContext() }
-    if let problem = streamProblem(id) { return failed(problem, context) }
+    if let problem = sendingProblem(id) { return failed(problem, context) }
     var last = context.eventLoop.makeSucceededVoidFuture()
     for frame in frames {
       let size = frame.type == .chunk ? frame.payload.readableBytes : 0
@@ -198,15 +173,9 @@ final class LinkMultiplexer: ChannelInboundHandler {
     answerOffer([frame])
   }
 
-  /// Forgets an offer channel (it completed or was reset).
+  /// Forgets an offer channel (it completed, or was reset): frames still waiting on it fail.
   func closeOffer(channel id: UInt32) {
-    offerEndpoints[id] = nil
-    outgoingStreams[id] = nil
-    allowance[id] = nil
-    pendingGrant[id] = nil
-    windows[id] = nil
-    incomingOfferFiles[id] = nil
-    failWaiters(channel: id, .streamClosed)
+    close(id, .local(.streamClosed))
   }
 
   /// The application took `bytes` of what arrived on an incoming channel (a message on 0, or a
@@ -219,21 +188,23 @@ final class LinkMultiplexer: ChannelInboundHandler {
   /// Grants the peer `bytes` more on an incoming channel (batched into CREDIT frames).
   func grant(_ bytes: Int, channel id: UInt32) {
     guard context != nil, ended == nil, bytes > 0 else { return }
-    guard id == 0 || allowance[id] != nil else { return }  // closed meanwhile
-    let total = pendingGrant[id, default: 0] + bytes
-    if total >= (windows[id] ?? TransferMessage.initialWindow(channel: id)) / 4 {
-      pendingGrant[id] = 0
-      allowance[id, default: 0] += total
-      reply([TransferMessage.credit(channel: id, bytes: UInt32(clamping: total)).frame])
-    } else {
-      pendingGrant[id] = total
-    }
+    // Nothing is owed on a channel that closed meanwhile.
+    guard let total = table[id]?.inbound?.grant(bytes) else { return }
+    reply([TransferMessage.credit(channel: id, bytes: UInt32(clamping: total)).frame])
   }
 
-  private func streamProblem(_ id: UInt32) -> TransferError? {
+  /// Ends channel `id`, whatever its kind (``LinkChannel/end(_:)``): its waiting frames fail,
+  /// its buffer finishes, its endpoint is told.
+  private func close(_ id: UInt32, _ cause: ChannelEnd) {
+    guard let channel = table.remove(id) else { return }
+    unreadBytes -= channel.end(cause)
+  }
+
+  /// Why nothing may be sent on channel `id` now, or nil.
+  private func sendingProblem(_ id: UInt32) -> TransferError? {
     if let ended { return ended }
-    guard let state = outgoingStreams[id] else { return .streamClosed }
-    return state
+    guard let flow = table[id]?.outbound else { return .streamClosed }
+    return flow.closed
   }
 
   private func enqueue(
@@ -241,45 +212,34 @@ final class LinkMultiplexer: ChannelInboundHandler {
     drainNow: Bool = true
   ) -> EventLoopFuture<Void> {
     let promise = context.eventLoop.makePromise(of: Void.self)
-    waiters[id, default: []].append(Waiter(frame: frame, size: size, promise: promise))
+    guard let flow = table[id]?.outbound else {
+      promise.fail(TransferError.streamClosed)
+      return promise.futureResult
+    }
+    flow.enqueue(OutboundFlow.Waiter(frame: frame, size: size, promise: promise))
     if drainNow { drain(channel: id) }
     return promise.futureResult
   }
 
   /// Writes the channel's waiting frames, in order, while its credit allows and the connection
-  /// is writable.
+  /// is writable. An outgoing stream whose STREAM_END is out has nothing left to do and goes.
   private func drain(channel id: UInt32) {
-    guard let context, var queue = waiters[id], !queue.isEmpty, context.channel.isWritable else {
-      return
-    }
-    var credit = sendCredit[id, default: 0]
-    var written = 0
-    while written < queue.count, queue[written].size <= credit {
-      let waiter = queue[written]
-      credit -= waiter.size
-      context.write(wrapOutboundOut(waiter.frame), promise: nil)
-      waiter.promise.succeed()
-      written += 1
-    }
+    guard let context, context.channel.isWritable, let channel = table[id],
+      let flow = channel.outbound, flow.hasWaiters
+    else { return }
+    let written = flow.drain { context.write(wrapOutboundOut($0), promise: nil) }
     guard written > 0 else { return }
-    queue.removeFirst(written)
-    waiters[id] = queue.isEmpty ? nil : queue
-    sendCredit[id] = credit
     context.flush()
+    if case .outgoingStream = channel, flow.closed != nil, !flow.hasWaiters {
+      close(id, .finished)
+    }
   }
 
   /// Drains every channel with waiting frames, data messages first.
   private func drainAll() {
-    if waiters[0] != nil { drain(channel: 0) }
-    for id in waiters.keys.sorted() where id != 0 {
+    for id in table.waitingChannels {
       guard context?.channel.isWritable == true else { return }
       drain(channel: id)
-    }
-  }
-
-  private func failWaiters(channel id: UInt32, _ error: TransferError) {
-    for waiter in waiters.removeValue(forKey: id) ?? [] {
-      waiter.promise.fail(error)
     }
   }
 
@@ -310,11 +270,11 @@ final class LinkMultiplexer: ChannelInboundHandler {
     context.eventLoop.makeFailedFuture(error)
   }
 
-  /// Before the handler is added (never in practice): there is no loop to report on but one of
-  /// the global group.
+  /// Before the handler is added or after it is removed: there is no loop to report on but one
+  /// of the global group.
   private func failedWithoutContext<T>() -> EventLoopFuture<T> {
     MultiThreadedEventLoopGroup.singleton.any().makeFailedFuture(
-      TransferError.peerDisconnected(reason: "no connection"))
+      ended ?? TransferError.peerDisconnected(reason: "no connection"))
   }
 
   // MARK: Receiving
@@ -328,62 +288,53 @@ final class LinkMultiplexer: ChannelInboundHandler {
     guard ended == nil else { return }
     let frame = unwrapInboundIn(data)
     let id = frame.channel
+    let size = frame.payload.readableBytes
     switch frame.type {
     case .message:
-      guard consumeAllowance(frame.payload.readableBytes, channel: 0) else {
+      guard table[0]?.inbound?.consume(size) == true else {
         return violation("data messages beyond the granted credit")
       }
       guard let onMessage else {
         // Not accepted here: dropped, and the peer may send again.
-        return grant(frame.payload.readableBytes, channel: 0)
+        return grant(size, channel: 0)
       }
-      guard receiveUnread(frame.payload.readableBytes) else { return }
+      guard receiveUnread(size) else { return }
       onMessage(Array(frame.payload.readableBytesView))
     case .streamData:
-      guard let buffer = incomingStreams[id] else {
+      guard case .incomingStream(let flow, let buffer)? = table[id] else {
         // Data racing our own RESET of this stream is dropped; anything else is an error.
         return id % 2 != ownParity ? () : violation("data on an unknown stream")
       }
-      guard consumeAllowance(frame.payload.readableBytes, channel: id) else {
-        return violation("stream data beyond the granted credit")
-      }
-      guard receiveUnread(frame.payload.readableBytes) else { return }
+      guard flow.consume(size) else { return violation("stream data beyond the granted credit") }
+      guard receiveUnread(size) else { return }
       buffer.push(Array(frame.payload.readableBytesView))
     case .chunk:
-      guard let endpoint = offerEndpoints[id] else {
+      guard case .incomingOffer(let flow, let endpoint, _)? = table[id] else {
         return id % 2 != ownParity ? () : violation("data for an unknown offer")
       }
-      guard consumeAllowance(frame.payload.readableBytes, channel: id) else {
-        return violation("file data beyond the granted credit")
-      }
+      guard flow.consume(size) else { return violation("file data beyond the granted credit") }
       endpoint(.frame(frame))
     case .offer:
-      receiveOffer(frame, channel: id, context: context)
+      receiveOffer(frame, channel: id)
     case .offerAccept, .fileEnd, .fileAck:
-      guard let endpoint = offerEndpoints[id] else { return }  // an offer already gone
-      endpoint(.frame(frame))
-    case .reset where offerEndpoints[id] != nil:
-      offerEndpoints[id]?(.frame(frame))
-      // A sender may be waiting for credit on this channel that will now never come: its
-      // frames fail (the offer already recorded the peer's reason as the cause).
-      failWaiters(channel: id, .streamClosed)
+      table[id]?.endpoint?(.frame(frame))  // or an offer already gone
+    case .reset where table[id]?.endpoint != nil:
+      // The offer reads the peer's reason from the frame itself.
+      close(id, .reset(frame, reason: ""))
     case .credit, .streamOpen, .streamEnd, .reset:
       let message: TransferMessage
       do {
-        message = try TransferMessage(
-          frame: Frame(
-            type: frame.type, channel: id, payload: Array(frame.payload.readableBytesView)))
+        message = try TransferMessage(frame: frame.flat)
       } catch {
         return violation("\(error)")
       }
-      handle(message)
+      handle(message, frame)
     default:
       violation("unexpected \(frame.type) frame")
     }
   }
 
-  private func receiveOffer(_ frame: WireFrame, channel id: UInt32, context: ChannelHandlerContext)
-  {
+  private func receiveOffer(_ frame: WireFrame, channel id: UInt32) {
     let files: [OfferedFile]
     do {
       guard case .offer(_, let decoded) = try ResourceMessage(frame: frame.flat) else { return }
@@ -392,41 +343,33 @@ final class LinkMultiplexer: ChannelInboundHandler {
       return violation("\(error)")
     }
     guard opensChannel(id, "offer") else { return }
-    guard incomingOfferFiles.count < limits.maximumIncomingOffers else {
+    guard table.incomingOffers < limits.maximumIncomingOffers else {
       return exceeded("more than \(limits.maximumIncomingOffers) offers open at once")
     }
-    let inFlight = incomingOfferFiles.values.reduce(0, +)
-    guard inFlight + files.count <= limits.maximumFilesInFlight else {
+    guard table.filesInFlight + files.count <= limits.maximumFilesInFlight else {
       return exceeded("more than \(limits.maximumFilesInFlight) files in open offers")
     }
-    allowance[id] = ResourceMessage.initialWindow
-    windows[id] = ResourceMessage.initialWindow
-    if let endpoint = onOffer?(id, files) {
-      offerEndpoints[id] = endpoint
-      incomingOfferFiles[id] = files.count
-    } else {
-      allowance[id] = nil
-      windows[id] = nil
-      reply([
+    guard let endpoint = onOffer?(id, files) else {
+      return reply([
         TransferMessage.reset(channel: id, .refused, reason: "this peer does not accept files")
           .frame
       ])
     }
+    let flow = InboundFlow(window: ResourceMessage.initialWindow)
+    _ = table.open(id, .incomingOffer(flow, endpoint: endpoint, files: files.count))
   }
 
-  private func handle(_ message: TransferMessage) {
+  private func handle(_ message: TransferMessage, _ frame: WireFrame) {
     switch message {
     case .credit(let id, let bytes):
-      guard id == 0 || outgoingStreams[id] != nil else { return }  // a stream already gone
-      let credit = sendCredit[id, default: 0] + Int(bytes)
-      guard credit <= Self.maximumCredit else {
+      guard let flow = table[id]?.outbound else { return }  // a channel already gone
+      guard flow.addCredit(Int(bytes), maximum: Self.maximumCredit) else {
         return violation("credit beyond any window on channel \(id)")
       }
-      sendCredit[id] = credit
       drain(channel: id)
     case .streamOpen(let id, let name):
       guard opensChannel(id, "stream") else { return }
-      guard incomingStreams.count < limits.maximumIncomingStreams else {
+      guard table.incomingStreams < limits.maximumIncomingStreams else {
         return exceeded("more than \(limits.maximumIncomingStreams) streams open at once")
       }
       guard let buffer = onStream?(id, name) else {
@@ -435,22 +378,21 @@ final class LinkMultiplexer: ChannelInboundHandler {
             .frame
         ])
       }
-      allowance[id] = TransferMessage.initialWindow(channel: id)
-      incomingStreams[id] = buffer
+      let flow = InboundFlow(window: TransferMessage.initialWindow(channel: id))
+      _ = table.open(id, .incomingStream(flow, buffer: buffer))
     case .streamEnd(let id):
-      guard let buffer = incomingStreams.removeValue(forKey: id) else {
+      guard case .incomingStream? = table[id] else {
         return id % 2 != ownParity ? () : violation("end of an unknown stream")
       }
-      allowance[id] = nil
-      buffer.finish()
+      close(id, .finished)
     case .reset(let id, _, let reason):
-      if let buffer = incomingStreams.removeValue(forKey: id) {
-        allowance[id] = nil
-        buffer.finish(.failure(.cancelledByPeer(reason: reason)))
-      } else if outgoingStreams[id] != nil {
-        outgoingStreams[id] = .some(.cancelledByPeer(reason: reason))
-        failWaiters(channel: id, .cancelledByPeer(reason: reason))
+      guard case .outgoingStream(let flow)? = table[id] else {
+        return close(id, .reset(frame, reason: reason))
       }
+      // Kept, closed, so that the writer learns why at its next write; it goes when the
+      // writer finishes or cancels.
+      flow.closed = .cancelledByPeer(reason: reason)
+      flow.fail(.cancelledByPeer(reason: reason))
     case .message, .streamData:
       break  // handled on the fast path
     }
@@ -482,12 +424,6 @@ final class LinkMultiplexer: ChannelInboundHandler {
     violation(LinkLimitExceeded(what).description)
   }
 
-  private func consumeAllowance(_ size: Int, channel id: UInt32) -> Bool {
-    guard let available = allowance[id], available >= size else { return false }
-    allowance[id] = available - size
-    return true
-  }
-
   /// Closes the link: the peer broke the protocol or a limit. Nothing more is read or sent on
   /// it meanwhile.
   private func violation(_ reason: String) {
@@ -498,15 +434,9 @@ final class LinkMultiplexer: ChannelInboundHandler {
 
   func channelInactive(context: ChannelHandlerContext) {
     let reason = budget.endReason ?? "the connection closed"
-    let error = TransferError.peerDisconnected(reason: reason)
-    ended = error
-    for id in Array(waiters.keys) { failWaiters(channel: id, error) }
-    for buffer in incomingStreams.values { buffer.finish(.failure(error)) }
-    incomingStreams = [:]
-    let endpoints = offerEndpoints
-    offerEndpoints = [:]
-    for endpoint in endpoints.values {
-      endpoint(.linkClosed(reason))
+    ended = .peerDisconnected(reason: reason)
+    for channel in table.removeAll() {
+      _ = channel.end(.linkEnded(reason))
     }
     onOffer = nil
     onMessage = nil
