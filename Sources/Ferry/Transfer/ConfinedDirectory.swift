@@ -138,16 +138,6 @@ func numbered(_ name: String, _ number: Int) -> String {
   return "\(prefix)\(stem) (\(number)).\(parts.joined(separator: "."))"
 }
 
-/// What to do when a received file's name is already taken in the destination.
-public enum ConflictPolicy: String, Hashable, Sendable, CaseIterable {
-  /// Keep both: the new file becomes `name (1).ext` (or the next free number). The default.
-  case rename
-  /// Replace the existing file.
-  case overwrite
-  /// Keep the existing file and discard the received one.
-  case skip
-}
-
 /// Renames `name` (in directory `from`) to `target` (in `to`) unless `target` exists, in which
 /// case it fails with EEXIST and changes nothing. Returns 0, or -1 with errno set.
 ///

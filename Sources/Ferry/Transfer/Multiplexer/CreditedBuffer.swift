@@ -102,23 +102,3 @@ final class CreditedBuffer<Element: Sendable>: Sendable {
     }
   }
 }
-
-/// The application's view of a ``CreditedBuffer``.
-public struct CreditedSequence<Element: Sendable>: AsyncSequence, Sendable {
-  let buffer: CreditedBuffer<Element>
-
-  /// Iterates the elements; throws ``TransferError`` if the channel ends abnormally.
-  public struct AsyncIterator: AsyncIteratorProtocol {
-    let buffer: CreditedBuffer<Element>
-
-    /// The next element, or nil at the end.
-    public mutating func next() async throws -> Element? {
-      try await buffer.next()
-    }
-  }
-
-  /// Makes the iterator.
-  public func makeAsyncIterator() -> AsyncIterator {
-    AsyncIterator(buffer: buffer)
-  }
-}

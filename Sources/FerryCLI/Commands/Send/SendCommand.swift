@@ -185,16 +185,6 @@ struct SendCommand: AsyncParsableCommand {
   }
 }
 
-/// The receivers some `--to` already resolved to.
-private final class ClaimedReceivers: Sendable {
-  private let claimed = Mutex<Set<Fingerprint>>([])
-
-  /// True the first time `fingerprint` is claimed.
-  func claim(_ fingerprint: Fingerprint) -> Bool {
-    claimed.withLock { $0.insert(fingerprint).inserted }
-  }
-}
-
 /// Parses `HOST:PORT` (`[v6]:PORT` for IPv6).
 func parseAddress(_ text: String) throws(CLIFailure) -> (String, UInt16) {
   var host = Substring(text)

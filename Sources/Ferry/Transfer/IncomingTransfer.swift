@@ -1,0 +1,29 @@
+import Foundation
+
+/// An offer being received.
+public final class IncomingTransfer: Sendable {
+  /// The sender.
+  public let peer: PeerID
+  /// The files: path relative to the destination, and size.
+  public let files: [(path: String, size: UInt64)]
+  /// Bytes in the whole offer.
+  public var totalBytes: UInt64 { files.reduce(0) { $0 + $1.size } }
+  /// Progress of the offer and each file. Cancelling it cancels the transfer on both ends.
+  public let progress: TransferProgress
+  let cancelAction: @Sendable () -> Void
+
+  init(
+    peer: PeerID, files: [(path: String, size: UInt64)], progress: TransferProgress,
+    cancel: @escaping @Sendable () -> Void
+  ) {
+    self.peer = peer
+    self.files = files
+    self.progress = progress
+    self.cancelAction = cancel
+  }
+
+  /// Cancels the transfer on both ends; staged bytes are kept for a later resume.
+  public func cancel() {
+    cancelAction()
+  }
+}

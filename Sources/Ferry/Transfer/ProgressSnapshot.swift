@@ -1,0 +1,37 @@
+import Foundation
+
+/// A point-in-time view of a transfer's progress, for observers (Linux has no KVO on
+/// `Progress`).
+public struct ProgressSnapshot: Hashable, Sendable {
+  /// Bytes done (sent, or written and hashed).
+  public let bytes: Int64
+  /// Bytes in the whole transfer.
+  public let total: Int64
+  /// Recent rate, bytes per second.
+  public let bytesPerSecond: Double
+  /// Files finished.
+  public let filesDone: Int
+  /// Files in the transfer.
+  public let fileCount: Int
+  /// The file in progress (or the one that just finished), if any.
+  public let currentFile: String?
+  /// Bytes of ``currentFile`` done.
+  public let currentFileBytes: Int64
+  /// The size of ``currentFile`` in bytes.
+  public let currentFileSize: Int64
+
+  /// A snapshot with the given figures (for observers that combine or replay progress).
+  public init(
+    bytes: Int64, total: Int64, bytesPerSecond: Double, filesDone: Int, fileCount: Int,
+    currentFile: String? = nil, currentFileBytes: Int64 = 0, currentFileSize: Int64 = 0
+  ) {
+    self.bytes = bytes
+    self.total = total
+    self.bytesPerSecond = bytesPerSecond
+    self.filesDone = filesDone
+    self.fileCount = fileCount
+    self.currentFile = currentFile
+    self.currentFileBytes = currentFileBytes
+    self.currentFileSize = currentFileSize
+  }
+}

@@ -1,0 +1,19 @@
+import Foundation
+
+/// What happens to resources a peer sends.
+public enum ResourceEvent: Sendable {
+  /// An offer was accepted: its files, sizes and progress.
+  case offerReceived(IncomingTransfer)
+  /// A file started arriving (or resumed).
+  case started(name: String, peer: PeerID, progress: Progress)
+  /// A file finished: where it is now (placed, or staged when not relocating), nil if skipped
+  /// by the conflict policy; or why it failed (nothing of it is left in the destination).
+  /// `sha256` is the verified digest of the whole file, nil when it was not received.
+  case finished(name: String, peer: PeerID, result: Result<URL?, TransferError>, sha256: [UInt8]?)
+  /// The whole offer ended; `error` is nil when every file was stored or skipped, else why the
+  /// offer stopped or the first file's failure.
+  case offerFinished(IncomingTransfer, error: TransferError?)
+  /// An offer was refused before anything of it was written: an unsafe path, not enough free
+  /// space, an unsafe destination. `files` is how many it held.
+  case offerRefused(peer: PeerID, files: Int, error: TransferError)
+}
