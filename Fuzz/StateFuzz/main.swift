@@ -125,10 +125,12 @@ func fuzzOne(_ data: [UInt8]) {
     _ = handler.accept()
     if asking {
       // Offers are asked about; the input decides them.
-      multiplexer.onOffer = { id, files in
+      let open = OpenQuestions(limit: limits.maximumIncomingOffers)
+      multiplexer.onOffer = { id, files throws(LinkLimitExceeded) in
+        guard open.open() else { throw LinkLimitExceeded("offers waiting for a decision") }
         let offer = IncomingOffer(
           channel: id, peer: invite.peer, link: link, files: files,
-          reception: .asking { questions.append($0) }, events: questions.events,
+          reception: .asking(open) { questions.append($0) }, events: questions.events,
           executor: InlineExecutor.shared)
         offer.start()
         return { offer.receive($0) }

@@ -8,7 +8,8 @@ package struct OfferedFile: Hashable, Sendable {
   package var modificationSeconds: Int64
   /// Nanoseconds part of the modification time (0..999 999 999).
   package var modificationNanoseconds: UInt32
-  /// Permission bits (0o777 at most; the receiver never applies setuid, setgid or sticky).
+  /// Permission bits (0o7777 at most on the wire; the receiver applies only 0o777, never
+  /// setuid, setgid or sticky).
   package var mode: UInt32
 
   /// Creates a file entry.

@@ -143,9 +143,8 @@ struct CLIPromptTests {
     #expect(await second.waitForExit() == 3, "\(second.stderr)")
     scene.receiver.type("n\n")
     #expect(await first.waitForExit() == 4, "\(first.stderr)")
-    #expect(
-      await scene.receiver.waitForText("gave up waiting before it could be asked"),
-      "\(scene.receiver.transcript)")
+    // Withdrawn before its turn, it left the queue at once: nothing more is asked.
+    try await Task.sleep(for: .seconds(1))
     let prompts = scene.receiver.transcript.components(separatedBy: "Accept? [y/N]").count - 1
     #expect(prompts == 1, "\(scene.receiver.transcript)")
   }

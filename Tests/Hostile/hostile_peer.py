@@ -87,9 +87,14 @@ def file_end(channel, index, digest):
     return frame(FILE_END, channel, struct.pack(">I", index) + digest)
 
 
-def summary(files, size, names):
-    """The invitation context `ferry send` uses (an offer summary, JSON)."""
-    return json.dumps({"files": files, "bytes": size, "names": names}).encode()
+def summary(files, size, names, roots=None, hidden=0):
+    """The invitation context `ferry send` uses (an offer summary, JSON): the file count, the
+    total size, the first five names, every top-level entry (by default those of `names`) and
+    how many files are hidden."""
+    if roots is None:
+        roots = list(dict.fromkeys(name.split("/")[0] for name in names))
+    return json.dumps({"files": files, "bytes": size, "names": names, "roots": roots,
+                       "hidden": hidden}).encode()
 
 
 # --- A connection ------------------------------------------------------------------------------
@@ -325,6 +330,63 @@ def scenario_consent(args):
             break
         acknowledged += 1
     report(event="acknowledged", files=acknowledged)
+
+
+def scenario_hidden(args):
+    """Announces files that hide one more behind "… and N more": --variant short lists fewer
+    names than it could (2 files, 1 name); --variant hidden lists five names and their
+    top-level entries, and then offers a sixth file, .config/autostart/x.desktop. Reports the
+    answer to the offer (a receiver that asks again and is told no answers RESET)."""
+    if args.variant == "short":
+        files = [("a.txt", 10), ("b/.bashrc", 10)]
+        context = summary(2, 20, ["a.txt"], roots=["a.txt", "b"], hidden=1)
+    else:
+        files = [("a%d.txt" % i, 10) for i in range(5)] + [(".config/autostart/x.desktop", 10)]
+        context = summary(6, 60, [p for p, _ in files[:5]])
+    link, answer = invited(args, context=context, wait=args.wait)
+    report(event="answer", **answer)
+    if answer["frame"] != "ACCEPT":
+        return
+    link.send(offer(1, [(p, n, 1_700_000_000, 0, 0o644) for p, n in files]))
+    kind, got, payload = link.expect({OFFER_ACCEPT, RESET}, timeout=args.wait)
+    report(event="offer", **describe(kind, got, payload))
+
+
+def scenario_withdraw(args):
+    """--count times: connects, invites with a 60 KiB context, withdraws (CANCEL) and hangs
+    up, while an earlier invitation holds the receiver's prompt. Reports how many went."""
+    context = summary(1, 1, ["w.txt"]) + b" " * (60 << 10)
+    done = 0
+    for index in range(args.count):
+        try:
+            link = connect(args, name="%s-%d" % (args.name, index))
+            link.send(invite(30000, context))
+            link.send(frame(CANCEL))
+            time.sleep(0.01)
+            link.close()
+            done += 1
+        except (Closed, TimeoutError, OSError) as error:
+            report(event="failed", index=index, reason=str(error))
+    report(event="withdrawn", count=done)
+
+
+def scenario_stall(args):
+    """Offers one file of --size bytes, and once it is accepted sends nothing more, answering
+    PINGs (so the link stays alive) for --seconds; reports the RESET or GOODBYE it gets."""
+    link, answer = invited(args)
+    report(event="answer", **answer)
+    if answer["frame"] != "ACCEPT":
+        return
+    link.send(offer(1, [("stalled.bin", args.size, 1_700_000_000, 0, 0o644)]))
+    kind, got, payload = link.expect({OFFER_ACCEPT, RESET})
+    report(event="offer", **describe(kind, got, payload))
+    started = time.monotonic()
+    try:
+        kind, got, payload = link.expect({RESET}, timeout=args.seconds)
+        report(event="ended", after=round(time.monotonic() - started, 1),
+               **describe(kind, got, payload))
+    except TimeoutError:
+        report(event="ended", after=None)
 
 
 def scenario_streams(args):
@@ -613,6 +675,18 @@ def serve_no_read(link, args):
     report(event="stalled")
 
 
+def serve_stall(link, args):
+    """Accepts the offer, then reads everything and answers nothing (no CREDIT, no FILE_ACK),
+    answering PINGs so the link stays alive; reports the RESET the sender sends."""
+    link.send(frame(ACCEPT))
+    channel, files = receive_offer(link)
+    accept_all(link, channel, files)
+    started = time.monotonic()
+    kind, got, payload = link.expect({RESET}, timeout=args.seconds)
+    report(event="reset", after=round(time.monotonic() - started, 1),
+           **describe(kind, got, payload))
+
+
 def serve_capture_reset(link, args):
     """Accepts the offer only once the file --wait-for exists (the test changes the sender's
     file meanwhile); reports the RESET the sender then sends."""
@@ -635,13 +709,14 @@ SCENARIOS = {
     "ping-flood": scenario_ping_flood, "slots": scenario_slots, "churn": scenario_churn,
     "twin": scenario_twin,
     "reasons": scenario_reasons, "corrupt": scenario_corrupt, "mode": scenario_mode,
-    "early-frame": scenario_early_frame,
+    "early-frame": scenario_early_frame, "hidden": scenario_hidden,
+    "withdraw": scenario_withdraw, "stall": scenario_stall,
 }
 SERVES = {
     "decline": serve_decline, "goodbye": serve_goodbye, "refuse": serve_refuse,
     "bad-ack": serve_bad_ack, "bad-accept": serve_bad_accept,
     "credit-overflow": serve_credit_overflow, "no-read": serve_no_read,
-    "capture-reset": serve_capture_reset,
+    "capture-reset": serve_capture_reset, "stall": serve_stall,
 }
 
 
@@ -667,6 +742,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--source", default=None)
     parser.add_argument("--wait-for", default="")
+    parser.add_argument("--variant", default="")
     args = parser.parse_args()
     args.cert, args.key, args.fingerprint = identity(args.home)
     if args.mode == "identity":

@@ -9,9 +9,21 @@
 //   ferry-test-peer receive NAME SERVICE DIR     (accepts one offer into DIR, then exits)
 //   ferry-test-peer echo NAME SERVICE    (echoes messages; answers each stream, read slowly (20 ms a chunk),
 //                                         with "stream NAME BYTES SHA256" as a message)
+// FERRY_TEST_STALL_SECONDS sets the send and receive sessions' ConnectionTimeouts.transferStall.
 import Crypto
 import Ferry
 import Foundation
+
+/// The timers of the send and receive sessions.
+let timeouts: ConnectionTimeouts = {
+  var timeouts = ConnectionTimeouts()
+  if let text = ProcessInfo.processInfo.environment["FERRY_TEST_STALL_SECONDS"],
+    let seconds = Int(text)
+  {
+    timeouts.transferStall = .seconds(seconds)
+  }
+  return timeouts
+}()
 
 func emit(_ object: [String: Any]) {
   let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
@@ -123,7 +135,7 @@ do {
     }
     try await Task.sleep(for: .seconds(3600))
   case "receive" where arguments.count == 4:
-    let session = try Session(identity: identity, displayName: arguments[1])
+    let session = try Session(identity: identity, displayName: arguments[1], timeouts: timeouts)
     session.receiveResources(ReceiveOptions(destination: URL(fileURLWithPath: arguments[3])))
     let advertiser = try await advertise(arguments[1], on: arguments[2], into: session)
     acceptAll(advertiser, into: session)
@@ -161,7 +173,7 @@ do {
     }
   case "send" where arguments.count >= 5:
     let sender = try Identity.loadOrCreate()
-    let session = try Session(identity: sender, displayName: "test-sender")
+    let session = try Session(identity: sender, displayName: "test-sender", timeouts: timeouts)
     let peer = try await session.invite(
       host: arguments[1], port: UInt16(arguments[2])!,
       expecting: try Fingerprint(parsing: arguments[3]))

@@ -7,20 +7,30 @@ public struct ConnectionTimeouts: Hashable, Sendable {
   public var heartbeatInterval: Duration = .seconds(2)
   /// A connected link that has received nothing for this long is dead.
   public var deadAfter: Duration = .seconds(7)
+  /// An accepted offer whose peer makes no progress for this long is abandoned, on either end
+  /// (``TransferError/stalled(_:)``): the receiver got no data, or the sender no credit and no
+  /// acknowledgement. A sender waits this much longer than
+  /// ``ResourceOffer/decisionTimeout`` for the offer's answer. Heartbeats only prove the link
+  /// alive; this bounds a peer that keeps it alive and does nothing.
+  public var transferStall: Duration = .seconds(60)
 
   /// The longest an invitation waits for an answer: an inviter's longer timeout is clamped to
   /// this on both ends, so that one connection cannot hold a prompt or a pending slot longer.
   public static let maximumInvitationTimeout: Duration = .seconds(120)
 
   /// The defaults: 5 s handshake, PING every 2 s, dead after 7 s of silence (so a vanished peer
-  /// is noticed within 9 s).
+  /// is noticed within 9 s), transfers abandoned after 60 s without progress.
   public init() {}
 
   /// Custom timers.
-  public init(handshake: Duration, heartbeatInterval: Duration, deadAfter: Duration) {
+  public init(
+    handshake: Duration, heartbeatInterval: Duration, deadAfter: Duration,
+    transferStall: Duration = .seconds(60)
+  ) {
     self.handshake = handshake
     self.heartbeatInterval = heartbeatInterval
     self.deadAfter = deadAfter
+    self.transferStall = transferStall
   }
 }
 

@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// Limits against hostile or broken clients: at most ``maximumHandshakes`` connections may be
 /// in their handshake at once, ``maximumHandshakesPerAddress`` of them from one IP address
-/// (more are closed at accept); every handshake has ``ConnectionTimeouts/handshake`` to deliver
+/// (an IPv6 /64 counts as one address: ``AddressGroup``; more are closed at accept); every handshake has ``ConnectionTimeouts/handshake`` to deliver
 /// its INVITE; at most `maximumPending` invitations wait for an answer, `maximumPendingPerAddress`
 /// of them from one address (more are declined as busy), so that one host cannot fill the
 /// prompt's queue or keep every other sender busy.
@@ -18,7 +18,7 @@ final class InvitationListener: Sendable {
   static let maximumHandshakesPerAddress = 16
 
   let invitations: AsyncStream<Invitation>
-  private let continuation: AsyncStream<Invitation>.Continuation
+  private let queue = InvitationQueue()
   private let identity: Identity
   private let displayName: String
   private let tls: TLSContexts
@@ -48,7 +48,7 @@ final class InvitationListener: Sendable {
     self.knownPeers = knownPeers
     self.maximumPending = maximumPending
     self.maximumPendingPerAddress = maximumPendingPerAddress
-    (invitations, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    invitations = queue.stream
   }
 
   /// Binds `port` (0: any) on every address, IPv6 and IPv4, and starts accepting.
@@ -86,11 +86,11 @@ final class InvitationListener: Sendable {
       return state.channel
     }
     channel?.close(promise: nil)
-    continuation.finish()
+    queue.finish()
   }
 
   private func initialize(_ channel: Channel) -> EventLoopFuture<Void> {
-    let address = channel.remoteAddress?.ipAddress ?? "unknown"
+    let address = AddressGroup.key(of: channel.remoteAddress)
     let admitted = state.withLock { state in
       guard state.handshaking < Self.maximumHandshakes,
         state.handshakingFrom[address, default: 0] < Self.maximumHandshakesPerAddress
@@ -156,7 +156,11 @@ final class InvitationListener: Sendable {
         if state.pendingFrom[address] == 0 { state.pendingFrom[address] = nil }
       }
     }
-    handler.onInvitationWithdrawn = { invitation.withdrawn() }
-    continuation.yield(invitation)
+    handler.onInvitationWithdrawn = { [queue] in
+      // Withdrawn before the application took it: drop it now, context and all.
+      queue.remove(invitation)
+      invitation.withdrawn()
+    }
+    queue.push(invitation)
   }
 }

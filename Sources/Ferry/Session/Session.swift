@@ -68,7 +68,8 @@ public final class Session: Sendable {
     self.timeouts = timeouts
     self.limits = limits
     self.transfers = SessionTransfers(
-      limits: limits, accepting: accepting, makeExecutor: makeOfferExecutor)
+      limits: limits, accepting: accepting, stall: timeouts.transferStall,
+      makeExecutor: makeOfferExecutor)
     // A key and certificate that Identity accepted (matching P-256 pair) are valid for BoringSSL.
     self.tls = try! TLSContexts(identity: identity)
     (stateChanges, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
@@ -116,13 +117,21 @@ public final class Session: Sendable {
   /// the TLS handshake, so a peer with another key never sees the invitation.
   ///
   /// - Throws: ``InvitationError``, as ``invite(host:port:expecting:context:timeout:)``;
-  ///   `.authenticationFailed` when the fingerprint does not start with the prefix (or the
-  ///   prefix is not hexadecimal).
+  ///   `.authenticationFailed` when the fingerprint does not start with the prefix, or before
+  ///   connecting when the prefix is not hexadecimal or has fewer than
+  ///   ``Fingerprint/minimumPrefixDigits`` digits (a key with a shorter given prefix can be
+  ///   made on purpose: such a prefix does not stand for a key).
   public func invite(
     host: String, port: UInt16, fingerprintPrefix: String, context: [UInt8] = [],
     timeout: Duration = .seconds(30)
   ) async throws(InvitationError) -> PeerID {
-    try await invite(
+    guard let digits = Fingerprint.prefixLength(of: fingerprintPrefix),
+      digits >= Fingerprint.minimumPrefixDigits
+    else {
+      throw .authenticationFailed(
+        reason: "a fingerprint prefix needs \(Fingerprint.minimumPrefixDigits) to 64 hex digits")
+    }
+    return try await invite(
       endpoints: [(host, Int(port))], expecting: .prefix(fingerprintPrefix), context: context,
       timeout: timeout)
   }

@@ -7,7 +7,8 @@ public struct SessionLimits: Hashable, Sendable {
   public var maximumIncomingStreams = 16
   /// Bytes a peer's messages and streams may have waiting, received but not yet read by the
   /// application (each stream's 1 MiB window and the messages' 4 MiB window bound what is in
-  /// flight; this also bounds streams that ended but were never read).
+  /// flight; this also bounds streams that ended but were never read). Each message or chunk
+  /// counts 128 bytes more than its size, so that a flood of empty ones is bounded too.
   public var maximumUnreadBytes = 32 << 20
   /// Offers a peer may have open towards this side at once (waiting for a decision, or being
   /// received).
@@ -22,6 +23,13 @@ public struct SessionLimits: Hashable, Sendable {
   /// The defaults: 16 streams, 32 MiB unread, 8 offers, 100 000 files in flight, 1 024 replies
   /// waiting.
   public init() {}
+
+  /// What one unread message or stream chunk counts against ``maximumUnreadBytes`` besides its
+  /// bytes: what holding it costs, so that empty ones are not free.
+  static let unreadElementCost = 128
+
+  /// What `bytes` of one unread message or chunk count against ``maximumUnreadBytes``.
+  static func unreadCost(_ bytes: Int) -> Int { bytes + unreadElementCost }
 }
 
 /// Why a link was closed for exceeding one of its limits (``SessionLimits``, the handshake's

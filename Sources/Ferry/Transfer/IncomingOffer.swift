@@ -9,8 +9,9 @@ import NIOCore
 enum OfferReception: Sendable {
   /// Accepted into these options as soon as its paths are checked.
   case automatic(ReceiveOptions)
-  /// Handed to `deliver` as a ``ResourceOffer`` for the application to answer.
-  case asking(deliver: @Sendable (ResourceOffer) -> Void)
+  /// Handed to `deliver` as a ``ResourceOffer`` for the application to answer, counted in
+  /// `questions` until it lets go of it.
+  case asking(OpenQuestions, deliver: @Sendable (ResourceOffer) -> Void)
 }
 
 /// Where an offer's work runs, in order and off the event loop: a serial `DispatchQueue`, or (in
@@ -79,6 +80,9 @@ final class IncomingOffer: @unchecked Sendable {
   private var firstFailure: TransferError?
   private var pendingCredit = 0
   private var pendingAcks: [Frame] = []
+  /// When the sender last sent something for this offer (while receiving).
+  private var lastHeard = ContinuousClock.now
+  private let stall: Duration
 
   /// Bytes of a file written between two requests to start their writeback.
   static let writebackStep: UInt64 = 8 << 20
@@ -86,8 +90,10 @@ final class IncomingOffer: @unchecked Sendable {
   init(
     channel: UInt32, peer: PeerID, link: ConnectionLink, files: [OfferedFile],
     reception: OfferReception, events: AsyncStream<ResourceEvent>.Continuation,
-    executor: any OfferExecutor = DispatchQueue(label: "ferry.incoming-offer")
+    executor: any OfferExecutor = DispatchQueue(label: "ferry.incoming-offer"),
+    stall: Duration = ConnectionTimeouts().transferStall
   ) {
+    self.stall = stall
     self.channel = channel
     self.peer = peer
     self.link = link
@@ -133,14 +139,18 @@ final class IncomingOffer: @unchecked Sendable {
       for file in offered { paths.append(try RelativePath(validating: file.path)) }
       try RelativePath.checkTree(paths)
     } catch {
+      // Never asked about: its question (counted when it arrived) closes here.
+      if case .asking(let questions, _) = reception { questions.close() }
       return refuse(.unsafePath(error))
     }
     switch reception {
     case .automatic(let options):
       prepare(options)
-    case .asking(let deliver):
+    case .asking(let questions, let deliver):
       phase = .deciding
-      let question = ResourceOffer(peer: peer, files: offered.map { ($0.path, $0.size) }) {
+      let question = ResourceOffer(
+        peer: peer, files: offered.map { ($0.path, $0.size) }, questions: questions
+      ) {
         [weak self] decision in
         guard let self else { return }
         self.executor.run { self.decided(decision) }
@@ -226,6 +236,8 @@ final class IncomingOffer: @unchecked Sendable {
 
   private func accept() {
     phase = .receiving
+    lastHeard = .now
+    watchForStall()
     let progress = TransferProgress(files: offered.map { ($0.path, $0.size) })
     self.progress = progress
     let transfer = IncomingTransfer(
@@ -253,6 +265,19 @@ final class IncomingOffer: @unchecked Sendable {
     if remaining.isEmpty { finishOffer(error: nil) }
   }
 
+  /// Abandons the offer when the sender sends nothing for ``ConnectionTimeouts/transferStall``
+  /// while files are still expected: it would otherwise hold its reservation, its staged file
+  /// and its descriptor for as long as it keeps the link alive.
+  private func watchForStall() {
+    executor.run(after: stall / 4) { [weak self] in
+      guard let self, self.phase == .receiving else { return }
+      guard ContinuousClock.now - self.lastHeard < self.stall else {
+        return self.abandon(.stalled(self.stall), notify: true)
+      }
+      self.watchForStall()
+    }
+  }
+
   // MARK: Receiving
 
   private func handle(_ frame: WireFrame) {
@@ -267,7 +292,7 @@ final class IncomingOffer: @unchecked Sendable {
           notify: true)
       }
     case .receiving:
-      break
+      lastHeard = .now
     }
     switch frame.type {
     case .chunk:

@@ -8,6 +8,9 @@ import Synchronization
 /// round trip per file, then waits for every FILE_ACK.
 final class OutgoingOffer: Sendable {
   let bytesSent = Atomic<UInt64>(0)
+  /// Frames heard from the receiver on this offer: with ``bytesSent``, what shows progress.
+  private let framesHeard = Atomic<UInt64>(0)
+  private let stall: Duration
   private let files: [OfferedFile]
   private let urls: [URL]
   private let link: ConnectionLink
@@ -29,7 +32,11 @@ final class OutgoingOffer: Sendable {
     var reasonForPeer: String?
   }
 
-  init(files: [OfferedFile], urls: [URL], link: ConnectionLink, progress: TransferProgress) {
+  init(
+    files: [OfferedFile], urls: [URL], link: ConnectionLink, progress: TransferProgress,
+    stall: Duration = ConnectionTimeouts().transferStall
+  ) {
+    self.stall = stall
     self.files = files
     self.urls = urls
     self.link = link
@@ -51,6 +58,8 @@ final class OutgoingOffer: Sendable {
       return state.cancelled
     }
     if cancelledEarly { cancel() }
+    let watchdog = Task { await watchForStall(channel: channel) }
+    defer { watchdog.cancel() }
     do {
       let offsets = try await withCheckedThrowingContinuation { continuation in
         let ready = state.withLock { state -> Result<[UInt64], TransferError>? in
@@ -204,8 +213,32 @@ final class OutgoingOffer: Sendable {
     return .resource(.cannotRead(local))
   }
 
+  /// Fails the offer when the receiver shows no progress — no credit taken up by new data, no
+  /// answer, no acknowledgement — for ``ConnectionTimeouts/transferStall`` (and, before its
+  /// answer, for ``ResourceOffer/decisionTimeout`` more): a receiver that keeps its link alive
+  /// and does nothing would otherwise hold this send for ever. Ends when cancelled.
+  private func watchForStall(channel: UInt32) async {
+    var seen = (bytesSent.load(ordering: .relaxed), framesHeard.load(ordering: .relaxed))
+    var since = ContinuousClock.now
+    while (try? await Task.sleep(for: stall / 4)) != nil {
+      let now = (bytesSent.load(ordering: .relaxed), framesHeard.load(ordering: .relaxed))
+      guard now == seen else {
+        (seen, since) = (now, .now)
+        continue
+      }
+      let answered = state.withLock { $0.offsets != nil }
+      let limit = answered ? stall : ResourceOffer.decisionTimeout + stall
+      if ContinuousClock.now - since >= limit {
+        fail(.stalled(limit))
+        abandon(channel: channel, .stalled(limit))
+        return
+      }
+    }
+  }
+
   /// A frame from the receiver (on the loop).
   private func answered(_ frame: WireFrame) {
+    framesHeard.add(1, ordering: .relaxed)
     switch frame.type {
     case .offerAccept:
       guard case .offerAccept(_, let offsets)? = try? ResourceMessage(frame: frame.flat),
@@ -277,6 +310,8 @@ extension OutgoingOffer {
     switch error {
     case .cancelled: return "the sender cancelled the transfer"
     case .resource(.cannotRead): return "the sender could not read a file"
+    case .stalled(let duration):
+      return "the sender saw no progress for \(duration.components.seconds) s"
     default: return "the sender failed"
     }
   }

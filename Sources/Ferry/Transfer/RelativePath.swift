@@ -92,18 +92,35 @@ public struct RelativePath: Hashable, Sendable, CustomStringConvertible {
   ///
   /// - Throws: ``PathError/duplicate(_:)`` or ``PathError/fileAndFolder(_:)``.
   public static func checkTree(_ paths: [RelativePath]) throws(PathError) {
+    // Every folder and file is a node named by its parent's node and its own name, so each
+    // path costs one step per component (a path of 2 000 one-letter components stays linear).
     // Swift's String equality and hashing are canonical equivalence: NFC/NFD twins collide.
-    var files = Set<[String]>()
-    for path in paths {
-      guard files.insert(path.components).inserted else {
-        throw .duplicate(escaped(path.description, keepingUnicode: true))
-      }
+    struct Node: Hashable {
+      let parent: Int
+      let name: String
     }
+    var nodes: [Node: Int] = [:]
+    var files = Set<Int>()
+    var folders = Set<Int>()
     for path in paths {
-      for depth in 1..<path.components.count where files.contains(Array(path.components[..<depth]))
-      {
-        throw .fileAndFolder(
-          escaped(path.components[..<depth].joined(separator: "/"), keepingUnicode: true))
+      var parent = 0  // the destination itself
+      for (depth, name) in path.components.enumerated() {
+        let key = Node(parent: parent, name: name)
+        let node = nodes[key] ?? (nodes.count + 1)
+        nodes[key] = node
+        let prefix = {
+          escaped(path.components[...depth].joined(separator: "/"), keepingUnicode: true)
+        }
+        if depth < path.components.count - 1 {
+          if files.contains(node) { throw .fileAndFolder(prefix()) }
+          folders.insert(node)
+        } else {
+          guard files.insert(node).inserted else {
+            throw .duplicate(escaped(path.description, keepingUnicode: true))
+          }
+          if folders.contains(node) { throw .fileAndFolder(prefix()) }
+        }
+        parent = node
       }
     }
   }

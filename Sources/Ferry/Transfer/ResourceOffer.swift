@@ -25,15 +25,19 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
   public let totalBytes: UInt64
 
   private let pending = Atomic<Bool>(true)
+  private let held = Atomic<Bool>(true)
   private let decide: @Sendable (Decision) -> Void
+  private let questions: OpenQuestions?
 
+  /// - Parameter questions: Counts this offer until the application answers or releases it.
   init(
-    peer: PeerID, files: [(path: String, size: UInt64)],
+    peer: PeerID, files: [(path: String, size: UInt64)], questions: OpenQuestions? = nil,
     decide: @escaping @Sendable (Decision) -> Void
   ) {
     self.peer = peer
     self.files = files
     self.totalBytes = files.reduce(0) { $0 + $1.size }  // at most 2^62: checked when decoded
+    self.questions = questions
     self.decide = decide
   }
 
@@ -41,6 +45,12 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
     if pending.exchange(false, ordering: .acquiringAndReleasing) {
       decide(.decline("the receiving application did not answer"))
     }
+    answered()
+  }
+
+  /// The application answered or let go: the offer stops counting against its link.
+  private func answered() {
+    if held.exchange(false, ordering: .acquiringAndReleasing) { questions?.close() }
   }
 
   /// Whether the offer still waits for an answer: false once accepted or declined, timed out,
@@ -55,6 +65,7 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
   /// reports (an offer that no longer fits the free space is refused there, with
   /// ``ResourceEvent/offerRefused(peer:files:error:)``). Does nothing if no longer pending.
   public func accept(_ options: ReceiveOptions) {
+    defer { answered() }
     guard pending.exchange(false, ordering: .acquiringAndReleasing) else { return }
     decide(.accept(options))
   }
@@ -62,6 +73,7 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
   /// Declines; the sender's transfer fails with the reason (escaped on its side). Does nothing
   /// if no longer pending.
   public func decline(reason: String = "") {
+    defer { answered() }
     guard pending.exchange(false, ordering: .acquiringAndReleasing) else { return }
     decide(.decline(reason))
   }

@@ -75,7 +75,9 @@ extension Session {
           mode: UInt32(status.st_mode & 0o777)))
     }
     let progress = TransferProgress(files: files.map { ($0.path, $0.size) })
-    let offer = OutgoingOffer(files: files, urls: items.map(\.url), link: link, progress: progress)
+    let offer = OutgoingOffer(
+      files: files, urls: items.map(\.url), link: link, progress: progress,
+      stall: timeouts.transferStall)
     progress.overall.cancellationHandler = { offer.cancel() }
     let task = Task { try await offer.run() }
     return ResourceTransfer(files: files, progress: progress, offer: offer, task: task)

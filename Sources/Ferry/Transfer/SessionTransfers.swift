@@ -22,6 +22,11 @@ final class SessionTransfers: Sendable {
   let reception = Mutex<ResourceReception>(.refused)
   let limits: SessionLimits
   let accepting: IncomingTraffic
+  /// How long an accepted offer may go without progress.
+  let stall: Duration
+  /// Streams opened by peers that may wait for the application to take them from ``streams``
+  /// (session-wide; an open-and-end loop would otherwise fill that buffer): more are refused.
+  static let maximumWaitingStreams = 256
   /// Where each incoming offer runs its work (tests and the fuzzer run it inline).
   let makeExecutor: @Sendable () -> any OfferExecutor
   private let streamsContinuation: AsyncStream<IncomingStream>.Continuation
@@ -29,17 +34,19 @@ final class SessionTransfers: Sendable {
   private let offersContinuation: AsyncStream<ResourceOffer>.Continuation
 
   init(
-    limits: SessionLimits, accepting: IncomingTraffic,
+    limits: SessionLimits, accepting: IncomingTraffic, stall: Duration,
     makeExecutor: @escaping @Sendable () -> any OfferExecutor
   ) {
     self.limits = limits
+    self.stall = stall
     self.accepting = accepting
     self.makeExecutor = makeExecutor
     messages = CreditedBuffer { message in
       let size = message.data.count
       message.link.onMultiplexer { $0.consumed(size, channel: 0) }
     }
-    (streams, streamsContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    (streams, streamsContinuation) = AsyncStream.makeStream(
+      bufferingPolicy: .bufferingOldest(Self.maximumWaitingStreams))
     (resourceEvents, resourceContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     (offers, offersContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
   }
@@ -56,21 +63,26 @@ final class SessionTransfers: Sendable {
     if accepting.contains(.streams) {
       multiplexer.onStream = { [streamsContinuation] channel, name in
         let stream = IncomingStream(name: name, peer: peer, channel: channel, link: link)
-        streamsContinuation.yield(stream)
+        if case .dropped = streamsContinuation.yield(stream) { return nil }  // refused
         return stream.inbox
       }
     }
-    multiplexer.onOffer = { [self] channel, files in
+    let questions = OpenQuestions(limit: limits.maximumIncomingOffers)
+    multiplexer.onOffer = { [self] channel, files throws(LinkLimitExceeded) in
       let reception: OfferReception
       switch self.reception.withLock({ $0 }) {
       case .refused: return nil
       case .automatic(let options): reception = .automatic(options)
       case .asking:
-        reception = .asking { [offersContinuation] in offersContinuation.yield($0) }
+        guard questions.open() else {
+          throw LinkLimitExceeded(
+            "more than \(questions.limit) offers waiting for the application's decision")
+        }
+        reception = .asking(questions) { [offersContinuation] in offersContinuation.yield($0) }
       }
       let offer = IncomingOffer(
         channel: channel, peer: peer, link: link, files: files, reception: reception,
-        events: self.resourceContinuation, executor: self.makeExecutor())
+        events: self.resourceContinuation, executor: self.makeExecutor(), stall: self.stall)
       offer.start()
       return { signal in offer.receive(signal) }
     }

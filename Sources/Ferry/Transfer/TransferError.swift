@@ -10,6 +10,9 @@ public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
   case invalidStreamName(String)
   /// The link to the peer ended before the transfer completed.
   case peerDisconnected(reason: String)
+  /// The peer made no progress on the transfer for this long (no data, no answer, no
+  /// acknowledgement: ``ConnectionTimeouts/transferStall``), though its link is alive.
+  case stalled(Duration)
   /// This side cancelled the transfer.
   case cancelled
   /// The peer cancelled or refused the transfer, with its reason.
@@ -29,6 +32,8 @@ public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
       return
         "invalid stream name \"\(escaped(name, keepingUnicode: true))\": 1 to \(TransferMessage.maximumNameSize) bytes of UTF-8"
     case .peerDisconnected(let reason): return "the peer disconnected: \(reason)"
+    case .stalled(let duration):
+      return "the peer made no progress for \(duration.components.seconds) s"
     case .cancelled: return "the transfer was cancelled"
     case .cancelledByPeer(let reason):
       return reason.isEmpty

@@ -165,7 +165,7 @@ struct ChannelTableTests {
     let buffer = CreditedBuffer<[UInt8]> { _ in }
     buffer.push([1, 2, 3])
     let discarded = LinkChannel.incomingStream(InboundFlow(window: 8), buffer: buffer).end(cause)
-    #expect(discarded == (name == "local" ? 3 : 0))
+    #expect(discarded == (name == "local" ? SessionLimits.unreadCost(3) : 0))
     var received: [[UInt8]] = []
     var ending: TransferError?
     do {

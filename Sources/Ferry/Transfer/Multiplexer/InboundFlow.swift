@@ -8,10 +8,21 @@ final class InboundFlow {
   private(set) var allowance: Int
   /// Consumed bytes not yet granted back: credit goes out in batches of a quarter window.
   private var pendingGrant = 0
+  /// Frames the peer may still send outside the window: an offer's FILE_END, one per file.
+  private(set) var uncreditedFrames: Int
 
-  init(window: Int) {
+  init(window: Int, uncreditedFrames: Int = 0) {
     self.window = window
     self.allowance = window
+    self.uncreditedFrames = uncreditedFrames
+  }
+
+  /// Takes one frame from ``uncreditedFrames``; false, changing nothing, when none is left
+  /// (the peer sent more such frames than the protocol allows: its queue is not ours to grow).
+  func consumeUncredited() -> Bool {
+    guard uncreditedFrames > 0 else { return false }
+    uncreditedFrames -= 1
+    return true
   }
 
   /// Takes `size` bytes from the allowance; false, changing nothing, when the peer sent more

@@ -79,7 +79,7 @@ enum LinkChannel {
       var discarded = 0
       switch cause {
       case .local(let error):
-        discarded = buffer.discardBuffered().reduce(0) { $0 + $1.count }
+        discarded = buffer.discardBuffered().reduce(0) { $0 + SessionLimits.unreadCost($1.count) }
         buffer.finish(.failure(error))
       case .reset(_, let reason):
         buffer.finish(.failure(.cancelledByPeer(reason: reason)))

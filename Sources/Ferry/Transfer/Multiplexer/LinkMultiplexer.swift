@@ -44,7 +44,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
   /// their credit returned at once).
   var onMessage: (([UInt8]) -> Void)?
   /// The peer offered files on a channel; returns the endpoint for its frames, or nil to refuse.
-  var onOffer: ((UInt32, [OfferedFile]) -> ((OfferSignal) -> Void)?)?
+  var onOffer: ((UInt32, [OfferedFile]) throws(LinkLimitExceeded) -> ((OfferSignal) -> Void)?)?
   /// A stream was opened by the peer; returns the buffer its chunks go to, or nil to refuse it.
   var onStream: ((UInt32, String) -> CreditedBuffer<[UInt8]>?)?
   /// The link must close because the peer broke the protocol or a limit; the reason goes in
@@ -181,7 +181,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
   /// The application took `bytes` of what arrived on an incoming channel (a message on 0, or a
   /// stream's chunk): they no longer count as unread, and the peer gets that much credit back.
   func consumed(_ bytes: Int, channel id: UInt32) {
-    unreadBytes -= bytes
+    unreadBytes -= SessionLimits.unreadCost(bytes)
     grant(bytes, channel: id)
   }
 
@@ -316,8 +316,25 @@ final class LinkMultiplexer: ChannelInboundHandler {
       endpoint(.frame(frame))
     case .offer:
       receiveOffer(frame, channel: id)
-    case .offerAccept, .fileEnd, .fileAck:
-      table[id]?.endpoint?(.frame(frame))  // or an offer already gone
+    case .offerAccept, .fileAck:
+      // The receiver's answers: only on an offer this side made.
+      switch table[id] {
+      case .outgoingOffer(_, let endpoint)?: endpoint(.frame(frame))
+      case nil where id % 2 == ownParity: return  // an offer of ours already gone
+      default: violation("\(frame.type) on a channel this side did not offer on")
+      }
+    case .fileEnd:
+      // The sender's end of a file: only on an offer the peer made, one per file (queued
+      // behind the disk, so counted rather than credited).
+      switch table[id] {
+      case .incomingOffer(let flow, let endpoint, _)?:
+        guard flow.consumeUncredited() else {
+          return violation("more FILE_END frames than files on offer \(id)")
+        }
+        endpoint(.frame(frame))
+      case nil where id % 2 != ownParity: return  // racing our RESET of that offer
+      default: violation("FILE_END on a channel the peer did not offer on")
+      }
     case .reset where table[id]?.endpoint != nil:
       // The offer reads the peer's reason from the frame itself.
       close(id, .reset(frame, reason: ""))
@@ -349,13 +366,19 @@ final class LinkMultiplexer: ChannelInboundHandler {
     guard table.filesInFlight + files.count <= limits.maximumFilesInFlight else {
       return exceeded("more than \(limits.maximumFilesInFlight) files in open offers")
     }
-    guard let endpoint = onOffer?(id, files) else {
+    let admitted: ((OfferSignal) -> Void)?
+    do {
+      admitted = try onOffer?(id, files)
+    } catch {
+      return violation(error.description)
+    }
+    guard let endpoint = admitted else {
       return reply([
         TransferMessage.reset(channel: id, .refused, reason: "this peer does not accept files")
           .frame
       ])
     }
-    let flow = InboundFlow(window: ResourceMessage.initialWindow)
+    let flow = InboundFlow(window: ResourceMessage.initialWindow, uncreditedFrames: files.count)
     _ = table.open(id, .incomingOffer(flow, endpoint: endpoint, files: files.count))
   }
 
@@ -374,7 +397,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
       }
       guard let buffer = onStream?(id, name) else {
         return reply([
-          TransferMessage.reset(channel: id, .refused, reason: "this peer does not accept streams")
+          TransferMessage.reset(channel: id, .refused, reason: "this peer takes no streams now")
             .frame
         ])
       }
@@ -400,7 +423,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
 
   /// Counts `bytes` more as received and unread; false (and the link closing) beyond the limit.
   private func receiveUnread(_ bytes: Int) -> Bool {
-    unreadBytes += bytes
+    unreadBytes += SessionLimits.unreadCost(bytes)
     guard unreadBytes <= limits.maximumUnreadBytes else {
       exceeded("more than \(limits.maximumUnreadBytes) bytes unread")
       return false

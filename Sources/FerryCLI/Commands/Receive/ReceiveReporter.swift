@@ -104,6 +104,7 @@ struct ReceiveReporter: Sendable {
     switch error {
     case .cancelled, .cancelledByPeer: return "cancelled"
     case .peerDisconnected: return "peer-disconnected"
+    case .stalled: return "stalled"
     case .resource(.integrityCheckFailed): return "integrity"
     case .resource(.unsafePath): return "invalid-path"
     case .resource(.insufficientSpace): return "no-space"
