@@ -76,7 +76,14 @@ struct HostileDiscoveryTests {
     #expect(short.stderr.contains("too few"), "\(short.stderr)")
     // 16 digits find the real receiver, never the one merely named like it.
     #expect(try await send(String(key.prefix(16))).status == 0)
-    // Now the real key is in peers.json: 8 digits resolve to it (and still not to the name).
+    // Now the real key is in peers.json, merely seen: 8 digits still pin nothing (a peer seen
+    // once may be a key made to share them). Trusted, 8 digits resolve to it (and still not to
+    // the name).
+    let seen = try await send(String(key.prefix(8)))
+    #expect(seen.status == 2 && seen.stderr.contains("trusted"), "\(seen.stderr)")
+    let trusted = try await run(
+      Harness.ferryBinary, ["trust", key], environment: ["FERRY_HOME": home])
+    #expect(trusted.status == 0, "\(trusted.stderr)")
     #expect(try await send(String(key.prefix(8))).status == 0)
     #expect(
       try FileManager.default.contentsOfDirectory(atPath: destination.path).contains(

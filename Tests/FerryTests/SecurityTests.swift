@@ -185,6 +185,36 @@ struct TrustTests {
     #expect(try store.status(of: impostor) == .new)
   }
 
+  @Test("a known key never passes under another key's name, nor takes it over")
+  func knownKeyTakesAName() throws {
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory())
+      .appendingPathComponent("ferry-peers-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let store = KnownPeers(directory: directory)
+    let alice = try PeerID(displayName: "Alice", fingerprint: Identity.generate().fingerprint)
+    let bob = try PeerID(displayName: "Bob", fingerprint: Identity.generate().fingerprint)
+    try store.recordSeen(alice)
+    try store.recordSeen(bob)
+    // Bob's key, now calling itself Alice (or a look-alike): not "known" under that name.
+    let bobAsAlice = try PeerID(displayName: "Alice", fingerprint: bob.fingerprint)
+    #expect(try store.status(of: bobAsAlice) == .changedKey(previous: alice.fingerprint))
+    let bobAsAlike = try PeerID(displayName: "Alice\u{200B}", fingerprint: bob.fingerprint)
+    #expect(
+      try store.status(of: bobAsAlike) == .similarName(known: "Alice", previous: alice.fingerprint))
+    // Seen again under that name, it keeps its own: the next time is flagged again.
+    try store.recordSeen(bobAsAlice)
+    #expect(try store.all().map(\.name).sorted() == ["Alice", "Bob"])
+    #expect(try store.status(of: bobAsAlice) == .changedKey(previous: alice.fingerprint))
+    // A name nobody else holds is taken up.
+    try store.recordSeen(try PeerID(displayName: "Robert", fingerprint: bob.fingerprint))
+    #expect(try store.all().map(\.name).sorted() == ["Alice", "Robert"])
+    // A short prefix resolves to trusted peers only.
+    let prefix = String(bob.fingerprint.hexString.prefix(8))
+    #expect(try store.fingerprints(startingWith: prefix, trustedOnly: true).isEmpty)
+    try store.trust(bob.fingerprint)
+    #expect(try store.fingerprints(startingWith: prefix, trustedOnly: true) == [bob.fingerprint])
+  }
+
   @Test("a corrupted peers file is an error naming it")
   func corruptedPeers() throws {
     let directory = URL(fileURLWithPath: NSTemporaryDirectory())

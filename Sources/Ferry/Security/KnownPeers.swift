@@ -65,19 +65,22 @@ public final class KnownPeers: Sendable {
   public func status(of peer: PeerID) throws(IdentityError) -> Status {
     let peers = try read().peers
     let hex = peer.fingerprint.hexString
-    if let entry = peers.first(where: { $0.fingerprint == hex }) {
-      return .known(trusted: entry.trusted)
-    }
-    if let entry = peers.first(where: { $0.name == peer.displayName }),
+    // The name first: a known key that takes a name another key holds is not "known" under
+    // that name — it would pass for the other peer.
+    let others = peers.filter { $0.fingerprint != hex }
+    if let entry = others.first(where: { $0.name == peer.displayName }),
       let previous = try? Fingerprint(parsing: entry.fingerprint)
     {
       return .changedKey(previous: previous)
     }
     let skeleton = DisplayText.skeleton(peer.displayName)
-    if let entry = peers.first(where: { DisplayText.skeleton($0.name) == skeleton }),
+    if let entry = others.first(where: { DisplayText.skeleton($0.name) == skeleton }),
       let previous = try? Fingerprint(parsing: entry.fingerprint)
     {
       return .similarName(known: entry.name, previous: previous)
+    }
+    if let entry = peers.first(where: { $0.fingerprint == hex }) {
+      return .known(trusted: entry.trusted)
     }
     return .new
   }
@@ -86,20 +89,31 @@ public final class KnownPeers: Sendable {
   /// ignored): how a short prefix typed by a user resolves to a full fingerprint — only when
   /// exactly one matches.
   ///
+  /// - Parameter trustedOnly: Only peers the user trusted (``trust(_:name:)``): a prefix too
+  ///   short to stand for a key on its own should not resolve to a peer that was merely seen.
   /// - Throws: ``IdentityError`` when the file exists but cannot be read or parsed.
-  public func fingerprints(startingWith prefix: String) throws(IdentityError) -> [Fingerprint] {
-    try read().peers.compactMap { try? Fingerprint(parsing: $0.fingerprint) }
+  public func fingerprints(
+    startingWith prefix: String, trustedOnly: Bool = false
+  ) throws(IdentityError) -> [Fingerprint] {
+    try read().peers.filter { $0.trusted || !trustedOnly }
+      .compactMap { try? Fingerprint(parsing: $0.fingerprint) }
       .filter { $0.hasPrefix(prefix) }
   }
 
-  /// Records that `peer` was seen now: adds it (untrusted) or updates its name and last-seen time.
+  /// Records that `peer` was seen now: adds it (untrusted) or updates its last-seen time and
+  /// its name — unless another key holds that name, or one that looks like it: a known key
+  /// never takes over another peer's name.
   ///
   /// - Throws: ``IdentityError`` when the file cannot be read, parsed or written.
   public func recordSeen(_ peer: PeerID, at date: Date = Date()) throws(IdentityError) {
     try update { file in
       let hex = peer.fingerprint.hexString
       if let index = file.peers.firstIndex(where: { $0.fingerprint == hex }) {
-        file.peers[index].name = peer.displayName
+        let skeleton = DisplayText.skeleton(peer.displayName)
+        let taken = file.peers.contains {
+          $0.fingerprint != hex && DisplayText.skeleton($0.name) == skeleton
+        }
+        if !taken { file.peers[index].name = peer.displayName }
         file.peers[index].lastSeen = date
       } else {
         file.peers.append(

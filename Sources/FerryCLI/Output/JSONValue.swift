@@ -46,6 +46,17 @@ enum JSONValue: Sendable, Equatable {
     }
   }
 
+  /// Whether `scalar` is written as a `\uXXXX` escape: every control (C0, DEL, C1), format
+  /// (bidirectional overrides and isolates, zero-width characters, BOM, tags) and line or
+  /// paragraph separator — what a terminal or a careless reader of the output would act on or
+  /// not show. The JSON value stays exact.
+  static func escapes(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.properties.generalCategory {
+    case .control, .format, .lineSeparator, .paragraphSeparator: return true
+    default: return false
+    }
+  }
+
   private func writeString(_ string: String, to out: inout String) {
     out += "\""
     for scalar in string.unicodeScalars {
@@ -55,10 +66,12 @@ enum JSONValue: Sendable, Equatable {
       case "\n": out += "\\n"
       case "\r": out += "\\r"
       case "\t": out += "\\t"
-      case _
-      where scalar.value < 0x20 || scalar.value == 0x7F || (0x2028...0x2029).contains(scalar.value):
-        let hex = String(scalar.value, radix: 16)
-        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+      case _ where Self.escapes(scalar):
+        // Beyond the BMP (tag characters): as a UTF-16 surrogate pair, as JSON requires.
+        for unit in String(scalar).utf16 {
+          let hex = String(unit, radix: 16)
+          out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        }
       default: out.unicodeScalars.append(scalar)
       }
     }

@@ -7,8 +7,9 @@ import Ferry
 /// - 16 or more digits (64 bits; spaces and colons allowed): a fingerprint prefix, which only a
 ///   key made on purpose could share — unless it names exactly one known peer, then it is that
 ///   peer's fingerprint.
-/// - 8 to 15 digits: only as a known peer's fingerprint (peers.json); on its own such a prefix
-///   can be forged in hours, so it is refused, saying why.
+/// - 8 to 15 digits: only as a trusted peer's fingerprint (peers.json, `ferry trust`); on its
+///   own such a prefix can be forged in hours, and a peer merely seen once may be such a
+///   forgery, so it is refused otherwise, saying why.
 /// - Anything else is a display name — except that a name of 8 or more hex digits is never
 ///   matched as a name, so that nobody can pass for a fingerprint by choosing such a name. A
 ///   short hex name (`cafe`) that also names exactly one known peer's fingerprint stands for
@@ -18,7 +19,7 @@ enum PeerReference: Sendable, Equatable {
   case fingerprint(Fingerprint)
   /// A prefix of at least ``Fingerprint/minimumPrefixDigits`` digits, not in peers.json.
   case prefix(String)
-  /// A display name; `known` when the same text is also a prefix naming one known peer.
+  /// A display name; `known` when the same text is also a prefix naming one trusted peer.
   case name(String, known: Fingerprint?)
 
   /// Digits below which a hex-only text may still be a display name.
@@ -38,7 +39,9 @@ enum PeerReference: Sendable, Equatable {
     }
     let known: [Fingerprint]
     do {
-      known = try knownPeers.fingerprints(startingWith: text)
+      // A prefix too short to stand for a key alone resolves only to peers the user trusted.
+      known = try knownPeers.fingerprints(
+        startingWith: text, trustedOnly: digits < Fingerprint.minimumPrefixDigits)
     } catch {
       throw CLIFailure(status: .usage, message: error.description, code: "peers-file")
     }
@@ -58,7 +61,7 @@ enum PeerReference: Sendable, Equatable {
         message: "'\(shown)' is \(digits) hex digits: too few to stand for a key (a key with "
           + "that prefix can be made in hours). Give at least \(Fingerprint.minimumPrefixDigits) "
           + "digits ('ferry identity' on that machine shows them), the full fingerprint, or a "
-          + "prefix of a peer in 'ferry peers'",
+          + "prefix of a trusted peer in 'ferry peers' ('ferry trust')",
         code: "short-fingerprint")
     }
     return .prefix(text)

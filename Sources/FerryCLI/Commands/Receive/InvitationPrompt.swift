@@ -53,7 +53,8 @@ struct InvitationPrompt: Sendable {
     var lines = ["", "\(Self.who(invitation.peer, status: invitation.status)) wants to send"]
     if let summary {
       lines += Self.listing(
-        count: summary.files, bytes: summary.bytes, names: summary.names)
+        count: summary.files, bytes: summary.bytes, names: summary.names, roots: summary.roots,
+        hidden: summary.hidden)
     } else {
       lines.append("(it did not say what)")
     }
@@ -94,9 +95,11 @@ struct InvitationPrompt: Sendable {
     case .later:
       lines.append("\(Self.who(offer.peer, status: status)) offers more files:")
     }
+    let overview = TreeOverview(offer.files.map(\.path))
     lines += Self.listing(
       count: offer.files.count, bytes: offer.totalBytes,
-      names: offer.files.prefix(Self.shownNames).map(\.path))
+      names: offer.files.prefix(Self.shownNames).map(\.path), roots: overview.roots,
+      hidden: overview.hidden)
     lines.append("Verification code: \(code) (compare with the sender's screen)")
     let answer = await question(
       lines, until: .now + ResourceOffer.decisionTimeout - .seconds(5),
@@ -147,12 +150,31 @@ struct InvitationPrompt: Sendable {
       + "(\(Self.status(status)))"
   }
 
-  /// `N file(s), SIZE:` and the first names (escaped), with `… and N more`.
-  static func listing(count: Int, bytes: UInt64, names: [String]) -> [String] {
+  /// How many top-level entries a question lists.
+  static let shownRoots = 8
+
+  /// `N file(s), SIZE:` and the first names (escaped), with `… and N more`; when names are not
+  /// all shown, the top-level entries they are in; and how many files are hidden.
+  static func listing(
+    count: Int, bytes: UInt64, names: [String], roots: [String]?, hidden: Int?
+  ) -> [String] {
     var lines = ["\(count) file(s), \(formatBytes(bytes)):"]
     lines += names.prefix(shownNames).map { "  " + printable($0) }
     if count > min(names.count, shownNames) {
       lines.append("  … and \(count - min(names.count, shownNames)) more")
+      if let roots {
+        let shown = roots.prefix(shownRoots).map { printable($0) }.joined(separator: ", ")
+        let more = roots.count > shownRoots ? " and \(roots.count - shownRoots) more" : ""
+        lines.append(
+          "  in \(roots.count) top-level entr\(roots.count == 1 ? "y" : "ies"): \(shown)\(more)")
+      } else {
+        lines.append("  (the sender did not list where they go)")
+      }
+    }
+    if let hidden, hidden > 0 {
+      lines.append("  including \(hidden) hidden file(s) (a name starting with \".\")")
+    } else if hidden == nil {
+      lines.append("  (the sender did not say whether any file is hidden)")
     }
     return lines
   }
