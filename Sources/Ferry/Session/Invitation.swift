@@ -65,7 +65,7 @@ public final class Invitation: Sendable, CustomStringConvertible {
     let peer = self.peer
     let link = self.link
     let outcome = await link.withHandler { handler -> InvitationError? in
-      guard handler.state == .pendingDecision else { return .expired }
+      guard handler.isPendingDecision else { return .expired }
       guard session.hasRoom else {
         handler.decline(.sessionFull, reason: "the session is full")
         return .sessionFull

@@ -1,0 +1,389 @@
+import FerryWire
+
+/// The protocol of one Ferry connection, from the TLS handshake to a connected link and its end
+/// (docs/PROTOCOL.md §5), as a pure value: each event (a frame, a timer, the application's
+/// answer, the channel's end) moves it to its next state and returns the actions to perform;
+/// ``ConnectionHandler`` performs them on the channel and does nothing else. No I/O, no clock,
+/// no NIO: every state × event pair is unit-tested (ConnectionStateMachineTests).
+///
+/// Like NIOTLS's `ProtocolNegotiationHandlerStateMachine`, each state carries the data that is
+/// valid in it (the peer once HELLO told its name, the inviter's deadline), so that no field can
+/// be read in a state where it means nothing.
+struct ConnectionStateMachine {
+  /// Which end of the invitation this is.
+  enum Role: Hashable {
+    /// Sends INVITE with `context` after HELLO and waits at most `timeout` for the answer.
+    case inviter(context: [UInt8], timeout: Duration)
+    /// Reports the INVITE and waits for the application's answer.
+    case advertiser
+  }
+
+  /// Where the connection is.
+  enum State: Hashable {
+    /// TLS is being negotiated.
+    case tlsHandshake
+    /// TLS is up with a peer proving this key; its HELLO is awaited.
+    case awaitingHello(Fingerprint)
+    /// The advertiser knows the peer and waits for its INVITE.
+    case awaitingInvite(PeerID)
+    /// The inviter sent INVITE and waits for ACCEPT or DECLINE until `expiresAt`.
+    case awaitingAnswer(PeerID, expiresAt: ContinuousClock.Instant)
+    /// The advertiser's application has the invitation and has not answered.
+    case pendingDecision(PeerID)
+    /// The link is up: session frames flow, heartbeats run.
+    case connected(PeerID)
+    /// Over; nothing more is done (the channel is closing or closed).
+    case closed
+  }
+
+  /// What the handler must do, in order.
+  enum Action: Hashable {
+    /// Write and flush this control message.
+    case send(ControlMessage)
+    /// Close the channel.
+    case close
+    /// Cancel the handshake deadline or the invitation's expiry.
+    case cancelDeadline
+    /// Expire the pending invitation after this long (``invitationExpired()``).
+    case scheduleExpiry(Duration)
+    /// Start sending PINGs and watching for silence (``heartbeat(silentFor:)``).
+    case startHeartbeat
+    /// Stop the heartbeat.
+    case stopHeartbeat
+    /// The link is connected: session frames may now be read (``LinkBudget/connected``).
+    case markConnected
+    /// Pass the session frame on to the multiplexer.
+    case forward
+    /// Answer a PING with this PONG, if the peer reads its replies (else ``violation(_:)``).
+    case pong(UInt64)
+    /// The inviter learned who the advertiser is (before the answer).
+    case peerKnown(PeerID)
+    /// The advertiser received an invitation, for the application.
+    case invite(IncomingInvite)
+    /// Complete the inviter's answer.
+    case answer(Result<PeerID, InvitationError>)
+    /// The pending invitation was withdrawn or expired before an answer.
+    case invitationWithdrawn
+    /// The connected link ended, with this reason.
+    case linkEnded(String)
+  }
+
+  /// What the advertiser learns from an INVITE.
+  struct IncomingInvite: Hashable {
+    let peer: PeerID
+    let context: [UInt8]
+    let timeout: Duration
+  }
+
+  /// How a channel error is classified by the handler, which alone can read NIO's errors.
+  enum ChannelError: Hashable {
+    /// A frame that could not be decoded.
+    case wire(WireError)
+    /// TLS failed during its handshake, for this reason.
+    case tlsHandshake(String)
+    /// The peer closed TCP without a TLS close.
+    case uncleanShutdown
+    /// Anything else.
+    case other(String)
+  }
+
+  let role: Role
+  let localName: String
+  let timeouts: ConnectionTimeouts
+  private(set) var state = State.tlsHandshake
+  /// Why the connection ended (or is ending), when known: what transfers under way report.
+  private(set) var endReason: String?
+  private var answered = false
+  /// PINGs sent: each carries the next number.
+  private var pings: UInt64 = 0
+
+  init(role: Role, localName: String, timeouts: ConnectionTimeouts) {
+    self.role = role
+    self.localName = localName
+    self.timeouts = timeouts
+  }
+
+  /// The peer, once its HELLO named it.
+  var peer: PeerID? {
+    switch state {
+    case .awaitingInvite(let peer), .awaitingAnswer(let peer, _), .pendingDecision(let peer),
+      .connected(let peer):
+      peer
+    case .tlsHandshake, .awaitingHello, .closed: nil
+    }
+  }
+
+  /// Whether TLS is still being negotiated.
+  var isInTLSHandshake: Bool { state == .tlsHandshake }
+
+  /// Whether the advertiser's invitation waits for the application.
+  var isPendingDecision: Bool {
+    if case .pendingDecision = state { return true }
+    return false
+  }
+
+  /// Whether the link is connected.
+  var isConnected: Bool {
+    if case .connected = state { return true }
+    return false
+  }
+
+  // MARK: Events from the channel
+
+  /// TLS completed with a peer proving `fingerprint` (nil: it presented no usable
+  /// certificate), having agreed on `alpn` (nil: none).
+  mutating func tlsCompleted(peer fingerprint: Fingerprint?, alpn: String?) -> [Action] {
+    guard state == .tlsHandshake else { return [] }
+    // The inviter offered ALPN ferry/1 and a Ferry advertiser always selects it; a TLS server
+    // that ignores ALPN (a web server, openssl s_server) is refused now rather than waited on
+    // for a HELLO that never comes. (An advertiser still admits clients that offer no ALPN,
+    // such as openssl s_client: HELLO tells it what they speak.)
+    if case .inviter = role, alpn != WireProtocol.alpn {
+      return fail(
+        .authenticationFailed(
+          reason: "the other end speaks TLS but not Ferry's protocol "
+            + "(no agreement on ALPN '\(WireProtocol.alpn)')"))
+    }
+    guard let fingerprint else {
+      return fail(.authenticationFailed(reason: "the peer presented no certificate"))
+    }
+    state = .awaitingHello(fingerprint)
+    return [.send(.hello(versions: WireProtocol.supportedVersions, displayName: localName))]
+  }
+
+  /// A session frame (type 0x10 and above) arrived: passed on only once connected.
+  mutating func sessionFrame(_ type: FrameType) -> [Action] {
+    if case .connected = state { return [.forward] }
+    return violation(WireError.unexpected(type).description)
+  }
+
+  /// A control message arrived at `now`.
+  mutating func received(_ message: ControlMessage, now: ContinuousClock.Instant) -> [Action] {
+    switch (state, message) {
+    case (.awaitingHello(let fingerprint), .hello(let versions, let name)):
+      return hello(from: fingerprint, versions: versions, name: name, now: now)
+    case (.awaitingInvite(let peer), .invite(let milliseconds, let context)):
+      // The inviter's wait, as it says, but never longer than the clamp: one connection must
+      // not hold a prompt or a pending slot for days.
+      let timeout = min(
+        Duration.milliseconds(Int64(milliseconds)), ConnectionTimeouts.maximumInvitationTimeout)
+      state = .pendingDecision(peer)
+      // It expires when the inviter stops waiting, plus a grace second so that the inviter's
+      // own timeout (and its CANCEL) comes first.
+      return [
+        .cancelDeadline, .scheduleExpiry(timeout + .seconds(1)),
+        .invite(IncomingInvite(peer: peer, context: context, timeout: timeout)),
+      ]
+    case (.awaitingAnswer(let peer, _), .accept):
+      state = .connected(peer)
+      return [.markConnected, .startHeartbeat] + answer(.success(peer))
+    case (.awaitingAnswer, .decline(let code, let reason)):
+      switch code {
+      case .declined: return fail(.declined(reason: reason))
+      case .busy: return fail(.busy)
+      case .sessionFull: return fail(.sessionFull)
+      }
+    case (.pendingDecision, .cancel):
+      endReason = "the inviter withdrew the invitation"
+      state = .closed
+      return [.cancelDeadline, .invitationWithdrawn, .close]
+    case (.connected, .ping(let value)):
+      return [.pong(value)]
+    case (.connected, .pong):
+      return []
+    case (.closed, _):
+      return []
+    case (_, .goodbye(let code, let reason)):
+      let said =
+        reason.isEmpty
+        ? "the peer closed the connection"
+        : "the peer closed the connection: \(DisplayText.escaping(reason))"
+      endReason = said
+      // A connected link is reported ended now: nothing more is forwarded.
+      let ended = endLink(reason: said)
+      if code == .unsupportedVersion {
+        return ended + fail(.protocolVersionUnsupported(peerVersions: []))
+      }
+      return ended + fail(.connectionFailed(reason: said))
+    default:
+      return violation(WireError.unexpected(message.frameType).description)
+    }
+  }
+
+  private mutating func hello(
+    from fingerprint: Fingerprint, versions: [UInt16], name: String,
+    now: ContinuousClock.Instant
+  ) -> [Action] {
+    guard WireProtocol.negotiate(ours: WireProtocol.supportedVersions, theirs: versions) != nil
+    else {
+      return [.send(.goodbye(.unsupportedVersion, reason: "no common protocol version"))]
+        + fail(.protocolVersionUnsupported(peerVersions: versions))
+    }
+    guard let peer = try? PeerID(displayName: name, fingerprint: fingerprint) else {
+      return violation(WireError.invalidField(.hello, "display name").description)
+    }
+    switch role {
+    case .inviter(let context, let timeout):
+      let clamped = min(timeout, ConnectionTimeouts.maximumInvitationTimeout)
+      state = .awaitingAnswer(peer, expiresAt: now + clamped)
+      let milliseconds = UInt32(clamping: clamped.timeAmount.nanoseconds / 1_000_000)
+      return [
+        .cancelDeadline, .peerKnown(peer),
+        .send(.invite(timeoutMilliseconds: milliseconds, context: context)),
+      ]
+    case .advertiser:
+      state = .awaitingInvite(peer)
+      return []
+    }
+  }
+
+  /// The channel reported an error.
+  mutating func errorCaught(_ error: ChannelError) -> [Action] {
+    switch error {
+    case .wire(let wire):
+      return violation(wire.description)
+    case .tlsHandshake(let reason):
+      return fail(.authenticationFailed(reason: reason))
+    case .uncleanShutdown:
+      // After a GOODBYE (or our own close) the reason is already known; a peer that then
+      // drops the connection without a TLS close does not change it.
+      let reason = endReason ?? "the peer vanished (connection closed without a TLS close)"
+      endReason = reason
+      return fail(.connectionFailed(reason: reason))
+    case .other(let text):
+      return fail(.connectionFailed(reason: text))
+    }
+  }
+
+  /// The channel closed at `now`: whatever was waiting learns why.
+  mutating func channelInactive(now: ContinuousClock.Instant) -> [Action] {
+    let previous = state
+    state = .closed
+    let reason = endReason ?? "the connection was closed"
+    endReason = reason
+    var actions: [Action] = [.cancelDeadline, .stopHeartbeat]
+    switch previous {
+    case .connected:
+      actions.append(.linkEnded(reason))
+    case .pendingDecision:
+      actions.append(.invitationWithdrawn)
+    case .closed:
+      break
+    case .awaitingAnswer(_, let expiresAt) where now >= expiresAt:
+      // The advertiser gave up at the same moment as we did.
+      actions += answer(.failure(.timedOut))
+    case .tlsHandshake:
+      actions += answer(
+        .failure(
+          .authenticationFailed(reason: "the peer closed the connection during the TLS handshake")))
+    case .awaitingHello, .awaitingInvite, .awaitingAnswer:
+      actions += answer(.failure(.connectionFailed(reason: reason)))
+    }
+    return actions
+  }
+
+  // MARK: Timers
+
+  /// The handshake deadline passed (``ConnectionTimeouts/handshake``).
+  mutating func handshakeDeadlinePassed() -> [Action] {
+    switch state {
+    case .tlsHandshake:
+      endReason = "handshake timed out"
+      return fail(.timedOut)
+    case .awaitingHello, .awaitingInvite:
+      endReason = "handshake timed out"
+      return [.send(.goodbye(.timeout, reason: "handshake timed out"))] + fail(.timedOut)
+    case .awaitingAnswer, .pendingDecision, .connected, .closed:
+      return []
+    }
+  }
+
+  /// The pending invitation's time ran out.
+  mutating func invitationExpired() -> [Action] {
+    guard case .pendingDecision = state else { return [] }
+    endReason = "the invitation expired"
+    state = .closed
+    return [.invitationWithdrawn, .close]
+  }
+
+  /// A heartbeat tick, the peer having been silent for `silence`: PING, or the link is dead.
+  mutating func heartbeat(silentFor silence: Duration) -> [Action] {
+    guard case .connected = state else { return [] }
+    guard silence <= timeouts.deadAfter else {
+      // Reported now: closing TLS may wait for a close_notify that a dead peer never sends.
+      return endLink(reason: "no sign of life for \(timeouts.deadAfter)") + [.close]
+    }
+    pings &+= 1
+    return [.send(.ping(pings))]
+  }
+
+  // MARK: The application
+
+  /// Accepts the pending invitation; no actions when it is no longer pending.
+  mutating func accept() -> [Action] {
+    guard case .pendingDecision(let peer) = state else { return [] }
+    state = .connected(peer)
+    return [.cancelDeadline, .markConnected, .send(.accept), .startHeartbeat]
+  }
+
+  /// Declines the pending invitation (or refuses an incoming one before it is reported) and
+  /// closes.
+  mutating func decline(_ code: ControlMessage.DeclineCode, reason: String) -> [Action] {
+    switch state {
+    case .pendingDecision, .awaitingInvite:
+      state = .closed
+      return [.cancelDeadline, .send(.decline(code, reason: reason)), .close]
+    default:
+      return []
+    }
+  }
+
+  /// The inviter gives up: CANCEL if it is waiting for the answer, and close, failing the
+  /// answer with `error`.
+  mutating func withdraw(_ error: InvitationError) -> [Action] {
+    switch state {
+    case .closed, .connected: return []
+    case .awaitingAnswer: return [.send(.cancel)] + fail(error)
+    default: return fail(error)
+    }
+  }
+
+  /// Closes with GOODBYE; a connected link is reported ended at once.
+  mutating func disconnect(reason: String) -> [Action] {
+    guard state != .closed else { return [] }
+    endReason = reason
+    return [.send(.goodbye(.normal, reason: reason))] + endLink(reason: reason) + [.close]
+  }
+
+  /// The peer broke the protocol or one of the link's limits: GOODBYE with code 1 and the
+  /// reason (unless TLS is not up), the link reported ended, the connection closed.
+  mutating func violation(_ reason: String) -> [Action] {
+    guard state != .closed else { return [] }
+    endReason = reason
+    var actions: [Action] = []
+    if state != .tlsHandshake { actions.append(.send(.goodbye(.protocolError, reason: reason))) }
+    return actions + endLink(reason: reason) + fail(.connectionFailed(reason: reason))
+  }
+
+  // MARK: Helpers
+
+  /// Marks a connected link ended and reports it, once.
+  private mutating func endLink(reason: String) -> [Action] {
+    guard case .connected = state else { return [] }
+    state = .closed
+    return [.stopHeartbeat, .linkEnded(reason)]
+  }
+
+  /// Fails the inviter's answer (if still pending) and closes the connection.
+  private mutating func fail(_ error: InvitationError) -> [Action] {
+    if endReason == nil { endReason = error.description }
+    return answer(.failure(error)) + [.close]
+  }
+
+  /// Completes the inviter's answer, once.
+  private mutating func answer(_ result: Result<PeerID, InvitationError>) -> [Action] {
+    guard case .inviter = role, !answered else { return [] }
+    answered = true
+    return [.answer(result)]
+  }
+}
