@@ -45,7 +45,7 @@ struct ReceiveCommand: AsyncParsableCommand {
 
   @Option(
     name: .customLong("on-conflict"), help: "When a name is taken: rename, overwrite or skip.")
-  var onConflict: String = ConflictPolicy.rename.rawValue
+  var onConflict: ConflictPolicy = .rename
 
   @Option(parsing: .unconditional, help: "The DNS-SD service type to publish (RFC 6335 name).")
   var service: String = ServiceType.ferry.name
@@ -63,9 +63,6 @@ struct ReceiveCommand: AsyncParsableCommand {
     }
     if yes && !acceptFrom.isEmpty {
       throw ValidationError("--yes and --accept-from cannot be used together")
-    }
-    if ConflictPolicy(rawValue: onConflict) == nil {
-      throw ValidationError("--on-conflict must be rename, overwrite or skip")
     }
     if !yes && acceptFrom.isEmpty && isatty(0) != 1 {
       throw ValidationError(
@@ -135,7 +132,7 @@ struct ReceiveCommand: AsyncParsableCommand {
     let decisions = ReceiveDecisions(
       policy: policy, approvals: Approvals(), gate: gate,
       options: ReceiveOptions(
-        destination: destination, conflictPolicy: ConflictPolicy(rawValue: onConflict)!),
+        destination: destination, conflictPolicy: onConflict),
       prompt: InvitationPrompt(output: output, bar: reporter.bar, turns: PromptTurns()),
       outcomes: outcomes.continuation)
     Task {
@@ -178,3 +175,7 @@ func waitUntilAlone(_ session: Session, timeout: Duration) async {
     try? await Task.sleep(for: .milliseconds(20))
   }
 }
+
+/// `--on-conflict rename|overwrite|skip`: parsed, listed in `--help` and completed by
+/// ArgumentParser from the library's cases.
+extension ConflictPolicy: ExpressibleByArgument {}
