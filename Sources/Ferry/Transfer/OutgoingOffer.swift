@@ -10,6 +10,8 @@ final class OutgoingOffer: Sendable {
   let bytesSent = Atomic<UInt64>(0)
   /// Frames heard from the receiver on this offer: with ``bytesSent``, what shows progress.
   private let framesHeard = Atomic<UInt64>(0)
+  /// Bytes of resumed prefixes read and hashed here: work of this side's own, not a stall.
+  private let prefixRead = Atomic<UInt64>(0)
   private let stall: Duration
   private let files: [OfferedFile]
   private let urls: [URL]
@@ -149,6 +151,7 @@ final class OutgoingOffer: Sendable {
       let count = try read(fd, into: &buffer, count: want, at: position, index: index)
       await hasher.update(buffer)
       position += UInt64(count)
+      prefixRead.add(UInt64(count), ordering: .relaxed)
     }
     progress.advance(index, to: position)
     repeat {
@@ -214,14 +217,18 @@ final class OutgoingOffer: Sendable {
   }
 
   /// Fails the offer when the receiver shows no progress — no credit taken up by new data, no
-  /// answer, no acknowledgement — for ``ConnectionTimeouts/transferStall`` (and, before its
+  /// answer, no acknowledgement (and this side is not busy reading a resumed prefix) — for ``ConnectionTimeouts/transferStall`` (and, before its
   /// answer, for ``ResourceOffer/decisionTimeout`` more): a receiver that keeps its link alive
   /// and does nothing would otherwise hold this send for ever. Ends when cancelled.
   private func watchForStall(channel: UInt32) async {
-    var seen = (bytesSent.load(ordering: .relaxed), framesHeard.load(ordering: .relaxed))
+    func mark() -> UInt64 {
+      bytesSent.load(ordering: .relaxed) &+ framesHeard.load(ordering: .relaxed)
+        &+ prefixRead.load(ordering: .relaxed)
+    }
+    var seen = mark()
     var since = ContinuousClock.now
     while (try? await Task.sleep(for: stall / 4)) != nil {
-      let now = (bytesSent.load(ordering: .relaxed), framesHeard.load(ordering: .relaxed))
+      let now = mark()
       guard now == seen else {
         (seen, since) = (now, .now)
         continue
