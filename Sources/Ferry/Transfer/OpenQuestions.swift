@@ -8,7 +8,7 @@ import Synchronization
 final class OpenQuestions: Sendable {
   /// The most questions one link may have open.
   let limit: Int
-  private let count = Atomic<Int>(0)
+  private let count = Mutex(0)
 
   init(limit: Int) {
     self.limit = limit
@@ -16,18 +16,15 @@ final class OpenQuestions: Sendable {
 
   /// Opens one question; false (nothing opened) when ``limit`` are open.
   func open() -> Bool {
-    var current = count.load(ordering: .relaxed)
-    while current < limit {
-      let (exchanged, original) = count.compareExchange(
-        expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
-      if exchanged { return true }
-      current = original
+    count.withLock { count in
+      guard count < limit else { return false }
+      count += 1
+      return true
     }
-    return false
   }
 
   /// Closes one question opened by ``open()``.
   func close() {
-    count.subtract(1, ordering: .acquiringAndReleasing)
+    count.withLock { $0 -= 1 }
   }
 }
