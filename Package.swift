@@ -110,6 +110,10 @@ let package = Package(
       ]
     ),
     .testTarget(
+      name: "FerryCLITests",
+      dependencies: ["FerryCLI"]
+    ),
+    .testTarget(
       name: "FerryIntegrationTests",
       dependencies: ["Ferry", "FerryWire"]
     ),

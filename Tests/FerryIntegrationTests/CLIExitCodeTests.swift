@@ -17,6 +17,16 @@ struct CLIExitCodeTests {
     #expect(event?["code"] as? String == "invalid-service-type")
   }
 
+  @Test("a file named --json is a file: its failure is reported for people, not as JSON")
+  func fileNamedJSON() async throws {
+    // No file of that name exists where the tests run; the old argv scan took it for the flag.
+    let result = try await run(
+      Harness.ferryBinary, ["send", "--address", "127.0.0.1:9", "--", "--json"])
+    #expect(result.status == 2, "\(result.stderr)")
+    #expect(result.stderr.contains("--json"), "\(result.stderr)")
+    #expect(result.stdout.isEmpty, "\(result.stdout)")
+  }
+
   @Test("no receiver within --timeout exits 3, after the timeout and not long after")
   func noPeer() async throws {
     let file = try temporaryDirectory("exit-src").appendingPathComponent("a.txt")

@@ -31,7 +31,8 @@ struct ForeignServerTests {
     let session = try Session(identity: makeIdentity(), displayName: "x")
     let port = freeLoopbackPort()
     await #expect(
-      throws: InvitationError.unreachable(reason: "127.0.0.1:\(port): connection refused")
+      throws: InvitationError.unreachable(
+        address: "127.0.0.1:\(port)", reason: "connection refused")
     ) {
       try await session.invite(host: "127.0.0.1", port: port, timeout: .seconds(5))
     }

@@ -145,7 +145,8 @@ public final class Advertiser: Sendable {
   /// ``start()`` afterwards) keeps the same listener.
   ///
   /// - Returns: The bound TCP port (0 for a publish-only advertiser, which has no listener).
-  /// - Throws: ``DiscoveryError/cannotListen(port:reason:)`` when the port cannot be bound;
+  /// - Throws: ``DiscoveryError/portInUse(port:)`` when another program holds the port,
+  ///   ``DiscoveryError/cannotListen(port:reason:)`` when it cannot be bound otherwise;
   ///   ``DiscoveryError/stopped`` after ``stop()``.
   @discardableResult
   public func listen() async throws(DiscoveryError) -> UInt16 {
@@ -161,7 +162,7 @@ public final class Advertiser: Sendable {
       }
       return bound
     } catch {
-      throw .cannotListen(port: requested, reason: listenFailureReason(error))
+      throw listenFailure(error, port: requested)
     }
   }
 
@@ -176,8 +177,8 @@ public final class Advertiser: Sendable {
   ///   collision.
   /// - Throws: ``DiscoveryError/discoveryUnavailable(reason:)`` when avahi-daemon or the system
   ///   bus is not running; ``DiscoveryError/registrationFailed(reason:)`` when the daemon refuses
-  ///   the service; ``DiscoveryError/cannotListen(port:reason:)`` when the port cannot be
-  ///   bound; ``DiscoveryError/stopped`` when ``stop()`` is called (or the task is cancelled)
+  ///   the service; ``DiscoveryError/portInUse(port:)`` or
+  ///   ``DiscoveryError/cannotListen(port:reason:)`` when the port cannot be bound; ``DiscoveryError/stopped`` when ``stop()`` is called (or the task is cancelled)
   ///   before the service is established or when called twice.
   public func start() async throws(DiscoveryError) -> String {
     try await listen()

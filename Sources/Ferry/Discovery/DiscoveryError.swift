@@ -14,7 +14,9 @@ public enum DiscoveryError: Error, Hashable, Sendable, CustomStringConvertible {
   case stopped
   /// The display name cannot name a peer.
   case invalidDisplayName(PeerIDError)
-  /// The advertiser's listener cannot bind its port.
+  /// The advertiser's listener cannot bind its port: another program listens on it.
+  case portInUse(port: UInt16)
+  /// The advertiser's listener cannot bind its port, for another reason.
   case cannotListen(port: UInt16, reason: String)
 
   /// A message for users, with the remedy where there is one.
@@ -25,8 +27,7 @@ public enum DiscoveryError: Error, Hashable, Sendable, CustomStringConvertible {
         mDNS discovery is unavailable: cannot reach avahi-daemon (\(reason)).
         Start it with 'sudo systemctl start avahi-daemon' (or 'sudo service avahi-daemon start'; \
         install it with 'sudo apt install avahi-daemon'); it needs the D-Bus system bus.
-        Without discovery, connect directly: ferry send --address HOST:PORT, with the port \
-        'ferry receive --port N' listens on.
+        Without discovery, peers can still connect to a listener's address and port directly.
         """
     case .invalidDiscoveryInfo(let error):
       return error.description
@@ -38,6 +39,8 @@ public enum DiscoveryError: Error, Hashable, Sendable, CustomStringConvertible {
       return "the advertiser was stopped before its service was published"
     case .invalidDisplayName(let error):
       return error.description
+    case .portInUse(let port):
+      return "cannot listen on port \(port): another program is using it"
     case .cannotListen(let port, let reason):
       return "cannot listen on port \(port): \(reason)"
     }

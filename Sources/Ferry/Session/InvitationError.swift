@@ -11,8 +11,10 @@ public enum InvitationError: Error, Hashable, Sendable, CustomStringConvertible 
   case busy
   /// A session holds at most ``Session/maximumPeers`` peers (including itself).
   case sessionFull
-  /// No connection could be made to any of the peer's addresses.
-  case unreachable(reason: String)
+  /// No connection could be made to any of the peer's addresses. `address` is the last one
+  /// tried (`host:port`, an IPv6 host in brackets; empty if the peer has no address), `reason`
+  /// why it failed in words ("connection refused", "the name could not be resolved").
+  case unreachable(address: String, reason: String)
   /// The TLS handshake failed: the certificate did not match the expected fingerprint, or the
   /// peer refused ours.
   case authenticationFailed(reason: String)
@@ -39,7 +41,9 @@ public enum InvitationError: Error, Hashable, Sendable, CustomStringConvertible 
     case .busy: return "the peer is busy: too many invitations are pending there"
     case .sessionFull:
       return "the session is full (at most \(Session.maximumPeers) peers, including this one)"
-    case .unreachable(let reason): return "the peer is unreachable: \(reason)"
+    case .unreachable(let address, let reason):
+      return address.isEmpty
+        ? "the peer is unreachable: \(reason)" : "\(address) is unreachable: \(reason)"
     case .authenticationFailed(let reason): return "authentication failed: \(reason)"
     case .protocolVersionUnsupported(let versions):
       return

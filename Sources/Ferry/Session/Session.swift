@@ -146,7 +146,8 @@ public final class Session: Sendable {
     }
     guard hasRoom else { throw .sessionFull }
     let start = ContinuousClock.now
-    var lastError = InvitationError.unreachable(reason: "the peer has no address")
+    var lastError = InvitationError.unreachable(
+      address: "", reason: "the peer has no address")
     for endpoint in endpoints {
       let remaining = timeout - (ContinuousClock.now - start)
       guard remaining > .zero else { throw .timedOut }
@@ -154,8 +155,8 @@ public final class Session: Sendable {
         return try await attempt(
           host: endpoint.host, port: endpoint.port, expecting: expecting, context: context,
           timeout: remaining)
-      } catch .unreachable(let reason) {
-        lastError = .unreachable(reason: reason)
+      } catch .unreachable(let address, let reason) {
+        lastError = .unreachable(address: address, reason: reason)
       }
     }
     throw lastError
@@ -195,7 +196,21 @@ public final class Session: Sendable {
   public func closeAndWait(timeout: Duration = .seconds(2)) async {
     let channels = members.withLock { $0.values.map(\.link.channel) }
     close()
-    let deadline = ContinuousClock.now + timeout
+    await Self.waitForClose(of: channels, until: .now + timeout)
+  }
+
+  /// Waits (at most `timeout`) until every peer connected now has disconnected, without
+  /// disconnecting anyone: for example until a sender hangs up once it has its last
+  /// acknowledgements. Peers that connect meanwhile are not waited for. Any task.
+  public func waitUntilDisconnected(timeout: Duration) async {
+    let channels = members.withLock { $0.values.map(\.link.channel) }
+    await Self.waitForClose(of: channels, until: .now + timeout)
+  }
+
+  /// Waits until each of `channels` has closed, or `deadline` passes.
+  private static func waitForClose(
+    of channels: [any Channel], until deadline: ContinuousClock.Instant
+  ) async {
     for channel in channels {
       let left = deadline - .now
       guard left > .zero else { return }
@@ -288,9 +303,10 @@ public final class Session: Sendable {
     do {
       _ = try await bootstrap.connect(host: host, port: port).get()
     } catch {
-      let reason = connectFailureReason(error, host: host, port: port)
-      answer.fail(InvitationError.unreachable(reason: reason))
-      throw .unreachable(reason: reason)
+      let failure = InvitationError.unreachable(
+        address: endpointText(host: host, port: port), reason: connectFailureReason(error))
+      answer.fail(failure)
+      throw failure
     }
     guard let link = linkBox.link.withLock({ $0 }) else {
       answer.fail(InvitationError.connectionFailed(reason: "no connection handler"))

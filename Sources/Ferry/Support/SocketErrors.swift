@@ -5,34 +5,31 @@ import NIOPosix
   import Glibc
 #endif
 
-/// Words for why a TCP connection to `host`:`port` could not be made, for
-/// ``InvitationError/unreachable(reason:)``: "connection refused", "no route to host", "the
-/// name could not be resolved", rather than NIO's nested error descriptions.
-func connectFailureReason(_ error: any Error, host: String, port: Int) -> String {
-  let target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-  guard let failure = error as? NIOConnectionError else {
-    return "\(target): \(plainSocketError(error))"
-  }
-  if failure.connectionErrors.isEmpty {
-    return "\(target): the name could not be resolved"
-  }
+/// `host`:`port` as users write it, an IPv6 host in brackets: the address of
+/// ``InvitationError/unreachable(address:reason:)``.
+func endpointText(host: String, port: Int) -> String {
+  host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+}
+
+/// Words for why a TCP connection could not be made, for
+/// ``InvitationError/unreachable(address:reason:)``: "connection refused", "no route to host",
+/// "the name could not be resolved", rather than NIO's nested error descriptions.
+func connectFailureReason(_ error: any Error) -> String {
+  guard let failure = error as? NIOConnectionError else { return plainSocketError(error) }
+  if failure.connectionErrors.isEmpty { return "the name could not be resolved" }
   // One reason per address tried, without repeats ("refused" on both IPv4 and IPv6 reads once).
   var reasons: [String] = []
   for attempt in failure.connectionErrors {
     let reason = plainSocketError(attempt.error)
     if !reasons.contains(reason) { reasons.append(reason) }
   }
-  return "\(target): \(reasons.joined(separator: "; "))"
+  return reasons.joined(separator: "; ")
 }
 
-/// Words for why a listener could not bind its port, for
-/// ``DiscoveryError/cannotListen(port:reason:)``.
-func listenFailureReason(_ error: any Error) -> String {
-  if (error as? IOError)?.errnoCode == EADDRINUSE {
-    return "another program (another ferry receive?) is using it; choose another port, or let "
-      + "the system pick one"
-  }
-  return plainSocketError(error)
+/// Why a listener could not bind `port`, as a ``DiscoveryError``.
+func listenFailure(_ error: any Error, port: UInt16) -> DiscoveryError {
+  if (error as? IOError)?.errnoCode == EADDRINUSE { return .portInUse(port: port) }
+  return .cannotListen(port: port, reason: plainSocketError(error))
 }
 
 /// A socket error in words: the system's text for an errno ("address already in use"), or NIO's

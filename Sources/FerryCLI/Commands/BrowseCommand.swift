@@ -56,13 +56,13 @@ struct BrowseCommand: AsyncParsableCommand {
         switch event {
         case .found(let peer):
           foundAny = true
-          output.event("peer-found", peerFields(peer))
+          output.event(.peerFound, peerFields(peer))
           if !json { output.say("+ \(humanLine(peer))") }
         case .updated(let peer):
-          output.event("peer-updated", peerFields(peer))
+          output.event(.peerUpdated, peerFields(peer))
           if !json { output.say("~ \(humanLine(peer))") }
         case .lost(let peer):
-          output.event("peer-lost", peerFields(peer))
+          output.event(.peerLost, peerFields(peer))
           if !json { output.say("- \(peer.peerID?.description ?? peer.name)") }
         }
       }
@@ -73,7 +73,7 @@ struct BrowseCommand: AsyncParsableCommand {
       throw CLIFailure(
         status: .noPeer,
         message: "no peer of \(serviceType) found within \(timeout!.formatted()) s",
-        code: "no-peer")
+        code: .noPeer)
     }
   }
 

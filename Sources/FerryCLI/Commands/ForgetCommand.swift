@@ -21,7 +21,7 @@ struct ForgetCommand: AsyncParsableCommand {
     do {
       try store.forget(resolved)
     } catch {
-      throw CLIFailure(status: .transferFailed, message: error.description, code: "peers-file")
+      throw CLIFailure(status: .transferFailed, message: error.description, code: .peersFile)
     }
     EventWriter(json: false).note("Forgot \(resolved.shortDescription).")
   }

@@ -26,7 +26,7 @@ struct IdentityCommand: AsyncParsableCommand {
     let directory = FerryHome.defaultDirectory
     let certificate = directory.appendingPathComponent(Identity.certificateFileName).path
     output.event(
-      "identity",
+      .identity,
       [
         ("fingerprint", .string(identity.fingerprint.hexString)),
         ("fingerprint_grouped", .string(identity.fingerprint.description)),
@@ -47,6 +47,6 @@ func loadIdentity() throws(CLIFailure) -> Identity {
   do {
     return try Identity.loadOrCreate()
   } catch {
-    throw CLIFailure(status: .authentication, message: error.description, code: "identity")
+    throw CLIFailure(status: .authentication, message: error.description, code: .identity)
   }
 }

@@ -25,11 +25,11 @@ struct PeersCommand: AsyncParsableCommand {
     do {
       peers = try KnownPeers().all()
     } catch {
-      throw CLIFailure(status: .transferFailed, message: error.description, code: "peers-file")
+      throw CLIFailure(status: .transferFailed, message: error.description, code: .peersFile)
     }
     for peer in peers {
       output.event(
-        "peer",
+        .peer,
         [
           ("name", .string(peer.name)), ("fingerprint", .string(peer.fingerprint)),
           ("trusted", .bool(peer.trusted)),
@@ -63,13 +63,13 @@ func resolveFingerprint(_ text: String, in store: KnownPeers, allowUnknown: Bool
       status: .usage,
       message: "'\(DisplayText.escaping(text))' is not a fingerprint: use its hexadecimal digits "
         + "(as 'ferry identity' and 'ferry peers' show them)",
-      code: "invalid-fingerprint")
+      code: .invalidFingerprint)
   }
   let known: [KnownPeers.Entry]
   do {
     known = try store.all()
   } catch {
-    throw CLIFailure(status: .transferFailed, message: error.description, code: "peers-file")
+    throw CLIFailure(status: .transferFailed, message: error.description, code: .peersFile)
   }
   let matches = known.compactMap { try? Fingerprint(parsing: $0.fingerprint) }.filter {
     $0.hasPrefix(text)
@@ -81,11 +81,11 @@ func resolveFingerprint(_ text: String, in store: KnownPeers, allowUnknown: Bool
     let hint = allowUnknown ? " (give the full 64-digit fingerprint for a peer not met yet)" : ""
     throw CLIFailure(
       status: .usage, message: "no known peer has a fingerprint starting with \"\(text)\"\(hint)",
-      code: "unknown-peer")
+      code: .unknownPeer)
   default:
     throw CLIFailure(
       status: .usage,
       message: "\"\(text)\" matches \(matches.count) known peers; give more digits",
-      code: "ambiguous-peer")
+      code: .ambiguousPeer)
   }
 }

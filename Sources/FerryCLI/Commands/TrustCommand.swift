@@ -28,7 +28,7 @@ struct TrustCommand: AsyncParsableCommand {
     do {
       try store.trust(resolved, name: name)
     } catch {
-      throw CLIFailure(status: .transferFailed, message: error.description, code: "peers-file")
+      throw CLIFailure(status: .transferFailed, message: error.description, code: .peersFile)
     }
     EventWriter(json: false).note(
       "Trusted \(resolved.shortDescription)\(name.map { " (\($0))" } ?? "").")

@@ -10,10 +10,14 @@ struct EventWriter: Sendable {
   var quiet = false
 
   /// Emits one JSON event: `{"event":NAME,"timestamp":ISO-8601,...fields}` (JSON mode only).
-  func event(_ name: String, _ fields: [(String, JSONValue)] = []) {
+  /// `fields` are among those ``Event/fields`` declares for `event`.
+  func event(_ event: Event, _ fields: [(String, JSONValue)] = []) {
+    assert(
+      fields.allSatisfy { event.fields.contains($0.0) },
+      "\(event.rawValue) does not declare \(fields.map(\.0))")
     guard json else { return }
     let object = JSONValue.object(
-      [("event", .string(name)), ("timestamp", .string(Self.timestamp()))] + fields)
+      [("event", .string(event.rawValue)), ("timestamp", .string(Self.timestamp()))] + fields)
     StandardStream.output.write(object.serialized + "\n")
   }
 
@@ -35,7 +39,7 @@ struct EventWriter: Sendable {
   func progress(_ snapshot: ProgressSnapshot, peer: String, bar: ProgressBar) {
     bar.update(peer, snapshot)
     event(
-      "progress",
+      .progress,
       [
         ("peer", .string(peer)), ("bytes", .int(Int(snapshot.bytes))),
         ("total", .int(Int(snapshot.total))),
@@ -47,9 +51,9 @@ struct EventWriter: Sendable {
   /// Reports a failure: an `error` event in JSON mode, and `ferry: error: …` on stderr always.
   func failure(_ failure: CLIFailure) {
     event(
-      "error",
+      .error,
       [
-        ("code", .string(failure.code)), ("exit", .int(Int(failure.status.rawValue))),
+        ("code", .string(failure.code.rawValue)), ("exit", .int(Int(failure.status.rawValue))),
         ("message", .string(failure.message)),
       ])
     StandardStream.error.write("ferry: error: \(DisplayText.terminalSafe(failure.message))\n")

@@ -5,7 +5,7 @@ struct CLIFailure: Error, CustomStringConvertible {
   /// The message, printed after `ferry: error: `.
   let message: String
   /// The stable code used in JSON `error` events.
-  let code: String
+  let code: ErrorCode
 
   var description: String { message }
 }

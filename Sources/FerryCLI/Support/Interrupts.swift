@@ -4,38 +4,47 @@ import Synchronization
 
 /// Turns SIGINT and SIGTERM into an orderly exit: the cleanup runs (withdrawing mDNS records,
 /// cancelling transfers), then the process exits 130 — never 0, even if the cleanup lets the
-/// command's main path finish first (``FerryMain`` checks ``wasInterrupted``).
+/// command's main path finish first (``FerryMain`` calls ``exitIfInterrupted()``).
+///
+/// The signal handler runs on a Dispatch queue of its own, the cleanup in a task it waits for.
+/// Exactly one thread calls exit(3) (two at once is undefined behaviour): whichever claims
+/// ``exitClaimed`` first, and never before the cleanup has finished.
 enum Interrupts {
   private static let interrupted = Atomic<Bool>(false)
-  private static let cleanup = Mutex<(@Sendable () -> Void)?>(nil)
+  private static let exitClaimed = Atomic<Bool>(false)
+  private static let cleanup = Mutex<(@Sendable () async -> Void)?>(nil)
+  /// Signalled once the cleanup has finished.
+  private static let cleanedUp = DispatchSemaphore(value: 0)
+  /// The longest the main path waits for the cleanup before exiting anyway.
+  private static let cleanupLimit: DispatchTimeInterval = .seconds(5)
   nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
 
   /// Whether SIGINT or SIGTERM arrived.
   static var wasInterrupted: Bool { interrupted.load(ordering: .acquiring) }
 
-  /// Called by the main path when it is done: if an interrupt is being handled, waits for the
-  /// handler to exit the process (two threads calling exit(3) at once is undefined behaviour);
-  /// gives up after a few seconds and exits 130 itself.
+  /// Called by the main path when it is done: if an interrupt is being handled, waits for its
+  /// cleanup to finish (at most ``cleanupLimit``), then exits 130 unless the handler already
+  /// is exiting.
   static func exitIfInterrupted() {
     guard wasInterrupted else { return }
-    Thread.sleep(forTimeInterval: 5)
-    exit(ExitStatus.interrupted.rawValue)
+    _ = cleanedUp.wait(timeout: .now() + cleanupLimit)
+    exitOnce()
   }
 
   /// Sets what an interrupt must undo (replacing what was set before) and, the first time,
-  /// installs the signal handlers. Call from the main task. With `reportingTo`, the
-  /// interruption is reported as a failure (an `error` event with code `interrupted`, and
-  /// `ferry: error: interrupted` on stderr) once the cleanup is done: for commands where Ctrl-C
-  /// stops work under way rather than being the normal way to stop.
+  /// installs the signal handlers. Call from the main task; `action` runs in a task of its
+  /// own. With `reportingTo`, the interruption is reported as a failure (an `error` event with
+  /// code `interrupted`, and `ferry: error: interrupted` on stderr) once the cleanup is done:
+  /// for commands where Ctrl-C stops work under way rather than being the normal way to stop.
   static func onInterrupt(
-    reportingTo output: EventWriter? = nil, _ action: @escaping @Sendable () -> Void
+    reportingTo output: EventWriter? = nil, _ action: @escaping @Sendable () async -> Void
   ) {
     let first = cleanup.withLock { cleanup in
       defer {
         cleanup = {
-          action()
+          await action()
           output?.failure(
-            CLIFailure(status: .interrupted, message: "interrupted", code: "interrupted"))
+            CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted))
         }
       }
       return cleanup == nil
@@ -46,11 +55,27 @@ enum Interrupts {
       let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
       source.setEventHandler {
         guard !interrupted.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        cleanup.withLock { $0 }?()
-        exit(ExitStatus.interrupted.rawValue)
+        let action = cleanup.withLock { $0 }
+        // A cleanup that hangs must not keep the process alive.
+        DispatchQueue.global().asyncAfter(deadline: .now() + cleanupLimit) { exitOnce() }
+        Task {
+          await action?()
+          cleanedUp.signal()
+          exitOnce()
+        }
       }
       source.resume()
       sources.append(source)
     }
+  }
+
+  /// Exits 130 if no other thread has begun to exit; otherwise waits for that exit.
+  private static func exitOnce() -> Never {
+    if !exitClaimed.exchange(true, ordering: .acquiringAndReleasing) {
+      exit(ExitStatus.interrupted.rawValue)
+    }
+    // Another thread is inside exit(3): the process ends with it.
+    DispatchSemaphore(value: 0).wait()
+    fatalError("unreachable: the process is exiting")
   }
 }

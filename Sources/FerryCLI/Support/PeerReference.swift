@@ -43,7 +43,7 @@ enum PeerReference: Sendable, Equatable {
       known = try knownPeers.fingerprints(
         startingWith: text, trustedOnly: digits < Fingerprint.minimumPrefixDigits)
     } catch {
-      throw CLIFailure(status: .usage, message: error.description, code: "peers-file")
+      throw CLIFailure(status: .usage, message: error.description, code: .peersFile)
     }
     if digits < nameDigitLimit {
       return .name(text, known: known.count == 1 ? known[0] : nil)
@@ -53,7 +53,7 @@ enum PeerReference: Sendable, Equatable {
       throw CLIFailure(
         status: .usage,
         message: "'\(shown)' starts \(known.count) known peers' fingerprints; give more digits",
-        code: "ambiguous-peer")
+        code: .ambiguousPeer)
     }
     guard digits >= Fingerprint.minimumPrefixDigits else {
       throw CLIFailure(
@@ -62,7 +62,7 @@ enum PeerReference: Sendable, Equatable {
           + "that prefix can be made in hours). Give at least \(Fingerprint.minimumPrefixDigits) "
           + "digits ('ferry identity' on that machine shows them), the full fingerprint, or a "
           + "prefix of a trusted peer in 'ferry peers' ('ferry trust')",
-        code: "short-fingerprint")
+        code: .shortFingerprint)
     }
     return .prefix(text)
   }

@@ -5,7 +5,7 @@ func parseServiceType(_ text: String) throws(CLIFailure) -> ServiceType {
   do {
     return try ServiceType(text)
   } catch {
-    throw CLIFailure(status: .usage, message: error.description, code: "invalid-service-type")
+    throw CLIFailure(status: .usage, message: error.description, code: .invalidServiceType)
   }
 }
 
@@ -14,15 +14,26 @@ func cliFailure(_ error: DiscoveryError) -> CLIFailure {
   switch error {
   case .discoveryUnavailable:
     return CLIFailure(
-      status: .discoveryUnavailable, message: error.description, code: "discovery-unavailable")
+      status: .discoveryUnavailable,
+      message: error.description
+        + "\nConnect directly instead: ferry send --address HOST:PORT, with the port "
+        + "'ferry receive --port N' listens on.",
+      code: .discoveryUnavailable)
   case .invalidDiscoveryInfo:
-    return CLIFailure(status: .usage, message: error.description, code: "invalid-discovery-info")
+    return CLIFailure(status: .usage, message: error.description, code: .invalidDiscoveryInfo)
   case .invalidDisplayName:
-    return CLIFailure(status: .usage, message: error.description, code: "invalid-name")
+    return CLIFailure(status: .usage, message: error.description, code: .invalidName)
+  case .portInUse:
+    return CLIFailure(
+      status: .usage,
+      message: error.description
+        + " (another 'ferry receive'?); choose another --port, or leave it out to let the "
+        + "system pick one",
+      code: .cannotListen)
   case .cannotListen:
-    return CLIFailure(status: .usage, message: error.description, code: "cannot-listen")
+    return CLIFailure(status: .usage, message: error.description, code: .cannotListen)
   case .registrationFailed, .browsingFailed, .stopped:
     return CLIFailure(
-      status: .discoveryUnavailable, message: error.description, code: "discovery-failed")
+      status: .discoveryUnavailable, message: error.description, code: .discoveryFailed)
   }
 }

@@ -14,10 +14,8 @@ final class IncomingTransfers: Sendable {
     _ = transfers.withLock { $0.removeValue(forKey: ObjectIdentifier(transfer)) }
   }
 
-  /// Cancels every offer under way; returns how many there were.
-  func cancelAll() -> Int {
-    let all = transfers.withLock { Array($0.values) }
-    for transfer in all { transfer.cancel() }
-    return all.count
+  /// Cancels every offer under way.
+  func cancelAll() {
+    for transfer in transfers.withLock({ Array($0.values) }) { transfer.cancel() }
   }
 }

@@ -29,7 +29,7 @@ struct InvitationPrompt: Sendable {
   /// mimics a known one.
   func announce(_ invitation: Invitation, summary: OfferSummary?) {
     output.event(
-      "invitation",
+      .invitation,
       [
         ("peer", .string(invitation.peer.displayName)),
         ("fingerprint", .string(invitation.fingerprint.hexString)),

@@ -26,7 +26,7 @@ struct ReceiveAdvertising: Sendable {
       return published
     } catch .discoveryUnavailable(let reason) {
       // Still useful: senders can connect with --address.
-      output.event("discovery-unavailable", [("reason", .string(reason))])
+      output.event(.discoveryUnavailable, [("reason", .string(reason))])
       output.note(
         "Not advertised: avahi-daemon is unavailable (\(reason)). Nearby machines cannot find "
           + "this one until it starts; they can still send with 'ferry send --address "
@@ -44,7 +44,7 @@ struct ReceiveAdvertising: Sendable {
   private func announce(_ published: String, discoverable: Bool) {
     if published != displayName { reportRenamed(from: displayName, to: published) }
     output.event(
-      "advertising",
+      .advertising,
       [
         ("name", .string(published)), ("fingerprint", .string(fingerprint.hexString)),
         ("service", .string(serviceType.dnsSDType)), ("port", .int(Int(advertiser.port))),
@@ -85,17 +85,17 @@ struct ReceiveAdvertising: Sendable {
       case .renamed(let from, let to):
         reportRenamed(from: from, to: to)
       case .daemonDisconnected(let reason):
-        output.event("discovery-interrupted", [("reason", .string(reason))])
+        output.event(.discoveryInterrupted, [("reason", .string(reason))])
         output.note("avahi-daemon went away (\(reason)); advertising again when it returns.")
       case .failed(let error):
-        output.event("discovery-failed", [("message", .string(error.description))])
+        output.event(.discoveryFailed, [("message", .string(error.description))])
         output.note("Advertising failed: \(error). Senders can still use --address.")
       }
     }
   }
 
   private func reportRenamed(from: String, to: String) {
-    output.event("renamed", [("from", .string(from)), ("to", .string(to))])
+    output.event(.renamed, [("from", .string(from)), ("to", .string(to))])
     output.note("The name '\(from)' is taken on the network; advertising as '\(to)'.")
   }
 }

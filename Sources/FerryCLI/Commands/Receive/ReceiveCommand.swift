@@ -81,7 +81,7 @@ struct ReceiveCommand: AsyncParsableCommand {
       isDirectory.boolValue
     else {
       throw CLIFailure(
-        status: .usage, message: "\(destination.path) is not a directory", code: "invalid-dir")
+        status: .usage, message: "\(destination.path) is not a directory", code: .invalidDir)
     }
     let knownPeers = KnownPeers()
     let policy = try ReceivePolicy.from(yes: yes, acceptFrom: acceptFrom, knownPeers: knownPeers)
@@ -97,16 +97,17 @@ struct ReceiveCommand: AsyncParsableCommand {
     } catch let error as DiscoveryError {
       throw cliFailure(error)
     } catch {
-      throw CLIFailure(status: .usage, message: "\(error)", code: "invalid-name")
+      throw CLIFailure(status: .usage, message: "\(error)", code: .invalidName)
     }
     // Every offer is decided here, on its real files: consent binds to what is written.
     session.askAboutResourceOffers()
     let incoming = IncomingTransfers()
     Interrupts.onInterrupt {
       advertiser.stop()
-      // Cancel what is arriving (the staged bytes stay for a resume), and let the RESETs leave.
-      if incoming.cancelAll() > 0 { Thread.sleep(forTimeInterval: 0.2) }
-      session.close()
+      // Cancel what is arriving (the staged bytes stay for a resume); the RESETs leave before
+      // each connection closes.
+      incoming.cancelAll()
+      await session.closeAndWait(timeout: .seconds(1))
     }
     do {
       try await advertiser.listen()
@@ -151,7 +152,7 @@ struct ReceiveCommand: AsyncParsableCommand {
     for await failure in outcomes.stream where once {
       advertiser.stop()
       // The last FILE_ACKs are on their way: let the sender hang up first (at most 5 s).
-      await waitUntilAlone(session, timeout: .seconds(5))
+      await session.waitUntilDisconnected(timeout: .seconds(5))
       await session.closeAndWait(timeout: .seconds(1))
       if let failure { throw failure }
       return
@@ -166,14 +167,6 @@ func printable(_ text: String) -> String {
   let shown = DisplayText.terminalSafe(text).replacing("\n", with: "\\u{A}")
   return shown.count > DisplayText.maximumLength
     ? String(shown.prefix(DisplayText.maximumLength)) + "…" : shown
-}
-
-/// Waits until no peer is connected to `session` any more, or `timeout` passes.
-func waitUntilAlone(_ session: Session, timeout: Duration) async {
-  let deadline = ContinuousClock.now + timeout
-  while !session.connectedPeers.isEmpty && ContinuousClock.now < deadline {
-    try? await Task.sleep(for: .milliseconds(20))
-  }
 }
 
 /// `--on-conflict rename|overwrite|skip`: parsed, listed in `--help` and completed by

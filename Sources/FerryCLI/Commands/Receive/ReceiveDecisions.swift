@@ -23,7 +23,7 @@ struct ReceiveDecisions: Sendable {
     // Invitations are asked about one at a time; one that waited behind another prompt may
     // have been withdrawn meanwhile.
     guard invitation.isPending else {
-      output.event("withdrawn", [("peer", .string(invitation.peer.displayName))])
+      output.event(.withdrawn, [("peer", .string(invitation.peer.displayName))])
       prompt.bar.above {
         output.note("\(invitation.peer) gave up waiting before it could be asked about.")
       }
@@ -44,30 +44,31 @@ struct ReceiveDecisions: Sendable {
         accept = false
         reason = "no answer at the receiver"
       case .withdrawn:
-        output.event("withdrawn", [("peer", .string(invitation.peer.displayName))])
+        output.event(.withdrawn, [("peer", .string(invitation.peer.displayName))])
         return
       }
     }
     guard accept else {
       invitation.decline(reason: reason)
       output.event(
-        "declined", [("peer", .string(invitation.peer.displayName)), ("reason", .string(reason))])
+        .declined, [("peer", .string(invitation.peer.displayName)), ("reason", .string(reason))])
       prompt.bar.above { output.note("Declined \(invitation.peer) (\(reason)).") }
       return
     }
     approvals.record(invitation, summary: summary, byPolicy: policy.isAutomatic)
     do {
       try await invitation.accept(into: session)
-      output.event("accepted", [("peer", .string(invitation.peer.displayName))])
+      output.event(.accepted, [("peer", .string(invitation.peer.displayName))])
       prompt.bar.above {
         output.note(
           "Accepted \(invitation.peer), verification code \(invitation.verificationCode).")
       }
     } catch {
       output.event(
-        "error",
+        .error,
         [
-          ("peer", .string(invitation.peer.displayName)), ("code", .string("accept-failed")),
+          ("peer", .string(invitation.peer.displayName)),
+          ("code", .string(ErrorCode.acceptFailed.rawValue)),
           ("message", .string(error.description)),
         ])
       prompt.bar.above { output.note("Could not accept \(invitation.peer): \(error)") }
@@ -101,12 +102,12 @@ struct ReceiveDecisions: Sendable {
     case .no: decline(offer, "declined by the receiver", counts: true)
     case .noAnswer: decline(offer, "no answer at the receiver", counts: true)
     case .withdrawn:
-      output.event("withdrawn", [("peer", .string(offer.peer.displayName))])
+      output.event(.withdrawn, [("peer", .string(offer.peer.displayName))])
       gate?.decided(accepted: false)
       if gate != nil {
         outcomes.yield(
           CLIFailure(
-            status: .transferFailed, message: "the sender withdrew its offer", code: "cancelled"))
+            status: .transferFailed, message: "the sender withdrew its offer", code: .cancelled))
       }
     }
   }
@@ -120,7 +121,7 @@ struct ReceiveDecisions: Sendable {
   private func decline(_ offer: ResourceOffer, _ reason: String, counts: Bool) {
     offer.decline(reason: reason)
     output.event(
-      "declined",
+      .declined,
       [
         ("peer", .string(offer.peer.displayName)), ("reason", .string(reason)),
         ("files", .int(offer.files.count)), ("bytes", .int(Int(offer.totalBytes))),
@@ -135,7 +136,7 @@ struct ReceiveDecisions: Sendable {
       outcomes.yield(
         CLIFailure(
           status: .declined, message: "declined the offer from \(offer.peer) (\(reason))",
-          code: "declined"))
+          code: .declined))
     }
   }
 }

@@ -33,14 +33,14 @@ enum ReceivePolicy: Sendable {
             + "a key and no known peer's fingerprint starts with them; give at least "
             + "\(Fingerprint.minimumPrefixDigits) hex digits ('ferry identity' on the sender "
             + "shows them)",
-          code: "short-fingerprint")
+          code: .shortFingerprint)
       case .name:
         throw CLIFailure(
           status: .usage,
           message: "--accept-from wants a fingerprint: '\(DisplayText.escaping(text))' is not "
             + "hexadecimal (names are labels anyone can take; 'ferry identity' on the sender "
             + "shows its fingerprint)",
-          code: "invalid-fingerprint")
+          code: .invalidFingerprint)
       case let key:
         keys.append(key)
       }

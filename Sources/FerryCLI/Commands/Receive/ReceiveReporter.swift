@@ -18,7 +18,7 @@ struct ReceiveReporter: Sendable {
       gate?.receiving()
       incoming.add(transfer)
       output.event(
-        "offer",
+        .offer,
         [
           ("peer", .string(transfer.peer.displayName)), ("files", .int(transfer.files.count)),
           ("bytes", .int(Int(transfer.totalBytes))),
@@ -28,7 +28,7 @@ struct ReceiveReporter: Sendable {
       break
     case .finished(let name, let peer, .success(let url), let digest):
       output.event(
-        "file-done",
+        .fileDone,
         [
           ("peer", .string(peer.displayName)), ("path", .string(name)),
           ("saved", url.map { .string($0.path) } ?? .null),
@@ -40,31 +40,31 @@ struct ReceiveReporter: Sendable {
       }
     case .finished(let name, let peer, .failure(let error), _):
       output.event(
-        "error",
+        .error,
         [
           ("peer", .string(peer.displayName)), ("path", .string(name)),
-          ("code", .string(Self.code(error))), ("message", .string(error.description)),
+          ("code", .string(Self.code(error).rawValue)), ("message", .string(error.description)),
         ])
       bar.above { output.note("\(printable(name)): \(error)") }
     case .offerRefused(let peer, let files, let error):
       output.event(
-        "refused",
+        .refused,
         [
           ("peer", .string(peer.displayName)), ("files", .int(files)),
-          ("code", .string(Self.code(error))), ("message", .string(error.description)),
+          ("code", .string(Self.code(error).rawValue)), ("message", .string(error.description)),
         ])
       bar.above { output.note("Refused the offer from \(peer): \(error)") }
       if gate?.claimRefusal() == true {
         outcomes.yield(
           CLIFailure(
             status: .transferFailed, message: "refused the offer from \(peer): \(error)",
-            code: "refused"))
+            code: .refused))
       }
     case .offerFinished(let transfer, let error):
       incoming.remove(transfer)
       bar.remove(transfer.peer.displayName)
       output.event(
-        "done",
+        .done,
         [
           ("peer", .string(transfer.peer.displayName)), ("files", .int(transfer.files.count)),
           ("bytes", .int(Int(transfer.totalBytes))),
@@ -100,16 +100,16 @@ struct ReceiveReporter: Sendable {
   }
 
   /// The stable JSON code of a failed file.
-  static func code(_ error: TransferError) -> String {
+  static func code(_ error: TransferError) -> ErrorCode {
     switch error {
-    case .cancelled, .cancelledByPeer: return "cancelled"
-    case .peerDisconnected: return "peer-disconnected"
-    case .stalled: return "stalled"
-    case .resource(.integrityCheckFailed): return "integrity"
-    case .resource(.unsafePath): return "invalid-path"
-    case .resource(.insufficientSpace): return "no-space"
-    case .resource(.unsafeDestination): return "unsafe-destination"
-    default: return "transfer-failed"
+    case .cancelled, .cancelledByPeer: return .cancelled
+    case .peerDisconnected: return .peerDisconnected
+    case .stalled: return .stalled
+    case .resource(.integrityCheckFailed): return .integrity
+    case .resource(.unsafePath): return .invalidPath
+    case .resource(.insufficientSpace): return .noSpace
+    case .resource(.unsafeDestination): return .unsafeDestination
+    default: return .transferFailed
     }
   }
 }

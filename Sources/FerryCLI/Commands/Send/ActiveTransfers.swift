@@ -26,16 +26,15 @@ final class ActiveTransfers: Sendable {
     _ = state.withLock { $0.transfers.removeValue(forKey: ObjectIdentifier(transfer)) }
   }
 
-  /// Cancels every transfer (the RESET gets a moment to reach each receiver, so that it
-  /// reports a cancel rather than a vanished sender) and closes the session.
-  func interrupt() {
+  /// Cancels every transfer and closes the session, waiting (at most a second) until each
+  /// connection has closed: the RESETs leave before the GOODBYE, so that each receiver reports
+  /// a cancel rather than a vanished sender.
+  func interrupt() async {
     let transfers = state.withLock { state in
       state.closed = true
       return Array(state.transfers.values)
     }
     for transfer in transfers { transfer.cancel() }
-    if !transfers.isEmpty { Thread.sleep(forTimeInterval: 0.2) }
-    session.close()
-    Thread.sleep(forTimeInterval: 0.1)
+    await session.closeAndWait(timeout: .seconds(1))
   }
 }

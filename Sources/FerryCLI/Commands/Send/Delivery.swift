@@ -21,7 +21,7 @@ struct Delivery: Sendable {
   func send(to target: DiscoveredPeer, browser: Browser, pinned: Bool = false) async
     -> CLIFailure?
   {
-    output.event("peer-found", peerFields(target))
+    output.event(.peerFound, peerFields(target))
     // Its key is proven in the TLS handshake to be the advertised one; check that key first.
     if let peer = target.peerID,
       let refused = await keys.confirm(peer, pinned: pinned, timeout: remaining)
@@ -32,7 +32,7 @@ struct Delivery: Sendable {
     bar.above {
       output.note("Asking \(printable(target.name)) to accept; verification code \(code)")
     }
-    output.event("invited", [("peer", .string(target.name)), ("code", .string(code.digits))])
+    output.event(.invited, [("peer", .string(target.name)), ("code", .string(code.digits))])
     return await deliver(label: target.name) { () async throws(InvitationError) -> PeerID in
       try await browser.invite(
         target, to: session, context: summary.encoded, timeout: remaining)
@@ -54,7 +54,7 @@ struct Delivery: Sendable {
       return error
     }
     output.note("Connecting to \(address)…")
-    output.event("invited", [("peer", .string(address))])
+    output.event(.invited, [("peer", .string(address))])
     let pinsKey = to?.reference.isKey ?? false
     return await deliver(label: address, checkKey: !pinsKey) {
       () async throws(InvitationError) -> PeerID in
@@ -94,13 +94,13 @@ struct Delivery: Sendable {
     } catch {
       let failure = Self.failure(error, label: label)
       if case .declined(let reason) = error {
-        output.event("declined", [("peer", .string(label)), ("reason", .string(reason))])
+        output.event(.declined, [("peer", .string(label)), ("reason", .string(reason))])
       }
       return failure
     }
     let code = session.verificationCode(with: peer)
     output.event(
-      "accepted",
+      .accepted,
       [
         ("peer", .string(peer.displayName)), ("fingerprint", .string(peer.fingerprint.hexString)),
         ("code", .string(code.digits)),
@@ -122,11 +122,11 @@ struct Delivery: Sendable {
       return report(
         peer,
         CLIFailure(
-          status: .transferFailed, message: error.description, code: "transfer-failed"))
+          status: .transferFailed, message: error.description, code: .transferFailed))
     }
     guard active.add(transfer) else {
       transfer.cancel()
-      return CLIFailure(status: .interrupted, message: "interrupted", code: "interrupted")
+      return CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted)
     }
     let label = peer.displayName
     let reporter = Task {
@@ -147,7 +147,7 @@ struct Delivery: Sendable {
     case .success(let results):
       for result in results {
         output.event(
-          "file-done",
+          .fileDone,
           [
             ("peer", .string(label)), ("path", .string(result.path)),
             ("status", .string("\(result.status)")),
@@ -156,7 +156,7 @@ struct Delivery: Sendable {
       }
       let stored = results.filter { $0.status == .stored }.count
       output.event(
-        "done",
+        .done,
         [
           ("peer", .string(label)), ("files", .int(results.count)), ("stored", .int(stored)),
           ("bytes", .int(Int(summary.bytes))), ("bytes_sent", .int(Int(transfer.bytesSent))),
@@ -172,20 +172,20 @@ struct Delivery: Sendable {
       return nil
     case .failure(.cancelled) where Interrupts.wasInterrupted:
       // Ctrl-C: reported once, by the interrupt handler.
-      return CLIFailure(status: .interrupted, message: "interrupted", code: "interrupted")
+      return CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted)
     case .failure(.cancelledByPeer(let reason)):
       return report(
         peer,
         CLIFailure(
           status: .transferFailed,
           message: "\(peer) stopped the transfer: \(DisplayText.escaping(reason))",
-          code: "cancelled"))
+          code: .cancelled))
     case .failure(let error):
       return report(
         peer,
         CLIFailure(
           status: .transferFailed, message: "to \(peer.displayName): \(error)",
-          code: "transfer-failed"))
+          code: .transferFailed))
     }
   }
 
@@ -193,9 +193,9 @@ struct Delivery: Sendable {
   /// combines them at the end.
   private func report(_ peer: PeerID, _ failure: CLIFailure) -> CLIFailure {
     output.event(
-      "error",
+      .error,
       [
-        ("peer", .string(peer.displayName)), ("code", .string(failure.code)),
+        ("peer", .string(peer.displayName)), ("code", .string(failure.code.rawValue)),
         ("message", .string(failure.message)),
       ])
     return failure
@@ -206,21 +206,21 @@ struct Delivery: Sendable {
     switch error {
     case .declined:
       return CLIFailure(
-        status: .declined, message: "\(label): \(error.description)", code: "declined")
+        status: .declined, message: "\(label): \(error.description)", code: .declined)
     case .authenticationFailed:
       return CLIFailure(
         status: .authentication, message: "\(label): \(error.description)",
-        code: "authentication")
-    case .unreachable(let reason) where reason.hasPrefix("\(label):"):
-      // --address: the reason already starts with the address; say it once.
-      return CLIFailure(status: .noPeer, message: error.description, code: "no-peer")
+        code: .authentication)
+    case .unreachable(let address, _) where address == label:
+      // --address: the error already names the address; say it once.
+      return CLIFailure(status: .noPeer, message: error.description, code: .noPeer)
     case .timedOut, .unreachable, .busy, .expired:
       return CLIFailure(
-        status: .noPeer, message: "\(label): \(error.description)", code: "no-peer")
+        status: .noPeer, message: "\(label): \(error.description)", code: .noPeer)
     default:
       return CLIFailure(
         status: .transferFailed, message: "\(label): \(error.description)",
-        code: "invitation-failed")
+        code: .invitationFailed)
     }
   }
 }

@@ -27,7 +27,7 @@ struct KeyCheck: Sendable {
     }
     let name = printable(peer.displayName)
     output.event(
-      "key-changed",
+      .keyChanged,
       [
         ("peer", .string(peer.displayName)), ("fingerprint", .string(peer.fingerprint.hexString)),
         ("previous", .string(previous.hexString)),
@@ -46,7 +46,7 @@ struct KeyCheck: Sendable {
       message: "nothing sent to '\(name)': its key changed. If it was reinstalled, run "
         + "'ferry forget \(oldPrefix)', or send with --to \(newPrefix) after checking that "
         + "'ferry identity' on it shows \(peer.fingerprint.shortDescription)",
-      code: "key-changed")
+      code: .keyChanged)
   }
 
   /// Remembers a receiver that accepted (name and key), for the next check.

@@ -31,7 +31,7 @@ struct ReceiverFinder: Sendable {
             message: "'\(DisplayText.escaping(wanted))' names one receiver by its fingerprint "
               + "and another by its name; send with --to and \(Fingerprint.minimumPrefixDigits) "
               + "or more digits of the fingerprint you mean:\n" + Self.list(both),
-            code: "ambiguous-peer")
+            code: .ambiguousPeer)
         }
         StandardStream.error.write(
           "'\(DisplayText.escaping(wanted))' names more than one receiver (by fingerprint and "
@@ -45,7 +45,7 @@ struct ReceiverFinder: Sendable {
           status: .usage,
           message: "'\(DisplayText.escaping(wanted))' matches several receivers; give more of "
             + "the fingerprint:\n" + Self.list(byKey.count > 1 ? byKey : byName),
-          code: "ambiguous-peer")
+          code: .ambiguousPeer)
       }
       if byName.count == 1 {
         // A name that is also a known peer's short prefix: give that peer a moment to appear
@@ -61,7 +61,7 @@ struct ReceiverFinder: Sendable {
         throw CLIFailure(
           status: .noPeer,
           message: "no receiver '\(DisplayText.escaping(wanted))' found on \(browser.serviceType)",
-          code: "no-peer")
+          code: .noPeer)
       }
       try? await Task.sleep(for: .milliseconds(50))
     }
@@ -85,7 +85,7 @@ struct ReceiverFinder: Sendable {
         case 0:
           throw CLIFailure(
             status: .noPeer, message: "no receiver found on \(browser.serviceType)",
-            code: "no-peer")
+            code: .noPeer)
         case 1:
           return found
         default:
@@ -94,7 +94,7 @@ struct ReceiverFinder: Sendable {
               status: .noPeer,
               message: "several receivers found; choose with --to NAME (repeatable):\n"
                 + Self.list(found),
-              code: "several-peers")
+              code: .severalPeers)
           }
           return try await prompt(found, single: false)
         }
@@ -122,12 +122,12 @@ struct ReceiverFinder: Sendable {
     let waited = max(.seconds(1), deadline - .now)
     guard let answer = await TerminalInput.shared.nextLine(timeout: waited) else {
       StandardStream.error.write("\n")
-      throw CLIFailure(status: .noPeer, message: "no receiver chosen", code: "no-peer")
+      throw CLIFailure(status: .noPeer, message: "no receiver chosen", code: .noPeer)
     }
     let words = answer.split { $0 == " " || $0 == "," }.map { $0.lowercased() }
     if !single && (words == ["all"] || words == ["a"]) { return found }
     if single && words.count > 1 {
-      throw CLIFailure(status: .usage, message: "choose one receiver", code: "invalid-choice")
+      throw CLIFailure(status: .usage, message: "choose one receiver", code: .invalidChoice)
     }
     var chosen: [DiscoveredPeer] = []
     for word in words {
@@ -135,12 +135,12 @@ struct ReceiverFinder: Sendable {
         throw CLIFailure(
           status: .usage,
           message: "'\(DisplayText.escaping(String(word)))' is not one of 1-\(found.count)",
-          code: "invalid-choice")
+          code: .invalidChoice)
       }
       if !chosen.contains(found[number - 1]) { chosen.append(found[number - 1]) }
     }
     guard !chosen.isEmpty else {
-      throw CLIFailure(status: .noPeer, message: "no receiver chosen", code: "no-peer")
+      throw CLIFailure(status: .noPeer, message: "no receiver chosen", code: .noPeer)
     }
     return chosen
   }

@@ -88,10 +88,10 @@ struct SendCommand: AsyncParsableCommand {
       session = try Session(
         identity: identity, displayName: name ?? ProcessInfo.processInfo.hostName, accepting: [])
     } catch {
-      throw CLIFailure(status: .usage, message: error.description, code: "invalid-name")
+      throw CLIFailure(status: .usage, message: error.description, code: .invalidName)
     }
     let active = ActiveTransfers(session: session)
-    Interrupts.onInterrupt(reportingTo: events) { active.interrupt() }
+    Interrupts.onInterrupt(reportingTo: events) { await active.interrupt() }
     let bar = ProgressBar(enabled: output.showsProgress)
     let delivery = Delivery(
       session: session, items: items, summary: OfferSummary(items: items), output: events,
@@ -150,9 +150,9 @@ struct SendCommand: AsyncParsableCommand {
             (target, pinned) = try await finder.find(name, as: reference, ask: ask)
           } catch {
             delivery.output.event(
-              "error",
+              .error,
               [
-                ("peer", .string(name)), ("code", .string(error.code)),
+                ("peer", .string(name)), ("code", .string(error.code.rawValue)),
                 ("message", .string(error.message)),
               ])
             return error
@@ -181,7 +181,7 @@ struct SendCommand: AsyncParsableCommand {
       status: uniform ? first.status : .transferFailed,
       message: "\(failures.count) of \(outcomes.count) receiver(s) did not get the files:\n"
         + failures.map { "  " + $0.message }.joined(separator: "\n"),
-      code: uniform ? first.code : "partial")
+      code: uniform ? first.code : .partial)
   }
 }
 
@@ -192,7 +192,7 @@ func parseAddress(_ text: String) throws(CLIFailure) -> (String, UInt16) {
     port > 0
   else {
     throw CLIFailure(
-      status: .usage, message: "--address wants HOST:PORT, not \"\(text)\"", code: "invalid-address"
+      status: .usage, message: "--address wants HOST:PORT, not \"\(text)\"", code: .invalidAddress
     )
   }
   host = host[..<colon]

@@ -32,14 +32,14 @@ struct SendPaths {
         throw CLIFailure(
           status: .usage,
           message: "cannot read --files-from \(filesFrom): \(error.localizedDescription)",
-          code: "cannot-read")
+          code: .cannotRead)
       }
       let separator = nullSeparated ? UInt8(0) : UInt8(ascii: "\n")
       for entry in data.split(separator: separator, omittingEmptySubsequences: true) {
         guard let path = String(validating: entry, as: UTF8.self) else {
           throw CLIFailure(
             status: .usage, message: "--files-from \(filesFrom) has a path that is not UTF-8",
-            code: "invalid-path")
+            code: .invalidPath)
         }
         paths.append(path)
       }
@@ -59,7 +59,7 @@ struct SendPaths {
     guard !paths.isEmpty else {
       throw CLIFailure(
         status: .usage, message: "give at least one file or folder to send (or --files-from)",
-        code: "no-paths")
+        code: .noPaths)
     }
     var items: [ResourceItem] = []
     do {
@@ -75,13 +75,13 @@ struct SendPaths {
       items = try ResourceItem.checked(items)
     } catch .unsafePath(let error) {
       throw CLIFailure(
-        status: .usage, message: "cannot send this: \(error.description)", code: "invalid-path")
+        status: .usage, message: "cannot send this: \(error.description)", code: .invalidPath)
     } catch {
-      throw CLIFailure(status: .usage, message: error.description, code: "cannot-read")
+      throw CLIFailure(status: .usage, message: error.description, code: .cannotRead)
     }
     guard !items.isEmpty else {
       throw CLIFailure(
-        status: .usage, message: "nothing to send: the folders are empty", code: "empty")
+        status: .usage, message: "nothing to send: the folders are empty", code: .empty)
     }
     return items
   }

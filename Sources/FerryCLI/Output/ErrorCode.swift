@@ -1,0 +1,43 @@
+/// The stable `code` of `error` and `refused` events, declared once here (docs/CLI.md lists
+/// exactly these; `EventCatalogTests` checks it).
+enum ErrorCode: String, CaseIterable, Sendable {
+  // Usage and input (exit 2).
+  case invalidServiceType = "invalid-service-type"
+  case invalidName = "invalid-name"
+  case invalidAddress = "invalid-address"
+  case invalidDir = "invalid-dir"
+  case invalidDiscoveryInfo = "invalid-discovery-info"
+  case cannotRead = "cannot-read"
+  case invalidPath = "invalid-path"
+  case noPaths = "no-paths"
+  case empty
+  case ambiguousPeer = "ambiguous-peer"
+  case shortFingerprint = "short-fingerprint"
+  case invalidFingerprint = "invalid-fingerprint"
+  case invalidChoice = "invalid-choice"
+  case unknownPeer = "unknown-peer"
+  case cannotListen = "cannot-listen"
+  case identity
+  case peersFile = "peers-file"
+  // Finding and inviting peers.
+  case noPeer = "no-peer"
+  case severalPeers = "several-peers"
+  case declined
+  case authentication
+  case keyChanged = "key-changed"
+  case discoveryUnavailable = "discovery-unavailable"
+  case discoveryFailed = "discovery-failed"
+  case invitationFailed = "invitation-failed"
+  case acceptFailed = "accept-failed"
+  // Transfers.
+  case transferFailed = "transfer-failed"
+  case refused
+  case cancelled
+  case interrupted
+  case partial
+  case peerDisconnected = "peer-disconnected"
+  case stalled
+  case integrity
+  case noSpace = "no-space"
+  case unsafeDestination = "unsafe-destination"
+}

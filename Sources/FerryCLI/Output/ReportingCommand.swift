@@ -1,0 +1,29 @@
+import ArgumentParser
+
+/// A command with a `--json` flag: its failure is reported as an `error` event when the flag
+/// was given (``FerryMain`` asks the parsed command, rather than looking for `--json` in argv,
+/// where it could be a file name or an option's value).
+protocol ReportingCommand: ParsableCommand {
+  /// Whether `--json` was given.
+  var reportsJSON: Bool { get }
+}
+
+extension SendCommand: ReportingCommand {
+  var reportsJSON: Bool { output.json }
+}
+
+extension ReceiveCommand: ReportingCommand {
+  var reportsJSON: Bool { output.json }
+}
+
+extension BrowseCommand: ReportingCommand {
+  var reportsJSON: Bool { json }
+}
+
+extension IdentityCommand: ReportingCommand {
+  var reportsJSON: Bool { json }
+}
+
+extension PeersCommand: ReportingCommand {
+  var reportsJSON: Bool { json }
+}
