@@ -22,6 +22,7 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
     .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
   ],
   targets: [
     .systemLibrary(
@@ -47,6 +48,7 @@ let package = Package(
         .product(name: "X509", package: "swift-certificates"),
         .product(name: "Crypto", package: "swift-crypto"),
         .product(name: "SwiftASN1", package: "swift-asn1"),
+        .product(name: "Logging", package: "swift-log"),
       ],
       swiftSettings: instrumented
     ),
@@ -54,6 +56,7 @@ let package = Package(
       name: "FerryCLI",
       dependencies: [
         "Ferry",
+        .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
     ),

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 
 /// The `ferry` command: send and receive files between nearby Linux machines.
-struct FerryCommand: AsyncParsableCommand {
+struct FerryCommand: LoggingCommand, AsyncParsableCommand {
   /// The version `ferry --version` prints.
   static let version = "0.1.0"
 
@@ -21,4 +21,6 @@ struct FerryCommand: AsyncParsableCommand {
       PeersCommand.self,
       TrustCommand.self, ForgetCommand.self,
     ])
+
+  @OptionGroup var logging: LogOptions
 }

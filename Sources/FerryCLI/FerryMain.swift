@@ -11,6 +11,9 @@ enum FerryMain {
     do {
       var command = try FerryCommand.parseAsRoot()
       json = (command as? any ReportingCommand)?.reportsJSON ?? false
+      try LogSetup.configure(
+        verbose: (command as? any LoggingCommand)?.logging.verbose ?? false,
+        environment: ProcessInfo.processInfo.environment["FERRY_LOG"])
       if var command = command as? any AsyncParsableCommand {
         try await command.run()
       } else {

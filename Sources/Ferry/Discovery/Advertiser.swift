@@ -264,13 +264,17 @@ public final class Advertiser: Sendable {
         return state.waiter
       }
       waiter?.resume(returning: name)
+      FerryLogging.logger.info("published as \(name) (\(serviceType))")
       continuation.yield(.published(name: name))
     case .renamed(let old, let new):
+      FerryLogging.logger.info("the name \(old) is taken; publishing as \(new)")
       continuation.yield(.renamed(from: old, to: new))
     case .daemonLost(let reason):
+      FerryLogging.logger.notice("avahi-daemon went away: \(reason)")
       state.withLock { $0.publishedName = nil }
       continuation.yield(.daemonDisconnected(reason: reason))
     case .failed(let reason):
+      FerryLogging.logger.notice("avahi-daemon could not publish the service: \(reason)")
       let error = DiscoveryError.registrationFailed(reason: reason)
       let waiter = state.withLock { state in
         defer { state.waiter = nil }

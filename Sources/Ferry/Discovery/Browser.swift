@@ -37,8 +37,14 @@ public final class Browser: Sendable {
     self.continuation = continuation
     let engine = AvahiServiceBrowser(
       serviceType: serviceType,
-      report: { continuation.yield($0) },
-      failed: { continuation.finish(throwing: DiscoveryError.browsingFailed(reason: $0)) })
+      report: { event in
+        FerryLogging.logger.debug("\(serviceType): \(event)")
+        continuation.yield(event)
+      },
+      failed: { reason in
+        FerryLogging.logger.notice("browsing \(serviceType) failed: \(reason)")
+        continuation.finish(throwing: DiscoveryError.browsingFailed(reason: reason))
+      })
     self.engine = engine
     let connection = try AvahiConnection { event in engine.handle(event) }
     connection.withLock { _ in engine.connection = connection }

@@ -1,8 +1,8 @@
 /// Errors from advertising and browsing.
 public enum DiscoveryError: Error, Hashable, Sendable, CustomStringConvertible {
   /// avahi-daemon (or the D-Bus system bus it is reached through) is not running. `reason` is
-  /// Avahi's own words. The description says how to start it and that direct addressing works
-  /// without it.
+  /// Avahi's own words. The description says how to start it. Without it, peers can still
+  /// invite a listener by its address (``Session/invite(host:port:expecting:context:timeout:)``).
   case discoveryUnavailable(reason: String)
   /// The discovery info cannot be published.
   case invalidDiscoveryInfo(TXTRecordError)
@@ -27,7 +27,6 @@ public enum DiscoveryError: Error, Hashable, Sendable, CustomStringConvertible {
         mDNS discovery is unavailable: cannot reach avahi-daemon (\(reason)).
         Start it with 'sudo systemctl start avahi-daemon' (or 'sudo service avahi-daemon start'; \
         install it with 'sudo apt install avahi-daemon'); it needs the D-Bus system bus.
-        Without discovery, peers can still connect to a listener's address and port directly.
         """
     case .invalidDiscoveryInfo(let error):
       return error.description

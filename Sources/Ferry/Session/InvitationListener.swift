@@ -99,7 +99,11 @@ final class InvitationListener: Sendable {
       state.handshakingFrom[address, default: 0] += 1
       return true
     }
-    guard admitted else { return channel.close() }
+    guard admitted else {
+      FerryLogging.logger.notice(
+        "turned away a connection from \(address): too many TLS handshakes under way")
+      return channel.close()
+    }
     let handshakeDone = Atomic<Bool>(false)
     let finishHandshake: @Sendable () -> Void = { [weak self] in
       if !handshakeDone.exchange(true, ordering: .acquiringAndReleasing) {
@@ -142,6 +146,7 @@ final class InvitationListener: Sendable {
       return true
     }
     guard admitted else {
+      FerryLogging.logger.notice("declined an invitation from \(address) as busy")
       handler.decline(.busy, reason: "too many invitations are pending")
       return
     }

@@ -514,6 +514,8 @@ final class IncomingOffer: @unchecked Sendable {
   /// Refuses the offer before anything of it is written (unsafe paths, no room, an unsafe
   /// staging folder).
   private func refuse(_ error: ResourceError) {
+    FerryLogging.logger.notice(
+      "refused an offer of \(offered.count) file(s) from \(peer.displayName): \(error)")
     phase = .ended
     question?.withdraw()
     let channel = self.channel
@@ -531,6 +533,7 @@ final class IncomingOffer: @unchecked Sendable {
   /// placed; the peer is told unless it is the one who stopped.
   private func abandon(_ error: TransferError, notify: Bool) {
     guard phase != .ended else { return }
+    FerryLogging.logger.info("stopped receiving from \(peer.displayName): \(error)")
     let wasReceiving = phase == .receiving
     phase = .ended
     question?.withdraw()

@@ -284,13 +284,18 @@ final class OutgoingOffer: Sendable {
   }
 
   private func fail(_ error: TransferError) {
-    let (accept, done) = state.withLock { state in
-      if state.failure == nil { state.failure = error }
+    let (first, accept, done) = state.withLock { state in
+      let first = state.failure == nil
+      if first { state.failure = error }
       defer {
         state.acceptWaiter = nil
         state.doneWaiter = nil
       }
-      return (state.acceptWaiter, state.doneWaiter)
+      return (first, state.acceptWaiter, state.doneWaiter)
+    }
+    if first {
+      let remote = link.channel.remoteAddress?.description ?? "?"
+      FerryLogging.logger.info("sending \(files.count) file(s) to \(remote) stopped: \(error)")
     }
     accept?.resume(throwing: error)
     done?.resume(throwing: error)

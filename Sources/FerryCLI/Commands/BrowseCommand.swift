@@ -2,7 +2,7 @@ import ArgumentParser
 import Ferry
 
 /// `ferry browse`: lists peers as they appear and disappear.
-struct BrowseCommand: AsyncParsableCommand {
+struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "browse",
     abstract: "List Ferry peers on the local network as they come and go.",
@@ -16,6 +16,8 @@ struct BrowseCommand: AsyncParsableCommand {
         ferry browse --timeout 3 --json | jq -r 'select(.event == "peer-found") | .name'
         ferry browse --service my-app
       """)
+
+  @OptionGroup var logging: LogOptions
 
   @Option(
     parsing: .unconditional,

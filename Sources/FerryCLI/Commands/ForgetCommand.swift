@@ -3,7 +3,7 @@ import Ferry
 import Foundation
 
 /// `ferry forget FPR`: removes a peer.
-struct ForgetCommand: AsyncParsableCommand {
+struct ForgetCommand: LoggingCommand, AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "forget",
     abstract: "Forget a known peer.",
@@ -11,6 +11,8 @@ struct ForgetCommand: AsyncParsableCommand {
       Examples:
         ferry forget 9F2C41AB
       """)
+
+  @OptionGroup var logging: LogOptions
 
   @Argument(help: "The fingerprint, or a unique prefix of a known peer's.")
   var fingerprint: String

@@ -3,7 +3,7 @@ import Ferry
 import Foundation
 
 /// `ferry identity`: shows this installation's fingerprint, creating the identity on first use.
-struct IdentityCommand: AsyncParsableCommand {
+struct IdentityCommand: LoggingCommand, AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "identity",
     abstract: "Show this machine's Ferry identity (its certificate fingerprint).",
@@ -16,6 +16,8 @@ struct IdentityCommand: AsyncParsableCommand {
         ferry identity
         ferry identity --json | jq -r .fingerprint
       """)
+
+  @OptionGroup var logging: LogOptions
 
   @Flag(help: "Write one JSON object to stdout.")
   var json = false

@@ -3,7 +3,7 @@ import Ferry
 import Foundation
 
 /// `ferry peers`: lists the peers this machine knows.
-struct PeersCommand: AsyncParsableCommand {
+struct PeersCommand: LoggingCommand, AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "peers",
     abstract: "List the peers this machine has met or trusts.",
@@ -15,6 +15,8 @@ struct PeersCommand: AsyncParsableCommand {
         ferry peers
         ferry peers --json | jq -r 'select(.trusted) | .name'
       """)
+
+  @OptionGroup var logging: LogOptions
 
   @Flag(help: "Write one JSON object per peer to stdout.")
   var json = false

@@ -3,7 +3,7 @@ import Ferry
 import Foundation
 
 /// `ferry trust FPR`: marks a peer trusted.
-struct TrustCommand: AsyncParsableCommand {
+struct TrustCommand: LoggingCommand, AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "trust",
     abstract: "Mark a peer trusted by its fingerprint.",
@@ -15,6 +15,8 @@ struct TrustCommand: AsyncParsableCommand {
         ferry trust "9F2C 41AB 0C3D 7E11 …" --name "Kitchen laptop"
         ferry trust 9F2C41AB
       """)
+
+  @OptionGroup var logging: LogOptions
 
   @Argument(help: "The fingerprint, or a unique prefix of a known peer's.")
   var fingerprint: String

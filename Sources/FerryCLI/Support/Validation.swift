@@ -16,7 +16,7 @@ func cliFailure(_ error: DiscoveryError) -> CLIFailure {
     return CLIFailure(
       status: .discoveryUnavailable,
       message: error.description
-        + "\nConnect directly instead: ferry send --address HOST:PORT, with the port "
+        + "\nWithout discovery, connect directly: ferry send --address HOST:PORT, with the port "
         + "'ferry receive --port N' listens on.",
       code: .discoveryUnavailable)
   case .invalidDiscoveryInfo:

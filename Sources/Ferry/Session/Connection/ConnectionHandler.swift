@@ -1,4 +1,5 @@
 import FerryWire
+import Logging
 import NIOCore
 import NIOSSL
 import NIOTLS
@@ -38,6 +39,11 @@ final class ConnectionHandler: ChannelInboundHandler {
   private var lastReceived = NIODeadline.uptimeNanoseconds(0)
   /// Why this end refused the peer's certificate, set by the TLS handler's verification.
   private var certificateRefusal: String?
+  /// ``FerryLogging/logger`` when the connection opened, with its remote address and (once
+  /// known) its peer as metadata.
+  private var logger = FerryLogging.logger
+  /// Whether the link was ever connected (a link that was not is logged when it closes).
+  private var wasConnected = false
 
   /// Called once when a connected link ends, with why. Set by the session that adopts the link.
   var onLinkEnded: ((String) -> Void)?
@@ -78,6 +84,7 @@ final class ConnectionHandler: ChannelInboundHandler {
 
   func handlerAdded(context: ChannelHandlerContext) {
     self.context = context
+    noteRemote(context)
     if context.channel.isActive { startHandshakeDeadline(context) }
   }
 
@@ -90,8 +97,19 @@ final class ConnectionHandler: ChannelInboundHandler {
   }
 
   func channelActive(context: ChannelHandlerContext) {
+    noteRemote(context)
     startHandshakeDeadline(context)
     context.fireChannelActive()
+  }
+
+  /// Names the remote address in the log lines, once the channel has one.
+  private func noteRemote(_ context: ChannelHandlerContext) {
+    guard logger[metadataKey: "remote"] == nil, let address = context.channel.remoteAddress
+    else { return }
+    var host = address.ipAddress ?? "?"
+    // An IPv4 peer on the dual-stack listener: as the user knows it.
+    if host.hasPrefix("::ffff:") && host.contains(".") { host.removeFirst(7) }
+    logger[metadataKey: "remote"] = "\(endpointText(host: host, port: address.port ?? 0))"
   }
 
   func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -129,7 +147,9 @@ final class ConnectionHandler: ChannelInboundHandler {
     case let wire as WireError:
       classified = .wire(wire)
     case _ where machine.isInTLSHandshake:
-      classified = .tlsHandshake(handshakeFailureReason(error, refusal: certificateRefusal))
+      let reason = handshakeFailureReason(error, refusal: certificateRefusal)
+      logger.notice("TLS handshake failed: \(reason)")
+      classified = .tlsHandshake(reason)
     case NIOSSLError.uncleanShutdown:
       classified = .uncleanShutdown
     default:
@@ -141,6 +161,9 @@ final class ConnectionHandler: ChannelInboundHandler {
   func channelInactive(context: ChannelHandlerContext) {
     perform(machine.channelInactive(now: .now))
     budget.endReason = machine.endReason
+    if !wasConnected {
+      logger.debug("connection closed before it was connected: \(machine.endReason ?? "closed")")
+    }
     onInvitationWithdrawn = nil
     onInvite = nil
     onPeerKnown = nil
@@ -160,6 +183,7 @@ final class ConnectionHandler: ChannelInboundHandler {
 
   /// Declines the pending invitation (or refuses an incoming one) and closes.
   func decline(_ code: ControlMessage.DeclineCode, reason: String) {
+    logger.info("declining the invitation: \(reason)")
     perform(machine.decline(code, reason: reason))
   }
 
@@ -176,6 +200,7 @@ final class ConnectionHandler: ChannelInboundHandler {
   /// Closes the link because the peer broke the protocol or one of its limits: GOODBYE with
   /// code 1 and `reason`, then close.
   func closeForViolation(_ reason: String) {
+    logger.notice("closing the link: \(reason)")
     perform(machine.violation(reason))
   }
 
@@ -206,33 +231,41 @@ final class ConnectionHandler: ChannelInboundHandler {
         heartbeat = nil
       case .markConnected:
         budget.connected = true
+        wasConnected = true
+        logger.info("connected")
       case .forward:
         if let data { context.fireChannelRead(data) }
       case .pong(let value):
         // A peer that pings without reading our answers would make them pile up here.
         guard let written = budget.reply(on: context.eventLoop) else {
-          return perform(
-            machine.violation(
-              LinkLimitExceeded(
-                "the peer does not read what it is sent (\(budget.maximumQueuedReplies) replies "
-                  + "wait)"
-              ).description))
+          return closeForViolation(
+            LinkLimitExceeded(
+              "the peer does not read what it is sent (\(budget.maximumQueuedReplies) replies "
+                + "wait)"
+            ).description)
         }
         send(.pong(value), context: context, promise: written)
       case .peerKnown(let peer):
+        logger[metadataKey: "peer"] = "\(peer.displayName) \(peer.fingerprint.shortDescription)"
         onPeerKnown?(peer)
       case .invite(let invite):
+        logger[metadataKey: "peer"] =
+          "\(invite.peer.displayName) \(invite.peer.fingerprint.shortDescription)"
+        logger.debug("invited")
         onInvite?(invite)
       case .answer(let result):
         switch result {
         case .success(let peer): answerPromise?.succeed(peer)
-        case .failure(let error): answerPromise?.fail(error)
+        case .failure(let error):
+          logger.info("the invitation failed: \(error)")
+          answerPromise?.fail(error)
         }
       case .invitationWithdrawn:
         let withdrawn = onInvitationWithdrawn
         onInvitationWithdrawn = nil
         withdrawn?()
       case .linkEnded(let reason):
+        logger.info("link ended: \(reason)")
         budget.endReason = reason
         let ended = onLinkEnded
         onLinkEnded = nil

@@ -3,7 +3,7 @@ import Ferry
 import Foundation
 
 /// `ferry receive`: advertises this machine and receives files, asking first.
-struct ReceiveCommand: AsyncParsableCommand {
+struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "receive",
     abstract: "Receive files from nearby machines, asking before each transfer.",
@@ -25,6 +25,8 @@ struct ReceiveCommand: AsyncParsableCommand {
         ferry receive --yes --once --json --dir /srv/incoming
         ferry receive --accept-from 9F2C41AB --accept-from 77E0 --dir backups
       """)
+
+  @OptionGroup var logging: LogOptions
 
   @Option(help: "Where received files go (default: the current directory).")
   var dir: String = "."
@@ -158,15 +160,6 @@ struct ReceiveCommand: AsyncParsableCommand {
       return
     }
   }
-}
-
-/// Untrusted text made safe for one line of a terminal: control, format, bidirectional,
-/// separator and other invisible characters (newlines included) written as visible `\u{XXXX}`
-/// escapes, length capped (``DisplayText/maximumLength``).
-func printable(_ text: String) -> String {
-  let shown = DisplayText.terminalSafe(text).replacing("\n", with: "\\u{A}")
-  return shown.count > DisplayText.maximumLength
-    ? String(shown.prefix(DisplayText.maximumLength)) + "…" : shown
 }
 
 /// `--on-conflict rename|overwrite|skip`: parsed, listed in `--help` and completed by

@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 /// `ferry send PATH...`: sends files and folders to a nearby receiver.
-struct SendCommand: AsyncParsableCommand {
+struct SendCommand: LoggingCommand, AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "send",
     abstract: "Send files and folders to a nearby machine running 'ferry receive'.",
@@ -26,6 +26,8 @@ struct SendCommand: AsyncParsableCommand {
         find logs -name '*.log' -print0 | ferry send --files-from - -0 --to desk
         ferry send --json --to desk *.log | jq -c 'select(.event == "done")'
       """)
+
+  @OptionGroup var logging: LogOptions
 
   @Argument(help: "Files and folders to send.")
   var paths: [String] = []

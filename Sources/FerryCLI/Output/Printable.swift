@@ -1,0 +1,9 @@
+import Ferry
+
+/// Untrusted text made safe for one line of a terminal: control, format, bidirectional,
+/// separator and other invisible characters (newlines included) written as visible `\u{XXXX}`
+/// escapes, at most `limit` characters (then "…").
+func printable(_ text: String, limit: Int = DisplayText.maximumLength) -> String {
+  let shown = DisplayText.terminalSafe(text).replacing("\n", with: "\\u{A}")
+  return shown.count > limit ? String(shown.prefix(limit)) + "…" : shown
+}
