@@ -127,10 +127,12 @@ func fuzzOne(_ data: [UInt8]) {
       // Offers are asked about; the input decides them.
       let open = OpenQuestions(limit: limits.maximumIncomingOffers)
       multiplexer.onOffer = { id, files throws(LinkLimitExceeded) in
-        guard open.open() else { throw LinkLimitExceeded("offers waiting for a decision") }
+        guard let question = open.open() else {
+          throw LinkLimitExceeded("offers waiting for a decision")
+        }
         let offer = IncomingOffer(
           channel: id, peer: invite.peer, link: link, files: files,
-          reception: .asking(open) { questions.append($0) }, events: questions.events,
+          reception: .asking(question) { questions.append($0) }, events: questions.events,
           executor: InlineExecutor.shared)
         offer.start()
         return { offer.receive($0) }

@@ -63,6 +63,28 @@ struct HostileReceiverTests {
     #expect(result.stderr.contains("answered the offer wrongly"), "\(result.stderr)")
   }
 
+  @Test(
+    "a receiver that accepts twice, acknowledges a file twice or before accepting breaks the protocol: the link closes",
+    arguments: [
+      ("accept", "accepted the offer twice"), ("ack", "acknowledged file 0 out of turn"),
+      ("early", "acknowledged file 0 out of turn"),
+    ])
+  func outOfTurn(variant: String, reason: String) async throws {
+    let (peer, port, fingerprint) = try await HostilePeer.serve(
+      "twice", ["--variant", variant, "--hold", "1"])
+    defer { peer.signal(SIGKILL) }
+    // Two files, so that the offer is still open when the second acknowledgement arrives.
+    let folder = try temporaryDirectory("twice")
+    try writeFile(folder.appendingPathComponent("a.txt"), size: 1000)
+    try writeFile(folder.appendingPathComponent("b.txt"), size: 1000)
+    let result = try await send(folder, port: port, fingerprint: fingerprint)
+    #expect(result.status == 1, "\(variant): \(result.stderr)")
+    #expect(result.stderr.contains(reason), "\(variant): \(result.stderr)")
+    _ = await peer.waitForExit(timeout: .seconds(10))
+    #expect(peer.stdout.contains("\"goodbye\""), "\(variant): \(peer.stdout)")
+    #expect(peer.stdout.contains(reason), "\(variant): \(peer.stdout)")
+  }
+
   @Test("item 6: CREDIT that would overflow closes the link; the sender exits 1, no trap")
   func creditOverflow() async throws {
     let (peer, port, fingerprint) = try await HostilePeer.serve("credit-overflow", ["--hold", "1"])

@@ -651,6 +651,28 @@ def serve_bad_accept(link, args):
                     + b"".join(struct.pack(">Q", 1 << 60) for _ in range(len(files) + 1))))
 
 
+def serve_twice(link, args):
+    """Answers the offer twice (--variant accept), or acknowledges the first file twice
+    (--variant ack), or before accepting (--variant early); reports the GOODBYE the sender
+    then closes the link with."""
+    link.send(frame(ACCEPT))
+    channel, files = receive_offer(link)
+    if args.variant == "early":
+        link.send(frame(FILE_ACK, channel, struct.pack(">IB", 0, 0) + text("")))
+    accept_all(link, channel, files)
+    if args.variant == "accept":
+        accept_all(link, channel, files)
+    while True:
+        kind, _, payload = link.frame(30)
+        if kind == FILE_END and args.variant == "ack":
+            (index,) = struct.unpack(">I", payload[:4])
+            for _ in range(2):
+                link.send(frame(FILE_ACK, channel, struct.pack(">IB", index, 0) + text("")))
+        if kind == GOODBYE:
+            report(event="goodbye", reason=reason_of(kind, payload)[1])
+            return
+
+
 def serve_credit_overflow(link, args):
     link.send(frame(ACCEPT))
     channel, files = receive_offer(link)
@@ -716,7 +738,7 @@ SERVES = {
     "decline": serve_decline, "goodbye": serve_goodbye, "refuse": serve_refuse,
     "bad-ack": serve_bad_ack, "bad-accept": serve_bad_accept,
     "credit-overflow": serve_credit_overflow, "no-read": serve_no_read,
-    "capture-reset": serve_capture_reset, "stall": serve_stall,
+    "capture-reset": serve_capture_reset, "stall": serve_stall, "twice": serve_twice,
 }
 
 

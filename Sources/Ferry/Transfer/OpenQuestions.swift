@@ -6,6 +6,27 @@ import Synchronization
 /// prompt gets to it; counting those here bounds what a sender that offers and cancels in a
 /// loop can make the application hold. Thread-safe.
 final class OpenQuestions: Sendable {
+  /// One open question: counted until ``close()`` (or until it is released, whichever comes
+  /// first), exactly once.
+  final class Question: Sendable {
+    private let questions: OpenQuestions
+    private let open = Atomic<Bool>(true)
+
+    fileprivate init(_ questions: OpenQuestions) {
+      self.questions = questions
+    }
+
+    deinit {
+      close()
+    }
+
+    /// Stops counting this question; later calls do nothing.
+    func close() {
+      guard open.exchange(false, ordering: .acquiringAndReleasing) else { return }
+      questions.count.withLock { $0 -= 1 }
+    }
+  }
+
   /// The most questions one link may have open.
   let limit: Int
   private let count = Mutex(0)
@@ -14,17 +35,16 @@ final class OpenQuestions: Sendable {
     self.limit = limit
   }
 
-  /// Opens one question; false (nothing opened) when ``limit`` are open.
-  func open() -> Bool {
-    count.withLock { count in
+  /// How many questions are open.
+  var openCount: Int { count.withLock { $0 } }
+
+  /// Opens one question; nil (nothing opened) when ``limit`` are open.
+  func open() -> Question? {
+    let opened = count.withLock { count in
       guard count < limit else { return false }
       count += 1
       return true
     }
-  }
-
-  /// Closes one question opened by ``open()``.
-  func close() {
-    count.withLock { $0 -= 1 }
+    return opened ? Question(self) : nil
   }
 }

@@ -251,11 +251,16 @@ final class OutgoingOffer: Sendable {
       guard case .offerAccept(_, let offsets)? = try? ResourceMessage(frame: frame.flat),
         offsets.count == files.count,
         zip(offsets, files).allSatisfy({ $0 == ResourceMessage.skip || $0 <= $1.size })
-      else { return fail(.peerDisconnected(reason: "the receiver answered the offer wrongly")) }
-      let waiter = state.withLock { state in
+      else { return violation("the receiver answered the offer wrongly") }
+      let (first, waiter) = state.withLock {
+        state -> (Bool, CheckedContinuation<[UInt64], any Error>?) in
+        guard state.offsets == nil else { return (false, nil) }
         state.offsets = offsets
         defer { state.acceptWaiter = nil }
-        return state.acceptWaiter
+        return (true, state.acceptWaiter)
+      }
+      guard first else {
+        return violation("the receiver accepted the offer twice")
       }
       waiter?.resume(returning: offsets)
     case .fileAck:
@@ -263,16 +268,24 @@ final class OutgoingOffer: Sendable {
         case .fileAck(_, let file, let status, let reason)? = try? ResourceMessage(
           frame: frame.flat),
         Int(file) < files.count
-      else { return }
-      progress.complete(Int(file))
-      let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+      else { return violation("the receiver acknowledged a file wrongly") }
+      let (expected, waiter) = state.withLock {
+        state -> (Bool, CheckedContinuation<Void, any Error>?) in
+        // Only after the offer was accepted, once per file, and never for one it skipped.
+        guard let offsets = state.offsets, offsets[Int(file)] != ResourceMessage.skip,
+          state.results[Int(file)] == nil
+        else { return (false, nil) }
         state.results[Int(file)] = FileResult(
           path: files[Int(file)].path, status: FileStatus(status), reason: reason,
           sha256: state.digests[Int(file)] ?? [])
-        guard state.results.count == files.count else { return nil }
+        guard state.results.count == files.count else { return (true, nil) }
         defer { state.doneWaiter = nil }
-        return state.doneWaiter
+        return (true, state.doneWaiter)
       }
+      guard expected else {
+        return violation("the receiver acknowledged file \(file) out of turn")
+      }
+      progress.complete(Int(file))
       waiter?.resume()
     case .reset:
       var reason = ""
@@ -281,6 +294,13 @@ final class OutgoingOffer: Sendable {
     default:
       break
     }
+  }
+
+  /// The receiver broke the offer's protocol: the transfer fails and the link closes (GOODBYE
+  /// with `reason`), as for any other protocol violation.
+  private func violation(_ reason: String) {
+    fail(.peerDisconnected(reason: reason))
+    link.onHandler { $0.closeForViolation(reason) }
   }
 
   private func fail(_ error: TransferError) {

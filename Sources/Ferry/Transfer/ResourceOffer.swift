@@ -25,19 +25,18 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
   public let totalBytes: UInt64
 
   private let pending = Atomic<Bool>(true)
-  private let held = Atomic<Bool>(true)
   private let decide: @Sendable (Decision) -> Void
-  private let questions: OpenQuestions?
+  private let question: OpenQuestions.Question?
 
-  /// - Parameter questions: Counts this offer until the application answers or releases it.
+  /// - Parameter question: Counts this offer until the application answers or releases it.
   init(
-    peer: PeerID, files: [(path: String, size: UInt64)], questions: OpenQuestions? = nil,
+    peer: PeerID, files: [(path: String, size: UInt64)], question: OpenQuestions.Question? = nil,
     decide: @escaping @Sendable (Decision) -> Void
   ) {
     self.peer = peer
     self.files = files
     self.totalBytes = files.reduce(0) { $0 + $1.size }  // at most 2^62: checked when decoded
-    self.questions = questions
+    self.question = question
     self.decide = decide
   }
 
@@ -50,7 +49,7 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
 
   /// The application answered or let go: the offer stops counting against its link.
   private func answered() {
-    if held.exchange(false, ordering: .acquiringAndReleasing) { questions?.close() }
+    question?.close()
   }
 
   /// Whether the offer still waits for an answer: false once accepted or declined, timed out,

@@ -74,11 +74,11 @@ final class SessionTransfers: Sendable {
       case .refused: return nil
       case .automatic(let options): reception = .automatic(options)
       case .asking:
-        guard questions.open() else {
+        guard let question = questions.open() else {
           throw LinkLimitExceeded(
             "more than \(questions.limit) offers waiting for the application's decision")
         }
-        reception = .asking(questions) { [offersContinuation] in offersContinuation.yield($0) }
+        reception = .asking(question) { [offersContinuation] in offersContinuation.yield($0) }
       }
       let offer = IncomingOffer(
         channel: channel, peer: peer, link: link, files: files, reception: reception,

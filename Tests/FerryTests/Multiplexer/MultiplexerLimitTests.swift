@@ -121,9 +121,16 @@ struct MultiplexerLimitTests {
   @Test("offers withdrawn while the application decides still count until it lets go")
   func openQuestions() {
     let questions = OpenQuestions(limit: 2)
-    #expect(questions.open() && questions.open())
-    #expect(!questions.open(), "a third question while two are held")
-    questions.close()
-    #expect(questions.open())
+    let first = questions.open()
+    var second = questions.open()
+    #expect(first != nil && second != nil)
+    #expect(questions.open() == nil, "a third question while two are held")
+    first?.close()
+    first?.close()  // closing twice frees one place, not two
+    #expect(questions.openCount == 1)
+    second = nil  // let go without an answer: released too
+    #expect(questions.openCount == 0)
+    _ = second
+    #expect(questions.open() != nil)
   }
 }

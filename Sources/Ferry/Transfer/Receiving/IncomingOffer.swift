@@ -5,41 +5,13 @@ import FerryWire
 import Foundation
 import NIOCore
 
-/// How an incoming offer gets its answer.
-enum OfferReception: Sendable {
-  /// Accepted into these options as soon as its paths are checked.
-  case automatic(ReceiveOptions)
-  /// Handed to `deliver` as a ``ResourceOffer`` for the application to answer, counted in
-  /// `questions` until it lets go of it.
-  case asking(OpenQuestions, deliver: @Sendable (ResourceOffer) -> Void)
-}
-
-/// Where an offer's work runs, in order and off the event loop: a serial `DispatchQueue`, or (in
-/// tests and the fuzzer, next to an `EmbeddedChannel`) the caller's own thread.
-protocol OfferExecutor: Sendable {
-  /// Runs `work` after what was given before.
-  func run(_ work: @escaping @Sendable () -> Void)
-  /// Runs `work` after `delay`.
-  func run(after delay: Duration, _ work: @escaping @Sendable () -> Void)
-}
-
-extension DispatchQueue: OfferExecutor {
-  func run(_ work: @escaping @Sendable () -> Void) {
-    async(execute: work)
-  }
-
-  func run(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
-    let nanoseconds =
-      delay.components.seconds * 1_000_000_000 + delay.components.attoseconds
-      / 1_000_000_000
-    asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds)), execute: work)
-  }
-}
-
-/// Receives one offer: validates its paths, gets it decided (at once, or by the application),
-/// reserves its space, answers with resume offsets, then writes, hashes, verifies and places
-/// each file. All state lives on `executor` (disk I/O never runs on the event loop); frames
-/// arrive from the loop in order and are handled in order.
+/// Receives one offer — its protocol: validates its paths, gets it decided (at once, or by the
+/// application), reserves its space, answers with resume offsets, then takes the sender's
+/// frames in the order the protocol allows (CHUNKs of one file at a time, its FILE_END, RESET),
+/// hands credit back and gathers FILE_ACKs. The disk side of each file is a ``StagedFile``;
+/// placing it is the ``StagingArea``'s and its ``ConfinedDirectory``'s. All state lives on
+/// `executor` (disk I/O never runs on the event loop); frames arrive from the loop in order and
+/// are handled in order.
 final class IncomingOffer: @unchecked Sendable {
   /// Where the offer is in its life.
   private enum Phase: Equatable {
@@ -74,8 +46,8 @@ final class IncomingOffer: @unchecked Sendable {
   private var promised: [Int: UInt64] = [:]
   private var transfer: IncomingTransfer?
   private var progress: TransferProgress?
-  private var current:
-    (index: Int, fd: Int32, hasher: BackgroundHasher, position: UInt64, flushed: UInt64)?
+  /// The file being received.
+  private var current: StagedFile?
   private var remaining = Set<Int>()
   private var firstFailure: TransferError?
   private var pendingCredit = 0
@@ -83,9 +55,6 @@ final class IncomingOffer: @unchecked Sendable {
   /// When the sender last sent something for this offer (while receiving).
   private var lastHeard = ContinuousClock.now
   private let stall: Duration
-
-  /// Bytes of a file written between two requests to start their writeback.
-  static let writebackStep: UInt64 = 8 << 20
 
   init(
     channel: UInt32, peer: PeerID, link: ConnectionLink, files: [OfferedFile],
@@ -139,17 +108,17 @@ final class IncomingOffer: @unchecked Sendable {
       for file in offered { paths.append(try RelativePath(validating: file.path)) }
       try RelativePath.checkTree(paths)
     } catch {
-      // Never asked about: its question (counted when it arrived) closes here.
-      if case .asking(let questions, _) = reception { questions.close() }
+      // Never asked about: its question closes here.
+      if case .asking(let question, _) = reception { question.close() }
       return refuse(.unsafePath(error))
     }
     switch reception {
     case .automatic(let options):
       prepare(options)
-    case .asking(let questions, let deliver):
+    case .asking(let open, let deliver):
       phase = .deciding
       let question = ResourceOffer(
-        peer: peer, files: offered.map { ($0.path, $0.size) }, questions: questions
+        peer: peer, files: offered.map { ($0.path, $0.size) }, question: open
       ) {
         [weak self] decision in
         guard let self else { return }
@@ -321,48 +290,20 @@ final class IncomingOffer: @unchecked Sendable {
         .resource(.cannotWrite("data for file \(index), which is not expected")), notify: true)
     }
     if current?.index != index {
-      guard current == nil else {
+      if let current {
         return abandon(
-          .resource(.cannotWrite("data for file \(index) before file \(current!.index) ended")),
+          .resource(.cannotWrite("data for file \(index) before file \(current.index) ended")),
           notify: true)
       }
       guard begin(index) else { return }
     }
-    guard var state = current else { return }
-    let count = bytes.readableBytes
-    guard state.position + UInt64(count) <= offered[index].size else {
-      return abandon(.resource(.integrityCheckFailed(path: offered[index].path)), notify: true)
+    guard let file = current else { return }
+    do {
+      try file.write(bytes)
+    } catch {
+      return abandon(.resource(error), notify: true)
     }
-    let written = bytes.withUnsafeReadableBytes { buffer -> Int in
-      var done = 0
-      while done < buffer.count {
-        let result = pwrite(
-          state.fd, buffer.baseAddress! + done, buffer.count - done,
-          off_t(state.position) + off_t(done))
-        if result < 0 {
-          if errno == EINTR { continue }
-          return -1
-        }
-        done += result
-      }
-      return done
-    }
-    guard written == count else {
-      let reason = "\(offered[index].path): \(errnoText())"
-      return abandon(.resource(.cannotWrite(reason)), notify: true)
-    }
-    state.hasher.update(bytes)
-    state.position += UInt64(count)
-    // Start writing a large file back to disk as it arrives, so that the fsync(2) before it is
-    // placed has little left to do (rather than flushing the whole file at the end).
-    if state.position - state.flushed >= Self.writebackStep {
-      // Only a head start: should it fail, the fsync(2) before placing flushes all the same.
-      _ = ferry_start_writeback(
-        state.fd, off_t(state.flushed), off_t(state.position - state.flushed))
-      state.flushed = state.position
-    }
-    current = state
-    progress?.advance(index, to: state.position)
+    progress?.advance(index, to: file.position)
     // Credit is handed back per MiB written, in one hop (the multiplexer batches further).
     pendingCredit += credit
     if pendingCredit >= 1 << 20 { flushCredit() }
@@ -383,33 +324,13 @@ final class IncomingOffer: @unchecked Sendable {
     link.onMultiplexer { $0.answerOffer(acks) }
   }
 
-  /// Opens file `index`'s staging file at its offset and hashes what it already holds.
+  /// Opens file `index`'s staging file at its offset (hashing what it already holds).
   private func begin(_ index: Int) -> Bool {
     guard let staging else { return false }
     do {
-      let (fd, length) = try staging.open(names[index])
-      var hasher = SHA256()
-      let offset = offsets[index]
-      guard length >= offset, ftruncate(fd, off_t(offset)) == 0 else {
-        close(fd)
-        abandon(
-          .resource(.cannotWrite("staged data of \(offered[index].path) shrank")), notify: true)
-        return false
-      }
-      var buffer = [UInt8](repeating: 0, count: offset > 0 ? 1 << 20 : 0)
-      var position: UInt64 = 0
-      while position < offset {
-        let want = Int(min(UInt64(buffer.count), offset - position))
-        let count = buffer.withUnsafeMutableBytes {
-          pread(fd, $0.baseAddress, want, off_t(position))
-        }
-        guard count > 0 else { break }
-        hasher.update(data: buffer[0..<count])
-        position += UInt64(count)
-      }
-      let hashing = BackgroundHasher(
-        continuing: hasher, size: offered[index].size - offset, on: hashQueue)
-      current = (index, fd, hashing, offset, offset)
+      current = try StagedFile(
+        names[index], in: staging, index: index, offered: offered[index],
+        offset: offsets[index], hashingOn: hashQueue)
       events.yield(.started(name: offered[index].path, peer: peer, progress: progress!.file(index)))
       return true
     } catch {
@@ -423,55 +344,38 @@ final class IncomingOffer: @unchecked Sendable {
     if current == nil {
       guard begin(index) else { return }  // nothing sent: empty, or wholly staged before
     }
-    guard let state = current, state.index == index, let staging, let options else {
+    guard let file = current, file.index == index, let staging, let options else {
       return abandon(.resource(.cannotWrite("FILE_END out of order")), notify: true)
     }
     current = nil
     remaining.remove(index)
-    let file = offered[index]
-    let path = file.path
-    let intact = state.position == file.size && state.hasher.finalize() == digest
-    guard intact else {
-      close(state.fd)
+    let path = file.offered.path
+    switch file.settle(digest: digest) {
+    case .corrupt:
       staging.remove(names[index])
       conclude(
         index, .corrupt, reason: "SHA-256 mismatch",
         result: .failure(.resource(.integrityCheckFailed(path: path))))
-      return
-    }
-    // The sender's permission bits, narrowed by this process's umask (a sender cannot make a
-    // file writable by others where the user would not have).
-    var times = [
-      timespec(tv_sec: Int(file.modificationSeconds), tv_nsec: Int(file.modificationNanoseconds)),
-      timespec(tv_sec: Int(file.modificationSeconds), tv_nsec: Int(file.modificationNanoseconds)),
-    ]
-    let mode = mode_t(file.mode & 0o777) & ~processUmask
-    let settled =
-      fchmod(state.fd, mode) == 0 && futimens(state.fd, &times) == 0
-      // Large files are flushed before they are placed; small ones share one syncfs(2) at the
-      // end of the offer (a per-file fsync would cost more than the transfer).
-      && (file.size < StagingArea.metadataThreshold || fsync(state.fd) == 0)
-    var failure = settled ? nil : errnoText()
-    // close(2) is where a network filesystem reports a write it could not make.
-    if close(state.fd) != 0, failure == nil { failure = errnoText() }
-    if let reason = failure {
+    case .failed(let reason):
       staging.remove(names[index])
       conclude(
         index, .failed, reason: reason,
         result: .failure(.resource(.cannotWrite("\(path): \(reason)"))))
-      return
+    case .settled:
+      place(index, from: staging, options: options, digest: digest)
     }
-    guard options.relocate else {
-      do {
+  }
+
+  /// Moves settled file `index` where it belongs: under the destination (``ConfinedDirectory``,
+  /// by descriptors only), or handed over in place when the options do not relocate.
+  private func place(
+    _ index: Int, from staging: StagingArea, options: ReceiveOptions, digest: [UInt8]
+  ) {
+    do throws(ResourceError) {
+      guard options.relocate else {
         let staged = try staging.handOver(names[index])
-        conclude(index, .stored, reason: "", result: .success(staged), sha256: digest)
-      } catch {
-        staging.remove(names[index])
-        conclude(index, .failed, reason: error.description, result: .failure(.resource(error)))
+        return conclude(index, .stored, reason: "", result: .success(staged), sha256: digest)
       }
-      return
-    }
-    do {
       let placed = try staging.destination.place(
         names[index], from: staging.fd, at: paths[index], policy: options.conflictPolicy)
       if placed == nil {
@@ -537,11 +441,11 @@ final class IncomingOffer: @unchecked Sendable {
     let wasReceiving = phase == .receiving
     phase = .ended
     question?.withdraw()
-    if let state = current {
-      close(state.fd)
+    if let file = current {
+      file.discard()
       current = nil
       if case .resource(.integrityCheckFailed) = error, let staging {
-        staging.remove(names[state.index])
+        staging.remove(names[file.index])
       }
     }
     for index in remaining.sorted() {

@@ -1,0 +1,147 @@
+import CFerrySystem
+import Crypto
+import Dispatch
+import FerryWire
+import Foundation
+import NIOCore
+
+/// One file being received into its staging file, the disk side of an ``IncomingOffer``: opened
+/// at the offset the offer accepted (the bytes staged before it hashed again), written at its
+/// position and hashed as it goes, written back to disk in steps, then settled — checked
+/// against the sender's digest, given the sender's mode (narrowed by the umask) and times,
+/// flushed and closed, every system call's result checked. It knows nothing of frames, credit
+/// or where the file will be placed. Confined to the offer's executor.
+final class StagedFile {
+  /// How a file ended on disk.
+  enum Settlement: Equatable {
+    /// Complete, intact, flushed (large files) and closed: ready to be placed.
+    case settled
+    /// Its size or SHA-256 differs from what the sender announced.
+    case corrupt
+    /// A system call failed (`reason`); the staged bytes cannot be trusted.
+    case failed(reason: String)
+  }
+
+  /// Bytes written between two requests to start their writeback.
+  static let writebackStep: UInt64 = 8 << 20
+
+  /// The file's index in its offer.
+  let index: Int
+  /// The file as offered.
+  let offered: OfferedFile
+  /// Bytes of the file on disk so far (resumed prefix included).
+  private(set) var position: UInt64
+  private var fd: Int32
+  private let hasher: BackgroundHasher
+  private var flushed: UInt64
+
+  /// Opens staging file `name` of `staging`, cuts it to `offset` bytes and hashes those.
+  ///
+  /// - Throws: ``ResourceError/cannotWrite(_:)`` when it cannot be opened, is shorter than
+  ///   `offset` (it shrank since the offer was answered) or cannot be read back or cut.
+  init(
+    _ name: String, in staging: StagingArea, index: Int, offered: OfferedFile, offset: UInt64,
+    hashingOn queue: DispatchQueue
+  ) throws(ResourceError) {
+    let (fd, length) = try staging.open(name)
+    guard length >= offset else {
+      close(fd)
+      throw .cannotWrite("staged data of \(offered.path) shrank")
+    }
+    guard ftruncate(fd, off_t(offset)) == 0 else {
+      let reason = errnoText()
+      close(fd)
+      throw .cannotWrite("\(offered.path): \(reason)")
+    }
+    var hasher = SHA256()
+    var buffer = [UInt8](repeating: 0, count: offset > 0 ? 1 << 20 : 0)
+    var position: UInt64 = 0
+    while position < offset {
+      let want = Int(min(UInt64(buffer.count), offset - position))
+      let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(position)) }
+      if count < 0 && errno == EINTR { continue }
+      guard count > 0 else {
+        let reason = count < 0 ? errnoText() : "staged data of \(offered.path) shrank"
+        close(fd)
+        throw .cannotWrite("\(offered.path): \(reason)")
+      }
+      hasher.update(data: buffer[0..<count])
+      position += UInt64(count)
+    }
+    self.index = index
+    self.offered = offered
+    self.fd = fd
+    self.position = offset
+    self.flushed = offset
+    self.hasher = BackgroundHasher(continuing: hasher, size: offered.size - offset, on: queue)
+  }
+
+  deinit {
+    discard()
+  }
+
+  /// Appends `bytes` at ``position``.
+  ///
+  /// - Throws: ``ResourceError/integrityCheckFailed(path:)`` when they would make the file
+  ///   larger than offered; ``ResourceError/cannotWrite(_:)`` when pwrite(2) fails.
+  func write(_ bytes: ByteBuffer) throws(ResourceError) {
+    let count = bytes.readableBytes
+    guard offered.size - position >= UInt64(count) else {
+      throw .integrityCheckFailed(path: offered.path)
+    }
+    let (fd, start) = (self.fd, position)
+    let written = bytes.withUnsafeReadableBytes { buffer -> Int in
+      var done = 0
+      while done < buffer.count {
+        let result = pwrite(
+          fd, buffer.baseAddress! + done, buffer.count - done, off_t(start) + off_t(done))
+        if result < 0 {
+          if errno == EINTR { continue }
+          return -1
+        }
+        done += result
+      }
+      return done
+    }
+    guard written == count else { throw .cannotWrite("\(offered.path): \(errnoText())") }
+    hasher.update(bytes)
+    position += UInt64(count)
+    // Start writing a large file back to disk as it arrives, so that the fsync(2) before it is
+    // placed has little left to do (rather than flushing the whole file at the end).
+    if position - flushed >= Self.writebackStep {
+      // Only a head start: should it fail, the fsync(2) before placing flushes all the same.
+      _ = ferry_start_writeback(fd, off_t(flushed), off_t(position - flushed))
+      flushed = position
+    }
+  }
+
+  /// Ends the file: checks it against `digest`, sets its mode and times, flushes it when it is
+  /// large (small ones share one syncfs(2) at the end of the offer: a per-file fsync would cost
+  /// more than the transfer) and closes it. The file is closed whatever the outcome.
+  func settle(digest: [UInt8]) -> Settlement {
+    defer { discard() }
+    guard position == offered.size, hasher.finalize() == digest else { return .corrupt }
+    // The sender's permission bits, narrowed by this process's umask (a sender cannot make a
+    // file writable by others where the user would not have).
+    let mode = mode_t(offered.mode & 0o777) & ~processUmask
+    guard fchmod(fd, mode) == 0 else { return .failed(reason: errnoText()) }
+    let time = timespec(
+      tv_sec: Int(offered.modificationSeconds), tv_nsec: Int(offered.modificationNanoseconds))
+    var times = [time, time]
+    guard futimens(fd, &times) == 0 else { return .failed(reason: errnoText()) }
+    if offered.size >= StagingArea.metadataThreshold {
+      guard fsync(fd) == 0 else { return .failed(reason: errnoText()) }
+    }
+    // close(2) is where a network filesystem reports a write it could not make.
+    let closed = close(fd)
+    fd = -1
+    return closed == 0 ? .settled : .failed(reason: errnoText())
+  }
+
+  /// Closes the file without settling it (its staged bytes stay, for a resume). Idempotent.
+  func discard() {
+    guard fd >= 0 else { return }
+    close(fd)
+    fd = -1
+  }
+}
