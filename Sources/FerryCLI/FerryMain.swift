@@ -37,7 +37,6 @@ enum FerryMain {
         status = code == .validationFailure ? ExitStatus.usage.rawValue : code.rawValue
       }
     }
-    Interrupts.exitIfInterrupted()
-    exit(status)
+    Interrupts.exit(status)
   }
 }

@@ -168,4 +168,40 @@ struct CLITransferTests {
     let entries = try FileManager.default.contentsOfDirectory(atPath: destination.path)
     #expect(entries.allSatisfy { $0 == ".ferry-partial" }, "\(entries)")
   }
+
+  @Test("SIGINT at the receiver mid-transfer: it exits 130 and the sender hears of a cancel")
+  func interruptReceiver() async throws {
+    let type = Harness.uniqueServiceType()
+    let destination = try temporaryDirectory("rint-dst")
+    let source = try temporaryDirectory("rint-src")
+    let big = source.appendingPathComponent("big.iso")
+    _ = FileManager.default.createFile(atPath: big.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: big)
+    try handle.truncate(atOffset: 1 << 30)
+    try handle.close()
+    let receiver = try ChildProcess.ferry(
+      [
+        "receive", "--yes", "--json", "--dir", destination.path, "--service", type, "--name",
+        "sink",
+      ],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    defer { receiver.signal(SIGKILL) }
+    _ = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let sender = try ChildProcess.ferry(
+      ["send", "--json", "--to", "sink", "--service", type, big.path],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    defer { sender.signal(SIGKILL) }
+    let moving = await receiver.waitForLine(timeout: .seconds(20)) {
+      (jsonObject($0)?["bytes"] as? Int ?? 0) > 0 && $0.contains("\"progress\"")
+    }
+    try #require(moving != nil, "no progress: \(receiver.stderr)")
+    receiver.signal(SIGINT)
+    #expect(await receiver.waitForExit() == 130)
+    #expect(await sender.waitForExit() == 1, "\(sender.stderr)")
+    // The RESET left before the GOODBYE: a cancel, not a receiver that vanished.
+    #expect(sender.stderr.contains("cancelled"), "\(sender.stderr)")
+    #expect(!sender.stderr.contains("disconnected"), "\(sender.stderr)")
+    let entries = try FileManager.default.contentsOfDirectory(atPath: destination.path)
+    #expect(entries.allSatisfy { $0 == ".ferry-partial" }, "\(entries)")
+  }
 }

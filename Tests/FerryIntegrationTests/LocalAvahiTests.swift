@@ -81,6 +81,20 @@ struct LocalAvahiTests {
     #expect(browser.peers.map(\.name) == ["not ferry"])
   }
 
+  @Test(
+    "an Advertiser let go of as soon as it is published: its deinit never runs on Avahi's thread")
+  func droppedAtOnce() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    // The publication's callback used to hold the advertiser while it resumed start(): let go
+    // of at once, its last reference could be dropped there, and deinit stopped (and joined)
+    // the poll thread from itself — an abort or a hang.
+    for round in 0..<20 {
+      let name = try await Advertiser(peer: testPeer("brief\(round)"), serviceType: type, port: 1)
+        .start()
+      #expect(name.hasPrefix("brief\(round)"))
+    }
+  }
+
   @Test("two Advertisers with the same name both appear, one renamed the Avahi way")
   func collidingNames() async throws {
     let type = try ServiceType(Harness.uniqueServiceType())

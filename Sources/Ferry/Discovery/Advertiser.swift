@@ -26,7 +26,7 @@ public final class Advertiser: Sendable {
   public let serviceType: ServiceType
   /// The TCP port published in the SRV record (for a listening advertiser: known once
   /// ``start()`` has bound it).
-  public var port: UInt16 { state.withLock { $0.port } }
+  public var port: UInt16 { core.state.withLock { $0.port } }
   /// Invitations received, for an advertiser created with an identity; finishes after ``stop()``
   /// (and at once for a publish-only advertiser).
   public let invitations: AsyncStream<Invitation>
@@ -36,9 +36,8 @@ public final class Advertiser: Sendable {
   /// Finishes after ``stop()``.
   public let events: AsyncStream<AdvertiserEvent>
 
-  private let continuation: AsyncStream<AdvertiserEvent>.Continuation
   private let listener: InvitationListener?
-  private let state: Mutex<State>
+  private let core: Core
 
   private struct State {
     var port: UInt16
@@ -48,6 +47,53 @@ public final class Advertiser: Sendable {
     var waiter: CheckedContinuation<String, any Error>?
     var publishedName: String?
     var stopped = false
+  }
+
+  /// What the poll thread reaches: the state and the events' continuation.
+  private final class Core: Sendable {
+    let state: Mutex<State>
+    let continuation: AsyncStream<AdvertiserEvent>.Continuation
+    let serviceType: ServiceType
+
+    init(
+      state: State, continuation: AsyncStream<AdvertiserEvent>.Continuation,
+      serviceType: ServiceType
+    ) {
+      self.state = Mutex(state)
+      self.continuation = continuation
+      self.serviceType = serviceType
+    }
+
+    /// Runs on the poll thread.
+    func publicationReported(_ event: AvahiPublication.Event) {
+      switch event {
+      case .established(let name):
+        let waiter = state.withLock { state in
+          state.publishedName = name
+          defer { state.waiter = nil }
+          return state.waiter
+        }
+        waiter?.resume(returning: name)
+        FerryLogging.logger.info("published as \(name) (\(serviceType))")
+        continuation.yield(.published(name: name))
+      case .renamed(let old, let new):
+        FerryLogging.logger.info("the name \(old) is taken; publishing as \(new)")
+        continuation.yield(.renamed(from: old, to: new))
+      case .daemonLost(let reason):
+        FerryLogging.logger.notice("avahi-daemon went away: \(reason)")
+        state.withLock { $0.publishedName = nil }
+        continuation.yield(.daemonDisconnected(reason: reason))
+      case .failed(let reason):
+        FerryLogging.logger.notice("avahi-daemon could not publish the service: \(reason)")
+        let error = DiscoveryError.registrationFailed(reason: reason)
+        let waiter = state.withLock { state in
+          defer { state.waiter = nil }
+          return state.waiter
+        }
+        waiter?.resume(throwing: error)
+        continuation.yield(.failed(error))
+      }
+    }
   }
 
   /// Prepares an advertiser; nothing is published until ``start()``.
@@ -119,8 +165,10 @@ public final class Advertiser: Sendable {
       throw .invalidDiscoveryInfo(error)
     }
     self.listener = listener
-    self.state = Mutex(State(port: port))
-    (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    let (events, continuation) = AsyncStream.makeStream(
+      of: AdvertiserEvent.self, bufferingPolicy: .unbounded)
+    self.events = events
+    self.core = Core(state: State(port: port), continuation: continuation, serviceType: serviceType)
     if let listener {
       invitations = listener.invitations
     } else {
@@ -137,7 +185,7 @@ public final class Advertiser: Sendable {
   /// The name the service is published under now (after any rename), or nil before it is
   /// established.
   public var publishedName: String? {
-    state.withLock { $0.publishedName }
+    core.state.withLock { $0.publishedName }
   }
 
   /// Starts the TLS listener without publishing anything, so that peers who know the address
@@ -151,12 +199,14 @@ public final class Advertiser: Sendable {
   @discardableResult
   public func listen() async throws(DiscoveryError) -> UInt16 {
     guard let listener else { return 0 }
-    let (requested, listening, stopped) = state.withLock { ($0.port, $0.listening, $0.stopped) }
+    let (requested, listening, stopped) = core.state.withLock {
+      ($0.port, $0.listening, $0.stopped)
+    }
     if stopped { throw .stopped }
     if listening { return requested }
     do {
       let bound = try await listener.start(port: requested)
-      state.withLock {
+      core.state.withLock {
         $0.port = bound
         $0.listening = true
       }
@@ -204,7 +254,7 @@ public final class Advertiser: Sendable {
   /// Withdraws the service (peers see it removed within about a second) and disconnects from
   /// avahi-daemon. Idempotent.
   public func stop() {
-    let (connection, publication, waiter) = state.withLock { state in
+    let (connection, publication, waiter) = core.state.withLock { state in
       state.stopped = true
       defer {
         state.connection = nil
@@ -219,17 +269,19 @@ public final class Advertiser: Sendable {
     }
     listener?.stop()
     waiter?.resume(throwing: DiscoveryError.stopped)
-    continuation.finish()
+    core.continuation.finish()
   }
 
   private func begin(waiter: CheckedContinuation<String, any Error>) throws(DiscoveryError) {
     let publication = AvahiPublication(
       name: peer.displayName, type: serviceType.dnsSDType, port: self.port,
       txt: discoveryInfo.encodedEntries
-    ) { [weak self] event in
-      self?.publicationReported(event)
+    ) { [core] event in
+      // The core, never self: were the poll thread to hold the last reference to the
+      // advertiser, its deinit (which stops and joins the poll thread) would run there.
+      core.publicationReported(event)
     }
-    try state.withLock { state throws(DiscoveryError) in
+    try core.state.withLock { state throws(DiscoveryError) in
       guard !state.stopped, state.publication == nil else { throw .stopped }
       state.waiter = waiter
       state.publication = publication
@@ -239,49 +291,21 @@ public final class Advertiser: Sendable {
     do {
       connection = try AvahiConnection { event in publication.handle(event) }
     } catch {
-      state.withLock { state in
-        state.waiter = nil
+      let stillWaiting = core.state.withLock { state in
         state.publication = nil
+        defer { state.waiter = nil }
+        return state.waiter != nil
       }
-      throw error
+      // Unless stop() or a callback has resumed the waiter already.
+      if stillWaiting { throw error }
+      return
     }
-    let stoppedMeanwhile = state.withLock { state in
+    let stoppedMeanwhile = core.state.withLock { state in
       if !state.stopped { state.connection = connection }
       return state.stopped
     }
     if stoppedMeanwhile {
       connection.close()
-    }
-  }
-
-  /// Runs on the poll thread.
-  private func publicationReported(_ event: AvahiPublication.Event) {
-    switch event {
-    case .established(let name):
-      let waiter = state.withLock { state in
-        state.publishedName = name
-        defer { state.waiter = nil }
-        return state.waiter
-      }
-      waiter?.resume(returning: name)
-      FerryLogging.logger.info("published as \(name) (\(serviceType))")
-      continuation.yield(.published(name: name))
-    case .renamed(let old, let new):
-      FerryLogging.logger.info("the name \(old) is taken; publishing as \(new)")
-      continuation.yield(.renamed(from: old, to: new))
-    case .daemonLost(let reason):
-      FerryLogging.logger.notice("avahi-daemon went away: \(reason)")
-      state.withLock { $0.publishedName = nil }
-      continuation.yield(.daemonDisconnected(reason: reason))
-    case .failed(let reason):
-      FerryLogging.logger.notice("avahi-daemon could not publish the service: \(reason)")
-      let error = DiscoveryError.registrationFailed(reason: reason)
-      let waiter = state.withLock { state in
-        defer { state.waiter = nil }
-        return state.waiter
-      }
-      waiter?.resume(throwing: error)
-      continuation.yield(.failed(error))
     }
   }
 }

@@ -57,9 +57,7 @@ public final class Browser: Sendable {
 
   /// The peers found and not lost so far, sorted by name.
   public var peers: [DiscoveredPeer] {
-    connection.withLock { connection in
-      connection?.withLock { _ in engine.peers } ?? []
-    }
+    engine.peers
   }
 
   /// Stops browsing, disconnects from avahi-daemon and finishes ``events``. Idempotent.

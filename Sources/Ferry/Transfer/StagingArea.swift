@@ -17,7 +17,7 @@ import Synchronization
 /// an exclusive flock(2) keeps another process off it. Stale staging is removed after a
 /// configurable age. A file received with `relocate: false` is handed over as `NAME.received`,
 /// which stale cleanup never touches.
-final class StagingArea: @unchecked Sendable {
+final class StagingArea: Sendable {
   /// The staging directory's name under the destination.
   static let directoryName = ".ferry-partial"
   /// Files at least this large get a `.meta` file and their own fsync; smaller ones are cheap to

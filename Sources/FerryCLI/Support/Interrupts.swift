@@ -3,8 +3,8 @@ import Foundation
 import Synchronization
 
 /// Turns SIGINT and SIGTERM into an orderly exit: the cleanup runs (withdrawing mDNS records,
-/// cancelling transfers), then the process exits 130 — never 0, even if the cleanup lets the
-/// command's main path finish first (``FerryMain`` calls ``exitIfInterrupted()``).
+/// cancelling transfers), then the process exits 130 (a second signal exits at once) — never 0, even if the cleanup lets the
+/// command's main path finish first (``FerryMain`` exits through ``exit(_:)``).
 ///
 /// The signal handler runs on a Dispatch queue of its own, the cleanup in a task it waits for.
 /// Exactly one thread calls exit(3) (two at once is undefined behaviour): whichever claims
@@ -16,19 +16,33 @@ enum Interrupts {
   /// Signalled once the cleanup has finished.
   private static let cleanedUp = DispatchSemaphore(value: 0)
   /// The longest the main path waits for the cleanup before exiting anyway.
-  private static let cleanupLimit: DispatchTimeInterval = .seconds(5)
+  private static let cleanupLimit: DispatchTimeInterval = .seconds(8)
   nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
 
   /// Whether SIGINT or SIGTERM arrived.
   static var wasInterrupted: Bool { interrupted.load(ordering: .acquiring) }
 
-  /// Called by the main path when it is done: if an interrupt is being handled, waits for its
+  /// If an interrupt is being handled, waits for its
   /// cleanup to finish (at most ``cleanupLimit``), then exits 130 unless the handler already
   /// is exiting.
-  static func exitIfInterrupted() {
+  private static func exitIfInterrupted() {
     guard wasInterrupted else { return }
     _ = cleanedUp.wait(timeout: .now() + cleanupLimit)
     exitOnce()
+  }
+
+  /// Ends the process with `status` — the main path's exit. Should an interrupt be handled
+  /// meanwhile, the process exits 130 after its cleanup instead; either way only one thread
+  /// calls exit(3).
+  static func exit(_ status: Int32) -> Never {
+    exitIfInterrupted()
+    guard !exitClaimed.exchange(true, ordering: .acquiringAndReleasing) else {
+      DispatchSemaphore(value: 0).wait()
+      fatalError("unreachable: the process is exiting")
+    }
+    // A signal that came after the check above: its cleanup is cut short, but the status
+    // still says the command was interrupted.
+    Foundation.exit(wasInterrupted ? ExitStatus.interrupted.rawValue : status)
   }
 
   /// Sets what an interrupt must undo (replacing what was set before) and, the first time,
@@ -54,7 +68,10 @@ enum Interrupts {
       signal(signalNumber, SIG_IGN)
       let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
       source.setEventHandler {
-        guard !interrupted.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // The main path is already exiting: nothing to clean up.
+        guard !exitClaimed.load(ordering: .acquiring) else { return }
+        // A second Ctrl-C does not wait for the cleanup (say, a peer that stopped answering).
+        guard !interrupted.exchange(true, ordering: .acquiringAndReleasing) else { exitOnce() }
         let action = cleanup.withLock { $0 }
         // A cleanup that hangs must not keep the process alive.
         DispatchQueue.global().asyncAfter(deadline: .now() + cleanupLimit) { exitOnce() }
@@ -72,7 +89,7 @@ enum Interrupts {
   /// Exits 130 if no other thread has begun to exit; otherwise waits for that exit.
   private static func exitOnce() -> Never {
     if !exitClaimed.exchange(true, ordering: .acquiringAndReleasing) {
-      exit(ExitStatus.interrupted.rawValue)
+      Foundation.exit(ExitStatus.interrupted.rawValue)
     }
     // Another thread is inside exit(3): the process ends with it.
     DispatchSemaphore(value: 0).wait()

@@ -1,4 +1,5 @@
 import CAvahi
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -43,8 +44,18 @@ final class AvahiServiceBrowser: @unchecked Sendable {
     self.failed = failed
   }
 
-  /// The peers found so far (under the lock).
-  var peers: [DiscoveredPeer] { aggregator.peers }
+  /// What ``peers`` returns: written on the poll thread after each change (the poll lock, then
+  /// this leaf lock), read from any thread without touching Avahi.
+  private let published = Mutex<[DiscoveredPeer]>([])
+
+  /// The peers found so far. Any thread; takes no Avahi lock.
+  var peers: [DiscoveredPeer] { published.withLock { $0 } }
+
+  /// Copies the aggregator's peers for ``peers`` (on the poll thread).
+  private func publishPeers() {
+    let now = aggregator.peers
+    published.withLock { $0 = now }
+  }
 
   /// Feeds a connection event to the browser.
   func handle(_ event: AvahiConnectionEvent) {
@@ -67,6 +78,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       unresolved = []
       resolvingAnyFamily = []
       let lost = aggregator.removeAll().filter { !held.contains(aggregator.peerKey(of: $0.peer)) }
+      publishPeers()
       held = []
       updateDue = []
       for event in lost {
@@ -78,6 +90,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
   /// Frees the browser and resolvers (under the lock).
   func stop() {
     stopped = true
+    published.withLock { $0 = [] }
     for resolver in resolvers.values {
       avahi_service_resolver_free(resolver)
     }
@@ -117,6 +130,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       unresolved.remove(key)
       resolvingAnyFamily.remove(key)
       let event = aggregator.removed(key)
+      publishPeers()
       if held.contains(key.peerKey) {
         if case .lost = event {
           held.remove(key.peerKey)  // Never reported, so nothing to take back.
@@ -159,6 +173,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
         txt: txtEntries(txt))
       unresolved.remove(key)
       let event = aggregator.resolved(key, resolution)
+      publishPeers()
       if held.contains(key.peerKey) {
         releaseIfResolved(key.peerKey)
       } else if case .found = event, let connection, isResolving(key.peerKey) {

@@ -94,9 +94,17 @@ final class IncomingOffer: @unchecked Sendable {
     }
   }
 
-  /// The application cancelled (any thread).
+  /// The application cancelled (any thread). The RESET is queued on the loop at once, ahead of
+  /// anything queued after this call (a GOODBYE when the application then closes its session),
+  /// so that the sender hears of a cancel rather than of a vanished receiver; the multiplexer
+  /// forgets the channel, dropping the chunks still on their way. The offer's own cleanup
+  /// (queued first, so that it is the cancel that ends the offer) follows on its executor.
   func cancelFromApplication() {
-    executor.run { self.abandon(.cancelled, notify: true) }
+    executor.run { self.abandon(.cancelled, notify: false) }
+    let (channel, reason) = (self.channel, TransferError.cancelled.description)
+    link.onMultiplexer {
+      $0.reset(channel: channel, .cancelled, reason: reason, error: .cancelled)
+    }
   }
 
   // MARK: Deciding

@@ -107,9 +107,9 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     Interrupts.onInterrupt {
       advertiser.stop()
       // Cancel what is arriving (the staged bytes stay for a resume); the RESETs leave before
-      // each connection closes.
+      // each connection closes, and it closes once the sender has read them (at most 5 s).
       incoming.cancelAll()
-      await session.closeAndWait(timeout: .seconds(1))
+      await session.closeAndWait(timeout: .seconds(5))
     }
     do {
       try await advertiser.listen()

@@ -26,15 +26,17 @@ final class ActiveTransfers: Sendable {
     _ = state.withLock { $0.transfers.removeValue(forKey: ObjectIdentifier(transfer)) }
   }
 
-  /// Cancels every transfer and closes the session, waiting (at most a second) until each
-  /// connection has closed: the RESETs leave before the GOODBYE, so that each receiver reports
-  /// a cancel rather than a vanished sender.
+  /// Cancels every transfer and closes the session, waiting (at most 5 s) until each
+  /// connection has closed: the RESETs leave before the GOODBYE, and the socket is not closed
+  /// before the receiver has read them (closing it with the receiver's credit unread would
+  /// reset the connection and lose them), so that each receiver reports a cancel rather than a
+  /// vanished sender.
   func interrupt() async {
     let transfers = state.withLock { state in
       state.closed = true
       return Array(state.transfers.values)
     }
     for transfer in transfers { transfer.cancel() }
-    await session.closeAndWait(timeout: .seconds(1))
+    await session.closeAndWait(timeout: .seconds(5))
   }
 }
