@@ -128,13 +128,14 @@ struct CLITransferTests {
         == sha256(of: source.appendingPathComponent("note.txt")))
   }
 
-  @Test(
-    "SIGINT mid-transfer: send exits 130, the receiver reports it cancelled, nothing lands in DEST")
-  func interrupt() async throws {
+  /// A receiver (`receive --yes --json`) and a sender of a sparse gigabyte to it, started and
+  /// under way (the receiver has reported progress): a transfer to interrupt.
+  func bigTransfer(_ label: String) async throws -> (
+    receiver: ChildProcess, sender: ChildProcess, destination: URL
+  ) {
     let type = Harness.uniqueServiceType()
-    let destination = try temporaryDirectory("int-dst")
-    let source = try temporaryDirectory("int-src")
-    let big = source.appendingPathComponent("big.iso")
+    let destination = try temporaryDirectory("\(label)-dst")
+    let big = try temporaryDirectory("\(label)-src").appendingPathComponent("big.iso")
     _ = FileManager.default.createFile(atPath: big.path, contents: nil)
     let handle = try FileHandle(forWritingTo: big)
     try handle.truncate(atOffset: 1 << 30)  // sparse; interrupted long before it is all sent
@@ -145,15 +146,26 @@ struct CLITransferTests {
         "sink",
       ],
       environment: ["FERRY_HOME": Harness.freshFerryHome()])
-    defer { receiver.signal(SIGKILL) }
     _ = await receiver.waitForLine { $0.contains("\"advertising\"") }
     let sender = try ChildProcess.ferry(
       ["send", "--json", "--to", "sink", "--service", type, big.path],
       environment: ["FERRY_HOME": Harness.freshFerryHome()])
-    let moving = await sender.waitForLine(timeout: .seconds(20)) {
-      (jsonObject($0)?["bytes"] as? Int ?? 0) > 0
+    let moving = await receiver.waitForLine(timeout: .seconds(20)) {
+      $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > 0
     }
-    try #require(moving != nil, "no progress: \(sender.stderr)")
+    if moving == nil {
+      receiver.signal(SIGKILL)
+      sender.signal(SIGKILL)
+      Issue.record("no progress: \(receiver.stderr) \(sender.stderr)")
+    }
+    return (receiver, sender, destination)
+  }
+
+  @Test(
+    "SIGINT mid-transfer: send exits 130, the receiver reports it cancelled, nothing lands in DEST")
+  func interrupt() async throws {
+    let (receiver, sender, destination) = try await bigTransfer("int")
+    defer { receiver.signal(SIGKILL) }
     sender.signal(SIGINT)
     #expect(await sender.waitForExit() == 130)
     // One command-level failure, the interruption (not also a "transfer failed", exit 1).
@@ -171,30 +183,8 @@ struct CLITransferTests {
 
   @Test("SIGINT at the receiver mid-transfer: it exits 130 and the sender hears of a cancel")
   func interruptReceiver() async throws {
-    let type = Harness.uniqueServiceType()
-    let destination = try temporaryDirectory("rint-dst")
-    let source = try temporaryDirectory("rint-src")
-    let big = source.appendingPathComponent("big.iso")
-    _ = FileManager.default.createFile(atPath: big.path, contents: nil)
-    let handle = try FileHandle(forWritingTo: big)
-    try handle.truncate(atOffset: 1 << 30)
-    try handle.close()
-    let receiver = try ChildProcess.ferry(
-      [
-        "receive", "--yes", "--json", "--dir", destination.path, "--service", type, "--name",
-        "sink",
-      ],
-      environment: ["FERRY_HOME": Harness.freshFerryHome()])
-    defer { receiver.signal(SIGKILL) }
-    _ = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let sender = try ChildProcess.ferry(
-      ["send", "--json", "--to", "sink", "--service", type, big.path],
-      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    let (receiver, sender, destination) = try await bigTransfer("rint")
     defer { sender.signal(SIGKILL) }
-    let moving = await receiver.waitForLine(timeout: .seconds(20)) {
-      (jsonObject($0)?["bytes"] as? Int ?? 0) > 0 && $0.contains("\"progress\"")
-    }
-    try #require(moving != nil, "no progress: \(receiver.stderr)")
     receiver.signal(SIGINT)
     #expect(await receiver.waitForExit() == 130)
     #expect(await sender.waitForExit() == 1, "\(sender.stderr)")
