@@ -48,6 +48,9 @@ struct ByteReader {
     return try utf8(count: length, field: "reason")
   }
 
+  /// Whether every byte has been read.
+  var isAtEnd: Bool { offset == bytes.count }
+
   func finish() throws(WireError) {
     guard offset == bytes.count else { throw .trailingBytes(type) }
   }

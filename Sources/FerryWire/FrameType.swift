@@ -55,7 +55,7 @@ package enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringCon
     case .reset: return 1 + 2 + ControlMessage.maximumReasonSize
     case .credit: return 4
     case .offer: return ResourceMessage.maximumOfferSize
-    case .offerAccept: return 4 + 8 * ResourceMessage.maximumFiles
+    case .offerAccept: return 4 + 12 * ResourceMessage.maximumFiles + 4
     case .chunk: return 4 + TransferMessage.maximumChunkSize
     case .fileEnd: return 4 + 32
     case .fileAck: return 4 + 1 + 2 + ControlMessage.maximumReasonSize

@@ -3,8 +3,10 @@ package enum ResourceMessage: Hashable, Sendable {
   /// Files offered on `channel`.
   case offer(channel: UInt32, files: [OfferedFile])
   /// The offer is accepted; `offsets[i]` is where file `i` resumes (its size: nothing to send),
-  /// or ``skip`` to leave it out.
-  case offerAccept(channel: UInt32, offsets: [UInt64])
+  /// or ``skip`` to leave it out. `held` lists (in increasing order) the files the destination
+  /// already has with the offered size and modification time: for each, the sender first sends
+  /// only its FILE_END, and the file itself only if the receiver answers ``FileStatus/differs``.
+  case offerAccept(channel: UInt32, offsets: [UInt64], held: [UInt32] = [])
   /// Bytes of file `file`, continuing where the previous chunk (or its offset) ended.
   case chunk(channel: UInt32, file: UInt32, bytes: [UInt8])
   /// File `file` is complete; `sha256` covers all its bytes, from the start.
@@ -41,6 +43,10 @@ package enum ResourceMessage: Hashable, Sendable {
     case failed = 2
     /// Left out (the name was taken and the policy is skip).
     case skipped = 3
+    /// Already there with the same content (a held file whose digest matched): nothing written.
+    case identical = 4
+    /// A held file whose digest did not match: not stored yet; send it whole.
+    case differs = 5
   }
 
   /// The message as a frame.
@@ -58,9 +64,13 @@ package enum ResourceMessage: Hashable, Sendable {
         payload.appendBigEndian(file.mode)
       }
       return Frame(type: .offer, channel: channel, payload: payload)
-    case .offerAccept(let channel, let offsets):
+    case .offerAccept(let channel, let offsets, let held):
       payload.appendBigEndian(UInt32(offsets.count))
       for offset in offsets { payload.appendBigEndian(offset) }
+      if !held.isEmpty {
+        payload.appendBigEndian(UInt32(held.count))
+        for file in held { payload.appendBigEndian(file) }
+      }
       return Frame(type: .offerAccept, channel: channel, payload: payload)
     case .chunk(let channel, let file, let bytes):
       payload.appendBigEndian(file)
@@ -85,7 +95,8 @@ package enum ResourceMessage: Hashable, Sendable {
   ///   over 4096 bytes or not UTF-8, a size over ``maximumFileSize`` or sizes adding up to more
   ///   than ``maximumOfferBytes``, a modification time outside ``modificationSecondsRange``,
   ///   nanoseconds over 999 999 999, a mode over 0o7777, a hash not of 32 bytes, an unknown
-  ///   status, truncation or trailing bytes.
+  ///   status, held files out of order, beyond the offer or not sent from 0, truncation or
+  ///   trailing bytes.
   package init(frame: Frame) throws(WireError) {
     let type = frame.type
     guard frame.channel != 0 else { throw .invalidField(type, "channel 0") }
@@ -130,7 +141,22 @@ package enum ResourceMessage: Hashable, Sendable {
       }
       var offsets: [UInt64] = []
       for _ in 0..<count { offsets.append(try reader.uint64()) }
-      self = .offerAccept(channel: frame.channel, offsets: offsets)
+      // The held files are optional: a payload that ends after the offsets holds none.
+      var held: [UInt32] = []
+      if !reader.isAtEnd {
+        let heldCount = Int(try reader.uint32())
+        guard (1...count).contains(heldCount) else {
+          throw .invalidField(type, "held count \(heldCount)")
+        }
+        for _ in 0..<heldCount {
+          let file = try reader.uint32()
+          // In increasing order (so each once), within the offer, on a file sent from 0.
+          guard Int(file) < count, held.last.map({ $0 < file }) ?? true, offsets[Int(file)] == 0
+          else { throw .invalidField(type, "held file \(file)") }
+          held.append(file)
+        }
+      }
+      self = .offerAccept(channel: frame.channel, offsets: offsets, held: held)
     case .chunk:
       let file = try reader.uint32()
       self = .chunk(channel: frame.channel, file: file, bytes: Array(frame.payload.dropFirst(4)))

@@ -64,10 +64,11 @@ struct HostileReceiverTests {
   }
 
   @Test(
-    "a receiver that accepts twice, acknowledges a file twice or before accepting breaks the protocol: the link closes",
+    "a receiver that accepts twice, acknowledges a file twice, early or as differing unasked breaks the protocol: the link closes",
     arguments: [
       ("accept", "accepted the offer twice"), ("ack", "acknowledged file 0 out of turn"),
       ("early", "acknowledged file 0 out of turn"),
+      ("differs", "acknowledged file 0 out of turn"),
     ])
   func outOfTurn(variant: String, reason: String) async throws {
     let (peer, port, fingerprint) = try await HostilePeer.serve(

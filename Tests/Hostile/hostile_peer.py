@@ -653,8 +653,8 @@ def serve_bad_accept(link, args):
 
 def serve_twice(link, args):
     """Answers the offer twice (--variant accept), or acknowledges the first file twice
-    (--variant ack), or before accepting (--variant early); reports the GOODBYE the sender
-    then closes the link with."""
+    (--variant ack), or before accepting (--variant early), or asks for a file it never said
+    it held (--variant differs); reports the GOODBYE the sender then closes the link with."""
     link.send(frame(ACCEPT))
     channel, files = receive_offer(link)
     if args.variant == "early":
@@ -668,6 +668,10 @@ def serve_twice(link, args):
             (index,) = struct.unpack(">I", payload[:4])
             for _ in range(2):
                 link.send(frame(FILE_ACK, channel, struct.pack(">IB", index, 0) + text("")))
+        if kind == FILE_END and args.variant == "differs":
+            # "Send it whole" for a file this receiver never said it held.
+            (index,) = struct.unpack(">I", payload[:4])
+            link.send(frame(FILE_ACK, channel, struct.pack(">IB", index, 5) + text("")))
         if kind == GOODBYE:
             report(event="goodbye", reason=reason_of(kind, payload)[1])
             return

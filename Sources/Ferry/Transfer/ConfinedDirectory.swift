@@ -1,4 +1,6 @@
 import CFerrySystem
+import Crypto
+import FerryWire
 import Foundation
 
 /// A destination directory that files are placed into without ever following a symbolic link
@@ -104,6 +106,52 @@ struct ConfinedDirectory {
     }
     defer { close(directory) }
     return exists(path.fileName, in: directory)
+  }
+
+  /// Whether a regular file with `file`'s size and modification time is at `path` under the
+  /// root (a cheap check: nothing is read). Walks without following a link.
+  func holdsFile(at path: RelativePath, matching file: OfferedFile) -> Bool {
+    guard let directory = try? openDirectory(path.components.dropLast(), create: false) else {
+      return false
+    }
+    defer { close(directory) }
+    var status = stat()
+    return fstatat(directory, path.fileName, &status, AT_SYMLINK_NOFOLLOW) == 0
+      && Self.matches(status, file)
+  }
+
+  /// Whether `status` is a regular file's with `file`'s size and modification time.
+  private static func matches(_ status: stat, _ file: OfferedFile) -> Bool {
+    (status.st_mode & S_IFMT) == S_IFREG && UInt64(status.st_size) == file.size
+      && Int64(status.st_mtim.tv_sec) == file.modificationSeconds
+      && UInt32(status.st_mtim.tv_nsec) == file.modificationNanoseconds
+  }
+
+  /// The SHA-256 of the regular file at `path` under the root when its size and modification
+  /// time are `file`'s (the cheap check first: only then is it read); nil otherwise, or when it
+  /// cannot be read. Walks and opens without following a link.
+  func digest(ofFileAt path: RelativePath, matching file: OfferedFile) -> [UInt8]? {
+    guard let directory = try? openDirectory(path.components.dropLast(), create: false) else {
+      return nil
+    }
+    defer { close(directory) }
+    let fd = openat(directory, path.fileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var status = stat()
+    guard fstat(fd, &status) == 0, Self.matches(status, file) else { return nil }
+    var hasher = SHA256()
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    var position: UInt64 = 0
+    while position < file.size {
+      let want = Int(min(UInt64(buffer.count), file.size - position))
+      let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(position)) }
+      if count < 0 && errno == EINTR { continue }
+      guard count > 0 else { return nil }  // shrunk since the fstat, or unreadable
+      hasher.update(data: buffer[0..<count])
+      position += UInt64(count)
+    }
+    return Array(hasher.finalize())
   }
 
   private func exists(_ name: String, in directory: Int32) -> Bool {

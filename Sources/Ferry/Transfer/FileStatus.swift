@@ -10,24 +10,30 @@ public enum FileStatus: Hashable, Sendable, CustomStringConvertible {
   case failed
   /// Left out (the name was taken and the policy is skip).
   case skipped
+  /// The receiver already had it, with the same content: nothing was sent or written.
+  case identical
 
-  /// The verdict a FILE_ACK carries.
-  init(_ wire: ResourceMessage.FileStatus) {
+  /// The verdict a FILE_ACK carries; nil for `differs`, which asks for a held file whole
+  /// rather than ending it.
+  init?(_ wire: ResourceMessage.FileStatus) {
     switch wire {
     case .stored: self = .stored
     case .corrupt: self = .corrupt
     case .failed: self = .failed
     case .skipped: self = .skipped
+    case .identical: self = .identical
+    case .differs: return nil
     }
   }
 
-  /// `stored`, `corrupt`, `failed` or `skipped`.
+  /// `stored`, `corrupt`, `failed`, `skipped` or `identical`.
   public var description: String {
     switch self {
     case .stored: "stored"
     case .corrupt: "corrupt"
     case .failed: "failed"
     case .skipped: "skipped"
+    case .identical: "identical"
     }
   }
 }

@@ -27,8 +27,15 @@ final class OutgoingOffer: Sendable {
     var results: [Int: FileResult] = [:]
     var digests: [Int: [UInt8]] = [:]
     var expected = 0
-    var doneWaiter: CheckedContinuation<Void, any Error>?
+    var doneWaiter: CheckedContinuation<[Int]?, any Error>?
     var failure: TransferError?
+    /// Files the receiver's destination holds with the same size and time: their digest goes
+    /// first, and the file itself only when the receiver answers that the content differs.
+    var held: Set<Int> = []
+    /// Held files the receiver asked for whole, not sent yet.
+    var resend: [Int] = []
+    /// Held files asked for already (each may be asked for once).
+    var asked: Set<Int> = []
     var cancelled = false
     /// What the receiver is told when this side fails: only paths relative to the offer.
     var reasonForPeer: String?
@@ -81,19 +88,22 @@ final class OutgoingOffer: Sendable {
       }
       state.withLock { $0.expected = offsets.filter { $0 != ResourceMessage.skip }.count }
       var inFlight = InFlight()
-      for (index, offset) in offsets.enumerated() where offset != ResourceMessage.skip {
+      let held = state.withLock { $0.held }
+      // Held files' digests first, so that the receiver can answer while the rest is sent.
+      for index in held.sorted() {
+        try await sendDigest(index, channel: channel, inFlight: &inFlight)
+      }
+      for (index, offset) in offsets.enumerated()
+      where offset != ResourceMessage.skip && !held.contains(index) {
         try await send(index, from: offset, channel: channel, inFlight: &inFlight)
       }
       try await inFlight.drain(link: link, channel: channel)
-      try await withCheckedThrowingContinuation {
-        (continuation: CheckedContinuation<Void, any Error>) in
-        let ready = state.withLock { state -> Result<Void, TransferError>? in
-          if let failure = state.failure { return .failure(failure) }
-          if state.results.count == files.count { return .success(()) }
-          state.doneWaiter = continuation
-          return nil
+      // Then every held file the receiver has other content for, whole, until all are answered.
+      while let resend = try await nextResend() {
+        for index in resend {
+          try await send(index, from: 0, channel: channel, inFlight: &inFlight)
         }
-        if let ready { continuation.resume(with: ready) }
+        try await inFlight.drain(link: link, channel: channel)
       }
     } catch {
       // The first failure recorded (a cancel, the peer's RESET) is the cause; what the send
@@ -123,14 +133,48 @@ final class OutgoingOffer: Sendable {
   /// Reads, hashes and sends file `index` from `offset` (hashing the bytes before it too).
   /// Frames are queued without waiting for each: up to ``InFlight/limit`` batches are in
   /// flight, and a file's last CHUNK travels with its FILE_END, so a small file costs one hop.
-  private func send(
-    _ index: Int, from offset: UInt64, channel: UInt32, inFlight: inout InFlight
-  ) async throws {
+  /// Waits until every file is answered (nil) or the receiver asks for held files whole (them).
+  private func nextResend() async throws -> [Int]? {
+    try await withCheckedThrowingContinuation {
+      (continuation: CheckedContinuation<[Int]?, any Error>) in
+      let ready = state.withLock { state -> Result<[Int]?, TransferError>? in
+        if let failure = state.failure { return .failure(failure) }
+        if !state.resend.isEmpty {
+          defer { state.resend = [] }
+          return .success(state.resend)
+        }
+        if state.results.count == files.count { return .success(nil) }
+        state.doneWaiter = continuation
+        return nil
+      }
+      if let ready { continuation.resume(with: ready) }
+    }
+  }
+
+  /// Reads and hashes held file `index` and sends only its FILE_END: the receiver compares the
+  /// digest with what it holds.
+  private func sendDigest(_ index: Int, channel: UInt32, inFlight: inout InFlight) async throws {
+    let fd = try openOffered(index)
+    defer { close(fd) }
+    let hasher = BackgroundHasher(size: files[index].size, on: hashQueue)
+    try await hashPrefix(fd, upTo: files[index].size, into: hasher, index: index)
+    let digest = await hasher.finalize()
+    state.withLock { $0.digests[index] = digest }
+    let end = ResourceMessage.fileEnd(channel: channel, file: UInt32(index), sha256: digest).frame
+    try await inFlight.add(
+      [
+        WireFrame(
+          type: .fileEnd, channel: channel,
+          payload: link.channel.allocator.buffer(bytes: end.payload))
+      ], link: link, channel: channel)
+  }
+
+  /// Opens offered file `index`, checking that it is still what was offered.
+  private func openOffered(_ index: Int) throws -> Int32 {
     let file = files[index]
     let path = urls[index].path
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { throw readFailure(index, "\(path): \(errnoText())") }
-    defer { close(fd) }
     // The offer told the receiver this size and time (and a resume relies on them): a file
     // changed since then would arrive as neither its old nor its new self.
     var status = stat()
@@ -138,21 +182,24 @@ final class OutgoingOffer: Sendable {
       Int64(status.st_mtim.tv_sec) == file.modificationSeconds,
       UInt32(status.st_mtim.tv_nsec) == file.modificationNanoseconds
     else {
+      close(fd)
       throw readFailure(index, "\(path) changed after it was offered; send it again")
     }
-    let hasher = BackgroundHasher(size: file.size, on: hashQueue)
+    return fd
+  }
+
+  private func send(
+    _ index: Int, from offset: UInt64, channel: UInt32, inFlight: inout InFlight
+  ) async throws {
+    let file = files[index]
+    let fd = try openOffered(index)
+    defer { close(fd) }
     let chunkSize = TransferMessage.maximumChunkSize
     let allocator = link.channel.allocator
-    var position: UInt64 = 0
+    let hasher = BackgroundHasher(size: file.size, on: hashQueue)
     // A resumed prefix is read and hashed, not sent: the digest covers the whole file.
-    while position < offset {
-      var buffer = allocator.buffer(capacity: chunkSize)
-      let want = Int(min(UInt64(chunkSize), offset - position))
-      let count = try read(fd, into: &buffer, count: want, at: position, index: index)
-      await hasher.update(buffer)
-      position += UInt64(count)
-      prefixRead.add(UInt64(count), ordering: .relaxed)
-    }
+    try await hashPrefix(fd, upTo: offset, into: hasher, index: index)
+    var position = offset
     progress.advance(index, to: position)
     repeat {
       if let failure = state.withLock({ $0.failure }) { throw failure }
@@ -179,6 +226,24 @@ final class OutgoingOffer: Sendable {
       try await inFlight.add(frames, link: link, channel: channel)
       progress.advance(index, to: position)
     } while position < file.size
+  }
+
+  /// Reads and hashes file `index`'s first `length` bytes (a resumed prefix, or a held file),
+  /// counting them as progress of the sender's own (not stalled) but not as sent.
+  private func hashPrefix(
+    _ fd: Int32, upTo length: UInt64, into hasher: BackgroundHasher, index: Int
+  ) async throws {
+    let chunkSize = TransferMessage.maximumChunkSize
+    var position: UInt64 = 0
+    while position < length {
+      if let failure = state.withLock({ $0.failure }) { throw failure }
+      var buffer = link.channel.allocator.buffer(capacity: chunkSize)
+      let want = Int(min(UInt64(chunkSize), length - position))
+      let count = try read(fd, into: &buffer, count: want, at: position, index: index)
+      await hasher.update(buffer)
+      position += UInt64(count)
+      prefixRead.add(UInt64(count), ordering: .relaxed)
+    }
   }
 
   /// Reads exactly `count` bytes at `position` into `buffer`.
@@ -248,7 +313,7 @@ final class OutgoingOffer: Sendable {
     framesHeard.add(1, ordering: .relaxed)
     switch frame.type {
     case .offerAccept:
-      guard case .offerAccept(_, let offsets)? = try? ResourceMessage(frame: frame.flat),
+      guard case .offerAccept(_, let offsets, let held)? = try? ResourceMessage(frame: frame.flat),
         offsets.count == files.count,
         zip(offsets, files).allSatisfy({ $0 == ResourceMessage.skip || $0 <= $1.size })
       else { return violation("the receiver answered the offer wrongly") }
@@ -256,6 +321,7 @@ final class OutgoingOffer: Sendable {
         state -> (Bool, CheckedContinuation<[UInt64], any Error>?) in
         guard state.offsets == nil else { return (false, nil) }
         state.offsets = offsets
+        state.held = Set(held.map(Int.init))
         defer { state.acceptWaiter = nil }
         return (true, state.acceptWaiter)
       }
@@ -269,24 +335,38 @@ final class OutgoingOffer: Sendable {
           frame: frame.flat),
         Int(file) < files.count
       else { return violation("the receiver acknowledged a file wrongly") }
-      let (expected, waiter) = state.withLock {
-        state -> (Bool, CheckedContinuation<Void, any Error>?) in
-        // Only after the offer was accepted, once per file, and never for one it skipped.
-        guard let offsets = state.offsets, offsets[Int(file)] != ResourceMessage.skip,
-          state.results[Int(file)] == nil
-        else { return (false, nil) }
-        state.results[Int(file)] = FileResult(
-          path: files[Int(file)].path, status: FileStatus(status), reason: reason,
-          sha256: state.digests[Int(file)] ?? [])
-        guard state.results.count == files.count else { return (true, nil) }
+      let index = Int(file)
+      let (expected, final, waiter) = state.withLock {
+        state -> (Bool, Bool, CheckedContinuation<[Int]?, any Error>?) in
+        // Only after the offer was accepted, once per file, and never for one it skipped;
+        // "differs" only for a held file, once.
+        guard let offsets = state.offsets, offsets[index] != ResourceMessage.skip,
+          state.results[index] == nil
+        else { return (false, false, nil) }
+        guard let verdict = FileStatus(status) else {
+          guard state.held.contains(index), state.asked.insert(index).inserted else {
+            return (false, false, nil)
+          }
+          state.resend.append(index)
+          defer { state.doneWaiter = nil }
+          return (true, false, state.doneWaiter)
+        }
+        state.results[index] = FileResult(
+          path: files[index].path, status: verdict, reason: reason,
+          sha256: state.digests[index] ?? [])
+        guard state.results.count == files.count else { return (true, true, nil) }
         defer { state.doneWaiter = nil }
-        return (true, state.doneWaiter)
+        return (true, true, state.doneWaiter)
       }
       guard expected else {
         return violation("the receiver acknowledged file \(file) out of turn")
       }
-      progress.complete(Int(file))
-      waiter?.resume()
+      if final { progress.complete(index) }
+      waiter?.resume(
+        returning: state.withLock { state in
+          defer { state.resend = [] }
+          return state.resend.isEmpty ? nil : state.resend
+        })
     case .reset:
       var reason = ""
       if case .reset(_, _, let text)? = try? TransferMessage(frame: frame.flat) { reason = text }
@@ -299,8 +379,9 @@ final class OutgoingOffer: Sendable {
   /// The receiver broke the offer's protocol: the transfer fails and the link closes (GOODBYE
   /// with `reason`), as for any other protocol violation.
   private func violation(_ reason: String) {
-    fail(.peerDisconnected(reason: reason))
+    // The GOODBYE first: failing wakes the application, whose own close must come after it.
     link.onHandler { $0.closeForViolation(reason) }
+    fail(.peerDisconnected(reason: reason))
   }
 
   private func fail(_ error: TransferError) {

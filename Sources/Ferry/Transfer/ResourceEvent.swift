@@ -10,7 +10,10 @@ public enum ResourceEvent: Sendable {
   /// by the conflict policy; or why it failed (nothing of it is left in the destination).
   /// `sha256` is the verified digest of the whole file, nil when it was not received.
   case finished(name: String, peer: PeerID, result: Result<URL?, TransferError>, sha256: [UInt8]?)
-  /// The whole offer ended; `error` is nil when every file was stored or skipped, else why the
+  /// A file was already in the destination, at `at`, with the same size, modification time and
+  /// content (`sha256`): nothing of it was sent or written, whatever the conflict policy.
+  case identical(name: String, peer: PeerID, at: URL, sha256: [UInt8])
+  /// The whole offer ended; `error` is nil when every file was stored, skipped or identical, else why the
   /// offer stopped or the first file's failure.
   case offerFinished(IncomingTransfer, error: TransferError?)
   /// An offer was refused before anything of it was written: an unsafe path, not enough free

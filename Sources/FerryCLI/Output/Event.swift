@@ -52,7 +52,7 @@ enum Event: String, CaseIterable, Sendable {
     case .offer: return ["peer", "files", "bytes"]
     case .progress: return ["peer", "bytes", "total", "bytes_per_second", "files_done", "files"]
     case .fileDone: return ["peer", "path", "sha256", "status", "saved"]
-    case .done: return ["peer", "files", "bytes", "stored", "bytes_sent", "error"]
+    case .done: return ["peer", "files", "bytes", "stored", "identical", "bytes_sent", "error"]
     case .error: return ["code", "exit", "message", "peer", "path"]
     case .identity:
       return ["fingerprint", "fingerprint_grouped", "short", "certificate", "directory"]

@@ -329,7 +329,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
       switch table[id] {
       case .incomingOffer(let flow, let endpoint, _)?:
         guard flow.consumeUncredited() else {
-          return violation("more FILE_END frames than files on offer \(id)")
+          return violation("more than two FILE_END frames per file on offer \(id)")
         }
         endpoint(.frame(frame))
       case nil where id % 2 != ownParity: return  // racing our RESET of that offer
@@ -378,7 +378,10 @@ final class LinkMultiplexer: ChannelInboundHandler {
           .frame
       ])
     }
-    let flow = InboundFlow(window: ResourceMessage.initialWindow, uncreditedFrames: files.count)
+    // A held file may end twice: its digest first, then the file itself when the content
+    // differs.
+    let flow = InboundFlow(
+      window: ResourceMessage.initialWindow, uncreditedFrames: 2 * files.count)
     _ = table.open(id, .incomingOffer(flow, endpoint: endpoint, files: files.count))
   }
 

@@ -44,6 +44,11 @@ final class IncomingOffer: @unchecked Sendable {
   private var offsets: [UInt64] = []
   /// Bytes still promised (reserved) for each file not yet finished.
   private var promised: [Int: UInt64] = [:]
+  /// Files the destination holds with the offered size and time: the sender sends such a file's
+  /// digest first, and the file itself (its space reserved then) only if the content differs.
+  private var held: Set<Int> = []
+  /// Held files whose digest-first FILE_END was answered.
+  private var heldAnswered: Set<Int> = []
   private var transfer: IncomingTransfer?
   private var progress: TransferProgress?
   /// The file being received.
@@ -175,6 +180,13 @@ final class IncomingOffer: @unchecked Sendable {
         let resumable = staging.claim(name)
         if !resumable { name = staging.uniqueName(like: name) }
         names.append(name)
+        // The same content already there (size and time first, then the digest) is neither
+        // sent nor written, whatever the conflict policy: that is for different content.
+        if staging.destination.holdsFile(at: paths[index], matching: file) {
+          held.insert(index)
+          offsets.append(0)
+          continue
+        }
         if options.conflictPolicy == .skip, staging.destination.exists(paths[index]) {
           offsets.append(ResourceMessage.skip)
           continue
@@ -185,19 +197,11 @@ final class IncomingOffer: @unchecked Sendable {
         promised[index] = file.size - offset
         needed += file.size - offset  // at most 2^62 in all: checked when decoded
       }
-      var space = statvfs()
-      guard fstatvfs(staging.fd, &space) == 0 else {
-        throw ResourceError.cannotWrite("\(options.destination.path): \(errnoText())")
-      }
-      let (free, overflow) = UInt64(space.f_bavail).multipliedReportingOverflow(
-        by: UInt64(space.f_frsize))
-      let available = overflow ? UInt64.max : free
-      guard SpaceReservations.shared.reserve(needed, on: staging.device, available: available)
-      else {
+      do {
+        try reserve(needed, on: staging)
+      } catch {
         promised = [:]
-        let left = available - min(available, SpaceReservations.shared.promised(on: staging.device))
-        throw ResourceError.insufficientSpace(
-          needed: Int64(clamping: needed), available: Int64(clamping: left))
+        throw error
       }
       for (index, file) in offered.enumerated()
       where file.size >= StagingArea.metadataThreshold && offsets[index] != ResourceMessage.skip {
@@ -209,6 +213,25 @@ final class IncomingOffer: @unchecked Sendable {
       return refuse(.cannotWrite("\(error)"))
     }
     accept()
+  }
+
+  /// Reserves `bytes` of the staging area's filesystem (free space less what other offers were
+  /// promised).
+  ///
+  /// - Throws: ``ResourceError/insufficientSpace(needed:available:)`` when they do not fit;
+  ///   ``ResourceError/cannotWrite(_:)`` when the free space cannot be read.
+  private func reserve(_ bytes: UInt64, on staging: StagingArea) throws(ResourceError) {
+    var space = statvfs()
+    guard fstatvfs(staging.fd, &space) == 0 else {
+      throw .cannotWrite("\(staging.destination.root.path): \(errnoText())")
+    }
+    let (free, overflow) = UInt64(space.f_bavail).multipliedReportingOverflow(
+      by: UInt64(space.f_frsize))
+    let available = overflow ? UInt64.max : free
+    guard SpaceReservations.shared.reserve(bytes, on: staging.device, available: available) else {
+      let left = available - min(available, SpaceReservations.shared.promised(on: staging.device))
+      throw .insufficientSpace(needed: Int64(clamping: bytes), available: Int64(clamping: left))
+    }
   }
 
   private func accept() {
@@ -237,7 +260,10 @@ final class IncomingOffer: @unchecked Sendable {
       }
     }
     events.yield(.offerReceived(transfer))
-    let accept = ResourceMessage.offerAccept(channel: channel, offsets: offsets).frame
+    let accept = ResourceMessage.offerAccept(
+      channel: channel, offsets: offsets,
+      held: held.sorted().map { UInt32($0) }
+    ).frame
     link.onMultiplexer { $0.answerOffer(accept) }
     if remaining.isEmpty { finishOffer(error: nil) }
   }
@@ -336,6 +362,11 @@ final class IncomingOffer: @unchecked Sendable {
   private func begin(_ index: Int) -> Bool {
     guard let staging else { return false }
     do {
+      if held.contains(index), promised[index] == nil {
+        // A held file whose content differs after all: it is sent whole, and needs its room.
+        try reserve(offered[index].size, on: staging)
+        promised[index] = offered[index].size
+      }
       current = try StagedFile(
         names[index], in: staging, index: index, offered: offered[index],
         offset: offsets[index], hashingOn: hashQueue)
@@ -347,8 +378,11 @@ final class IncomingOffer: @unchecked Sendable {
     }
   }
 
-  private func finishFile(_ index: Int, digest: [UInt8]) {
+  private func finishFile(_ index: Int, digest sha256: [UInt8]) {
     guard remaining.contains(index) else { return }
+    if held.contains(index), !heldAnswered.contains(index), current?.index != index {
+      return compareHeld(index, sha256)
+    }
     if current == nil {
       guard begin(index) else { return }  // nothing sent: empty, or wholly staged before
     }
@@ -358,7 +392,7 @@ final class IncomingOffer: @unchecked Sendable {
     current = nil
     remaining.remove(index)
     let path = file.offered.path
-    switch file.settle(digest: digest) {
+    switch file.settle(digest: sha256) {
     case .corrupt:
       staging.remove(names[index])
       conclude(
@@ -370,8 +404,32 @@ final class IncomingOffer: @unchecked Sendable {
         index, .failed, reason: reason,
         result: .failure(.resource(.cannotWrite("\(path): \(reason)"))))
     case .settled:
-      place(index, from: staging, options: options, digest: digest)
+      place(index, from: staging, options: options, digest: sha256)
     }
+  }
+
+  /// The sender's digest of held file `index` (sent before, and instead of, its bytes) against
+  /// what the destination holds: the same content is ``ResourceMessage/FileStatus/identical``
+  /// and nothing is written; other content is skipped under the skip policy, and otherwise
+  /// asked for whole (``ResourceMessage/FileStatus/differs``). Only the sender learns the
+  /// outcome, never the destination's digest.
+  private func compareHeld(_ index: Int, _ sha256: [UInt8]) {
+    heldAnswered.insert(index)
+    guard let staging, let options else { return }
+    let there = staging.destination.digest(ofFileAt: paths[index], matching: offered[index])
+    if there == sha256 {
+      remaining.remove(index)
+      return conclude(
+        index, .identical, reason: "",
+        result: .success(options.destination.appending(path: offered[index].path)),
+        sha256: sha256)
+    }
+    if options.conflictPolicy == .skip {
+      remaining.remove(index)
+      return conclude(index, .skipped, reason: "", result: .success(nil))
+    }
+    queueAck(
+      ResourceMessage.fileAck(channel: channel, file: UInt32(index), .differs, reason: "").frame)
   }
 
   /// Moves settled file `index` where it belongs: under the destination (``ConfinedDirectory``,
@@ -407,12 +465,21 @@ final class IncomingOffer: @unchecked Sendable {
     release(file: index)
     progress?.complete(index)
     if case .failure(let error) = result, firstFailure == nil { firstFailure = error }
-    events.yield(
-      .finished(name: offered[index].path, peer: peer, result: result, sha256: sha256))
-    pendingAcks.append(
+    if status == .identical, case .success(let url?) = result, let sha256 {
+      events.yield(.identical(name: offered[index].path, peer: peer, at: url, sha256: sha256))
+    } else {
+      events.yield(
+        .finished(name: offered[index].path, peer: peer, result: result, sha256: sha256))
+    }
+    queueAck(
       ResourceMessage.fileAck(
         channel: channel, file: UInt32(index), status, reason: forPeer(reason)
       ).frame)
+  }
+
+  /// Gathers a FILE_ACK: sent with the offer's end, after 256 more, or within 20 ms.
+  private func queueAck(_ ack: Frame) {
+    pendingAcks.append(ack)
     if remaining.isEmpty {
       finishOffer(error: nil)
     } else if pendingAcks.count >= 256 {

@@ -4,7 +4,7 @@ import Synchronization
 
 /// Turns a session's resource events into what `ferry receive` shows: a progress bar per
 /// sender, `progress` / `file-done` / `done` / `refused` events, where each file was saved, and
-/// — for `--once` — the one offer's outcome (nil: every file stored or skipped).
+/// — for `--once` — the one offer's outcome (nil: every file stored, skipped or identical).
 struct ReceiveReporter: Sendable {
   let output: EventWriter
   let bar: ProgressBar
@@ -33,11 +33,21 @@ struct ReceiveReporter: Sendable {
           ("peer", .string(peer.displayName)), ("path", .string(name)),
           ("saved", url.map { .string($0.path) } ?? .null),
           ("sha256", digest.map { .string(Hex.lowercase($0)) } ?? .null),
+          ("status", .string(url == nil ? "skipped" : "stored")),
         ])
       bar.above {
         output.say(
           url.map { "Saved \(printable($0.path))" } ?? "Skipped \(printable(name)) (name taken)")
       }
+    case .identical(let name, let peer, let url, let digest):
+      output.event(
+        .fileDone,
+        [
+          ("peer", .string(peer.displayName)), ("path", .string(name)),
+          ("saved", .string(url.path)), ("sha256", .string(Hex.lowercase(digest))),
+          ("status", .string("identical")),
+        ])
+      bar.above { output.say("Already there: \(printable(url.path)) (identical, not sent)") }
     case .finished(let name, let peer, .failure(let error), _):
       output.event(
         .error,

@@ -155,19 +155,22 @@ struct Delivery: Sendable {
           ])
       }
       let stored = results.filter { $0.status == .stored }.count
+      let identical = results.filter { $0.status == .identical }.count
       output.event(
         .done,
         [
           ("peer", .string(label)), ("files", .int(results.count)), ("stored", .int(stored)),
-          ("bytes", .int(Int(summary.bytes))), ("bytes_sent", .int(Int(transfer.bytesSent))),
+          ("identical", .int(identical)), ("bytes", .int(Int(summary.bytes))),
+          ("bytes_sent", .int(Int(transfer.bytesSent))),
         ])
+      let already = identical > 0 ? ", \(identical) already there (identical, not sent)" : ""
       let resumed =
-        transfer.bytesSent < summary.bytes
-        ? " (resumed: \(formatBytes(transfer.bytesSent)) sent)" : ""
+        transfer.bytesSent < summary.bytes && identical < results.count
+        ? " (\(formatBytes(transfer.bytesSent)) sent)" : ""
       bar.above {
         output.note(
-          "Sent \(stored) of \(results.count) file(s), \(formatBytes(summary.bytes)) to "
-            + "\(peer.displayName)\(resumed).")
+          "Sent \(stored) of \(results.count) file(s)\(already), \(formatBytes(summary.bytes)) "
+            + "to \(peer.displayName)\(resumed).")
       }
       return nil
     case .failure(.cancelled) where Interrupts.wasInterrupted:

@@ -11,7 +11,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     discussion: """
       Finds receivers through mDNS (or connects to --address), asks them to accept, shows the \
       verification code to compare with the receiver's screen, and sends. Folders keep their \
-      layout. Re-running an interrupted send resumes where it stopped. Without --to, the one \
+      layout. Re-running an interrupted send resumes where it stopped, and files the receiver \
+      already has with the same content are not sent again. Without --to, the one \
       receiver found is used; when there are several, a terminal asks which (a script gets \
       exit 3 and the list). Repeat --to to send the same files to several receivers at once.
 

@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+
+/// Re-sending what the receiver already has: nothing crosses the wire, nothing is duplicated,
+/// both ends say "identical"; different content under the same size and time is still sent.
+/// Runs without avahi-daemon (no system bus): receive listens, send uses --address.
+@Suite("ferry send again: identical files", .timeLimit(.minutes(3)))
+struct CLIResendTests {
+  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
+
+  /// `ferry send --json --address 127.0.0.1:PORT FOLDER`, to its end: status and events.
+  func send(_ folder: URL, port: Int, home: String, options: [String] = []) async throws -> (
+    status: Int32, events: [[String: Any]], stderr: String
+  ) {
+    let result = try await run(
+      Harness.ferryBinary,
+      ["send", "--json", "--address", "127.0.0.1:\(port)"] + options + [folder.path],
+      environment: Self.noBus.merging(["FERRY_HOME": home]) { $1 }, timeout: .seconds(90))
+    let events = result.stdout.split(separator: "\n").compactMap { jsonObject(String($0)) }
+    return (result.status, events, result.stderr)
+  }
+
+  /// Names of every entry under `directory`, recursively.
+  func names(_ directory: URL) -> [String] {
+    (FileManager.default.enumerator(atPath: directory.path)?.allObjects as? [String]) ?? []
+  }
+
+  @Test(
+    "a completed 200-file send sent again: exit 0, no data, no '(1)' files, identical at both ends"
+  )
+  func resend() async throws {
+    let destination = try temporaryDirectory("again-dst")
+    let folder = try temporaryDirectory("again-src").appendingPathComponent("batch")
+    for index in 0..<200 {
+      try writeFile(
+        folder.appendingPathComponent("d\(index % 7)/file\(index).dat"), size: 50 + index * 97,
+        seed: UInt64(index))
+    }
+    let receiver = try ChildProcess.ferry(
+      ["receive", "--yes", "--json", "--dir", destination.path, "--name", "again"],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    defer { receiver.signal(SIGKILL) }
+    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
+    let home = Harness.freshFerryHome()
+
+    let first = try await send(folder, port: port, home: home)
+    #expect(first.status == 0, "\(first.stderr)")
+    #expect(first.events.last?["stored"] as? Int == 200)
+
+    let again = try await send(folder, port: port, home: home)
+    #expect(again.status == 0, "\(again.stderr)")
+    let done = try #require(again.events.last)
+    #expect(done["event"] as? String == "done")
+    #expect(done["identical"] as? Int == 200, "\(done)")
+    #expect(done["stored"] as? Int == 0)
+    #expect(done["bytes_sent"] as? Int == 0, "no data crosses the wire: \(done)")
+    let statuses = again.events.filter { $0["event"] as? String == "file-done" }
+      .compactMap { $0["status"] as? String }
+    #expect(statuses == Array(repeating: "identical", count: 200))
+    #expect(again.stderr.contains("200 already there"), "\(again.stderr)")
+    #expect(!names(destination).contains { $0.contains(" (1)") }, "\(names(destination))")
+    #expect(try tree(destination.appendingPathComponent("batch")) == tree(folder))
+    let identicalAtReceiver = await receiver.waitForLine(timeout: .seconds(10)) { _ in
+      receiver.stdoutLines.filter { $0.text.contains("\"status\":\"identical\"") }.count == 200
+    }
+    #expect(identicalAtReceiver != nil, "the receiver reports them identical too")
+
+    // Other content under the same size and modification time: compared, found different,
+    // sent whole — and, the name being taken, saved beside it (the conflict policy applies to
+    // different content only).
+    let changed = folder.appendingPathComponent("d3/file3.dat")
+    var before = stat()
+    #expect(stat(changed.path, &before) == 0)
+    var bytes = try Data(contentsOf: changed)
+    bytes[0] ^= 0xFF
+    try bytes.write(to: changed)
+    var times = [before.st_atim, before.st_mtim]
+    #expect(utimensat(AT_FDCWD, changed.path, &times, 0) == 0)
+    let third = try await send(folder, port: port, home: home)
+    #expect(third.status == 0, "\(third.stderr)")
+    #expect(third.events.last?["identical"] as? Int == 199, "\(third.events.last ?? [:])")
+    #expect(third.events.last?["stored"] as? Int == 1)
+    #expect(third.events.last?["bytes_sent"] as? Int == bytes.count)
+    let beside = destination.appendingPathComponent("batch/d3/file3 (1).dat")
+    #expect(try Data(contentsOf: beside) == bytes)
+
+    // With --on-conflict skip at the receiver, different content is skipped, not sent.
+    let skipping = try temporaryDirectory("again-skip-dst")
+    // cp -a keeps the modification times to the nanosecond, as Ferry set them.
+    let copy = try await run(
+      "/bin/cp", ["-a", destination.appendingPathComponent("batch").path, skipping.path])
+    #expect(copy.status == 0, "\(copy.stderr)")
+    try FileManager.default.removeItem(
+      at: skipping.appendingPathComponent("batch/d3/file3 (1).dat"))
+    let skipper = try ChildProcess.ferry(
+      [
+        "receive", "--yes", "--json", "--dir", skipping.path, "--name", "skipper",
+        "--on-conflict", "skip",
+      ],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    defer { skipper.signal(SIGKILL) }
+    let listening = await skipper.waitForLine { $0.contains("\"advertising\"") }
+    let skipPort = try #require(listening.flatMap { jsonObject($0.text)?["port"] as? Int })
+    let fourth = try await send(folder, port: skipPort, home: home)
+    #expect(fourth.status == 0, "\(fourth.stderr)")
+    #expect(fourth.events.last?["identical"] as? Int == 199, "\(fourth.events.last ?? [:])")
+    #expect(fourth.events.last?["bytes_sent"] as? Int == 0)
+    let skipped = fourth.events.filter {
+      $0["event"] as? String == "file-done" && $0["status"] as? String == "skipped"
+    }
+    #expect(skipped.compactMap { $0["path"] as? String } == ["batch/d3/file3.dat"])
+  }
+}
