@@ -61,6 +61,12 @@ struct CLIResendTests {
     #expect(again.stderr.contains("200 already there"), "\(again.stderr)")
     #expect(!names(destination).contains { $0.contains(" (1)") }, "\(names(destination))")
     #expect(try tree(destination.appendingPathComponent("batch")) == tree(folder))
+    // Another sender with the same files learns nothing of them: it did not place them, so
+    // they are not compared (it cannot probe what others sent), and its copies land beside.
+    let stranger = try await send(folder, port: port, home: Harness.freshFerryHome())
+    #expect(stranger.status == 0, "\(stranger.stderr)")
+    #expect(stranger.events.last?["identical"] as? Int == 0, "\(stranger.events.last ?? [:])")
+    #expect(stranger.events.last?["stored"] as? Int == 200)
     let identicalAtReceiver = await receiver.waitForLine(timeout: .seconds(10)) { _ in
       receiver.stdoutLines.filter { $0.text.contains("\"status\":\"identical\"") }.count == 200
     }
@@ -82,7 +88,7 @@ struct CLIResendTests {
     #expect(third.events.last?["identical"] as? Int == 199, "\(third.events.last ?? [:])")
     #expect(third.events.last?["stored"] as? Int == 1)
     #expect(third.events.last?["bytes_sent"] as? Int == bytes.count)
-    let beside = destination.appendingPathComponent("batch/d3/file3 (1).dat")
+    let beside = destination.appendingPathComponent("batch/d3/file3 (2).dat")
     #expect(try Data(contentsOf: beside) == bytes)
 
     // With --on-conflict skip at the receiver, different content is skipped, not sent.
@@ -91,8 +97,10 @@ struct CLIResendTests {
     let copy = try await run(
       "/bin/cp", ["-a", destination.appendingPathComponent("batch").path, skipping.path])
     #expect(copy.status == 0, "\(copy.stderr)")
-    try FileManager.default.removeItem(
-      at: skipping.appendingPathComponent("batch/d3/file3 (1).dat"))
+    for name in ["file3 (1).dat", "file3 (2).dat"] {
+      try FileManager.default.removeItem(
+        at: skipping.appendingPathComponent("batch/d3/\(name)"))
+    }
     let skipper = try ChildProcess.ferry(
       [
         "receive", "--yes", "--json", "--dir", skipping.path, "--name", "skipper",

@@ -16,4 +16,11 @@ int ferry_syncfs(int fd);
 /// waiting for it.
 int ferry_start_writeback(int fd, off_t offset, off_t count);
 
+/// fsetxattr(2): sets the extended attribute `name` of `fd` to `size` bytes at `value`.
+int ferry_set_attribute(int fd, const char *name, const void *value, size_t size);
+
+/// fgetxattr(2): reads the extended attribute `name` of `fd` into `value` (at most `size`
+/// bytes); returns its length, or -1 with errno set.
+ssize_t ferry_get_attribute(int fd, const char *name, void *value, size_t size);
+
 #endif

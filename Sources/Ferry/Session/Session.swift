@@ -251,7 +251,7 @@ public final class Session: Sendable {
     handler.onLinkEnded = { [weak self] reason in
       self?.linkEnded(peer, link: link, reason: reason)
     }
-    attachTransfers(of: link, to: peer)
+    attachTransfers(of: link, to: peer, version: handler.protocolVersion ?? 1)
     continuation.yield(PeerStateChange(peer: peer, state: .connected, reason: nil))
     return true
   }

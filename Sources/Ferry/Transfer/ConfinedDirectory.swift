@@ -108,16 +108,28 @@ struct ConfinedDirectory {
     return exists(path.fileName, in: directory)
   }
 
-  /// Whether a regular file with `file`'s size and modification time is at `path` under the
-  /// root (a cheap check: nothing is read). Walks without following a link.
-  func holdsFile(at path: RelativePath, matching file: OfferedFile) -> Bool {
+  /// The extended attribute naming the sender (its 32-byte fingerprint) a placed file came
+  /// from: only that sender's files are ever compared for it (``holdsFile(at:matching:from:)``).
+  static let senderAttribute = "user.ferry.sender"
+
+  /// Whether a regular file that `sender` sent (``senderAttribute``) with `file`'s size and
+  /// modification time is at `path` under the root — a cheap check: nothing is read. Walks and
+  /// opens without following a link. On a filesystem without extended attributes, never.
+  func holdsFile(at path: RelativePath, matching file: OfferedFile, from sender: [UInt8]) -> Bool {
     guard let directory = try? openDirectory(path.components.dropLast(), create: false) else {
       return false
     }
     defer { close(directory) }
+    let fd = openat(directory, path.fileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
     var status = stat()
-    return fstatat(directory, path.fileName, &status, AT_SYMLINK_NOFOLLOW) == 0
-      && Self.matches(status, file)
+    guard fstat(fd, &status) == 0, Self.matches(status, file) else { return false }
+    var recorded = [UInt8](repeating: 0, count: 64)
+    let length = recorded.withUnsafeMutableBytes {
+      ferry_get_attribute(fd, Self.senderAttribute, $0.baseAddress, $0.count)
+    }
+    return length == sender.count && Array(recorded.prefix(length)) == sender
   }
 
   /// Whether `status` is a regular file's with `file`'s size and modification time.

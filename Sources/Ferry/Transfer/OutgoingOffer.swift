@@ -120,6 +120,9 @@ final class OutgoingOffer: Sendable {
     return state.withLock { state in (0..<files.count).compactMap { state.results[$0] } }
   }
 
+  /// How many files the receiver has answered (stored, skipped, identical, failed).
+  var filesAnswered: Int { state.withLock { $0.results.count } }
+
   func cancel() {
     let channel = state.withLock { state -> UInt32? in
       state.cancelled = true
@@ -167,6 +170,14 @@ final class OutgoingOffer: Sendable {
           type: .fileEnd, channel: channel,
           payload: link.channel.allocator.buffer(bytes: end.payload))
       ], link: link, channel: channel)
+    // At once, not batched: the receiver starts comparing while the next file is hashed.
+    try await inFlight.submitNow(link: link, channel: channel)
+  }
+
+  /// The extra time a peer may take to hash `bytes` of held files (at 10 MiB/s, a slow disk)
+  /// before the transfer counts as stalled.
+  static func hashingAllowance(_ bytes: UInt64) -> Duration {
+    .seconds(Int64(clamping: bytes / (10 << 20)))
   }
 
   /// Opens offered file `index`, checking that it is still what was offered.
@@ -298,8 +309,14 @@ final class OutgoingOffer: Sendable {
         (seen, since) = (now, .now)
         continue
       }
-      let answered = state.withLock { $0.offsets != nil }
-      let limit = answered ? stall : ResourceOffer.decisionTimeout + stall
+      let (answered, comparing) = state.withLock { state in
+        // Held files whose digest was sent and not yet answered: the receiver hashes them.
+        let pending = state.held.filter { state.digests[$0] != nil && state.results[$0] == nil }
+        return (state.offsets != nil, pending.reduce(UInt64(0)) { $0 + files[$1].size })
+      }
+      let limit =
+        (answered ? stall : ResourceOffer.decisionTimeout + stall)
+        + Self.hashingAllowance(comparing)
       if ContinuousClock.now - since >= limit {
         fail(.stalled(limit))
         abandon(channel: channel, .stalled(limit))
@@ -336,37 +353,41 @@ final class OutgoingOffer: Sendable {
         Int(file) < files.count
       else { return violation("the receiver acknowledged a file wrongly") }
       let index = Int(file)
-      let (expected, final, waiter) = state.withLock {
-        state -> (Bool, Bool, CheckedContinuation<[Int]?, any Error>?) in
+      let (expected, final, wake) = state.withLock {
+        state -> (Bool, Bool, (CheckedContinuation<[Int]?, any Error>, [Int]?)?) in
         // Only after the offer was accepted, once per file, and never for one it skipped;
-        // "differs" only for a held file, once.
+        // "differs" only for a held file, once; "identical" only for a held file whose digest
+        // was sent.
         guard let offsets = state.offsets, offsets[index] != ResourceMessage.skip,
           state.results[index] == nil
         else { return (false, false, nil) }
+        if status == .identical, !state.held.contains(index) || state.digests[index] == nil {
+          return (false, false, nil)
+        }
         guard let verdict = FileStatus(status) else {
           guard state.held.contains(index), state.asked.insert(index).inserted else {
             return (false, false, nil)
           }
           state.resend.append(index)
-          defer { state.doneWaiter = nil }
-          return (true, false, state.doneWaiter)
+          guard let waiter = state.doneWaiter else { return (true, false, nil) }
+          state.doneWaiter = nil
+          defer { state.resend = [] }
+          return (true, false, (waiter, state.resend))
         }
         state.results[index] = FileResult(
           path: files[index].path, status: verdict, reason: reason,
           sha256: state.digests[index] ?? [])
-        guard state.results.count == files.count else { return (true, true, nil) }
-        defer { state.doneWaiter = nil }
-        return (true, true, state.doneWaiter)
+        guard state.results.count == files.count, let waiter = state.doneWaiter else {
+          return (true, true, nil)
+        }
+        state.doneWaiter = nil
+        return (true, true, (waiter, nil))
       }
       guard expected else {
         return violation("the receiver acknowledged file \(file) out of turn")
       }
       if final { progress.complete(index) }
-      waiter?.resume(
-        returning: state.withLock { state in
-          defer { state.resend = [] }
-          return state.resend.isEmpty ? nil : state.resend
-        })
+      if let (waiter, resend) = wake { waiter.resume(returning: resend) }
     case .reset:
       var reason = ""
       if case .reset(_, _, let text)? = try? TransferMessage(frame: frame.flat) { reason = text }
@@ -447,6 +468,11 @@ private struct InFlight {
     if bytes >= Self.batchBytes || batch.count >= Self.batchFrames {
       try await submit(link: link, channel: channel)
     }
+  }
+
+  /// Sends what is batched now, without waiting for it.
+  mutating func submitNow(link: ConnectionLink, channel: UInt32) async throws {
+    try await submit(link: link, channel: channel)
   }
 
   mutating func drain(link: ConnectionLink, channel: UInt32) async throws {

@@ -66,7 +66,7 @@ extension Session {
     }
   }
 
-  func attachTransfers(of link: ConnectionLink, to peer: PeerID) {
-    transfers.attach(link, peer: peer)
+  func attachTransfers(of link: ConnectionLink, to peer: PeerID, version: UInt16) {
+    transfers.attach(link, peer: peer, version: version)
   }
 }

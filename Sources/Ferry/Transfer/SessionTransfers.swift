@@ -1,4 +1,5 @@
 import Dispatch
+import FerryWire
 import NIOCore
 import Synchronization
 
@@ -52,7 +53,8 @@ final class SessionTransfers: Sendable {
   }
 
   /// Connects a link's multiplexer to this session (on the link's event loop).
-  func attach(_ link: ConnectionLink, peer: PeerID) {
+  /// Receives what `peer` sends on `link`, speaking protocol `version` with it.
+  func attach(_ link: ConnectionLink, peer: PeerID, version: UInt16) {
     let multiplexer = link.multiplexerOnLoop
     multiplexer.limits = limits
     if accepting.contains(.messages) {
@@ -82,6 +84,7 @@ final class SessionTransfers: Sendable {
       }
       let offer = IncomingOffer(
         channel: channel, peer: peer, link: link, files: files, reception: reception,
+        holdsFiles: version >= WireProtocol.heldFilesVersion,
         events: self.resourceContinuation, executor: self.makeExecutor(), stall: self.stall)
       offer.start()
       return { signal in offer.receive(signal) }

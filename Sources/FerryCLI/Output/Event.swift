@@ -20,6 +20,8 @@ enum Event: String, CaseIterable, Sendable {
   case progress
   case fileDone = "file-done"
   case done
+  case retrying
+  case resumed
   case error
   case identity
   case peer
@@ -53,6 +55,8 @@ enum Event: String, CaseIterable, Sendable {
     case .progress: return ["peer", "bytes", "total", "bytes_per_second", "files_done", "files"]
     case .fileDone: return ["peer", "path", "sha256", "status", "saved"]
     case .done: return ["peer", "files", "bytes", "stored", "identical", "bytes_sent", "error"]
+    case .retrying: return ["peer", "attempt", "delay", "reason"]
+    case .resumed: return ["peer", "attempt"]
     case .error: return ["code", "exit", "message", "peer", "path"]
     case .identity:
       return ["fingerprint", "fingerprint_grouped", "short", "certificate", "directory"]

@@ -74,6 +74,8 @@ final class ConnectionHandler: ChannelInboundHandler {
   var isPendingDecision: Bool { machine.isPendingDecision }
   /// Whether the link is connected.
   var isConnected: Bool { machine.isConnected }
+  /// The protocol version agreed on in HELLO (nil before).
+  var protocolVersion: UInt16? { machine.version }
 
   /// Records why the TLS handler refused the peer's certificate, for the failure it causes.
   func certificateRefused(_ reason: String) {

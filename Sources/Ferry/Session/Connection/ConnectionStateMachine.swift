@@ -93,6 +93,8 @@ struct ConnectionStateMachine {
   private(set) var state = State.tlsHandshake
   /// Why the connection ended (or is ending), when known: what transfers under way report.
   private(set) var endReason: String?
+  /// The protocol version both ends agreed on in HELLO (nil before).
+  private(set) var version: UInt16?
   private var answered = false
   /// PINGs sent: each carries the next number.
   private var pings: UInt64 = 0
@@ -214,7 +216,8 @@ struct ConnectionStateMachine {
     from fingerprint: Fingerprint, versions: [UInt16], name: String,
     now: ContinuousClock.Instant
   ) -> [Action] {
-    guard WireProtocol.negotiate(ours: WireProtocol.supportedVersions, theirs: versions) != nil
+    guard
+      let agreed = WireProtocol.negotiate(ours: WireProtocol.supportedVersions, theirs: versions)
     else {
       return [.send(.goodbye(.unsupportedVersion, reason: "no common protocol version"))]
         + fail(.protocolVersionUnsupported(peerVersions: versions))
@@ -222,6 +225,7 @@ struct ConnectionStateMachine {
     guard let peer = try? PeerID(displayName: name, fingerprint: fingerprint) else {
       return violation(WireError.invalidField(.hello, "display name").description)
     }
+    version = agreed
     switch role {
     case .inviter(let context, let timeout):
       let clamped = min(timeout, ConnectionTimeouts.maximumInvitationTimeout)

@@ -60,13 +60,17 @@ final class IncomingOffer: @unchecked Sendable {
   /// When the sender last sent something for this offer (while receiving).
   private var lastHeard = ContinuousClock.now
   private let stall: Duration
+  /// Whether the sender speaks held files (protocol version 2 or later).
+  private let holdsFiles: Bool
 
   init(
     channel: UInt32, peer: PeerID, link: ConnectionLink, files: [OfferedFile],
-    reception: OfferReception, events: AsyncStream<ResourceEvent>.Continuation,
+    reception: OfferReception, holdsFiles: Bool = true,
+    events: AsyncStream<ResourceEvent>.Continuation,
     executor: any OfferExecutor = DispatchQueue(label: "ferry.incoming-offer"),
     stall: Duration = ConnectionTimeouts().transferStall
   ) {
+    self.holdsFiles = holdsFiles
     self.stall = stall
     self.channel = channel
     self.peer = peer
@@ -182,7 +186,10 @@ final class IncomingOffer: @unchecked Sendable {
         names.append(name)
         // The same content already there (size and time first, then the digest) is neither
         // sent nor written, whatever the conflict policy: that is for different content.
-        if staging.destination.holdsFile(at: paths[index], matching: file) {
+        if holdsFiles, options.relocate,
+          staging.destination.holdsFile(
+            at: paths[index], matching: file, from: peer.fingerprint.bytes)
+        {
           held.insert(index)
           offsets.append(0)
           continue
@@ -204,7 +211,9 @@ final class IncomingOffer: @unchecked Sendable {
         throw error
       }
       for (index, file) in offered.enumerated()
-      where file.size >= StagingArea.metadataThreshold && offsets[index] != ResourceMessage.skip {
+      where file.size >= StagingArea.metadataThreshold && offsets[index] != ResourceMessage.skip
+        && !held.contains(index)
+      {
         staging.writeMeta(names[index], file: file, sender: peer.fingerprint)
       }
     } catch let error as ResourceError {
@@ -274,8 +283,13 @@ final class IncomingOffer: @unchecked Sendable {
   private func watchForStall() {
     executor.run(after: stall / 4) { [weak self] in
       guard let self, self.phase == .receiving else { return }
-      guard ContinuousClock.now - self.lastHeard < self.stall else {
-        return self.abandon(.stalled(self.stall), notify: true)
+      // Held files whose digest has not come: the sender hashes them before it sends it.
+      let hashing = self.held.subtracting(self.heldAnswered).reduce(UInt64(0)) {
+        $0 + self.offered[$1].size
+      }
+      let limit = self.stall + OutgoingOffer.hashingAllowance(hashing)
+      guard ContinuousClock.now - self.lastHeard < limit else {
+        return self.abandon(.stalled(limit), notify: true)
       }
       self.watchForStall()
     }
@@ -392,7 +406,7 @@ final class IncomingOffer: @unchecked Sendable {
     current = nil
     remaining.remove(index)
     let path = file.offered.path
-    switch file.settle(digest: sha256) {
+    switch file.settle(digest: sha256, sender: peer.fingerprint.bytes) {
     case .corrupt:
       staging.remove(names[index])
       conclude(
@@ -417,8 +431,11 @@ final class IncomingOffer: @unchecked Sendable {
     heldAnswered.insert(index)
     guard let staging, let options else { return }
     let there = staging.destination.digest(ofFileAt: paths[index], matching: offered[index])
+    // Comparing takes long for large files: the sender hears of it at once, not in 20 ms.
+    defer { flushAcks() }
     if there == sha256 {
       remaining.remove(index)
+      staging.remove(names[index])  // a partial staged by an earlier attempt, and its .meta
       return conclude(
         index, .identical, reason: "",
         result: .success(options.destination.appending(path: offered[index].path)),

@@ -115,16 +115,22 @@ final class StagedFile {
     }
   }
 
-  /// Ends the file: checks it against `digest`, sets its mode and times, flushes it when it is
-  /// large (small ones share one syncfs(2) at the end of the offer: a per-file fsync would cost
-  /// more than the transfer) and closes it. The file is closed whatever the outcome.
-  func settle(digest: [UInt8]) -> Settlement {
+  /// Ends the file: checks it against `digest`, records `sender` (``ConfinedDirectory/senderAttribute``),
+  /// sets its mode and times, flushes it when it is large (small ones share one syncfs(2) at the
+  /// end of the offer: a per-file fsync would cost more than the transfer) and closes it. The
+  /// file is closed whatever the outcome.
+  func settle(digest: [UInt8], sender: [UInt8]) -> Settlement {
     defer { discard() }
     guard position == offered.size, hasher.finalize() == digest else { return .corrupt }
     // The sender's permission bits, narrowed by this process's umask (a sender cannot make a
     // file writable by others where the user would not have).
     let mode = mode_t(offered.mode & 0o777) & ~processUmask
     guard fchmod(fd, mode) == 0 else { return .failed(reason: errnoText()) }
+    // Where the filesystem keeps no extended attributes (ENOTSUP), the file is only never
+    // compared when the same sender sends it again: it is stored all the same.
+    _ = sender.withUnsafeBytes {
+      ferry_set_attribute(fd, ConfinedDirectory.senderAttribute, $0.baseAddress, $0.count)
+    }
     let time = timespec(
       tv_sec: Int(offered.modificationSeconds), tv_nsec: Int(offered.modificationNanoseconds))
     var times = [time, time]

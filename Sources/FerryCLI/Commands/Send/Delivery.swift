@@ -13,6 +13,11 @@ struct Delivery: Sendable {
   let active: ActiveTransfers
   let deadline: ContinuousClock.Instant
   let keys: KeyCheck
+  /// When a dropped link is tried again (`--retry-for`).
+  let retry: RetryPolicy
+
+  /// How long an invitation made again after a drop may take to be answered.
+  static let reinviteTimeout: Duration = .seconds(30)
 
   private var remaining: Duration { max(.milliseconds(100), deadline - .now) }
 
@@ -36,6 +41,13 @@ struct Delivery: Sendable {
     return await deliver(label: target.name) { () async throws(InvitationError) -> PeerID in
       try await browser.invite(
         target, to: session, context: summary.encoded, timeout: remaining)
+    } reconnect: { [session, summary] fingerprint async throws(InvitationError) -> PeerID in
+      // The same receiver, found again by its key (its address or port may have changed).
+      guard let found = browser.peers.first(where: { $0.info.fingerprint == fingerprint }) else {
+        throw .unreachable(address: "", reason: "it is not on the network now")
+      }
+      return try await browser.invite(
+        found, to: session, context: summary.encoded, timeout: Self.reinviteTimeout)
     }
   }
 
@@ -80,13 +92,19 @@ struct Delivery: Sendable {
           reason: "\(address) is \(peer), which is not '\(DisplayText.escaping(to.text))'")
       }
       return peer
+    } reconnect: { [session, summary] fingerprint async throws(InvitationError) -> PeerID in
+      // The same address, and the key the first connection proved.
+      try await session.invite(
+        host: host, port: port, expecting: fingerprint, context: summary.encoded,
+        timeout: Self.reinviteTimeout)
     }
   }
 
   /// Gets the invitation accepted, then sends the offer and reports it. `checkKey`: confirm a
   /// changed key (``KeyCheck``) once the peer is known, before sending.
   private func deliver(
-    label: String, checkKey: Bool = false, invite: () async throws(InvitationError) -> PeerID
+    label: String, checkKey: Bool = false, invite: () async throws(InvitationError) -> PeerID,
+    reconnect: @escaping @Sendable (Fingerprint) async throws(InvitationError) -> PeerID
   ) async -> CLIFailure? {
     let peer: PeerID
     do {
@@ -111,38 +129,82 @@ struct Delivery: Sendable {
       return refused
     }
     keys.remember(peer)
-    return await transfer(to: peer)
+    return await transfer(to: peer) { () async throws(InvitationError) -> PeerID in
+      try await reconnect(peer.fingerprint)
+    }
   }
 
-  private func transfer(to peer: PeerID) async -> CLIFailure? {
-    let transfer: ResourceTransfer
-    do {
-      transfer = try session.sendResources(items, to: peer)
-    } catch {
-      return report(
-        peer,
-        CLIFailure(
-          status: .transferFailed, message: error.description, code: .transferFailed))
-    }
-    guard active.add(transfer) else {
-      transfer.cancel()
-      return CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted)
-    }
+  /// Sends the files to `peer`, trying again as ``retry`` says when the link drops.
+  private func transfer(
+    to peer: PeerID, reconnect: @escaping @Sendable () async throws(InvitationError) -> PeerID
+  ) async -> CLIFailure? {
     let label = peer.displayName
-    let reporter = Task {
-      for await snapshot in transfer.progress.snapshots {
-        output.progress(snapshot, peer: label, bar: bar)
-      }
+    var current: (transfer: ResourceTransfer, reporter: Task<Void, Never>)?
+    var interrupted = false
+    /// File bytes the attempts before the current one sent.
+    var sentEarlier: UInt64 = 0
+    /// Ends the attempt being followed: its progress reporter and its place among the active.
+    func settle() async {
+      guard let (transfer, reporter) = current else { return }
+      current = nil
+      await reporter.value
+      active.remove(transfer)
     }
-    let outcome: Result<[FileResult], TransferError>
-    do {
-      outcome = .success(try await transfer.result())
+    let outcome: Result<[FileResult], RetriedSendError>
+    do throws(RetriedSendError) {
+      outcome = .success(
+        try await session.sendResources(
+          items, to: peer, retrying: retry, reconnect: reconnect
+        ) { event in
+          switch event {
+          case .sending(let transfer, let attempt):
+            guard active.add(transfer) else {
+              interrupted = true
+              return transfer.cancel()
+            }
+            if attempt > 1 {
+              output.event(.resumed, [("peer", .string(label)), ("attempt", .int(attempt))])
+              bar.above { output.note("Reconnected to \(peer.displayName); resuming.") }
+            }
+            current = (
+              transfer,
+              Task {
+                for await snapshot in transfer.progress.snapshots {
+                  output.progress(snapshot, peer: label, bar: bar)
+                }
+              }
+            )
+          case .retrying(let attempt, let delay, let reason):
+            if let (transfer, _) = current {
+              current = nil
+              sentEarlier += transfer.bytesSent
+              active.remove(transfer)
+            }
+            let seconds =
+              Double(delay.components.seconds)
+              + Double(delay.components.attoseconds) / 1e18
+            output.event(
+              .retrying,
+              [
+                ("peer", .string(label)), ("attempt", .int(attempt)),
+                ("delay", .double((seconds * 10).rounded() / 10)), ("reason", .string(reason)),
+              ])
+            bar.above {
+              output.note(
+                "Lost \(peer.displayName) (\(reason)); reconnecting in "
+                  + "\(String(format: "%.1f", seconds)) s…")
+            }
+          }
+        })
     } catch {
       outcome = .failure(error)
     }
-    await reporter.value
-    active.remove(transfer)
+    let sent = sentEarlier + (current?.transfer.bytesSent ?? 0)
+    await settle()
     bar.remove(label)
+    if interrupted {
+      return CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted)
+    }
     switch outcome {
     case .success(let results):
       for result in results {
@@ -161,29 +223,30 @@ struct Delivery: Sendable {
         [
           ("peer", .string(label)), ("files", .int(results.count)), ("stored", .int(stored)),
           ("identical", .int(identical)), ("bytes", .int(Int(summary.bytes))),
-          ("bytes_sent", .int(Int(transfer.bytesSent))),
+          ("bytes_sent", .int(Int(sent))),
         ])
       let already = identical > 0 ? ", \(identical) already there (identical, not sent)" : ""
       let resumed =
-        transfer.bytesSent < summary.bytes && identical < results.count
-        ? " (\(formatBytes(transfer.bytesSent)) sent)" : ""
+        sent < summary.bytes && identical < results.count ? " (\(formatBytes(sent)) sent)" : ""
       bar.above {
         output.note(
           "Sent \(stored) of \(results.count) file(s)\(already), \(formatBytes(summary.bytes)) "
             + "to \(peer.displayName)\(resumed).")
       }
       return nil
-    case .failure(.cancelled) where Interrupts.wasInterrupted:
+    case .failure(.transfer(.cancelled)) where Interrupts.wasInterrupted:
       // Ctrl-C: reported once, by the interrupt handler.
       return CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted)
-    case .failure(.cancelledByPeer(let reason)):
+    case .failure(.transfer(.cancelledByPeer(let reason))):
       return report(
         peer,
         CLIFailure(
           status: .transferFailed,
           message: "\(peer) stopped the transfer: \(DisplayText.escaping(reason))",
           code: .cancelled))
-    case .failure(let error):
+    case .failure(.invitation(let error)):
+      return report(peer, Self.failure(error, label: label))
+    case .failure(.transfer(let error)):
       return report(
         peer,
         CLIFailure(

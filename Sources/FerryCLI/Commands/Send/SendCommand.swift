@@ -52,6 +52,17 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
   @Option(help: "Seconds to wait for discovery and acceptance together.")
   var timeout: Double = 60
 
+  @Option(
+    name: .customLong("retry-for"),
+    help: ArgumentHelp(
+      "Seconds to keep reconnecting after the link drops or stalls without progress (0: never).",
+      discussion: """
+        Waits 1, 2, 4, 8, then 15 s between attempts (±20 %), finds the receiver again by its \
+        key (or at the same --address) and resumes every file from what it staged. A decline, \
+        an authentication failure, Ctrl-C or a cancel at the receiver is never retried.
+        """))
+  var retryFor: Double = 60
+
   @Option(parsing: .unconditional, help: "The DNS-SD service type (RFC 6335 name).")
   var service: String = ServiceType.ferry.name
 
@@ -66,6 +77,9 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     }
     if nullSeparated && filesFrom == nil { throw ValidationError("-0 goes with --files-from") }
     if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
+    if !(retryFor >= 0 && retryFor <= 86_400) {
+      throw ValidationError("--retry-for must be between 0 and 86400 seconds")
+    }
     if address != nil && to.count > 1 {
       throw ValidationError("--address reaches one receiver: give at most one --to with it")
     }
@@ -100,7 +114,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       session: session, items: items, summary: OfferSummary(items: items), output: events,
       bar: bar, active: active, deadline: .now + .seconds(timeout),
       keys: KeyCheck(
-        knownPeers: knownPeers, output: events, bar: bar, interactive: Self.canAsk))
+        knownPeers: knownPeers, output: events, bar: bar, interactive: Self.canAsk),
+      retry: RetryPolicy(retryFor: .seconds(retryFor)))
     let outcomes: [CLIFailure?]
     if let address {
       outcomes = [

@@ -1,0 +1,92 @@
+extension Session {
+  /// Sends files to `peer` as ``sendResources(_:to:)`` does, and when the link drops, stalls
+  /// or cannot be made again, tries again: waits as `policy` says, calls `reconnect` for the
+  /// peer (which must prove the same key: pin it), and offers the same files, which resume from
+  /// what the receiver staged (and are not sent again where it already has them). Gives up
+  /// when `policy.retryFor` passes without progress, or at once for what is never retried (a
+  /// decline, an authentication failure, a cancel at either end, a refused offer, a file
+  /// error).
+  ///
+  /// - Parameters:
+  ///   - reconnect: Invites the receiver again; called before each retry.
+  ///   - events: Told of each attempt's ``ResourceTransfer`` (for its progress) and of each
+  ///     wait, on the calling task.
+  /// - Returns: The final attempt's results, one per file.
+  /// - Throws: ``RetriedSendError``: the last failure. Cancelling the task stops it (the
+  ///   transfer under way is cancelled on both ends).
+  public func sendResources(
+    _ items: [ResourceItem], to peer: PeerID, retrying policy: RetryPolicy,
+    reconnect: @Sendable () async throws(InvitationError) -> PeerID,
+    events: (RetryEvent) -> Void = { _ in }
+  ) async throws(RetriedSendError) -> [FileResult] {
+    var target = peer
+    var attempt = 0
+    var lastProgress = ContinuousClock.now
+    while true {
+      attempt += 1
+      let failure: TransferError
+      switch await attemptSend(items, to: target, attempt: attempt, events: events) {
+      case .success(let results):
+        return results
+      case .failure(let error, let progressed):
+        if progressed { lastProgress = .now }
+        guard RetryPolicy.isRetryable(error) else { throw .transfer(error) }
+        failure = error
+      }
+      // Wait, then reconnect, until the policy's time without progress runs out.
+      var last = RetriedSendError.transfer(failure)
+      while true {
+        let delay = policy.delay(beforeRetry: attempt)
+        guard !Task.isCancelled, ContinuousClock.now + delay - lastProgress <= policy.retryFor
+        else { throw last }
+        events(.retrying(attempt: attempt, delay: delay, reason: last.description))
+        do {
+          try await Task.sleep(for: delay)
+        } catch {
+          throw last
+        }
+        do {
+          target = try await reconnect()
+          break
+        } catch {
+          guard RetryPolicy.isRetryable(error) else { throw .invitation(error) }
+          last = .invitation(error)
+          attempt += 1
+        }
+      }
+    }
+  }
+
+  /// One attempt: offers `items` to `target` and waits for the verdicts.
+  private func attemptSend(
+    _ items: [ResourceItem], to target: PeerID, attempt: Int, events: (RetryEvent) -> Void
+  ) async -> AttemptOutcome {
+    let transfer: ResourceTransfer
+    do {
+      transfer = try sendResources(items, to: target)
+    } catch {
+      return .failure(error, progressed: false)
+    }
+    events(.sending(transfer, attempt: attempt))
+    let outcome = await withTaskCancellationHandler {
+      () async -> Result<[FileResult], TransferError> in
+      do throws(TransferError) {
+        return .success(try await transfer.result())
+      } catch {
+        return .failure(error)
+      }
+    } onCancel: {
+      transfer.cancel()
+    }
+    switch outcome {
+    case .success(let results): return .success(results)
+    case .failure(let error): return .failure(error, progressed: transfer.madeProgress)
+    }
+  }
+}
+
+/// How one attempt of a retrying send ended.
+private enum AttemptOutcome {
+  case success([FileResult])
+  case failure(TransferError, progressed: Bool)
+}

@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+
+/// `ferry send --retry-for`: a receiver that goes away mid-transfer and comes back is found
+/// again and the transfer resumes; what must not be retried is not. Loopback, --address, no
+/// avahi-daemon (no system bus).
+@Suite("ferry send retries a dropped link", .timeLimit(.minutes(3)))
+struct CLIRetryTests {
+  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
+
+  /// `ferry receive --yes --json` on `port` (0: any) into `destination`, as identity `home`.
+  func receiver(port: Int, destination: URL, home: String) async throws -> (ChildProcess, Int) {
+    let receiver = try ChildProcess.ferry(
+      [
+        "receive", "--yes", "--json", "--dir", destination.path, "--name", "sink", "--port",
+        "\(port)",
+      ],
+      environment: Self.noBus.merging(["FERRY_HOME": home]) { $1 })
+    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let bound = try #require(
+      advertising.flatMap { jsonObject($0.text)?["port"] as? Int }, "\(receiver.stderr)")
+    return (receiver, bound)
+  }
+
+  @Test("the receiver killed mid-transfer and restarted 3 s later: send resumes by itself, exit 0")
+  func receiverRestarts() async throws {
+    let destination = try temporaryDirectory("retry-dst")
+    let big = try temporaryDirectory("retry-src").appendingPathComponent("big.iso")
+    _ = FileManager.default.createFile(atPath: big.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: big)
+    let size = 1 << 30
+    try handle.truncate(atOffset: UInt64(size))
+    try handle.close()
+    let home = Harness.freshFerryHome()
+    var (receiver, port) = try await receiver(port: 0, destination: destination, home: home)
+    defer { receiver.signal(SIGKILL) }
+    let sender = try ChildProcess.ferry(
+      ["send", "--json", "--address", "127.0.0.1:\(port)", "--retry-for", "30", big.path],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    defer { sender.signal(SIGKILL) }
+    let moving = await receiver.waitForLine(timeout: .seconds(20)) {
+      $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > 0
+    }
+    try #require(moving != nil, "no progress: \(receiver.stderr) \(sender.stderr)")
+    receiver.signal(SIGKILL)
+    _ = await receiver.waitForExit()
+    let retrying = await sender.waitForLine(timeout: .seconds(20)) {
+      $0.contains("\"retrying\"")
+    }
+    #expect(retrying != nil, "\(sender.stderr)")
+    try await Task.sleep(for: .seconds(3))
+    (receiver, _) = try await self.receiver(port: port, destination: destination, home: home)
+
+    #expect(await sender.waitForExit(timeout: .seconds(90)) == 0, "\(sender.stderr)")
+    let events = sender.stdoutLines.compactMap { jsonObject($0.text) }
+    #expect(events.contains { $0["event"] as? String == "resumed" }, "\(sender.stdout)")
+    let done = try #require(events.last { $0["event"] as? String == "done" })
+    #expect(done["stored"] as? Int == 1, "\(done)")
+    let sent = try #require(done["bytes_sent"] as? Int)
+    #expect(sent <= size * 13 / 10, "\(sent) bytes sent for \(size): resumed, not restarted")
+    let received = destination.appendingPathComponent("big.iso")
+    #expect(try sha256(of: received) == sha256(of: big))
+  }
+
+  @Test("a receiver that declines is not retried: exit 4 at once")
+  func declineNotRetried() async throws {
+    let destination = try temporaryDirectory("retry-decline-dst")
+    let home = Harness.freshFerryHome()
+    let receiver = try ChildProcess.ferry(
+      [
+        "receive", "--json", "--dir", destination.path, "--name", "picky", "--accept-from",
+        String(repeating: "0", count: 64),
+      ],
+      environment: Self.noBus.merging(["FERRY_HOME": home]) { $1 })
+    defer { receiver.signal(SIGKILL) }
+    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
+    let file = try temporaryDirectory("retry-decline-src").appendingPathComponent("a.txt")
+    try writeFile(file, size: 100)
+    let started = ContinuousClock.now
+    let result = try await run(
+      Harness.ferryBinary,
+      ["send", "--json", "--address", "127.0.0.1:\(port)", "--retry-for", "60", file.path],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    #expect(result.status == 4, "\(result.stderr)")
+    #expect(ContinuousClock.now - started < .seconds(10))
+    #expect(!result.stdout.contains("\"retrying\""), "\(result.stdout)")
+  }
+}
