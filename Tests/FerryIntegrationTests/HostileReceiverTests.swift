@@ -106,8 +106,12 @@ struct HostileReceiverTests {
     let handle = try FileHandle(forWritingTo: file)
     try handle.truncate(atOffset: 1 << 30)
     try handle.close()
+    // A stall would be retried (--retry-for): this test is about memory, not retries.
     let sender = try ChildProcess.ferry(
-      ["send", "--address", "127.0.0.1:\(port)", "--to", fingerprint, file.path],
+      [
+        "send", "--address", "127.0.0.1:\(port)", "--to", fingerprint, "--retry-for", "0",
+        file.path,
+      ],
       environment: ["FERRY_HOME": Harness.freshFerryHome()])
     defer { sender.signal(SIGKILL) }
     #expect(await peer.waitForLine { $0.contains("\"stalled\"") } != nil, "\(peer.stderr)")

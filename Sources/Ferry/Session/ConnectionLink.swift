@@ -42,6 +42,9 @@ final class ConnectionLink: Sendable {
   /// The multiplexer, for code already on the event loop.
   var multiplexerOnLoop: LinkMultiplexer { multiplexer.value }
 
+  /// The connection handler, for code already on the event loop.
+  var handlerOnLoop: ConnectionHandler { handler.value }
+
   /// Runs `body` with the handler on its event loop.
   func withHandler<T: Sendable>(_ body: @escaping @Sendable (ConnectionHandler) -> T) async -> T {
     let handler = self.handler

@@ -33,6 +33,9 @@ public final class Session: Sendable {
   let transfers: SessionTransfers
   private let continuation: AsyncStream<PeerStateChange>.Continuation
   private let members = Mutex<[Fingerprint: Member]>([:])
+  /// Peers whose last link ended on purpose (a GOODBYE, a violation) rather than being lost:
+  /// a retrying send does not connect to them again.
+  private let closedOnPurpose = Mutex<Set<Fingerprint>>([])
 
   private struct Member {
     let peer: PeerID
@@ -248,8 +251,10 @@ public final class Session: Sendable {
     }
     // A peer that reconnects replaces its old link (which may not have noticed it is dead).
     previous?.link.onHandler { $0.disconnect(reason: "replaced by a new connection") }
-    handler.onLinkEnded = { [weak self] reason in
-      self?.linkEnded(peer, link: link, reason: reason)
+    closedOnPurpose.withLock { _ = $0.remove(peer.fingerprint) }
+    handler.onLinkEnded = { [weak self, unowned handler] reason in
+      // On the loop, in the turn that ended the link: recorded before any transfer on it fails.
+      self?.linkEnded(peer, link: link, reason: reason, onPurpose: handler.endedOnPurpose)
     }
     attachTransfers(of: link, to: peer, version: handler.protocolVersion ?? 1)
     continuation.yield(PeerStateChange(peer: peer, state: .connected, reason: nil))
@@ -260,11 +265,27 @@ public final class Session: Sendable {
     continuation.yield(PeerStateChange(peer: peer, state: state, reason: reason))
   }
 
-  private func linkEnded(_ peer: PeerID, link: ConnectionLink, reason: String) {
+  /// Whether `peer`'s last link ended on purpose (a GOODBYE, a violation), not lost.
+  func linkWasClosedOnPurpose(_ peer: PeerID) -> Bool {
+    closedOnPurpose.withLock { $0.contains(peer.fingerprint) }
+  }
+
+  private func linkEnded(_ peer: PeerID, link: ConnectionLink, reason: String, onPurpose: Bool) {
     let removed = members.withLock { members -> Bool in
       guard members[peer.fingerprint]?.link === link else { return false }
       members[peer.fingerprint] = nil
       return true
+    }
+    if removed {
+      closedOnPurpose.withLock { closed in
+        if onPurpose {
+          // Bounded: at most one entry per peer that was ever connected and left on purpose.
+          if closed.count >= 1024 { closed.removeAll() }
+          closed.insert(peer.fingerprint)
+        } else {
+          closed.remove(peer.fingerprint)
+        }
+      }
     }
     if removed {
       report(peer, .notConnected, reason: reason)

@@ -399,9 +399,11 @@ final class OutgoingOffer: Sendable {
 
   /// The receiver broke the offer's protocol: the transfer fails and the link closes (GOODBYE
   /// with `reason`), as for any other protocol violation.
+  /// On the event loop (answers arrive there).
   private func violation(_ reason: String) {
-    // The GOODBYE first: failing wakes the application, whose own close must come after it.
-    link.onHandler { $0.closeForViolation(reason) }
+    // The GOODBYE first, in this turn: failing wakes the application, whose own close (or
+    // retry decision) must come after it.
+    link.handlerOnLoop.closeForViolation(reason)
     fail(.peerDisconnected(reason: reason))
   }
 

@@ -116,6 +116,11 @@ final class StagingArea: Sendable {
     }
   }
 
+  /// Calls `action` once `name` is released, at once if it is not claimed.
+  func whenReleased(_ name: String, _ action: @escaping @Sendable () -> Void) {
+    StagingClaims.shared.whenReleased(identity + "/" + name, action)
+  }
+
   /// Gives up the claims on `names`.
   func release(_ names: some Sequence<String>) {
     StagingClaims.shared.release(names.map { identity + "/" + $0 })
@@ -254,7 +259,8 @@ final class StagingArea: Sendable {
 /// and how many offers use each staging directory (it is removed only by its last user).
 final class StagingClaims: Sendable {
   static let shared = StagingClaims()
-  private let claimed = Mutex<Set<String>>([])
+  private let claimed = Mutex<(keys: Set<String>, waiters: [String: [@Sendable () -> Void]])>(
+    ([], [:]))
   private let users = Mutex<[String: Int]>([:])
 
   /// An offer opened staging directory `identity`.
@@ -277,19 +283,35 @@ final class StagingClaims: Sendable {
 
   /// True the first time `key` is claimed (until released).
   func claim(_ key: String) -> Bool {
-    claimed.withLock { $0.insert(key).inserted }
+    claimed.withLock { $0.keys.insert(key).inserted }
   }
 
   /// Whether `key` is claimed.
   func isClaimed(_ key: String) -> Bool {
-    claimed.withLock { $0.contains(key) }
+    claimed.withLock { $0.keys.contains(key) }
   }
 
-  /// Releases `keys`.
-  func release(_ keys: [String]) {
-    claimed.withLock { claimed in
-      for key in keys { claimed.remove(key) }
+  /// Calls `action` once `key` is released (at once if it is not claimed), outside the lock.
+  func whenReleased(_ key: String, _ action: @escaping @Sendable () -> Void) {
+    let now = claimed.withLock { claimed -> Bool in
+      guard claimed.keys.contains(key) else { return true }
+      claimed.waiters[key, default: []].append(action)
+      return false
     }
+    if now { action() }
+  }
+
+  /// Releases `keys`, then tells who waited for them.
+  func release(_ keys: [String]) {
+    let waiting = claimed.withLock { claimed in
+      var waiting: [@Sendable () -> Void] = []
+      for key in keys {
+        claimed.keys.remove(key)
+        waiting += claimed.waiters.removeValue(forKey: key) ?? []
+      }
+      return waiting
+    }
+    for action in waiting { action() }
   }
 }
 

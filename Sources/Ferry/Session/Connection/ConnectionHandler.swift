@@ -76,6 +76,8 @@ final class ConnectionHandler: ChannelInboundHandler {
   var isConnected: Bool { machine.isConnected }
   /// The protocol version agreed on in HELLO (nil before).
   var protocolVersion: UInt16? { machine.version }
+  /// Whether the link ended on purpose (a GOODBYE, a violation), not lost.
+  var endedOnPurpose: Bool { machine.endedOnPurpose }
 
   /// Records why the TLS handler refused the peer's certificate, for the failure it causes.
   func certificateRefused(_ reason: String) {

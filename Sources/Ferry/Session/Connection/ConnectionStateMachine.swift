@@ -95,6 +95,10 @@ struct ConnectionStateMachine {
   private(set) var endReason: String?
   /// The protocol version both ends agreed on in HELLO (nil before).
   private(set) var version: UInt16?
+  /// Whether the link ended on purpose — a GOODBYE from either side, or a protocol violation —
+  /// rather than being lost (a connection reset, a dead heartbeat): only a lost link is worth
+  /// connecting again.
+  private(set) var endedOnPurpose = false
   private var answered = false
   /// PINGs sent: each carries the next number.
   private var pings: UInt64 = 0
@@ -196,6 +200,7 @@ struct ConnectionStateMachine {
     case (.closed, _):
       return []
     case (_, .goodbye(let code, let reason)):
+      endedOnPurpose = true
       let said =
         reason.isEmpty
         ? "the peer closed the connection"
@@ -356,6 +361,7 @@ struct ConnectionStateMachine {
   mutating func disconnect(reason: String) -> [Action] {
     guard state != .closed else { return [] }
     endReason = reason
+    endedOnPurpose = true
     return [.send(.goodbye(.normal, reason: reason))] + endLink(reason: reason) + [.close]
   }
 
@@ -364,6 +370,7 @@ struct ConnectionStateMachine {
   mutating func violation(_ reason: String) -> [Action] {
     guard state != .closed else { return [] }
     endReason = reason
+    endedOnPurpose = true
     var actions: [Action] = []
     if state != .tlsHandshake { actions.append(.send(.goodbye(.protocolError, reason: reason))) }
     return actions + endLink(reason: reason) + fail(.connectionFailed(reason: reason))

@@ -49,6 +49,10 @@ final class IncomingOffer: @unchecked Sendable {
   private var held: Set<Int> = []
   /// Held files whose digest-first FILE_END was answered.
   private var heldAnswered: Set<Int> = []
+  /// Files whose staging name another offer still holds, while this one waits for it.
+  private var waitingForClaims: Set<Int>?
+  /// Files staged under a name of their own, from nothing (their usual name stayed held).
+  private var fresh: Set<Int> = []
   private var transfer: IncomingTransfer?
   private var progress: TransferProgress?
   /// The file being received.
@@ -169,21 +173,75 @@ final class IncomingOffer: @unchecked Sendable {
     }
   }
 
-  /// Opens the staging area, claims a staging file per file, reserves the space still needed
-  /// and accepts.
+  /// Opens the staging area and claims a staging file per file; names another offer of this
+  /// same sender still holds (typically the offer of a link this one replaces, still draining
+  /// what it received) are waited for, at most ``claimWait``, so that those files resume rather
+  /// than start over. Then ``stage()``.
   private func prepare(_ options: ReceiveOptions) {
     self.options = options
+    let staging: StagingArea
     do {
-      let staging = try StagingArea(destination: options.destination)
-      self.staging = staging
-      staging.removeStale(olderThan: options.staleAfter)
+      staging = try StagingArea(destination: options.destination)
+    } catch {
+      return refuse(error)
+    }
+    self.staging = staging
+    staging.removeStale(olderThan: options.staleAfter)
+    var busy: Set<Int> = []
+    for (index, file) in offered.enumerated() {
+      let name = staging.name(for: file, from: peer.fingerprint)
+      names.append(name)
+      // One writer per staged file.
+      if !staging.claim(name) { busy.insert(index) }
+    }
+    guard !busy.isEmpty else { return stage() }
+    waitingForClaims = busy
+    for index in busy {
+      staging.whenReleased(names[index]) { [weak self] in
+        guard let self else { return }
+        self.executor.run { self.claimReleased(index) }
+      }
+    }
+    executor.run(after: Self.claimWait) { [weak self] in self?.stopWaitingForClaims() }
+  }
+
+  /// How long an offer waits for another offer of the same sender to let go of a staged file.
+  static let claimWait: Duration = .seconds(5)
+
+  /// The offer holding file `index`'s staging name let it go: claim it, and go on once none
+  /// is left to wait for.
+  private func claimReleased(_ index: Int) {
+    guard phase != .ended, var waiting = waitingForClaims, waiting.contains(index),
+      let staging, staging.claim(names[index])
+    else { return }
+    waiting.remove(index)
+    waitingForClaims = waiting
+    if waiting.isEmpty {
+      waitingForClaims = nil
+      stage()
+    }
+  }
+
+  /// Waited long enough: files whose name is still held are staged afresh, under names of
+  /// their own (the same file offered twice at once is staged twice).
+  private func stopWaitingForClaims() {
+    guard phase != .ended, let waiting = waitingForClaims, let staging else { return }
+    waitingForClaims = nil
+    for index in waiting {
+      names[index] = staging.uniqueName(like: names[index])
+      fresh.insert(index)
+    }
+    stage()
+  }
+
+  /// With every staging name claimed: works out each file's resume offset (or held, or skip),
+  /// reserves the space still needed and accepts.
+  private func stage() {
+    guard phase != .ended, let staging, let options else { return }
+    do throws(ResourceError) {
       var needed: UInt64 = 0
       for (index, file) in offered.enumerated() {
-        var name = staging.name(for: file, from: peer.fingerprint)
-        // One writer per staged file: the same file offered twice at once is staged twice.
-        let resumable = staging.claim(name)
-        if !resumable { name = staging.uniqueName(like: name) }
-        names.append(name)
+        let name = names[index]
         // The same content already there (size and time first, then the digest) is neither
         // sent nor written, whatever the conflict policy: that is for different content.
         if holdsFiles, options.relocate,
@@ -198,7 +256,7 @@ final class IncomingOffer: @unchecked Sendable {
           offsets.append(ResourceMessage.skip)
           continue
         }
-        let length = resumable ? staging.stagedLength(name) : 0
+        let length = fresh.contains(index) ? 0 : staging.stagedLength(name)
         let offset = length <= file.size ? length : 0
         offsets.append(offset)
         promised[index] = file.size - offset
@@ -216,10 +274,8 @@ final class IncomingOffer: @unchecked Sendable {
       {
         staging.writeMeta(names[index], file: file, sender: peer.fingerprint)
       }
-    } catch let error as ResourceError {
-      return refuse(error)
     } catch {
-      return refuse(.cannotWrite("\(error)"))
+      return refuse(error)
     }
     accept()
   }

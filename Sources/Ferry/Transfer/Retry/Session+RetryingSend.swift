@@ -30,7 +30,10 @@ extension Session {
         return results
       case .failure(let error, let progressed):
         if progressed { lastProgress = .now }
-        guard RetryPolicy.isRetryable(error) else { throw .transfer(error) }
+        // A link the peer (or this side, for a violation) closed on purpose is not lost.
+        guard RetryPolicy.isRetryable(error), !linkWasClosedOnPurpose(target) else {
+          throw .transfer(error)
+        }
         failure = error
       }
       // Wait, then reconnect, until the policy's time without progress runs out.

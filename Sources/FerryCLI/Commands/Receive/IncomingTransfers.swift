@@ -2,9 +2,21 @@ import Ferry
 import Foundation
 import Synchronization
 
-/// Offers being received, so that an interrupt cancels them on both ends.
+/// Offers being received, so that an interrupt cancels them on both ends, and how many files
+/// each sender's offers found already there (for the summary line).
 final class IncomingTransfers: Sendable {
   private let transfers = Mutex<[ObjectIdentifier: IncomingTransfer]>([:])
+  private let identical = Mutex<[Fingerprint: Int]>([:])
+
+  /// A file from `peer` was already there.
+  func countIdentical(from peer: PeerID) {
+    identical.withLock { $0[peer.fingerprint, default: 0] += 1 }
+  }
+
+  /// How many files from `peer` were already there since the last call.
+  func takeIdentical(from peer: PeerID) -> Int {
+    identical.withLock { $0.removeValue(forKey: peer.fingerprint) ?? 0 }
+  }
 
   func add(_ transfer: IncomingTransfer) {
     transfers.withLock { $0[ObjectIdentifier(transfer)] = transfer }

@@ -47,6 +47,7 @@ struct ReceiveReporter: Sendable {
           ("saved", .string(url.path)), ("sha256", .string(Hex.lowercase(digest))),
           ("status", .string("identical")),
         ])
+      incoming.countIdentical(from: peer)
       bar.above { output.say("Already there: \(printable(url.path)) (identical, not sent)") }
     case .finished(let name, let peer, .failure(let error), _):
       output.event(
@@ -80,13 +81,15 @@ struct ReceiveReporter: Sendable {
           ("bytes", .int(Int(transfer.totalBytes))),
           ("error", error.map { .string($0.description) } ?? .null),
         ])
+      let identical = incoming.takeIdentical(from: transfer.peer)
       if let error {
         bar.above { output.note("Transfer from \(transfer.peer) ended: \(error)") }
       } else {
+        let already = identical > 0 ? " (\(identical) already there, not sent)" : ""
         bar.above {
           output.note(
             "Received \(transfer.files.count) file(s), \(formatBytes(transfer.totalBytes)) from "
-              + "\(transfer.peer).")
+              + "\(transfer.peer)\(already).")
         }
       }
       if gate != nil {

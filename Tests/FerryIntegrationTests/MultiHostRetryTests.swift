@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+/// `ferry send --retry-for` across namespace hosts, the link shaped with tc (no netem on this
+/// kernel): host b's cable pulled for 10 s in the middle of a 200 MB transfer.
+@Suite("Retries across namespace hosts", .timeLimit(.minutes(3)), .needsToRunOnHostA, .serialized)
+struct MultiHostRetryTests {
+  /// Runs `ip ARGS` (or `tc ARGS`) inside host b.
+  @discardableResult
+  func onB(_ arguments: [String]) async throws -> String {
+    let result = try await run(Harness.on!, ["b"] + arguments)
+    #expect(result.status == 0, "\(arguments): \(result.stderr)")
+    return result.stdout
+  }
+
+  /// Bytes host b's interface has received so far.
+  func receivedOnB() async throws -> Int {
+    let json = try await onB(["ip", "-s", "-j", "link", "show", "dev", "mdns0"])
+    let links = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]]
+    let stats = links?.first?["stats64"] as? [String: Any]
+    return try #require((stats?["rx"] as? [String: Any])?["bytes"] as? Int, "\(json)")
+  }
+
+  /// A send under way from host a to a `ferry receive --yes` on host b, over host b's link
+  /// shaped to 200 Mbit (tc tbf): a file of `size` bytes, `--retry-for 60`, started and past
+  /// `moved` bytes at the receiver.
+  struct Shaped {
+    let receiver: ChildProcess
+    let sender: ChildProcess
+    let file: URL
+    let destination: URL
+  }
+
+  func shapedSend(_ label: String, size: Int, moved: Int) async throws -> Shaped {
+    try await onB(
+      [
+        "tc", "qdisc", "replace", "dev", "mdns0", "root", "tbf", "rate", "200mbit", "burst",
+        "256kb", "latency", "100ms",
+      ])
+    let destination = try temporaryDirectory("\(label)-dst")
+    let receiver = try ChildProcess.ferry(
+      ["receive", "--yes", "--json", "--dir", destination.path, "--name", label], on: "b",
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let port = try #require(
+      advertising.flatMap { jsonObject($0.text)?["port"] as? Int }, "\(receiver.stderr)")
+    let file = try temporaryDirectory("\(label)-src").appendingPathComponent("big.bin")
+    try writeFile(file, size: size, seed: UInt64(size))
+    let address = try #require(Harness.hostAddresses["b"])
+    let sender = try ChildProcess.ferry(
+      ["send", "--json", "--address", "\(address):\(port)", "--retry-for", "60", file.path],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    let moving = await receiver.waitForLine(timeout: .seconds(30)) {
+      $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > moved
+    }
+    if moving == nil {
+      Issue.record("no progress: \(receiver.stderr) \(sender.stderr)")
+    }
+    return Shaped(receiver: receiver, sender: sender, file: file, destination: destination)
+  }
+
+  /// Ends a shaped send: stops both processes and removes the shaping.
+  func finish(_ send: Shaped) async {
+    send.receiver.signal(SIGKILL)
+    send.sender.signal(SIGKILL)
+    _ = try? await run(Harness.on!, ["b", "tc", "qdisc", "del", "dev", "mdns0", "root"])
+  }
+
+  /// The sender exited 0 after at least one retry, and the file arrived byte-identical.
+  func expectDelivered(_ send: Shaped) async throws {
+    #expect(await send.sender.waitForExit(timeout: .seconds(120)) == 0, "\(send.sender.stderr)")
+    let events = send.sender.stdoutLines.compactMap { jsonObject($0.text) }
+    #expect(events.contains { $0["event"] as? String == "retrying" }, "\(send.sender.stdout)")
+    #expect(events.contains { $0["event"] as? String == "resumed" }, "\(send.sender.stdout)")
+    #expect(
+      try sha256(of: send.destination.appendingPathComponent("big.bin")) == sha256(of: send.file))
+  }
+
+  @Test(
+    "a 10 s outage in the middle of 200 MB at 200 Mbit: send reconnects and resumes by itself, exit 0, under 1.3x the data on the wire"
+  )
+  func outage() async throws {
+    let size = 200 << 20
+    let before = try await receivedOnB()
+    let send = try await shapedSend("outage", size: size, moved: 40 << 20)
+    try await onB(["ip", "link", "set", "mdns0", "down"])
+    try await Task.sleep(for: .seconds(10))
+    try await onB(["ip", "link", "set", "mdns0", "up"])
+    try await expectDelivered(send)
+    await finish(send)
+    let crossed = try await receivedOnB() - before
+    print("outage: \(crossed) bytes crossed host b's link for \(size)")
+    #expect(crossed <= size * 13 / 10, "\(crossed) bytes for \(size)")
+  }
+
+  @Test(
+    "the receiver stopped (SIGSTOP) for 20 s mid-transfer: send gives up on the dead link, reconnects once it wakes, exit 0"
+  )
+  func receiverStopped() async throws {
+    let size = 100 << 20
+    let before = try await receivedOnB()
+    let send = try await shapedSend("sleepy", size: size, moved: 20 << 20)
+    send.receiver.signal(SIGSTOP)
+    try await Task.sleep(for: .seconds(20))
+    send.receiver.signal(SIGCONT)
+    try await expectDelivered(send)
+    await finish(send)
+    let crossed = try await receivedOnB() - before
+    print("stopped: \(crossed) bytes crossed host b's link for \(size)")
+    #expect(crossed <= size * 13 / 10, "\(crossed) bytes for \(size)")
+  }
+}
