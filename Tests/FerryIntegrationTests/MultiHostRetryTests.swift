@@ -109,4 +109,35 @@ struct MultiHostRetryTests {
     print("stopped: \(crossed) bytes crossed host b's link for \(size)")
     #expect(crossed <= size * 13 / 10, "\(crossed) bytes for \(size)")
   }
+
+  @Test("2 % of packets into host b dropped at 200 Mbit (nftables): 200 MB arrive intact, exit 0")
+  func loss() async throws {
+    let size = 200 << 20
+    // Host b's own table, in its own namespace: nothing outside it is touched.
+    try await onB(["nft", "add", "table", "inet", "ferryloss"])
+    try await onB(
+      [
+        "nft", "add", "chain", "inet", "ferryloss", "in",
+        "{ type filter hook input priority 0; policy accept; }",
+      ])
+    try await onB(
+      [
+        "nft", "add", "rule", "inet", "ferryloss", "in", "meta", "l4proto", "tcp", "numgen",
+        "random", "mod", "100", "<", "2", "drop",
+      ])
+    defer {
+      Task {
+        _ = try? await run(Harness.on!, ["b", "nft", "delete", "table", "inet", "ferryloss"])
+      }
+    }
+    let before = try await receivedOnB()
+    let send = try await shapedSend("lossy", size: size, moved: 0)
+    #expect(await send.sender.waitForExit(timeout: .seconds(150)) == 0, "\(send.sender.stderr)")
+    #expect(
+      try sha256(of: send.destination.appendingPathComponent("big.bin")) == sha256(of: send.file))
+    await finish(send)
+    let crossed = try await receivedOnB() - before
+    print("loss: \(crossed) bytes crossed host b's link for \(size)")
+    #expect(crossed <= size * 13 / 10, "\(crossed) bytes for \(size)")
+  }
 }

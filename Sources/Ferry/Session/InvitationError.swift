@@ -27,7 +27,8 @@ public enum InvitationError: Error, Hashable, Sendable, CustomStringConvertible 
   case expired
   /// The connection broke or the peer broke the protocol during the handshake.
   case connectionFailed(reason: String)
-  /// The task waiting for the answer was cancelled; the invitation was withdrawn.
+  /// The task waiting for the answer was cancelled (the invitation was withdrawn), or the
+  /// session was closed.
   case cancelled
 
   /// A message for users.

@@ -36,6 +36,8 @@ public final class Session: Sendable {
   /// Peers whose last link ended on purpose (a GOODBYE, a violation) rather than being lost:
   /// a retrying send does not connect to them again.
   private let closedOnPurpose = Mutex<Set<Fingerprint>>([])
+  /// Set by ``close()``: no invitation goes out after it.
+  private let closed = Atomic<Bool>(false)
 
   private struct Member {
     let peer: PeerID
@@ -147,6 +149,7 @@ public final class Session: Sendable {
     guard context.count <= ControlMessage.maximumContextSize else {
       throw .contextTooLarge(byteCount: context.count)
     }
+    guard !closed.load(ordering: .acquiring) else { throw .cancelled }
     guard hasRoom else { throw .sessionFull }
     let start = ContinuousClock.now
     var lastError = InvitationError.unreachable(
@@ -186,8 +189,10 @@ public final class Session: Sendable {
     }
   }
 
-  /// Disconnects every peer and finishes ``stateChanges``, ``messages`` and ``incomingStreams``.
+  /// Disconnects every peer and finishes ``stateChanges``, ``messages`` and ``incomingStreams``;
+  /// invitations made afterwards fail with ``InvitationError/cancelled``.
   public func close() {
+    closed.store(true, ordering: .releasing)
     disconnect()
     continuation.finish()
     transfers.finish()
@@ -271,21 +276,21 @@ public final class Session: Sendable {
   }
 
   private func linkEnded(_ peer: PeerID, link: ConnectionLink, reason: String, onPurpose: Bool) {
+    guard members.withLock({ $0[peer.fingerprint]?.link === link }) else { return }
+    // Marked before the member goes: a retrying send that finds the peer gone finds why too.
+    closedOnPurpose.withLock { closed in
+      if onPurpose {
+        // Bounded: at most one entry per peer that was ever connected and left on purpose.
+        if closed.count >= 1024 { closed.removeAll() }
+        closed.insert(peer.fingerprint)
+      } else {
+        closed.remove(peer.fingerprint)
+      }
+    }
     let removed = members.withLock { members -> Bool in
       guard members[peer.fingerprint]?.link === link else { return false }
       members[peer.fingerprint] = nil
       return true
-    }
-    if removed {
-      closedOnPurpose.withLock { closed in
-        if onPurpose {
-          // Bounded: at most one entry per peer that was ever connected and left on purpose.
-          if closed.count >= 1024 { closed.removeAll() }
-          closed.insert(peer.fingerprint)
-        } else {
-          closed.remove(peer.fingerprint)
-        }
-      }
     }
     if removed {
       report(peer, .notConnected, reason: reason)

@@ -120,8 +120,22 @@ final class OutgoingOffer: Sendable {
     return state.withLock { state in (0..<files.count).compactMap { state.results[$0] } }
   }
 
-  /// How many files the receiver has answered (stored, skipped, identical, failed).
-  var filesAnswered: Int { state.withLock { $0.results.count } }
+  /// How much of the offer the receiver is known to hold: what it had staged (its resume
+  /// offsets) plus every file it stored or found identical. A retrying send makes progress only
+  /// when this grows from one attempt to the next (it is bounded by the offer's size).
+  var bytesDelivered: UInt64 {
+    state.withLock { state in
+      guard let offsets = state.offsets else { return 0 }
+      var total: UInt64 = 0
+      for (index, offset) in offsets.enumerated() {
+        switch state.results[index]?.status {
+        case .stored?, .identical?: total += files[index].size
+        default: if offset != ResourceMessage.skip { total += min(offset, files[index].size) }
+        }
+      }
+      return total
+    }
+  }
 
   func cancel() {
     let channel = state.withLock { state -> UInt32? in

@@ -24,8 +24,8 @@ public final class ResourceTransfer: Sendable {
   /// File bytes actually sent so far (less than the total when the receiver resumed).
   public var bytesSent: UInt64 { offer.bytesSent.load(ordering: .relaxed) }
 
-  /// Whether the attempt got anywhere: file bytes sent, or a file answered.
-  var madeProgress: Bool { bytesSent > 0 || offer.filesAnswered > 0 }
+  /// How much of the offer the receiver is known to hold (``OutgoingOffer/bytesDelivered``).
+  var bytesDelivered: UInt64 { offer.bytesDelivered }
 
   /// Waits for the end: every file's verdict.
   ///

@@ -259,6 +259,8 @@ final class StagingArea: Sendable {
 /// and how many offers use each staging directory (it is removed only by its last user).
 final class StagingClaims: Sendable {
   static let shared = StagingClaims()
+  /// The most offers waiting for one staging name.
+  static let maximumWaiters = 4
   private let claimed = Mutex<(keys: Set<String>, waiters: [String: [@Sendable () -> Void]])>(
     ([], [:]))
   private let users = Mutex<[String: Int]>([:])
@@ -295,7 +297,11 @@ final class StagingClaims: Sendable {
   func whenReleased(_ key: String, _ action: @escaping @Sendable () -> Void) {
     let now = claimed.withLock { claimed -> Bool in
       guard claimed.keys.contains(key) else { return true }
-      claimed.waiters[key, default: []].append(action)
+      // Bounded: a sender offering the same files again and again while one offer holds them
+      // adds no more than a few waiters (the others just wait out their time).
+      if claimed.waiters[key, default: []].count < Self.maximumWaiters {
+        claimed.waiters[key, default: []].append(action)
+      }
       return false
     }
     if now { action() }

@@ -19,6 +19,8 @@ final class IncomingOffer: @unchecked Sendable {
     case checking
     /// Waiting for the application's answer.
     case deciding
+    /// Accepted by the application; its staging files are being claimed (or waited for).
+    case staging
     /// Accepted: files are arriving.
     case receiving
     /// Refused, declined, finished or abandoned; nothing more happens.
@@ -53,6 +55,8 @@ final class IncomingOffer: @unchecked Sendable {
   private var waitingForClaims: Set<Int>?
   /// Files staged under a name of their own, from nothing (their usual name stayed held).
   private var fresh: Set<Int> = []
+  /// Files whose staging name this offer holds: the only ones it may release.
+  private var claimed: Set<Int> = []
   private var transfer: IncomingTransfer?
   private var progress: TransferProgress?
   /// The file being received.
@@ -165,6 +169,7 @@ final class IncomingOffer: @unchecked Sendable {
 
   private func decline(_ reason: String) {
     phase = .ended
+    releaseAll()
     let channel = self.channel
     let text = reason.isEmpty ? "declined by the receiver" : reason
     link.onMultiplexer {
@@ -178,6 +183,7 @@ final class IncomingOffer: @unchecked Sendable {
   /// what it received) are waited for, at most ``claimWait``, so that those files resume rather
   /// than start over. Then ``stage()``.
   private func prepare(_ options: ReceiveOptions) {
+    phase = .staging
     self.options = options
     let staging: StagingArea
     do {
@@ -192,7 +198,7 @@ final class IncomingOffer: @unchecked Sendable {
       let name = staging.name(for: file, from: peer.fingerprint)
       names.append(name)
       // One writer per staged file.
-      if !staging.claim(name) { busy.insert(index) }
+      if staging.claim(name) { claimed.insert(index) } else { busy.insert(index) }
     }
     guard !busy.isEmpty else { return stage() }
     waitingForClaims = busy
@@ -214,6 +220,7 @@ final class IncomingOffer: @unchecked Sendable {
     guard phase != .ended, var waiting = waitingForClaims, waiting.contains(index),
       let staging, staging.claim(names[index])
     else { return }
+    claimed.insert(index)
     waiting.remove(index)
     waitingForClaims = waiting
     if waiting.isEmpty {
@@ -229,6 +236,7 @@ final class IncomingOffer: @unchecked Sendable {
     waitingForClaims = nil
     for index in waiting {
       names[index] = staging.uniqueName(like: names[index])
+      claimed.insert(index)
       fresh.insert(index)
     }
     stage()
@@ -357,7 +365,7 @@ final class IncomingOffer: @unchecked Sendable {
     switch phase {
     case .ended:
       return
-    case .checking, .deciding:
+    case .checking, .deciding, .staging:
       // Only a RESET (the sender gives up) may come before the answer.
       guard frame.type == .reset else {
         return abandon(
@@ -662,7 +670,10 @@ final class IncomingOffer: @unchecked Sendable {
     guard let staging else { return }
     SpaceReservations.shared.release(promised.values.reduce(0, +), on: staging.device)
     promised = [:]
-    staging.release(names)
+    // Only what this offer claimed: a name it was still waiting for is another offer's.
+    staging.release(claimed.sorted().map { names[$0] })
+    claimed = []
+    waitingForClaims = nil
   }
 
   /// `text` as the peer may read it: this machine's own paths (the destination's location) are

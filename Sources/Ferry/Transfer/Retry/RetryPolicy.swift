@@ -4,8 +4,9 @@
 /// ``isRetryable(_:)-(InvitationError)``: only a dropped, unreachable or stalled link is, never a
 /// refusal, a cancel or an authentication failure.
 public struct RetryPolicy: Sendable, Hashable {
-  /// How long to keep trying after the last progress (bytes acknowledged, a file finished); zero
-  /// never retries.
+  /// How long to keep trying after the last progress — an attempt after which the receiver
+  /// holds more of the files than after any earlier one (staged bytes, files stored or found
+  /// identical); zero never retries.
   public var retryFor: Duration
   /// The wait before the first retry; each next one doubles it.
   public var firstDelay: Duration

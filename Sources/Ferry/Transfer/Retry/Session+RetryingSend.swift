@@ -22,14 +22,17 @@ extension Session {
     var target = peer
     var attempt = 0
     var lastProgress = ContinuousClock.now
+    // Progress is the receiver holding more than after any earlier attempt (bounded by the
+    // offer's size, so a receiver that keeps failing cannot keep this going for ever).
+    var delivered: UInt64 = 0
     while true {
       attempt += 1
       let failure: TransferError
       switch await attemptSend(items, to: target, attempt: attempt, events: events) {
       case .success(let results):
         return results
-      case .failure(let error, let progressed):
-        if progressed { lastProgress = .now }
+      case .failure(let error, let reached):
+        if reached > delivered { (delivered, lastProgress) = (reached, .now) }
         // A link the peer (or this side, for a violation) closed on purpose is not lost.
         guard RetryPolicy.isRetryable(error), !linkWasClosedOnPurpose(target) else {
           throw .transfer(error)
@@ -40,22 +43,32 @@ extension Session {
       var last = RetriedSendError.transfer(failure)
       while true {
         let delay = policy.delay(beforeRetry: attempt)
-        guard !Task.isCancelled, ContinuousClock.now + delay - lastProgress <= policy.retryFor
-        else { throw last }
+        if Task.isCancelled { throw .transfer(.cancelled) }
+        guard ContinuousClock.now + delay - lastProgress <= policy.retryFor else { throw last }
         events(.retrying(attempt: attempt, delay: delay, reason: last.description))
         do {
           try await Task.sleep(for: delay)
         } catch {
-          throw last
+          throw .transfer(.cancelled)
         }
+        let again: PeerID
         do {
-          target = try await reconnect()
-          break
+          again = try await reconnect()
         } catch {
           guard RetryPolicy.isRetryable(error) else { throw .invitation(error) }
           last = .invitation(error)
           attempt += 1
+          continue
         }
+        guard again.fingerprint == peer.fingerprint else {
+          // Only the receiver the send began with: never another key.
+          disconnect(again)
+          throw .invitation(
+            .authenticationFailed(reason: "reconnecting reached \(again), not \(peer)"))
+        }
+        if Task.isCancelled { throw .transfer(.cancelled) }
+        target = again
+        break
       }
     }
   }
@@ -68,7 +81,7 @@ extension Session {
     do {
       transfer = try sendResources(items, to: target)
     } catch {
-      return .failure(error, progressed: false)
+      return .failure(error, delivered: 0)
     }
     events(.sending(transfer, attempt: attempt))
     let outcome = await withTaskCancellationHandler {
@@ -83,7 +96,7 @@ extension Session {
     }
     switch outcome {
     case .success(let results): return .success(results)
-    case .failure(let error): return .failure(error, progressed: transfer.madeProgress)
+    case .failure(let error): return .failure(error, delivered: transfer.bytesDelivered)
     }
   }
 }
@@ -91,5 +104,5 @@ extension Session {
 /// How one attempt of a retrying send ended.
 private enum AttemptOutcome {
   case success([FileResult])
-  case failure(TransferError, progressed: Bool)
+  case failure(TransferError, delivered: UInt64)
 }
