@@ -18,6 +18,28 @@ enum Harness {
   /// The script that restarts the loopback avahi-daemon.
   static var restartAvahi: String? { environment["FERRY_TEST_RESTART_AVAHI"] }
 
+  /// Whether the temporary folder's filesystem keeps user extended attributes, which a
+  /// receiver needs to recognise the files a sender already sent it (tmpfs before Linux 6.6
+  /// does not). Checked once, with Python's os.setxattr.
+  static let keepsUserAttributes: Bool = {
+    let probe = NSTemporaryDirectory() + "/ferry-xattr-probe-\(UUID().uuidString)"
+    guard FileManager.default.createFile(atPath: probe, contents: Data()) else { return false }
+    defer { try? FileManager.default.removeItem(atPath: probe) }
+    let python = Process()
+    python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    python.arguments = [
+      "-c", "import os, sys; os.setxattr(sys.argv[1], 'user.ferry.probe', b'1')", probe,
+    ]
+    python.standardError = FileHandle.nullDevice
+    do {
+      try python.run()
+      python.waitUntilExit()
+    } catch {
+      return false
+    }
+    return python.terminationStatus == 0
+  }()
+
   /// A bus with no avahi-daemon on it.
   static var noDaemonBus: String? { environment["FERRY_TEST_NO_DAEMON_BUS"] }
 
