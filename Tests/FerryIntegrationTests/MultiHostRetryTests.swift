@@ -1,16 +1,32 @@
 import Foundation
 import Testing
 
-/// `ferry send --retry-for` across namespace hosts, the link shaped with tc (no netem on this
-/// kernel): host b's cable pulled for 10 s in the middle of a 200 MB transfer.
+/// `ferry send --retry-for` across namespace hosts, the data's way (host a's egress) shaped to
+/// 200 Mbit with tc tbf (no netem on this kernel): host b's cable pulled, its receiver stopped,
+/// 2 % of its incoming packets dropped. Only the test namespaces are touched, and each test
+/// clears what an earlier, failed one may have left (the harness deletes the namespaces after).
+
 @Suite("Retries across namespace hosts", .timeLimit(.minutes(3)), .needsToRunOnHostA, .serialized)
 struct MultiHostRetryTests {
-  /// Runs `ip ARGS` (or `tc ARGS`) inside host b.
+  /// Runs `ip ARGS` (or `tc`, `nft`) inside host b.
   @discardableResult
   func onB(_ arguments: [String]) async throws -> String {
-    let result = try await run(Harness.on!, ["b"] + arguments)
-    #expect(result.status == 0, "\(arguments): \(result.stderr)")
+    try await on("b", arguments)
+  }
+
+  /// Runs a command inside `host`, expecting it to succeed (unless `mayFail`).
+  @discardableResult
+  func on(_ host: String, _ arguments: [String], mayFail: Bool = false) async throws -> String {
+    let result = try await run(Harness.on!, [host] + arguments)
+    if !mayFail { #expect(result.status == 0, "\(arguments): \(result.stderr)") }
     return result.stdout
+  }
+
+  /// Back to an unshaped, lossless, connected link: what a failed test may have left behind.
+  func clearFaults() async throws {
+    try await on("a", ["tc", "qdisc", "del", "dev", "mdns0", "root"], mayFail: true)
+    try await on("b", ["nft", "delete", "table", "inet", "ferryloss"], mayFail: true)
+    try await onB(["ip", "link", "set", "mdns0", "up"])
   }
 
   /// Bytes host b's interface has received so far.
@@ -32,7 +48,9 @@ struct MultiHostRetryTests {
   }
 
   func shapedSend(_ label: String, size: Int, moved: Int) async throws -> Shaped {
-    try await onB(
+    // The file's data leaves host a: its egress is what limits the transfer.
+    try await on(
+      "a",
       [
         "tc", "qdisc", "replace", "dev", "mdns0", "root", "tbf", "rate", "200mbit", "burst",
         "256kb", "latency", "100ms",
@@ -59,11 +77,11 @@ struct MultiHostRetryTests {
     return Shaped(receiver: receiver, sender: sender, file: file, destination: destination)
   }
 
-  /// Ends a shaped send: stops both processes and removes the shaping.
-  func finish(_ send: Shaped) async {
+  /// Ends a shaped send: stops both processes (also called from a `defer`, so synchronous).
+  func stop(_ send: Shaped) {
+    send.receiver.signal(SIGCONT)
     send.receiver.signal(SIGKILL)
     send.sender.signal(SIGKILL)
-    _ = try? await run(Harness.on!, ["b", "tc", "qdisc", "del", "dev", "mdns0", "root"])
   }
 
   /// The sender exited 0 after at least one retry, and the file arrived byte-identical.
@@ -81,13 +99,15 @@ struct MultiHostRetryTests {
   )
   func outage() async throws {
     let size = 200 << 20
+    try await clearFaults()
     let before = try await receivedOnB()
     let send = try await shapedSend("outage", size: size, moved: 40 << 20)
+    defer { stop(send) }
     try await onB(["ip", "link", "set", "mdns0", "down"])
     try await Task.sleep(for: .seconds(10))
     try await onB(["ip", "link", "set", "mdns0", "up"])
     try await expectDelivered(send)
-    await finish(send)
+    try await clearFaults()
     let crossed = try await receivedOnB() - before
     print("outage: \(crossed) bytes crossed host b's link for \(size)")
     #expect(crossed <= size * 13 / 10, "\(crossed) bytes for \(size)")
@@ -98,13 +118,15 @@ struct MultiHostRetryTests {
   )
   func receiverStopped() async throws {
     let size = 100 << 20
+    try await clearFaults()
     let before = try await receivedOnB()
     let send = try await shapedSend("sleepy", size: size, moved: 20 << 20)
+    defer { stop(send) }
     send.receiver.signal(SIGSTOP)
     try await Task.sleep(for: .seconds(20))
     send.receiver.signal(SIGCONT)
     try await expectDelivered(send)
-    await finish(send)
+    try await clearFaults()
     let crossed = try await receivedOnB() - before
     print("stopped: \(crossed) bytes crossed host b's link for \(size)")
     #expect(crossed <= size * 13 / 10, "\(crossed) bytes for \(size)")
@@ -113,6 +135,7 @@ struct MultiHostRetryTests {
   @Test("2 % of packets into host b dropped at 200 Mbit (nftables): 200 MB arrive intact, exit 0")
   func loss() async throws {
     let size = 200 << 20
+    try await clearFaults()
     // Host b's own table, in its own namespace: nothing outside it is touched.
     try await onB(["nft", "add", "table", "inet", "ferryloss"])
     try await onB(
@@ -125,17 +148,13 @@ struct MultiHostRetryTests {
         "nft", "add", "rule", "inet", "ferryloss", "in", "meta", "l4proto", "tcp", "numgen",
         "random", "mod", "100", "<", "2", "drop",
       ])
-    defer {
-      Task {
-        _ = try? await run(Harness.on!, ["b", "nft", "delete", "table", "inet", "ferryloss"])
-      }
-    }
     let before = try await receivedOnB()
     let send = try await shapedSend("lossy", size: size, moved: 0)
+    defer { stop(send) }
     #expect(await send.sender.waitForExit(timeout: .seconds(150)) == 0, "\(send.sender.stderr)")
     #expect(
       try sha256(of: send.destination.appendingPathComponent("big.bin")) == sha256(of: send.file))
-    await finish(send)
+    try await clearFaults()
     let crossed = try await receivedOnB() - before
     print("loss: \(crossed) bytes crossed host b's link for \(size)")
     #expect(crossed <= size * 13 / 10, "\(crossed) bytes for \(size)")

@@ -8,7 +8,8 @@ final class InboundFlow {
   private(set) var allowance: Int
   /// Consumed bytes not yet granted back: credit goes out in batches of a quarter window.
   private var pendingGrant = 0
-  /// Frames the peer may still send outside the window: an offer's FILE_END, one per file.
+  /// Frames the peer may still send outside the window: an offer's FILE_ENDs, twice its file
+  /// count in all (a held file that differs ends twice).
   private(set) var uncreditedFrames: Int
 
   init(window: Int, uncreditedFrames: Int = 0) {

@@ -329,7 +329,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
       switch table[id] {
       case .incomingOffer(let flow, let endpoint, _)?:
         guard flow.consumeUncredited() else {
-          return violation("more than two FILE_END frames per file on offer \(id)")
+          return violation("more FILE_END frames than twice the files of offer \(id)")
         }
         endpoint(.frame(frame))
       case nil where id % 2 != ownParity: return  // racing our RESET of that offer

@@ -125,12 +125,13 @@ final class StagedFile {
     // The sender's permission bits, narrowed by this process's umask (a sender cannot make a
     // file writable by others where the user would not have).
     let mode = mode_t(offered.mode & 0o777) & ~processUmask
-    guard fchmod(fd, mode) == 0 else { return .failed(reason: errnoText()) }
-    // Where the filesystem keeps no extended attributes (ENOTSUP), the file is only never
-    // compared when the same sender sends it again: it is stored all the same.
+    // Before fchmod: a file made read-only would refuse its owner the attribute. Where the
+    // filesystem keeps no extended attributes (ENOTSUP), the file is only never compared when
+    // the same sender sends it again: it is stored all the same.
     _ = sender.withUnsafeBytes {
       ferry_set_attribute(fd, ConfinedDirectory.senderAttribute, $0.baseAddress, $0.count)
     }
+    guard fchmod(fd, mode) == 0 else { return .failed(reason: errnoText()) }
     let time = timespec(
       tv_sec: Int(offered.modificationSeconds), tv_nsec: Int(offered.modificationNanoseconds))
     var times = [time, time]
