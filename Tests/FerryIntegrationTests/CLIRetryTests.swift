@@ -86,4 +86,44 @@ struct CLIRetryTests {
     #expect(ContinuousClock.now - started < .seconds(10))
     #expect(!result.stdout.contains("\"retrying\""), "\(result.stdout)")
   }
+
+  @Test(
+    "a partial file nobody resumed for --keep-partial-days is removed at the next offer, and said")
+  func stalePartials() async throws {
+    let destination = try temporaryDirectory("stale-dst")
+    let staging = destination.appendingPathComponent(".ferry-partial")
+    try FileManager.default.createDirectory(
+      at: staging, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+    let old = staging.appendingPathComponent("0123456789abcdef.part")
+    try writeFile(old, size: 5000)
+    var times = [
+      timespec(tv_sec: time(nil) - 3 * 86_400, tv_nsec: 0),
+      timespec(tv_sec: time(nil) - 3 * 86_400, tv_nsec: 0),
+    ]
+    #expect(utimensat(AT_FDCWD, old.path, &times, 0) == 0)
+    let recent = staging.appendingPathComponent("fedcba9876543210.part")
+    try writeFile(recent, size: 100)
+    let receiver = try ChildProcess.ferry(
+      [
+        "receive", "--yes", "--json", "--dir", destination.path, "--name", "tidy",
+        "--keep-partial-days", "2",
+      ],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    defer { receiver.signal(SIGKILL) }
+    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
+    let file = try temporaryDirectory("stale-src").appendingPathComponent("a.txt")
+    try writeFile(file, size: 100)
+    let result = try await run(
+      Harness.ferryBinary, ["send", "--address", "127.0.0.1:\(port)", file.path],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    #expect(result.status == 0, "\(result.stderr)")
+    let cleaned = await receiver.waitForLine { $0.contains("\"staging-cleaned\"") }
+    let fields = try #require(cleaned.flatMap { jsonObject($0.text) }, "\(receiver.stdout)")
+    #expect(fields["files"] as? Int == 1)
+    #expect(fields["bytes"] as? Int == 5000)
+    #expect(!FileManager.default.fileExists(atPath: old.path))
+    #expect(FileManager.default.fileExists(atPath: recent.path), "a recent partial stays")
+    #expect(receiver.stderr.contains("Removed 1 partial file(s)"), "\(receiver.stderr)")
+  }
 }

@@ -16,6 +16,10 @@ public enum ResourceEvent: Sendable {
   /// The whole offer ended; `error` is nil when every file was stored, skipped or identical, else why the
   /// offer stopped or the first file's failure.
   case offerFinished(IncomingTransfer, error: TransferError?)
+  /// Partial files that no transfer resumed for ``ReceiveOptions/staleAfter`` (7 days by
+  /// default) were removed from `destination`'s staging folder (`.ferry-partial`): `files` of
+  /// them, `bytes` in all. Checked whenever an offer into `destination` is accepted.
+  case staleStagingRemoved(files: Int, bytes: UInt64, destination: URL)
   /// An offer was refused before anything of it was written: an unsafe path, not enough free
   /// space, an unsafe destination. `files` is how many it held.
   case offerRefused(peer: PeerID, files: Int, error: TransferError)

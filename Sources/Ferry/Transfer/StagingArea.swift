@@ -200,11 +200,14 @@ final class StagingArea: Sendable {
   /// Removes what this class leaves in the staging directory and nobody resumed for `age`:
   /// `.part` files (unless an offer holds them) and `.meta` files, and `.meta` files whose
   /// staged file is gone. Files handed over (`.received`) are the application's and stay.
-  func removeStale(olderThan age: Duration) {
+  /// Returns how many staged files were removed and their bytes.
+  @discardableResult
+  func removeStale(olderThan age: Duration) -> (files: Int, bytes: UInt64) {
+    var removed: (files: Int, bytes: UInt64) = (0, 0)
     let listing = dup(fd)
     guard listing >= 0, let directory = fdopendir(listing) else {
       if listing >= 0 { close(listing) }
-      return
+      return removed
     }
     defer { closedir(directory) }
     var entries: [String] = []
@@ -228,8 +231,11 @@ final class StagingArea: Sendable {
         !isLockedElsewhere(entry)
       {
         remove(entry)
+        removed.files += 1
+        removed.bytes += UInt64(max(status.st_size, 0))
       }
     }
+    return removed
   }
 
   /// Whether another process holds the lock of staged file `name` (it is receiving it).

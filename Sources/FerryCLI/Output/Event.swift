@@ -22,6 +22,7 @@ enum Event: String, CaseIterable, Sendable {
   case done
   case retrying
   case resumed
+  case stagingCleaned = "staging-cleaned"
   case error
   case identity
   case peer
@@ -57,6 +58,7 @@ enum Event: String, CaseIterable, Sendable {
     case .done: return ["peer", "files", "bytes", "stored", "identical", "bytes_sent", "error"]
     case .retrying: return ["peer", "attempt", "delay", "reason"]
     case .resumed: return ["peer", "attempt"]
+    case .stagingCleaned: return ["files", "bytes", "dir"]
     case .error: return ["code", "exit", "message", "peer", "path"]
     case .identity:
       return ["fingerprint", "fingerprint_grouped", "short", "certificate", "directory"]

@@ -192,7 +192,15 @@ final class IncomingOffer: @unchecked Sendable {
       return refuse(error)
     }
     self.staging = staging
-    staging.removeStale(olderThan: options.staleAfter)
+    let stale = staging.removeStale(olderThan: options.staleAfter)
+    if stale.files > 0 {
+      FerryLogging.logger.info(
+        "removed \(stale.files) stale partial file(s), \(stale.bytes) bytes, from the staging folder"
+      )
+      events.yield(
+        .staleStagingRemoved(
+          files: stale.files, bytes: stale.bytes, destination: options.destination))
+    }
     var busy: Set<Int> = []
     for (index, file) in offered.enumerated() {
       let name = staging.name(for: file, from: peer.fingerprint)

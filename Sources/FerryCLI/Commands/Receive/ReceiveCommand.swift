@@ -49,6 +49,11 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     name: .customLong("on-conflict"), help: "When a name is taken: rename, overwrite or skip.")
   var onConflict: ConflictPolicy = .rename
 
+  @Option(
+    name: .customLong("keep-partial-days"),
+    help: "Days a partial file waits in DIR/.ferry-partial for its sender to resume it.")
+  var keepPartialDays: Double = 7
+
   @Option(parsing: .unconditional, help: "The DNS-SD service type to publish (RFC 6335 name).")
   var service: String = ServiceType.ferry.name
 
@@ -65,6 +70,9 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     }
     if yes && !acceptFrom.isEmpty {
       throw ValidationError("--yes and --accept-from cannot be used together")
+    }
+    if !(keepPartialDays >= 0 && keepPartialDays <= 36_500) {
+      throw ValidationError("--keep-partial-days must be between 0 and 36500")
     }
     if !yes && acceptFrom.isEmpty && isatty(0) != 1 {
       throw ValidationError(
@@ -135,7 +143,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     let decisions = ReceiveDecisions(
       policy: policy, approvals: Approvals(), gate: gate,
       options: ReceiveOptions(
-        destination: destination, conflictPolicy: onConflict),
+        destination: destination, conflictPolicy: onConflict,
+        staleAfter: .seconds(keepPartialDays * 86_400)),
       prompt: InvitationPrompt(output: output, bar: reporter.bar, turns: PromptTurns()),
       outcomes: outcomes.continuation)
     Task {

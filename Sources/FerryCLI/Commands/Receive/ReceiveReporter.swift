@@ -57,6 +57,15 @@ struct ReceiveReporter: Sendable {
           ("code", .string(Self.code(error).rawValue)), ("message", .string(error.description)),
         ])
       bar.above { output.note("\(printable(name)): \(error)") }
+    case .staleStagingRemoved(let files, let bytes, let destination):
+      output.event(
+        .stagingCleaned,
+        [("files", .int(files)), ("bytes", .int(Int(bytes))), ("dir", .string(destination.path))])
+      bar.above {
+        output.note(
+          "Removed \(files) partial file(s) (\(formatBytes(bytes))) that no sender resumed from "
+            + "\(printable(destination.path))/.ferry-partial.")
+      }
     case .offerRefused(let peer, let files, let error):
       output.event(
         .refused,
