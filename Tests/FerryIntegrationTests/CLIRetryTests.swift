@@ -9,12 +9,14 @@ struct CLIRetryTests {
   static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
   /// `ferry receive --yes --json` on `port` (0: any) into `destination`, as identity `home`.
-  func receiver(port: Int, destination: URL, home: String) async throws -> (ChildProcess, Int) {
+  func receiver(port: Int, destination: URL, home: String, options: [String] = []) async throws
+    -> (ChildProcess, Int)
+  {
     let receiver = try ChildProcess.ferry(
       [
         "receive", "--yes", "--json", "--dir", destination.path, "--name", "sink", "--port",
         "\(port)",
-      ],
+      ] + options,
       environment: Self.noBus.merging(["FERRY_HOME": home]) { $1 })
     let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
     let bound = try #require(
@@ -103,15 +105,10 @@ struct CLIRetryTests {
     #expect(utimensat(AT_FDCWD, old.path, &times, 0) == 0)
     let recent = staging.appendingPathComponent("fedcba9876543210.part")
     try writeFile(recent, size: 100)
-    let receiver = try ChildProcess.ferry(
-      [
-        "receive", "--yes", "--json", "--dir", destination.path, "--name", "tidy",
-        "--keep-partial-days", "2",
-      ],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    let (receiver, port) = try await receiver(
+      port: 0, destination: destination, home: Harness.freshFerryHome(),
+      options: ["--keep-partial-days", "2"])
     defer { receiver.signal(SIGKILL) }
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
     let file = try temporaryDirectory("stale-src").appendingPathComponent("a.txt")
     try writeFile(file, size: 100)
     let result = try await run(
