@@ -116,15 +116,8 @@ struct ConfinedDirectory {
   /// modification time is at `path` under the root — a cheap check: nothing is read. Walks and
   /// opens without following a link. On a filesystem without extended attributes, never.
   func holdsFile(at path: RelativePath, matching file: OfferedFile, from sender: [UInt8]) -> Bool {
-    guard let directory = try? openDirectory(path.components.dropLast(), create: false) else {
-      return false
-    }
-    defer { close(directory) }
-    let fd = openat(directory, path.fileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-    guard fd >= 0 else { return false }
+    guard let fd = openFile(at: path, matching: file) else { return false }
     defer { close(fd) }
-    var status = stat()
-    guard fstat(fd, &status) == 0, Self.matches(status, file) else { return false }
     var recorded = [UInt8](repeating: 0, count: 64)
     let length = recorded.withUnsafeMutableBytes {
       ferry_get_attribute(fd, Self.senderAttribute, $0.baseAddress, $0.count)
@@ -132,38 +125,35 @@ struct ConfinedDirectory {
     return length == sender.count && Array(recorded.prefix(length)) == sender
   }
 
-  /// Whether `status` is a regular file's with `file`'s size and modification time.
-  private static func matches(_ status: stat, _ file: OfferedFile) -> Bool {
-    (status.st_mode & S_IFMT) == S_IFREG && UInt64(status.st_size) == file.size
-      && Int64(status.st_mtim.tv_sec) == file.modificationSeconds
-      && UInt32(status.st_mtim.tv_nsec) == file.modificationNanoseconds
-  }
-
   /// The SHA-256 of the regular file at `path` under the root when its size and modification
   /// time are `file`'s (the cheap check first: only then is it read); nil otherwise, or when it
   /// cannot be read. Walks and opens without following a link.
   func digest(ofFileAt path: RelativePath, matching file: OfferedFile) -> [UInt8]? {
+    guard let fd = openFile(at: path, matching: file) else { return nil }
+    defer { close(fd) }
+    var hasher = SHA256()
+    // Short: it shrank since the fstat, or cannot be read.
+    guard hashPrefix(of: fd, length: file.size, into: &hasher) else { return nil }
+    return Array(hasher.finalize())
+  }
+
+  /// Opens, for reading, the regular file at `path` under the root if it has `file`'s size and
+  /// modification time; the caller closes it. Walks and opens without following a link.
+  private func openFile(at path: RelativePath, matching file: OfferedFile) -> Int32? {
     guard let directory = try? openDirectory(path.components.dropLast(), create: false) else {
       return nil
     }
     defer { close(directory) }
     let fd = openat(directory, path.fileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
     guard fd >= 0 else { return nil }
-    defer { close(fd) }
     var status = stat()
-    guard fstat(fd, &status) == 0, Self.matches(status, file) else { return nil }
-    var hasher = SHA256()
-    var buffer = [UInt8](repeating: 0, count: 1 << 20)
-    var position: UInt64 = 0
-    while position < file.size {
-      let want = Int(min(UInt64(buffer.count), file.size - position))
-      let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(position)) }
-      if count < 0 && errno == EINTR { continue }
-      guard count > 0 else { return nil }  // shrunk since the fstat, or unreadable
-      hasher.update(data: buffer[0..<count])
-      position += UInt64(count)
+    guard fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
+      file.hasSizeAndTime(of: status)
+    else {
+      close(fd)
+      return nil
     }
-    return Array(hasher.finalize())
+    return fd
   }
 
   private func exists(_ name: String, in directory: Int32) -> Bool {

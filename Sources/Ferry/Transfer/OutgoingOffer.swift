@@ -188,12 +188,6 @@ final class OutgoingOffer: Sendable {
     try await inFlight.submitNow(link: link, channel: channel)
   }
 
-  /// The extra time a peer may take to hash `bytes` of held files (at 10 MiB/s, a slow disk)
-  /// before the transfer counts as stalled.
-  static func hashingAllowance(_ bytes: UInt64) -> Duration {
-    .seconds(Int64(clamping: bytes / (10 << 20)))
-  }
-
   /// Opens offered file `index`, checking that it is still what was offered.
   private func openOffered(_ index: Int) throws -> Int32 {
     let file = files[index]
@@ -203,10 +197,7 @@ final class OutgoingOffer: Sendable {
     // The offer told the receiver this size and time (and a resume relies on them): a file
     // changed since then would arrive as neither its old nor its new self.
     var status = stat()
-    guard fstat(fd, &status) == 0, UInt64(status.st_size) == file.size,
-      Int64(status.st_mtim.tv_sec) == file.modificationSeconds,
-      UInt32(status.st_mtim.tv_nsec) == file.modificationNanoseconds
-    else {
+    guard fstat(fd, &status) == 0, file.hasSizeAndTime(of: status) else {
       close(fd)
       throw readFailure(index, "\(path) changed after it was offered; send it again")
     }
@@ -330,7 +321,7 @@ final class OutgoingOffer: Sendable {
       }
       let limit =
         (answered ? stall : ResourceOffer.decisionTimeout + stall)
-        + Self.hashingAllowance(comparing)
+        + ConnectionTimeouts.hashingAllowance(comparing)
       if ContinuousClock.now - since >= limit {
         fail(.stalled(limit))
         abandon(channel: channel, .stalled(limit))

@@ -359,7 +359,7 @@ final class IncomingOffer: @unchecked Sendable {
       let hashing = self.held.subtracting(self.heldAnswered).reduce(UInt64(0)) {
         $0 + self.offered[$1].size
       }
-      let limit = self.stall + OutgoingOffer.hashingAllowance(hashing)
+      let limit = self.stall + ConnectionTimeouts.hashingAllowance(hashing)
       guard ContinuousClock.now - self.lastHeard < limit else {
         return self.abandon(.stalled(limit), notify: true)
       }

@@ -54,19 +54,10 @@ final class StagedFile {
       throw .cannotWrite("\(offered.path): \(reason)")
     }
     var hasher = SHA256()
-    var buffer = [UInt8](repeating: 0, count: offset > 0 ? 1 << 20 : 0)
-    var position: UInt64 = 0
-    while position < offset {
-      let want = Int(min(UInt64(buffer.count), offset - position))
-      let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(position)) }
-      if count < 0 && errno == EINTR { continue }
-      guard count > 0 else {
-        let reason = count < 0 ? errnoText() : "staged data of \(offered.path) shrank"
-        close(fd)
-        throw .cannotWrite("\(offered.path): \(reason)")
-      }
-      hasher.update(data: buffer[0..<count])
-      position += UInt64(count)
+    guard hashPrefix(of: fd, length: offset, into: &hasher) else {
+      let reason = errno != 0 ? errnoText() : "staged data of \(offered.path) shrank"
+      close(fd)
+      throw .cannotWrite("\(offered.path): \(reason)")
     }
     self.index = index
     self.offered = offered
