@@ -69,8 +69,10 @@ enum LinkChannel {
       flow.fail(cause.senderError(offer: false))
       return 0
     case .outgoingOffer(let flow, let endpoint):
-      flow.fail(cause.senderError(offer: true))
+      // The endpoint first: it records the cause (the peer's RESET) before the frames' failure
+      // wakes the sending task, which reports the first cause recorded.
       cause.tell(endpoint)
+      flow.fail(cause.senderError(offer: true))
       return 0
     case .incomingOffer(_, let endpoint, _):
       cause.tell(endpoint)
