@@ -45,9 +45,7 @@ final class TerminalInput: Sendable {
         continuation.resume(returning: nil)
         return
       }
-      let seconds =
-        Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-      giveUp(id, at: .now() + max(0, seconds), when: giveUpWhen)
+      giveUp(id, at: .now() + max(0, timeout.inSeconds), when: giveUpWhen)
     }
   }
 

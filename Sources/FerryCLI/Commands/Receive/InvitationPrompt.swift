@@ -138,9 +138,7 @@ struct InvitationPrompt: Sendable {
 
   /// The wall-clock time of `instant`.
   static func date(of instant: ContinuousClock.Instant) -> Date {
-    let left = instant - .now
-    return Date().addingTimeInterval(
-      Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
+    Date().addingTimeInterval((instant - .now).inSeconds)
   }
 
   /// `"name" [9F2C 41AB 0C3D 7E11] (new)`: the name quoted and escaped, then what the program

@@ -180,9 +180,7 @@ struct Delivery: Sendable {
               sentEarlier += transfer.bytesSent
               active.remove(transfer)
             }
-            let seconds =
-              Double(delay.components.seconds)
-              + Double(delay.components.attoseconds) / 1e18
+            let seconds = delay.inSeconds
             output.event(
               .retrying,
               [
