@@ -121,7 +121,8 @@ func fuzzOne(_ data: [UInt8]) {
   let link = ConnectionLink(channel: channel, handler: handler, multiplexer: multiplexer)
   let questions = Questions()
   handler.onInvite = { invite in
-    guard session.adopt(invite.peer, link: link, handler: handler) else { return }
+    guard session.adopt(invite.peer, link: link, handler: handler, invitedHere: false) == .adopted
+    else { return }
     _ = handler.accept()
     if asking {
       // Offers are asked about; the input decides them.

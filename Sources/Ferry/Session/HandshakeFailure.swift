@@ -1,5 +1,34 @@
 import FerryWire
+import Glibc
+import NIOCore
 import NIOSSL
+
+/// Words for a connection that the network ended (closed or reset, no TLS alert), nil for
+/// any other failure; such a failure is worth trying again, a refusal is not.
+func connectionBreak(_ error: any Error) -> String? {
+  if let io = error as? IOError {
+    switch io.errnoCode {
+    case ECONNRESET, ECONNABORTED: return "the connection was reset"
+    case EPIPE: return "the connection was broken"
+    case ETIMEDOUT, EHOSTUNREACH, ENETUNREACH: return "the connection timed out"
+    default: return nil
+    }
+  }
+  if case NIOSSLError.uncleanShutdown = error { return "the connection closed" }
+  if let channel = error as? ChannelError, channel == .eof || channel == .ioOnClosedChannel {
+    return "the connection closed"
+  }
+  let text = "\(error)"
+  if text.contains("EOF during handshake") || text.contains("eofDuringHandshake") {
+    return "the connection closed"
+  }
+  return nil
+}
+
+/// ``connectionBreak(_:)`` during the TLS handshake, in words.
+func handshakeInterruption(_ error: any Error) -> String? {
+  connectionBreak(error).map { "\($0) during the TLS handshake" }
+}
 
 /// Words for why a TLS handshake failed, for ``InvitationError/authenticationFailed(reason:)``.
 ///
@@ -16,9 +45,6 @@ func handshakeFailureReason(_ error: any Error, refusal: String?) -> String {
   let text = "\(error)"
   for (codes, words) in handshakeFailureWords where codes.contains(where: text.contains) {
     return words
-  }
-  if case NIOSSLError.uncleanShutdown = error {
-    return "the other end closed the connection during the TLS handshake"
   }
   // An unlisted BoringSSL reason: its code in words ("SOME_REASON" → "some reason").
   if let code = text.firstRange(of: "OPENSSL_internal:") {
@@ -52,9 +78,5 @@ private let handshakeFailureWords: [([String], String)] = [
       "ALERT_DECRYPT_ERROR",
     ],
     "the other end refused this machine's certificate"
-  ),
-  (
-    ["EOF during handshake", "eofDuringHandshake"],
-    "the other end closed the connection during the TLS handshake"
   ),
 ]

@@ -66,14 +66,23 @@ public final class Invitation: Sendable, CustomStringConvertible {
     let link = self.link
     let outcome = await link.withHandler { handler -> InvitationError? in
       guard handler.isPendingDecision else { return .expired }
-      guard session.hasRoom else {
+      guard session.hasRoom(for: peer.fingerprint) else {
         handler.decline(.sessionFull, reason: "the session is full")
         return .sessionFull
       }
       // Adopt before ACCEPT leaves: the inviter's loop may act on ACCEPT at once, and by then
       // this session must already list the peer.
-      guard session.adopt(peer, link: link, handler: handler) else { return .sessionFull }
-      _ = handler.accept()  // pending was checked above, on this same loop turn
+      switch session.adopt(peer, link: link, handler: handler, invitedHere: false) {
+      case .adopted:
+        _ = handler.accept()  // pending was checked above, on this same loop turn
+      case .alreadyConnected:
+        // Both invited each other: the link this end invited is the one both keep. Accept
+        // this one (the inviter's end then settles the same way) and close it.
+        _ = handler.accept()
+        handler.disconnect(reason: "connected already, by this end's invitation")
+      case .full:
+        return .sessionFull
+      }
       return nil
     }
     if let outcome { throw outcome }

@@ -25,8 +25,15 @@ public enum InvitationError: Error, Hashable, Sendable, CustomStringConvertible 
   /// The invitation is no longer pending: the inviter withdrew it or timed out, or it was
   /// already answered.
   case expired
-  /// The connection broke or the peer broke the protocol during the handshake.
+  /// The connection broke during the handshake, or the peer gave up on it for lack of time
+  /// (worth trying again).
   case connectionFailed(reason: String)
+  /// The peer closed the connection on purpose (GOODBYE) before answering: it is shutting down
+  /// or was told to stop. Not worth trying again at once.
+  case closedByPeer(reason: String)
+  /// The peer broke the protocol during the handshake, or said this end did; `reason` says
+  /// what. Trying again would break it again.
+  case protocolViolation(reason: String)
   /// The task waiting for the answer was cancelled (the invitation was withdrawn), or the
   /// session was closed.
   case cancelled
@@ -56,6 +63,8 @@ public enum InvitationError: Error, Hashable, Sendable, CustomStringConvertible 
     case .expired:
       return "the invitation is no longer pending (the inviter gave up or it was answered)"
     case .connectionFailed(let reason): return "the connection failed: \(reason)"
+    case .closedByPeer(let reason): return reason
+    case .protocolViolation(let reason): return "protocol violation: \(reason)"
     case .cancelled: return "the invitation was cancelled"
     }
   }

@@ -42,6 +42,9 @@ public final class Session: Sendable {
   private struct Member {
     let peer: PeerID
     let link: ConnectionLink
+    /// Whether this end invited (rather than accepted) the link.
+    let invitedHere: Bool
+    let adoptedAt: ContinuousClock.Instant
   }
 
   /// Creates a session for `identity`, presented to peers as `displayName`.
@@ -150,7 +153,9 @@ public final class Session: Sendable {
       throw .contextTooLarge(byteCount: context.count)
     }
     guard !closed.load(ordering: .acquiring) else { throw .cancelled }
-    guard hasRoom else { throw .sessionFull }
+    let known: Fingerprint?
+    if case .exact(let fingerprint) = expecting { known = fingerprint } else { known = nil }
+    guard hasRoom(for: known) else { throw .sessionFull }
     let start = ContinuousClock.now
     var lastError = InvitationError.unreachable(
       address: "", reason: "the peer has no address")
@@ -237,24 +242,63 @@ public final class Session: Sendable {
 
   // MARK: Internals
 
-  var hasRoom: Bool {
-    members.withLock { $0.count + 1 < Self.maximumPeers }
+  /// Whether a link to `peer` fits: a peer already connected reconnects in its own place (its
+  /// new link replaces the old, which may not have noticed it is dead yet).
+  func hasRoom(for peer: Fingerprint?) -> Bool {
+    members.withLock { members in
+      if let peer, members[peer] != nil { return true }
+      return members.count + 1 < Self.maximumPeers
+    }
   }
 
-  /// Adds a link whose handshake just completed; on the link's event loop. Returns false (and
-  /// closes the link) when the session is full.
-  func adopt(_ peer: PeerID, link: ConnectionLink, handler: ConnectionHandler) -> Bool {
-    let (added, previous) = members.withLock { members -> (Bool, Member?) in
-      guard members[peer.fingerprint] != nil || members.count + 1 < Self.maximumPeers else {
-        return (false, nil)
+  /// What became of a link whose handshake completed.
+  enum Adoption {
+    /// It is the peer's link now (any older one is disconnected).
+    case adopted
+    /// The peer is connected already by the link both ends keep when they invited each other
+    /// at once; this one was closed.
+    case alreadyConnected
+    /// The session is full; the link was closed.
+    case full
+  }
+
+  /// Adds a link whose handshake just completed; on the link's event loop. `invitedHere`:
+  /// this end invited it.
+  ///
+  /// A peer already connected by an older link is reconnecting: the new link replaces the old
+  /// (which may not have noticed it is dead yet). Except when both ends invited each other at
+  /// the same moment (host and guest): each then holds two links, adopted in opposite orders,
+  /// and "newest wins" would close both. Two links of opposite directions adopted within a
+  /// handshake's time of each other are settled the same way at both ends: the one invited by
+  /// the peer with the smaller fingerprint stays.
+  func adopt(_ peer: PeerID, link: ConnectionLink, handler: ConnectionHandler, invitedHere: Bool)
+    -> Adoption
+  {
+    let now = ContinuousClock.now
+    let window = timeouts.handshake
+    let smallerHere = myPeer.fingerprint.bytes.lexicographicallyPrecedes(peer.fingerprint.bytes)
+    let (outcome, previous) = members.withLock { members -> (Adoption, Member?) in
+      if let existing = members[peer.fingerprint] {
+        let crossed = existing.invitedHere != invitedHere && now - existing.adoptedAt < window
+        // The link to keep was invited by the smaller fingerprint: here if it is ours.
+        if crossed && invitedHere != smallerHere { return (.alreadyConnected, nil) }
+      } else if members.count + 1 >= Self.maximumPeers {
+        return (.full, nil)
       }
-      return (true, members.updateValue(Member(peer: peer, link: link), forKey: peer.fingerprint))
+      let member = Member(peer: peer, link: link, invitedHere: invitedHere, adoptedAt: now)
+      return (.adopted, members.updateValue(member, forKey: peer.fingerprint))
     }
-    guard added else {
+    switch outcome {
+    case .full:
       handler.disconnect(reason: "the session is full")
-      return false
+      return .full
+    case .alreadyConnected:
+      FerryLogging.logger.info(
+        "kept the link invited by the smaller fingerprint", metadata: ["peer": "\(peer)"])
+      return .alreadyConnected
+    case .adopted:
+      break
     }
-    // A peer that reconnects replaces its old link (which may not have noticed it is dead).
     previous?.link.onHandler { $0.disconnect(reason: "replaced by a new connection") }
     closedOnPurpose.withLock { _ = $0.remove(peer.fingerprint) }
     handler.onLinkEnded = { [weak self, unowned handler] reason in
@@ -262,12 +306,22 @@ public final class Session: Sendable {
       self?.linkEnded(peer, link: link, reason: reason, onPurpose: handler.endedOnPurpose)
     }
     attachTransfers(of: link, to: peer, version: handler.protocolVersion ?? 1)
-    continuation.yield(PeerStateChange(peer: peer, state: .connected, reason: nil))
-    return true
+    // A replaced link's peer stayed connected: said once.
+    if previous == nil {
+      continuation.yield(PeerStateChange(peer: peer, state: .connected, reason: nil))
+    }
+    return .adopted
   }
 
   func report(_ peer: PeerID, _ state: PeerState, reason: String? = nil) {
     continuation.yield(PeerStateChange(peer: peer, state: state, reason: reason))
+  }
+
+  /// Reports a second link's progress only while the peer has no link: a peer connected by
+  /// one link is not "connecting" or "not connected" because another was tried.
+  private func reportUnlessConnected(_ peer: PeerID, _ state: PeerState, reason: String? = nil) {
+    guard members.withLock({ $0[peer.fingerprint] == nil }) else { return }
+    report(peer, state, reason: reason)
   }
 
   /// Whether `peer`'s last link ended on purpose (a GOODBYE, a violation), not lost.
@@ -315,7 +369,7 @@ public final class Session: Sendable {
           let handler = ConnectionHandler(
             role: .inviter(context: context, timeout: timeout, answer: answer),
             localName: name, timeouts: timeouts, budget: budget)
-          handler.onPeerKnown = { peer in self?.report(peer, .connecting) }
+          handler.onPeerKnown = { peer in self?.reportUnlessConnected(peer, .connecting) }
           let link = try ConnectionPipeline.install(
             on: channel,
             tls: try tls.clientHandler(expecting: expecting, onRefusal: handler.certificateRefused),
@@ -341,10 +395,17 @@ public final class Session: Sendable {
     // Adopt on the event loop, in the same turn as the ACCEPT, so no event falls in between.
     let adopted = answer.futureResult.flatMapThrowing { [weak self] peer -> PeerID in
       let handler = try link.channel.pipeline.syncOperations.handler(type: ConnectionHandler.self)
-      guard let self, self.adopt(peer, link: link, handler: handler) else {
+      guard let self else { throw InvitationError.cancelled }
+      switch self.adopt(peer, link: link, handler: handler, invitedHere: true) {
+      case .adopted:
+        return peer
+      case .alreadyConnected:
+        // The peer's own invitation of this end is the link both keep.
+        handler.disconnect(reason: "connected already, by the peer's invitation")
+        return peer
+      case .full:
         throw InvitationError.sessionFull
       }
-      return peer
     }
     let timer = loop.scheduleTask(in: .nanoseconds(timeout.timeAmount.nanoseconds)) {
       link.onHandler { handler in handler.withdraw(InvitationError.timedOut) }
@@ -359,7 +420,7 @@ public final class Session: Sendable {
     } catch let error as InvitationError {
       // A peer reported as connecting must be reported as not connected.
       if let peer = await link.withHandler({ $0.remote }) {
-        report(peer, .notConnected, reason: error.description)
+        reportUnlessConnected(peer, .notConnected, reason: error.description)
       }
       throw error
     } catch {

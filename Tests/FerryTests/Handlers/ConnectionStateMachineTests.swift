@@ -295,4 +295,39 @@ struct ConnectionStateMachineTests {
     #expect(vanished.errorCaught(.uncleanShutdown) == [.close])
     #expect(vanished.endReason == "the peer closed the connection", "the GOODBYE's reason stays")
   }
+
+  @Test(
+    "a GOODBYE or a violation before the answer is told apart from a broken connection (only that is retried)"
+  )
+  func handshakeEndings() {
+    let cases: [(ControlMessage.GoodbyeCode, String, InvitationError)] = [
+      (
+        .normal, "shutting down",
+        .closedByPeer(reason: "the peer closed the connection: shutting down")
+      ),
+      (.protocolError, "bad frame", .protocolViolation(reason: "the peer reported one: bad frame")),
+      (.timeout, "", .connectionFailed(reason: "the peer closed the connection")),
+      (.unsupportedVersion, "", .protocolVersionUnsupported(peerVersions: [])),
+    ]
+    for (code, reason, expected) in cases {
+      var machine = Stage.awaitingAnswer.machine()
+      let actions = machine.received(.goodbye(code, reason: reason), now: Self.now)
+      #expect(actions == [.answer(.failure(expected)), .close], "\(code)")
+      #expect(RetryPolicy.isRetryable(expected) == (code == .timeout), "\(code)")
+    }
+    var broken = Stage.awaitingAnswer.machine()
+    let violated = broken.errorCaught(.wire(.unexpected(.streamData)))
+    #expect(
+      violated.contains(
+        .answer(.failure(.protocolViolation(reason: "\(WireError.unexpected(.streamData))")))))
+    // A TLS handshake the network broke (no alert) may be tried again; one refused may not.
+    var interrupted = Machine(
+      role: .inviter(context: [], timeout: .seconds(30)), localName: "here",
+      timeouts: ConnectionTimeouts())
+    let reset = "the connection was reset during the TLS handshake"
+    #expect(
+      interrupted.errorCaught(.tlsHandshakeInterrupted(reset)) == [
+        .answer(.failure(.connectionFailed(reason: reset))), .close,
+      ])
+  }
 }

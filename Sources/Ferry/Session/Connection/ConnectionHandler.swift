@@ -150,6 +150,15 @@ final class ConnectionHandler: ChannelInboundHandler {
     switch error {
     case let wire as WireError:
       classified = .wire(wire)
+    case _ where machine.isInTLSHandshake && certificateRefusal == nil:
+      if let broken = handshakeInterruption(error) {
+        logger.notice("TLS handshake interrupted: \(broken)")
+        classified = .tlsHandshakeInterrupted(broken)
+        break
+      }
+      let reason = handshakeFailureReason(error, refusal: nil)
+      logger.notice("TLS handshake failed: \(reason)")
+      classified = .tlsHandshake(reason)
     case _ where machine.isInTLSHandshake:
       let reason = handshakeFailureReason(error, refusal: certificateRefusal)
       logger.notice("TLS handshake failed: \(reason)")
@@ -157,7 +166,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     case NIOSSLError.uncleanShutdown:
       classified = .uncleanShutdown
     default:
-      classified = .other("\(error)")
+      classified = .other(connectionBreak(error) ?? "\(error)")
     }
     perform(machine.errorCaught(classified))
   }

@@ -81,6 +81,9 @@ struct ConnectionStateMachine {
     case wire(WireError)
     /// TLS failed during its handshake, for this reason.
     case tlsHandshake(String)
+    /// The connection broke (closed or reset) during the TLS handshake: the network, not a
+    /// refusal.
+    case tlsHandshakeInterrupted(String)
     /// The peer closed TCP without a TLS close.
     case uncleanShutdown
     /// Anything else.
@@ -208,10 +211,14 @@ struct ConnectionStateMachine {
       endReason = said
       // A connected link is reported ended now: nothing more is forwarded.
       let ended = endLink(reason: said)
-      if code == .unsupportedVersion {
-        return ended + fail(.protocolVersionUnsupported(peerVersions: []))
+      switch code {
+      case .unsupportedVersion: return ended + fail(.protocolVersionUnsupported(peerVersions: []))
+      case .protocolError:
+        let what = reason.isEmpty ? "" : ": \(DisplayText.escaping(reason))"
+        return ended + fail(.protocolViolation(reason: "the peer reported one\(what)"))
+      case .timeout: return ended + fail(.connectionFailed(reason: said))
+      case .normal: return ended + fail(.closedByPeer(reason: said))
       }
-      return ended + fail(.connectionFailed(reason: said))
     default:
       return violation(WireError.unexpected(message.frameType).description)
     }
@@ -253,6 +260,8 @@ struct ConnectionStateMachine {
       return violation(wire.description)
     case .tlsHandshake(let reason):
       return fail(.authenticationFailed(reason: reason))
+    case .tlsHandshakeInterrupted(let reason):
+      return fail(.connectionFailed(reason: reason))
     case .uncleanShutdown:
       // After a GOODBYE (or our own close) the reason is already known; a peer that then
       // drops the connection without a TLS close does not change it.
@@ -282,9 +291,9 @@ struct ConnectionStateMachine {
       // The advertiser gave up at the same moment as we did.
       actions += answer(.failure(.timedOut))
     case .tlsHandshake:
+      // No alert came (that would have been an error first): the connection just went away.
       actions += answer(
-        .failure(
-          .authenticationFailed(reason: "the peer closed the connection during the TLS handshake")))
+        .failure(.connectionFailed(reason: "the connection closed during the TLS handshake")))
     case .awaitingHello, .awaitingInvite, .awaitingAnswer:
       actions += answer(.failure(.connectionFailed(reason: reason)))
     }
@@ -373,7 +382,7 @@ struct ConnectionStateMachine {
     endedOnPurpose = true
     var actions: [Action] = []
     if state != .tlsHandshake { actions.append(.send(.goodbye(.protocolError, reason: reason))) }
-    return actions + endLink(reason: reason) + fail(.connectionFailed(reason: reason))
+    return actions + endLink(reason: reason) + fail(.protocolViolation(reason: reason))
   }
 
   // MARK: Helpers

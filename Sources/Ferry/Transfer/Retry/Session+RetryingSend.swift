@@ -8,7 +8,8 @@ extension Session {
   /// error).
   ///
   /// - Parameters:
-  ///   - reconnect: Invites the receiver again; called before each retry.
+  ///   - reconnect: Invites the receiver again; called before each retry with the time left
+  ///     before the policy gives up (use it as, or to bound, the invitation's timeout).
   ///   - events: Told of each attempt's ``ResourceTransfer`` (for its progress) and of each
   ///     wait, on the calling task.
   /// - Returns: The final attempt's results, one per file.
@@ -16,7 +17,7 @@ extension Session {
   ///   transfer under way is cancelled on both ends).
   public func sendResources(
     _ items: [ResourceItem], to peer: PeerID, retrying policy: RetryPolicy,
-    reconnect: @Sendable () async throws(InvitationError) -> PeerID,
+    reconnect: @Sendable (_ timeout: Duration) async throws(InvitationError) -> PeerID,
     events: (RetryEvent) -> Void = { _ in }
   ) async throws(RetriedSendError) -> [FileResult] {
     var target = peer
@@ -53,7 +54,8 @@ extension Session {
         }
         let again: PeerID
         do {
-          again = try await reconnect()
+          let left = policy.retryFor - (ContinuousClock.now - lastProgress)
+          again = try await reconnect(max(left, .milliseconds(500)))
         } catch {
           guard RetryPolicy.isRetryable(error) else { throw .invitation(error) }
           last = .invitation(error)

@@ -16,7 +16,8 @@ struct Delivery: Sendable {
   /// When a dropped link is tried again (`--retry-for`).
   let retry: RetryPolicy
 
-  /// How long an invitation made again after a drop may take to be answered.
+  /// The longest an invitation made again after a drop may take to be answered (less when
+  /// `--retry-for` has less time left).
   static let reinviteTimeout: Duration = .seconds(30)
 
   private var remaining: Duration { max(.milliseconds(100), deadline - .now) }
@@ -41,13 +42,13 @@ struct Delivery: Sendable {
     return await deliver(label: target.name) { () async throws(InvitationError) -> PeerID in
       try await browser.invite(
         target, to: session, context: summary.encoded, timeout: remaining)
-    } reconnect: { [session, summary] fingerprint async throws(InvitationError) -> PeerID in
+    } reconnect: { [session, summary] fingerprint, left async throws(InvitationError) -> PeerID in
       // The same receiver, found again by its key (its address or port may have changed).
       guard let found = browser.peers.first(where: { $0.info.fingerprint == fingerprint }) else {
         throw .unreachable(address: "", reason: "it is not on the network now")
       }
       return try await browser.invite(
-        found, to: session, context: summary.encoded, timeout: Self.reinviteTimeout)
+        found, to: session, context: summary.encoded, timeout: min(left, Self.reinviteTimeout))
     }
   }
 
@@ -92,11 +93,11 @@ struct Delivery: Sendable {
           reason: "\(address) is \(peer), which is not '\(DisplayText.escaping(to.text))'")
       }
       return peer
-    } reconnect: { [session, summary] fingerprint async throws(InvitationError) -> PeerID in
+    } reconnect: { [session, summary] fingerprint, left async throws(InvitationError) -> PeerID in
       // The same address, and the key the first connection proved.
       try await session.invite(
         host: host, port: port, expecting: fingerprint, context: summary.encoded,
-        timeout: Self.reinviteTimeout)
+        timeout: min(left, Self.reinviteTimeout))
     }
   }
 
@@ -104,7 +105,7 @@ struct Delivery: Sendable {
   /// changed key (``KeyCheck``) once the peer is known, before sending.
   private func deliver(
     label: String, checkKey: Bool = false, invite: () async throws(InvitationError) -> PeerID,
-    reconnect: @escaping @Sendable (Fingerprint) async throws(InvitationError) -> PeerID
+    reconnect: @escaping @Sendable (Fingerprint, Duration) async throws(InvitationError) -> PeerID
   ) async -> CLIFailure? {
     let peer: PeerID
     do {
@@ -129,14 +130,15 @@ struct Delivery: Sendable {
       return refused
     }
     keys.remember(peer)
-    return await transfer(to: peer) { () async throws(InvitationError) -> PeerID in
-      try await reconnect(peer.fingerprint)
+    return await transfer(to: peer) { left async throws(InvitationError) -> PeerID in
+      try await reconnect(peer.fingerprint, left)
     }
   }
 
   /// Sends the files to `peer`, trying again as ``retry`` says when the link drops.
   private func transfer(
-    to peer: PeerID, reconnect: @escaping @Sendable () async throws(InvitationError) -> PeerID
+    to peer: PeerID,
+    reconnect: @escaping @Sendable (Duration) async throws(InvitationError) -> PeerID
   ) async -> CLIFailure? {
     let label = peer.displayName
     var current: (transfer: ResourceTransfer, reporter: Task<Void, Never>)?
