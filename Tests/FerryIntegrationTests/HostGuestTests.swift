@@ -198,13 +198,14 @@ struct HostGuestTests {
         host: "127.0.0.1", port: proxy.port, expecting: guest.fingerprint)
       let (host, proxy, key, size) = (self.host, self.proxy, guest.fingerprint, try fileSize())
       var retries = 0
+      let reconnect: @Sendable (Duration) async throws(InvitationError) -> PeerID = { left in
+        try await host.invite(
+          host: "127.0.0.1", port: proxy.port, expecting: key, timeout: min(left, .seconds(5)))
+      }
       let results = try await host.sendResources(
         [ResourceItem(url: file, path: "big.bin")], to: peer,
         retrying: RetryPolicy(retryFor: .seconds(20), firstDelay: .milliseconds(200)),
-        reconnect: { left async throws(InvitationError) -> PeerID in
-          try await host.invite(
-            host: "127.0.0.1", port: proxy.port, expecting: key, timeout: min(left, .seconds(5)))
-        }
+        reconnect: reconnect
       ) { event in
         switch event {
         case .sending(let transfer, let attempt):

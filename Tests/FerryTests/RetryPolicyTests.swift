@@ -33,5 +33,8 @@ struct RetryPolicyTests {
     #expect(!RetryPolicy.isRetryable(InvitationError.authenticationFailed(reason: "key")))
     #expect(!RetryPolicy.isRetryable(InvitationError.cancelled))
     #expect(!RetryPolicy.isRetryable(InvitationError.protocolVersionUnsupported(peerVersions: [9])))
+    #expect(!RetryPolicy.isRetryable(InvitationError.closedByPeer(reason: "shutting down")))
+    #expect(!RetryPolicy.isRetryable(InvitationError.protocolViolation(reason: "bad frame")))
+    #expect(RetryPolicy.isRetryable(InvitationError.connectionFailed(reason: "reset")))
   }
 }

@@ -48,7 +48,7 @@ enum Event: String, CaseIterable, Sendable {
     case .invited: return ["peer", "code"]
     case .invitation: return ["peer", "fingerprint", "status", "code", "files", "bytes", "expires"]
     case .keyChanged: return ["peer", "fingerprint", "previous"]
-    case .accepted: return ["peer", "fingerprint", "code"]
+    case .accepted: return ["peer", "fingerprint", "code", "resumed"]
     case .declined: return ["peer", "reason", "files", "bytes"]
     case .refused: return ["peer", "files", "code", "message"]
     case .withdrawn: return ["peer"]

@@ -5,7 +5,7 @@ import Foundation
 /// the file count, the first names, every top-level entry, how many hidden files and the total
 /// size before anything is transferred. Untrusted on the receiving side: decoded leniently,
 /// shown escaped and truncated.
-struct OfferSummary: Codable, Sendable {
+struct OfferSummary: Codable, Sendable, Equatable {
   /// Number of files.
   var files: Int
   /// Total bytes.
@@ -46,7 +46,10 @@ struct OfferSummary: Codable, Sendable {
 
   /// The context bytes (JSON).
   var encoded: [UInt8] {
-    Array((try? JSONEncoder().encode(self)) ?? Data())
+    // Sorted keys: the same summary is the same bytes in every invitation of a send.
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    return Array((try? encoder.encode(self)) ?? Data())
   }
 
   /// Decodes a received context; nil when it is not a summary, or not a plausible one: a

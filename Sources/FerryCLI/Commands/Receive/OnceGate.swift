@@ -2,7 +2,8 @@ import Ferry
 import Synchronization
 
 /// `--once`: the first offer on an accepted connection is the one; whatever becomes of it is
-/// the command's outcome, and every other offer is declined.
+/// the command's outcome, and every other offer is declined — except the same sender's, when
+/// the one offer's link was lost and it comes back within the resume grace.
 final class OnceGate: Sendable {
   private enum State {
     /// No offer yet.
@@ -13,17 +14,51 @@ final class OnceGate: Sendable {
     case accepted
     /// The one offer is being received.
     case receiving
+    /// The one offer's link was lost; its sender may come back for it (``awaitResume(from:)``).
+    case awaitingResume(Fingerprint)
     /// Its outcome is known.
     case done
   }
 
   private let state = Mutex(State.open)
 
-  /// An offer came to be decided: true if it is the one (later ones are declined).
-  func claimForDecision() -> Bool {
+  /// An offer from `sender` came to be decided: true if it is the one (later ones are
+  /// declined) — or the one again, from the sender that lost its link while sending it.
+  func claimForDecision(from sender: Fingerprint) -> Bool {
     state.withLock { state in
-      guard case .open = state else { return false }
-      state = .deciding
+      switch state {
+      case .open:
+        state = .deciding
+        return true
+      case .awaitingResume(let waitedFor) where waitedFor == sender:
+        state = .deciding
+        return true
+      default:
+        return false
+      }
+    }
+  }
+
+  /// The one offer's link was lost under way: true if its sender may now come back for it
+  /// (the outcome waits), false if the outcome is already known.
+  func awaitResume(from sender: Fingerprint) -> Bool {
+    state.withLock { state in
+      switch state {
+      case .accepted, .receiving, .deciding:
+        state = .awaitingResume(sender)
+        return true
+      default:
+        return false
+      }
+    }
+  }
+
+  /// The wait for `sender` to come back ended: true if it did not (the lost transfer is then
+  /// the outcome).
+  func resumeExpired(from sender: Fingerprint) -> Bool {
+    state.withLock { state in
+      guard case .awaitingResume(let waitedFor) = state, waitedFor == sender else { return false }
+      state = .done
       return true
     }
   }
@@ -41,7 +76,7 @@ final class OnceGate: Sendable {
       case .open, .accepted:
         state = .done
         return true
-      case .deciding, .receiving, .done:
+      case .deciding, .receiving, .awaitingResume, .done:
         return false
       }
     }

@@ -54,6 +54,13 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     help: "Days a partial file waits in DIR/.ferry-partial for its sender to resume it.")
   var keepPartialDays: Double = 7
 
+  @Option(
+    name: .customLong("resume-grace"),
+    help: ArgumentHelp(
+      "Seconds a sender whose connection was lost may take to come back for the same files and "
+        + "be accepted without asking again (0: always ask).", valueName: "SECONDS"))
+  var resumeGrace: Double = 60
+
   @Option(parsing: .unconditional, help: "The DNS-SD service type to publish (RFC 6335 name).")
   var service: String = ServiceType.ferry.name
 
@@ -70,6 +77,9 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     }
     if yes && !acceptFrom.isEmpty {
       throw ValidationError("--yes and --accept-from cannot be used together")
+    }
+    if !(resumeGrace >= 0 && resumeGrace <= 86_400) {
+      throw ValidationError("--resume-grace must be between 0 and 86400 seconds")
     }
     if !(keepPartialDays >= 0 && keepPartialDays <= 36_500) {
       throw ValidationError("--keep-partial-days must be between 0 and 36500")
@@ -134,17 +144,25 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
 
     let outcomes = AsyncStream<CLIFailure?>.makeStream()
     let gate = once ? OnceGate() : nil
+    let approvals = Approvals()
+    let grace = Duration.seconds(resumeGrace)
     let reporter = ReceiveReporter(
       output: output, bar: ProgressBar(enabled: self.output.showsProgress), incoming: incoming,
-      gate: gate, outcomes: outcomes.continuation)
+      gate: gate, outcomes: outcomes.continuation, approvals: approvals, resumeGrace: grace)
     Task {
       for await event in session.resourceEvents { reporter.report(event) }
     }
+    Task {
+      for await change in session.stateChanges where change.state == .notConnected {
+        approvals.linkLost(change.peer.fingerprint)
+      }
+    }
     let decisions = ReceiveDecisions(
-      policy: policy, approvals: Approvals(), gate: gate,
+      policy: policy, approvals: approvals, gate: gate,
       options: ReceiveOptions(
         destination: destination, conflictPolicy: onConflict,
         staleAfter: .seconds(keepPartialDays * 86_400)),
+      resumeGrace: grace,
       prompt: InvitationPrompt(output: output, bar: reporter.bar, turns: PromptTurns()),
       outcomes: outcomes.continuation)
     Task {

@@ -13,6 +13,9 @@ struct ReceiveDecisions: Sendable {
   let approvals: Approvals
   let gate: OnceGate?
   let options: ReceiveOptions
+  /// How long a sender whose link was lost may come back for the same batch and be accepted
+  /// without asking again (`--resume-grace`).
+  let resumeGrace: Duration
   let prompt: InvitationPrompt
   let outcomes: AsyncStream<CLIFailure?>.Continuation
 
@@ -33,9 +36,21 @@ struct ReceiveDecisions: Sendable {
     prompt.announce(invitation, summary: summary)
     var accept: Bool
     var reason = "declined by the receiver"
+    var resumed = false
     if let decision = policy.decision(for: invitation) {
       accept = decision.accept
       if !decision.reason.isEmpty { reason = decision.reason }
+    } else if let earlier = approvals.resumable(
+      invitation, summary: summary, within: resumeGrace)
+    {
+      // The person said yes to this very batch from this very key; its link was lost.
+      (accept, resumed) = (true, true)
+      let files = earlier.summary.map { "the \($0.files) file(s)" } ?? "the files"
+      prompt.bar.above {
+        output.note(
+          "\(invitation.peer) lost its connection and is back for \(files) accepted before; "
+            + "resuming without asking again (--resume-grace).")
+      }
     } else {
       switch await prompt.ask(invitation, summary: summary) {
       case .yes: accept = true
@@ -58,7 +73,8 @@ struct ReceiveDecisions: Sendable {
     approvals.record(invitation, summary: summary, byPolicy: policy.isAutomatic)
     do {
       try await invitation.accept(into: session)
-      output.event(.accepted, [("peer", .string(invitation.peer.displayName))])
+      output.event(
+        .accepted, [("peer", .string(invitation.peer.displayName)), ("resumed", .bool(resumed))])
       prompt.bar.above {
         output.note(
           "Accepted \(invitation.peer), verification code \(invitation.verificationCode).")
@@ -80,7 +96,7 @@ struct ReceiveDecisions: Sendable {
     guard let approval = approvals.next(offer.peer.fingerprint) else {
       return decline(offer, "not an accepted sender", counts: false)
     }
-    let isTheOne = gate?.claimForDecision() ?? true
+    let isTheOne = gate?.claimForDecision(from: offer.peer.fingerprint) ?? true
     guard isTheOne else {
       return decline(offer, "this receiver takes one offer (--once)", counts: false)
     }
@@ -102,6 +118,7 @@ struct ReceiveDecisions: Sendable {
     case .no: decline(offer, "declined by the receiver", counts: true)
     case .noAnswer: decline(offer, "no answer at the receiver", counts: true)
     case .withdrawn:
+      approvals.ended(offer.peer.fingerprint)
       output.event(.withdrawn, [("peer", .string(offer.peer.displayName))])
       gate?.decided(accepted: false)
       if gate != nil {
@@ -120,6 +137,7 @@ struct ReceiveDecisions: Sendable {
   /// Declines `offer`; when it is `--once`'s one offer (`counts`), that is the outcome.
   private func decline(_ offer: ResourceOffer, _ reason: String, counts: Bool) {
     offer.decline(reason: reason)
+    if counts { approvals.ended(offer.peer.fingerprint) }
     output.event(
       .declined,
       [

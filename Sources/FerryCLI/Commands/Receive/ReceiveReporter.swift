@@ -11,6 +11,10 @@ struct ReceiveReporter: Sendable {
   let incoming: IncomingTransfers
   let gate: OnceGate?
   let outcomes: AsyncStream<CLIFailure?>.Continuation
+  /// Where each approved batch stands: ended, or lost and perhaps coming back.
+  let approvals: Approvals
+  /// How long a sender whose link was lost may take to come back (`--resume-grace`).
+  let resumeGrace: Duration
 
   func report(_ event: ResourceEvent) {
     switch event {
@@ -74,6 +78,7 @@ struct ReceiveReporter: Sendable {
           ("code", .string(Self.code(error).rawValue)), ("message", .string(error.description)),
         ])
       bar.above { output.note("Refused the offer from \(peer): \(error)") }
+      approvals.ended(peer.fingerprint)
       if gate?.claimRefusal() == true {
         outcomes.yield(
           CLIFailure(
@@ -101,14 +106,30 @@ struct ReceiveReporter: Sendable {
               + "\(transfer.peer)\(already).")
         }
       }
-      if gate != nil {
-        outcomes.yield(
-          error.map {
-            CLIFailure(
-              status: .transferFailed,
-              message: "not every file from \(transfer.peer) was received: \($0)",
-              code: Self.code($0))
-          })
+      let sender = transfer.peer.fingerprint
+      let lost = error.map { RetryPolicy.isRetryable($0) } ?? false
+      if lost { approvals.linkLost(sender) } else { approvals.ended(sender) }
+      guard let gate else { return }
+      let outcome = error.map {
+        CLIFailure(
+          status: .transferFailed,
+          message: "not every file from \(transfer.peer) was received: \($0)",
+          code: Self.code($0))
+      }
+      // --once: a sender that lost its link may come back for the same files; its outcome
+      // waits that long.
+      guard lost, resumeGrace > .zero, gate.awaitResume(from: sender) else {
+        outcomes.yield(outcome)
+        return
+      }
+      bar.above {
+        output.note(
+          "Waiting up to \(Int(resumeGrace.inSeconds)) s for \(transfer.peer) to come back "
+            + "(--resume-grace).")
+      }
+      Task { [outcomes, resumeGrace] in
+        try? await Task.sleep(for: resumeGrace)
+        if gate.resumeExpired(from: sender) { outcomes.yield(outcome) }
       }
     }
   }

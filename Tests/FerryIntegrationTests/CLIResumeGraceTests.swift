@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+
+/// `ferry receive --resume-grace`: a sender whose link was lost mid-transfer comes back with
+/// `--retry-for` for the same files, and is taken back without a second question (a prompting
+/// receiver) or without ending the receiver (`--once`). The link is cut by a TCP proxy between
+/// them on loopback (both ends see a reset); no avahi-daemon (no system bus).
+@Suite("ferry receive takes a sender back after a lost link", .timeLimit(.minutes(3)))
+struct CLIResumeGraceTests {
+  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
+
+  /// A 1 GiB sparse file.
+  func bigFile(_ label: String) throws -> URL {
+    let big = try temporaryDirectory(label).appendingPathComponent("big.iso")
+    _ = FileManager.default.createFile(atPath: big.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: big)
+    try handle.truncate(atOffset: 1 << 30)
+    try handle.close()
+    return big
+  }
+
+  /// `ferry send --retry-for 30` of `file` through `proxy`; returns once bytes are moving, the
+  /// link is then cut.
+  func sendAndCut(_ file: URL, through proxy: CuttableProxy) async throws -> ChildProcess {
+    let sender = try ChildProcess.ferry(
+      ["send", "--json", "--address", "127.0.0.1:\(proxy.port)", "--retry-for", "30", file.path],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    let moving = await sender.waitForLine(timeout: .seconds(30)) {
+      $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > 1 << 20
+    }
+    try #require(moving != nil, "no progress: \(sender.stdout) \(sender.stderr)")
+    proxy.cut()
+    return sender
+  }
+
+  @Test("a person said yes; the link is lost mid-transfer; the comeback is accepted without asking")
+  func promptingReceiver() async throws {
+    let destination = try temporaryDirectory("grace-dst")
+    let receiver = try ChildProcess.ferry(
+      ["receive", "--dir", destination.path, "--name", "desk"],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+      terminal: true)
+    defer { receiver.signal(SIGKILL) }
+    #expect(await receiver.waitForText("Press Ctrl-C"), "\(receiver.transcript)")
+    let port = try #require(
+      receiver.transcript.firstMatch(of: /port (\d+)\./).flatMap { UInt16($0.1) },
+      "\(receiver.transcript)")
+    let proxy = CuttableProxy(to: port)
+    defer { proxy.stop() }
+    let file = try bigFile("grace-src")
+    let sender = try ChildProcess.ferry(
+      ["send", "--json", "--address", "127.0.0.1:\(proxy.port)", "--retry-for", "30", file.path],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    defer { sender.signal(SIGKILL) }
+    #expect(await receiver.waitForText("Accept? [y/N]"), "\(receiver.transcript)")
+    receiver.type("y\n")
+    let moving = await sender.waitForLine(timeout: .seconds(30)) {
+      $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > 1 << 20
+    }
+    try #require(moving != nil, "no progress: \(sender.stdout) \(sender.stderr)")
+    proxy.cut()
+
+    #expect(await sender.waitForExit(timeout: .seconds(90)) == 0, "\(sender.stderr)")
+    let events = sender.stdoutLines.compactMap { jsonObject($0.text) }
+    #expect(events.contains { $0["event"] as? String == "resumed" }, "\(sender.stdout)")
+    #expect(proxy.accepted >= 2)
+    let transcript = receiver.transcript
+    #expect(transcript.components(separatedBy: "Accept? [y/N]").count - 1 == 1, "\(transcript)")
+    #expect(transcript.contains("without asking again"), "\(transcript)")
+    #expect(try sha256(of: destination.appendingPathComponent("big.iso")) == sha256(of: file))
+  }
+
+  @Test("--yes --once: the link is lost mid-transfer; the receiver waits, takes it back, exits 0")
+  func onceReceiver() async throws {
+    let destination = try temporaryDirectory("grace-once-dst")
+    let receiver = try ChildProcess.ferry(
+      ["receive", "--yes", "--once", "--json", "--dir", destination.path, "--name", "sink"],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    defer { receiver.signal(SIGKILL) }
+    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let port = try #require(
+      advertising.flatMap { jsonObject($0.text)?["port"] as? Int }, "\(receiver.stderr)")
+    let proxy = CuttableProxy(to: UInt16(port))
+    defer { proxy.stop() }
+    let file = try bigFile("grace-once-src")
+    let sender = try await sendAndCut(file, through: proxy)
+    defer { sender.signal(SIGKILL) }
+
+    #expect(await sender.waitForExit(timeout: .seconds(90)) == 0, "\(sender.stderr)")
+    #expect(await receiver.waitForExit(timeout: .seconds(15)) == 0, "\(receiver.stderr)")
+    let accepted = receiver.stdoutLines.compactMap { jsonObject($0.text) }
+      .filter { $0["event"] as? String == "accepted" }
+    #expect(accepted.count == 2, "\(receiver.stdout)")
+    #expect(try sha256(of: destination.appendingPathComponent("big.iso")) == sha256(of: file))
+  }
+}
