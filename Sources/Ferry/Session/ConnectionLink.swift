@@ -6,9 +6,13 @@ final class ConnectionLink: Sendable {
   private let handler: NIOLoopBound<ConnectionHandler>
   private let multiplexer: NIOLoopBound<LinkMultiplexer>
 
+  /// When the peer last sent anything on this link.
+  let activity: LinkActivity
+
   /// Call on the channel's event loop.
   init(channel: Channel, handler: ConnectionHandler, multiplexer: LinkMultiplexer) {
     self.channel = channel
+    self.activity = handler.activity
     self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
     self.multiplexer = NIOLoopBound(multiplexer, eventLoop: channel.eventLoop)
   }

@@ -81,6 +81,7 @@ public final class Invitation: Sendable, CustomStringConvertible {
         _ = handler.accept()
         handler.disconnect(reason: "connected already, by this end's invitation")
       case .full:
+        handler.decline(.sessionFull, reason: "the session is full")
         return .sessionFull
       }
       return nil

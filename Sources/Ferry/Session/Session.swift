@@ -44,7 +44,6 @@ public final class Session: Sendable {
     let link: ConnectionLink
     /// Whether this end invited (rather than accepted) the link.
     let invitedHere: Bool
-    let adoptedAt: ContinuousClock.Instant
   }
 
   /// Creates a session for `identity`, presented to peers as `displayName`.
@@ -110,7 +109,8 @@ public final class Session: Sendable {
   /// - Returns: The connected peer.
   /// - Throws: ``InvitationError``: `.timedOut`, `.declined`, `.busy`, `.sessionFull`,
   ///   `.unreachable`, `.authenticationFailed`, `.protocolVersionUnsupported`,
-  ///   `.contextTooLarge`, `.connectionFailed` or `.cancelled`.
+  ///   `.contextTooLarge`, `.connectionFailed` (retried by ``RetryPolicy``), `.closedByPeer`,
+  ///   `.protocolViolation` or `.cancelled`.
   public func invite(
     host: String, port: UInt16, expecting: Fingerprint? = nil, context: [UInt8] = [],
     timeout: Duration = .seconds(30)
@@ -263,34 +263,35 @@ public final class Session: Sendable {
   }
 
   /// Adds a link whose handshake just completed; on the link's event loop. `invitedHere`:
-  /// this end invited it.
+  /// this end invited it. On `.full` the caller closes the link (declining, as advertiser).
   ///
   /// A peer already connected by an older link is reconnecting: the new link replaces the old
   /// (which may not have noticed it is dead yet). Except when both ends invited each other at
   /// the same moment (host and guest): each then holds two links, adopted in opposite orders,
-  /// and "newest wins" would close both. Two links of opposite directions adopted within a
-  /// handshake's time of each other are settled the same way at both ends: the one invited by
-  /// the peer with the smaller fingerprint stays.
+  /// and "newest wins" would close both. So when the older link goes the other way and is
+  /// alive (it heard from the peer within two heartbeat intervals, as a dead one has not),
+  /// both ends settle it the same way: the link invited by the peer with the smaller
+  /// fingerprint stays.
   func adopt(_ peer: PeerID, link: ConnectionLink, handler: ConnectionHandler, invitedHere: Bool)
     -> Adoption
   {
-    let now = ContinuousClock.now
-    let window = timeouts.handshake
+    let alive = timeouts.heartbeatInterval * 2
     let smallerHere = myPeer.fingerprint.bytes.lexicographicallyPrecedes(peer.fingerprint.bytes)
     let (outcome, previous) = members.withLock { members -> (Adoption, Member?) in
       if let existing = members[peer.fingerprint] {
-        let crossed = existing.invitedHere != invitedHere && now - existing.adoptedAt < window
+        let crossed =
+          existing.invitedHere != invitedHere && existing.link.activity.heard(within: alive)
+          && peer.fingerprint != myPeer.fingerprint
         // The link to keep was invited by the smaller fingerprint: here if it is ours.
         if crossed && invitedHere != smallerHere { return (.alreadyConnected, nil) }
       } else if members.count + 1 >= Self.maximumPeers {
         return (.full, nil)
       }
-      let member = Member(peer: peer, link: link, invitedHere: invitedHere, adoptedAt: now)
+      let member = Member(peer: peer, link: link, invitedHere: invitedHere)
       return (.adopted, members.updateValue(member, forKey: peer.fingerprint))
     }
     switch outcome {
     case .full:
-      handler.disconnect(reason: "the session is full")
       return .full
     case .alreadyConnected:
       FerryLogging.logger.info(
@@ -347,7 +348,9 @@ public final class Session: Sendable {
       return true
     }
     if removed {
-      report(peer, .notConnected, reason: reason)
+      continuation.yield(
+        PeerStateChange(
+          peer: peer, state: .notConnected, reason: reason, closedOnPurpose: onPurpose))
     }
   }
 
@@ -404,6 +407,7 @@ public final class Session: Sendable {
         handler.disconnect(reason: "connected already, by the peer's invitation")
         return peer
       case .full:
+        handler.disconnect(reason: "the session is full")
         throw InvitationError.sessionFull
       }
     }

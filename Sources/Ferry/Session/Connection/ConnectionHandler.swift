@@ -36,7 +36,12 @@ final class ConnectionHandler: ChannelInboundHandler {
   private var deadline: Scheduled<Void>?
   private var heartbeat: RepeatedTask?
   /// When the peer last sent anything, on the event loop's clock (virtual in tests).
-  private var lastReceived = NIODeadline.uptimeNanoseconds(0)
+  private var lastReceived = NIODeadline.uptimeNanoseconds(0) {
+    didSet { activity.heard() }
+  }
+  /// When the peer last sent anything, readable from any thread (``Session`` asks whether a
+  /// link is alive).
+  let activity = LinkActivity()
   /// Why this end refused the peer's certificate, set by the TLS handler's verification.
   private var certificateRefusal: String?
   /// ``FerryLogging/logger`` when the connection opened, with its remote address and (once

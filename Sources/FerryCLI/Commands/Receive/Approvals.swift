@@ -13,6 +13,10 @@ final class Approvals: Sendable {
   struct Approval: Sendable {
     /// What the invitation announced (nil: it did not say).
     let summary: OfferSummary?
+    /// The name it was accepted under.
+    let name: String
+    /// How many times this approval was carried over to a sender that came back.
+    let resumes: Int
     /// Whether a policy (`--yes`, `--accept-from`) accepted it, rather than a person.
     let byPolicy: Bool
     /// What this machine knew of the sender when it was accepted.
@@ -37,12 +41,17 @@ final class Approvals: Sendable {
 
   private let approvals = Mutex<[Fingerprint: Approval]>([:])
 
-  /// Records that `invitation` was accepted, announcing `summary`.
-  func record(_ invitation: Invitation, summary: OfferSummary?, byPolicy: Bool) {
+  /// How many times one person's yes is carried over to a sender that comes back: a sender
+  /// that keeps dropping its own link is asked again after that.
+  static let maximumResumes = 10
+
+  /// Records that `invitation` was accepted, announcing `summary`; `resumes`: how many times
+  /// the approval it carries over was carried over before (0 for a new one).
+  func record(_ invitation: Invitation, summary: OfferSummary?, byPolicy: Bool, resumes: Int = 0) {
     approvals.withLock {
       $0[invitation.fingerprint] = Approval(
-        summary: summary, byPolicy: byPolicy,
-        status: invitation.status, code: invitation.verificationCode)
+        summary: summary, name: invitation.peer.displayName, resumes: resumes,
+        byPolicy: byPolicy, status: invitation.status, code: invitation.verificationCode)
     }
   }
 
@@ -56,18 +65,25 @@ final class Approvals: Sendable {
     }
   }
 
-  /// The approval `invitation` comes back for: the same sender announcing the same batch
-  /// (`summary`), unfinished, whose link was lost at most `grace` ago (or is still thought up:
-  /// the sender knows better). Nil when it must be asked about.
-  func resumable(_ invitation: Invitation, summary: OfferSummary?, within grace: Duration)
-    -> Approval?
-  {
+  /// The approval `invitation` comes back for: the same key under the same name, not looking
+  /// like another peer, announcing the same batch (`summary`), unfinished, carried over fewer
+  /// than ``maximumResumes`` times, whose link was lost at most `grace` ago — or is still up
+  /// here (`isConnected`: the sender knows better that it is dead). Nil when it must be asked
+  /// about.
+  func resumable(
+    _ invitation: Invitation, summary: OfferSummary?, within grace: Duration, isConnected: Bool
+  ) -> Approval? {
     guard grace > .zero, let summary else { return nil }
+    switch invitation.status {
+    case .changedKey, .similarName: return nil
+    case .known, .new: break
+    }
     return approvals.withLock { approvals in
-      guard let approval = approvals[invitation.fingerprint], approval.summary == summary
+      guard let approval = approvals[invitation.fingerprint], approval.summary == summary,
+        approval.name == invitation.peer.displayName, approval.resumes < Self.maximumResumes
       else { return nil }
       switch approval.batch {
-      case .underWay: return approval
+      case .underWay: return isConnected ? approval : nil
       case .lost(let when): return ContinuousClock.now - when <= grace ? approval : nil
       case .ended: return nil
       }

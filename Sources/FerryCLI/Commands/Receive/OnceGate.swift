@@ -4,23 +4,36 @@ import Synchronization
 /// `--once`: the first offer on an accepted connection is the one; whatever becomes of it is
 /// the command's outcome, and every other offer is declined — except the same sender's, when
 /// the one offer's link was lost and it comes back within the resume grace.
+///
+/// Each state carries the sender of the one offer, and while receiving, which transfer it is:
+/// the late failure of a transfer whose sender already came back is not the outcome.
 final class OnceGate: Sendable {
   private enum State {
     /// No offer yet.
     case open
-    /// The one offer is being decided.
-    case deciding
+    /// The one offer, from this sender, is being decided.
+    case deciding(Fingerprint)
     /// The one offer was accepted; the library has not yet started it.
-    case accepted
-    /// The one offer is being received.
-    case receiving
-    /// The one offer's link was lost; its sender may come back for it (``awaitResume(from:)``).
-    case awaitingResume(Fingerprint)
+    case accepted(Fingerprint)
+    /// The one offer is being received, as this transfer.
+    case receiving(Fingerprint, ObjectIdentifier)
+    /// The one offer's link was lost; its sender may come back for it. `generation` tells one
+    /// wait from the next (a timer only ends its own).
+    case awaitingResume(Fingerprint, generation: Int)
     /// Its outcome is known.
     case done
   }
 
+  /// What to make of a transfer of the one offer that ended with its link lost.
+  enum Lost {
+    /// Wait for its sender to come back; the wait is this generation.
+    case wait(generation: Int)
+    /// It is not the one being followed (its sender came back already): ignore it.
+    case stale
+  }
+
   private let state = Mutex(State.open)
+  private let generations = Atomic<Int>(0)
 
   /// An offer from `sender` came to be decided: true if it is the one (later ones are
   /// declined) — or the one again, from the sender that lost its link while sending it.
@@ -28,64 +41,105 @@ final class OnceGate: Sendable {
     state.withLock { state in
       switch state {
       case .open:
-        state = .deciding
+        state = .deciding(sender)
         return true
-      case .awaitingResume(let waitedFor) where waitedFor == sender:
-        state = .deciding
-        return true
-      default:
-        return false
-      }
-    }
-  }
-
-  /// The one offer's link was lost under way: true if its sender may now come back for it
-  /// (the outcome waits), false if the outcome is already known.
-  func awaitResume(from sender: Fingerprint) -> Bool {
-    state.withLock { state in
-      switch state {
-      case .accepted, .receiving, .deciding:
-        state = .awaitingResume(sender)
+      case .awaitingResume(let waitedFor, _) where waitedFor == sender:
+        state = .deciding(sender)
         return true
       default:
         return false
       }
-    }
-  }
-
-  /// The wait for `sender` to come back ended: true if it did not (the lost transfer is then
-  /// the outcome).
-  func resumeExpired(from sender: Fingerprint) -> Bool {
-    state.withLock { state in
-      guard case .awaitingResume(let waitedFor) = state, waitedFor == sender else { return false }
-      state = .done
-      return true
     }
   }
 
   /// The one offer was declined (its outcome) or accepted.
   func decided(accepted: Bool) {
-    state.withLock { $0 = accepted ? .accepted : .done }
+    state.withLock { state in
+      guard case .deciding(let sender) = state else { return }
+      state = accepted ? .accepted(sender) : .done
+    }
   }
 
-  /// The library refused an offer: true if that is the one offer's outcome (the first offer,
-  /// refused before anyone was asked; or the accepted one, refused for lack of space).
-  func claimRefusal() -> Bool {
+  /// The library refused an offer from `sender`: true if that is the one offer's outcome (the
+  /// first offer, refused before anyone was asked; the accepted one, refused for lack of
+  /// space; or the one again, after its sender came back).
+  func claimRefusal(from sender: Fingerprint) -> Bool {
     state.withLock { state in
       switch state {
-      case .open, .accepted:
+      case .open:
         state = .done
         return true
-      case .deciding, .receiving, .awaitingResume, .done:
+      case .accepted(let one) where one == sender, .awaitingResume(let one, _) where one == sender:
+        state = .done
+        return true
+      default:
         return false
       }
     }
   }
 
-  /// The accepted offer started arriving.
-  func receiving() {
+  /// The accepted offer started arriving, as `transfer`.
+  func receiving(_ transfer: IncomingTransfer) {
     state.withLock { state in
-      if case .accepted = state { state = .receiving }
+      if case .accepted(let sender) = state, sender == transfer.peer.fingerprint {
+        state = .receiving(sender, ObjectIdentifier(transfer))
+      }
+    }
+  }
+
+  /// `transfer` ended, every file settled or for good: true if it is the one offer (its end
+  /// is the outcome).
+  func finished(_ transfer: IncomingTransfer) -> Bool {
+    state.withLock { state in
+      guard case .receiving(_, let id) = state, id == ObjectIdentifier(transfer) else {
+        return false
+      }
+      state = .done
+      return true
+    }
+  }
+
+  /// `transfer` ended because its link was lost: its sender may come back for it, unless it
+  /// is not the one being followed.
+  func linkLost(_ transfer: IncomingTransfer) -> Lost {
+    state.withLock { state in
+      guard case .receiving(let sender, let id) = state, id == ObjectIdentifier(transfer) else {
+        return .stale
+      }
+      let generation = generations.add(1, ordering: .relaxed).newValue
+      state = .awaitingResume(sender, generation: generation)
+      return .wait(generation: generation)
+    }
+  }
+
+  /// The sender of the one offer is being taken back (its old link may not have failed yet
+  /// here): its old transfer's end is no longer the outcome, and the wait for its offer is
+  /// the returned generation. Nil if `sender` is not the one offer's sender or the outcome is
+  /// known.
+  func expectResume(from sender: Fingerprint) -> Int? {
+    state.withLock { state in
+      switch state {
+      case .deciding(let one), .accepted(let one), .receiving(let one, _),
+        .awaitingResume(let one, _):
+        guard one == sender else { return nil }
+        let generation = generations.add(1, ordering: .relaxed).newValue
+        state = .awaitingResume(sender, generation: generation)
+        return generation
+      case .open, .done:
+        return nil
+      }
+    }
+  }
+
+  /// The wait numbered `generation` ended: true if its sender did not come back in it (the
+  /// lost transfer is then the outcome).
+  func resumeExpired(generation: Int) -> Bool {
+    state.withLock { state in
+      guard case .awaitingResume(_, let waited) = state, waited == generation else {
+        return false
+      }
+      state = .done
+      return true
     }
   }
 }

@@ -153,8 +153,13 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       for await event in session.resourceEvents { reporter.report(event) }
     }
     Task {
+      // A link closed on purpose (a GOODBYE, a violation) is not lost: nothing comes back.
       for await change in session.stateChanges where change.state == .notConnected {
-        approvals.linkLost(change.peer.fingerprint)
+        if change.closedOnPurpose {
+          approvals.ended(change.peer.fingerprint)
+        } else {
+          approvals.linkLost(change.peer.fingerprint)
+        }
       }
     }
     let decisions = ReceiveDecisions(

@@ -36,15 +36,16 @@ struct ReceiveDecisions: Sendable {
     prompt.announce(invitation, summary: summary)
     var accept: Bool
     var reason = "declined by the receiver"
-    var resumed = false
+    var resumed: Approvals.Approval?
+    let isConnected = session.connectedPeers.contains { $0.fingerprint == invitation.fingerprint }
     if let decision = policy.decision(for: invitation) {
       accept = decision.accept
       if !decision.reason.isEmpty { reason = decision.reason }
     } else if let earlier = approvals.resumable(
-      invitation, summary: summary, within: resumeGrace)
+      invitation, summary: summary, within: resumeGrace, isConnected: isConnected)
     {
       // The person said yes to this very batch from this very key; its link was lost.
-      (accept, resumed) = (true, true)
+      (accept, resumed) = (true, earlier)
       let files = earlier.summary.map { "the \($0.files) file(s)" } ?? "the files"
       prompt.bar.above {
         output.note(
@@ -70,11 +71,27 @@ struct ReceiveDecisions: Sendable {
       prompt.bar.above { output.note("Declined \(invitation.peer) (\(reason)).") }
       return
     }
-    approvals.record(invitation, summary: summary, byPolicy: policy.isAutomatic)
+    approvals.record(
+      invitation, summary: summary, byPolicy: policy.isAutomatic,
+      resumes: resumed.map { $0.resumes + 1 } ?? 0)
+    // --once: the one offer's sender coming back replaces its old link; the old transfer's
+    // late end is no longer the outcome, and the wait for the new offer is bounded.
+    if let gate, let generation = gate.expectResume(from: invitation.fingerprint) {
+      Task { [outcomes, resumeGrace, peer = invitation.peer] in
+        try? await Task.sleep(for: max(resumeGrace, .seconds(30)))
+        if gate.resumeExpired(generation: generation) {
+          outcomes.yield(
+            CLIFailure(
+              status: .transferFailed, message: "\(peer) came back but did not resume its files",
+              code: .peerDisconnected))
+        }
+      }
+    }
     do {
       try await invitation.accept(into: session)
       output.event(
-        .accepted, [("peer", .string(invitation.peer.displayName)), ("resumed", .bool(resumed))])
+        .accepted,
+        [("peer", .string(invitation.peer.displayName)), ("resumed", .bool(resumed != nil))])
       prompt.bar.above {
         output.note(
           "Accepted \(invitation.peer), verification code \(invitation.verificationCode).")
@@ -88,6 +105,8 @@ struct ReceiveDecisions: Sendable {
           ("message", .string(error.description)),
         ])
       prompt.bar.above { output.note("Could not accept \(invitation.peer): \(error)") }
+      // Nothing to come back to: the next invitation is asked about.
+      approvals.ended(invitation.fingerprint)
     }
   }
 

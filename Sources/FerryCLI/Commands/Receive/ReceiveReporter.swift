@@ -19,7 +19,7 @@ struct ReceiveReporter: Sendable {
   func report(_ event: ResourceEvent) {
     switch event {
     case .offerReceived(let transfer):
-      gate?.receiving()
+      gate?.receiving(transfer)
       incoming.add(transfer)
       output.event(
         .offer,
@@ -79,7 +79,7 @@ struct ReceiveReporter: Sendable {
         ])
       bar.above { output.note("Refused the offer from \(peer): \(error)") }
       approvals.ended(peer.fingerprint)
-      if gate?.claimRefusal() == true {
+      if gate?.claimRefusal(from: peer.fingerprint) == true {
         outcomes.yield(
           CLIFailure(
             status: .transferFailed, message: "refused the offer from \(peer): \(error)",
@@ -117,11 +117,12 @@ struct ReceiveReporter: Sendable {
           code: Self.code($0))
       }
       // --once: a sender that lost its link may come back for the same files; its outcome
-      // waits that long.
-      guard lost, resumeGrace > .zero, gate.awaitResume(from: sender) else {
-        outcomes.yield(outcome)
+      // waits that long. A transfer whose sender came back already is not the outcome.
+      guard lost, resumeGrace > .zero else {
+        if gate.finished(transfer) { outcomes.yield(outcome) }
         return
       }
+      guard case .wait(let generation) = gate.linkLost(transfer) else { return }
       bar.above {
         output.note(
           "Waiting up to \(Int(resumeGrace.inSeconds)) s for \(transfer.peer) to come back "
@@ -129,7 +130,7 @@ struct ReceiveReporter: Sendable {
       }
       Task { [outcomes, resumeGrace] in
         try? await Task.sleep(for: resumeGrace)
-        if gate.resumeExpired(from: sender) { outcomes.yield(outcome) }
+        if gate.resumeExpired(generation: generation) { outcomes.yield(outcome) }
       }
     }
   }
