@@ -80,7 +80,7 @@ struct CLIPromptTests {
     let again = try scene.send()
     defer { again.signal(SIGKILL) }
     #expect(await scene.receiver.waitForText("Declined"))
-    let prompts = { scene.receiver.transcript.components(separatedBy: "Accept? [y/N]").count - 1 }
+    let prompts = { scene.receiver.transcript.components(separatedBy: "wants to send").count - 1 }
     let deadline = ContinuousClock.now + .seconds(10)
     while prompts() < 2 && ContinuousClock.now < deadline {
       try await Task.sleep(for: .milliseconds(50))
@@ -121,7 +121,7 @@ struct CLIPromptTests {
     #expect(!scene.receiver.transcript.contains("Could not accept"))
     let again = try scene.send()
     defer { again.signal(SIGKILL) }
-    let prompts = { scene.receiver.transcript.components(separatedBy: "Accept? [y/N]").count - 1 }
+    let prompts = { scene.receiver.transcript.components(separatedBy: "wants to send").count - 1 }
     let deadline = ContinuousClock.now + .seconds(10)
     while prompts() < 2 && ContinuousClock.now < deadline {
       try await Task.sleep(for: .milliseconds(50))
@@ -145,7 +145,7 @@ struct CLIPromptTests {
     #expect(await first.waitForExit() == 4, "\(first.stderr)")
     // Withdrawn before its turn, it left the queue at once: nothing more is asked.
     try await Task.sleep(for: .seconds(1))
-    let prompts = scene.receiver.transcript.components(separatedBy: "Accept? [y/N]").count - 1
+    let prompts = scene.receiver.transcript.components(separatedBy: "wants to send").count - 1
     #expect(prompts == 1, "\(scene.receiver.transcript)")
   }
 }

@@ -6,6 +6,11 @@ import Synchronization
 /// several (one `send` to several receivers, or a receiver with several senders), one total line
 /// each, labelled. Redrawn in place at most ~10 times a second; nothing at all when disabled
 /// (stderr is not a terminal, or `--json`).
+///
+/// A question being asked (``showPrompt(_:)``) is part of the drawing, below the bars, with a
+/// line listing the questions waiting their turn and the time each has left: a redraw never
+/// covers it. While it is up, a progress update redraws the bars only, and puts the cursor
+/// back where the person is typing (save and restore cursor), so the typed answer stays.
 final class ProgressBar: Sendable {
   private let enabled: Bool
   private let state = Mutex(State())
@@ -13,7 +18,18 @@ final class ProgressBar: Sendable {
   private struct State {
     var rows: [(label: String, snapshot: ProgressSnapshot)] = []
     var linesDrawn = 0
+    /// How many of the lines drawn are bars (the rest: the waiting line and the prompt).
+    var barLinesDrawn = 0
     var lastDraw = ContinuousClock.now - .seconds(1)
+    /// The question's last line (`Accept? [y/N] `), while one is asked.
+    var prompt: String?
+    /// Questions waiting their turn: who asks, and until when.
+    var waiting:
+      [(
+        ticket: Int, label: String, deadline: ContinuousClock.Instant,
+        isPending: @Sendable () -> Bool
+      )] = []
+    var nextTicket = 0
   }
 
   init(enabled: Bool) {
@@ -33,9 +49,91 @@ final class ProgressBar: Sendable {
       let final = snapshot.bytes >= snapshot.total && snapshot.filesDone == snapshot.fileCount
       guard force || final || now - state.lastDraw >= .milliseconds(100) else { return nil }
       state.lastDraw = now
+      if state.prompt != nil, let bars = redrawBarsOnly(&state) { return bars }
       return render(&state)
     }
     if let text { StandardStream.error.write(text) }
+  }
+
+  /// Shows `prompt` as the last line of the drawing, the cursor after it, until
+  /// ``answered(_:)`` or ``endPrompt(then:)``. Without a display it is just written.
+  func showPrompt(_ prompt: String) {
+    guard enabled else { return StandardStream.error.write(prompt) }
+    state.withLock { state in
+      var text = ""
+      if state.linesDrawn > 0 { text = Self.toFirstLine(state.linesDrawn) + "\u{1B}[J" }
+      state.linesDrawn = 0
+      state.prompt = prompt
+      StandardStream.error.write(text + render(&state))
+    }
+  }
+
+  /// The person answered `answer` and pressed Enter (the terminal echoed it, and the cursor is
+  /// now below the prompt line): the prompt and its answer stay on screen, the bars are drawn
+  /// again below them.
+  func answered(_ answer: String) {
+    guard enabled else { return }
+    state.withLock { state in
+      guard let prompt = state.prompt else { return }
+      state.prompt = nil
+      let drawn = state.linesDrawn
+      state.linesDrawn = 0
+      state.barLinesDrawn = 0
+      // Only the prompt was drawn: the echo already shows it with its answer.
+      guard drawn > 1 || !state.rows.isEmpty else { return }
+      var text = "\r\u{1B}[\(drawn)A\u{1B}[J" + prompt + DisplayText.terminalSafe(answer) + "\n"
+      if !state.rows.isEmpty { text += render(&state) }
+      StandardStream.error.write(text)
+    }
+  }
+
+  /// Takes the prompt down unanswered, leaving it on screen followed by `note` (a line of the
+  /// program's own; none if empty), and draws the bars again below.
+  func endPrompt(then note: String) {
+    let after = note.isEmpty ? "" : note + "\n"
+    guard enabled else { return StandardStream.error.write("\n" + after) }
+    state.withLock { state in
+      guard let prompt = state.prompt else { return }
+      state.prompt = nil
+      var text = Self.toFirstLine(state.linesDrawn) + "\u{1B}[J" + prompt + "\n" + after
+      state.linesDrawn = 0
+      state.barLinesDrawn = 0
+      if !state.rows.isEmpty { text += render(&state) }
+      StandardStream.error.write(text)
+    }
+  }
+
+  /// Lists a question waiting its turn (`label` asks, until `deadline`, while `isPending`);
+  /// the ticket takes it off the list (``dequeue(_:)``). Shown at once below a question being
+  /// asked.
+  func enqueue(
+    _ label: String, until deadline: ContinuousClock.Instant,
+    isPending: @escaping @Sendable () -> Bool
+  ) -> Int {
+    state.withLock { state in
+      state.nextTicket += 1
+      state.waiting.append((state.nextTicket, label, deadline, isPending))
+      if enabled, state.prompt != nil { StandardStream.error.write(render(&state)) }
+      return state.nextTicket
+    }
+  }
+
+  /// Takes a waiting question off the list (its turn came, or it was withdrawn).
+  func dequeue(_ ticket: Int) {
+    state.withLock { state in state.waiting.removeAll { $0.ticket == ticket } }
+  }
+
+  /// With a prompt up and as many bar lines as last time: the bars redrawn in place, the
+  /// cursor put back where it was (after what the person typed). Nil when the whole drawing
+  /// must be redone.
+  private func redrawBarsOnly(_ state: inout State) -> String? {
+    let bars = barLines(state)
+    guard !bars.isEmpty, bars.count == state.barLinesDrawn else { return nil }
+    let columns = Self.terminalColumns()
+    let up = state.linesDrawn - 1
+    return "\u{1B}7\r" + (up > 0 ? "\u{1B}[\(up)A" : "")
+      + bars.map { Self.fitted($0, to: columns) + "\u{1B}[K" }.joined(separator: "\n")
+      + "\u{1B}8"
   }
 
   /// Runs `write` (which prints lines of its own) with the bars erased first and drawn again
@@ -48,7 +146,9 @@ final class ProgressBar: Sendable {
         state.linesDrawn = 0
       }
       write()
-      if !state.rows.isEmpty { StandardStream.error.write(render(&state)) }
+      if !state.rows.isEmpty || state.prompt != nil {
+        StandardStream.error.write(render(&state))
+      }
     }
   }
 
@@ -72,6 +172,32 @@ final class ProgressBar: Sendable {
   }
 
   private func render(_ state: inout State) -> String {
+    var lines = barLines(state)
+    state.barLinesDrawn = lines.count
+    let waiting = state.waiting.filter { $0.isPending() }
+    if state.prompt != nil, !waiting.isEmpty {
+      let now = ContinuousClock.now
+      let listed = waiting.prefix(3).map { waiting in
+        let left = max(0, Int((waiting.deadline - now).inSeconds))
+        return "\(Self.shortened(printable(waiting.label), to: 20)) (\(left / 60):"
+          + String(format: "%02d", left % 60) + " left)"
+      }
+      let more = waiting.count > 3 ? " and \(waiting.count - 3) more" : ""
+      lines.append("Also waiting to ask: " + listed.joined(separator: ", ") + more)
+    }
+    if let prompt = state.prompt { lines.append(prompt) }
+    // Back to the first line of the previous drawing, then overwrite each line. A line wider
+    // than the terminal would wrap, and the next redraw would climb too few lines: cut it.
+    let columns = Self.terminalColumns()
+    let text =
+      Self.toFirstLine(state.linesDrawn)
+      + lines.map { Self.fitted($0, to: columns) + "\u{1B}[K" }.joined(separator: "\n")
+    state.linesDrawn = lines.count
+    return text
+  }
+
+  /// The bar lines for the rows.
+  private func barLines(_ state: State) -> [String] {
     var lines: [String] = []
     if state.rows.count == 1, let row = state.rows.first {
       let snapshot = row.snapshot
@@ -85,14 +211,7 @@ final class ProgressBar: Sendable {
     } else {
       lines = state.rows.map { Self.totalLine($0.snapshot, label: $0.label) }
     }
-    // Back to the first line of the previous drawing, then overwrite each line. A line wider
-    // than the terminal would wrap, and the next redraw would climb too few lines: cut it.
-    let columns = Self.terminalColumns()
-    let text =
-      Self.toFirstLine(state.linesDrawn)
-      + lines.map { Self.fitted($0, to: columns) + "\u{1B}[K" }.joined(separator: "\n")
-    state.linesDrawn = lines.count
-    return text
+    return lines
   }
 
   /// Moves the cursor to the start of the first of the `lines` last drawn.

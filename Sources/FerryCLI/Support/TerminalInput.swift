@@ -21,17 +21,34 @@ final class TerminalInput: Sendable {
   /// Whether `answer` to a `[y/N]` question is yes (`y` or `yes`, any case); anything else,
   /// including no answer, is no.
   static func isYes(_ answer: String?) -> Bool {
-    ["y", "yes"].contains(answer?.trimmingCharacters(in: .whitespaces).lowercased() ?? "")
+    answer.flatMap(verdict) ?? false
+  }
+
+  /// What `answer` to a `[y/N]` question says: true for `y`/`yes`, false for `n`/`no` or Enter
+  /// alone (the default), nil for anything else (ask again). Case, surrounding spaces and
+  /// control characters (a stray Ctrl-L) are ignored.
+  static func verdict(_ answer: String) -> Bool? {
+    let scalars = answer.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) }
+    let text = String(String.UnicodeScalarView(scalars)).trimmingCharacters(in: .whitespaces)
+      .lowercased()
+    switch text {
+    case "y", "yes": return true
+    case "", "n", "no": return false
+    default: return nil
+    }
   }
 
   /// How often ``nextLine(timeout:giveUpWhen:)`` asks whether to give up.
   private static let pollInterval = 0.2
 
-  /// The next line typed after this call (earlier input is discarded), or nil at end of input,
-  /// after `timeout`, or once `giveUpWhen` returns true (asked every 0.2 s).
+  /// The next line typed after this call (earlier input is discarded, on a terminal also what
+  /// was typed of a line not yet ended: keys pressed while nothing was asked never glue onto
+  /// the answer), or nil at end of input, after `timeout`, or once `giveUpWhen` returns true
+  /// (asked every 0.2 s).
   func nextLine(
     timeout: Duration, giveUpWhen: @escaping @Sendable () -> Bool = { false }
   ) async -> String? {
+    if isatty(STDIN_FILENO) == 1 { tcflush(STDIN_FILENO, TCIFLUSH) }
     startIfNeeded()
     return await withCheckedContinuation { continuation in
       let (id, immediate) = state.withLock { state -> (Int, Bool) in

@@ -61,10 +61,13 @@ struct InvitationPrompt: Sendable {
     lines.append(
       "Verification code: \(invitation.verificationCode) (compare with the sender's screen)")
     let answer = await question(
-      lines, until: invitation.expiresAt - Self.margin, isPending: { invitation.isPending })
+      lines, from: invitation.peer.displayName, until: invitation.expiresAt - Self.margin,
+      isPending: { invitation.isPending })
     if answer == .withdrawn {
-      StandardStream.error.write(
-        "\n(\(printable(invitation.peer.displayName)) withdrew the invitation)\n")
+      bar.above {
+        StandardStream.error.write(
+          "(\(printable(invitation.peer.displayName)) withdrew the invitation)\n")
+      }
     }
     return answer
   }
@@ -102,37 +105,56 @@ struct InvitationPrompt: Sendable {
       hidden: overview.hidden)
     lines.append("Verification code: \(code) (compare with the sender's screen)")
     let answer = await question(
-      lines, until: .now + ResourceOffer.decisionTimeout - .seconds(5),
-      isPending: { offer.isPending })
+      lines, from: offer.peer.displayName,
+      until: .now + ResourceOffer.decisionTimeout - .seconds(5), isPending: { offer.isPending })
     if answer == .withdrawn {
-      StandardStream.error.write("\n(\(printable(offer.peer.displayName)) withdrew the offer)\n")
+      bar.above {
+        StandardStream.error.write("(\(printable(offer.peer.displayName)) withdrew the offer)\n")
+      }
     }
     return answer
   }
 
+  /// The question's last line.
+  static let promptText = "Accept? [y/N] "
+
   /// Shows `lines` and `Accept? [y/N]`, and waits for the answer (at most until `deadline`, and
-  /// only while `isPending`), one question at a time.
+  /// only while `isPending`), one question at a time. A question waiting its turn is listed,
+  /// with the time it has left, below the one being asked. What was typed before the question
+  /// appeared is discarded; an answer that is neither yes nor no is asked again; Enter alone
+  /// is no.
   private func question(
-    _ lines: [String], until deadline: ContinuousClock.Instant,
+    _ lines: [String], from label: String, until deadline: ContinuousClock.Instant,
     isPending: @escaping @Sendable () -> Bool
   ) async -> Answer {
     let (bar, lines) = (self.bar, lines)
+    let ticket = bar.enqueue(label, until: deadline, isPending: isPending)
     return await turns.take {
+      bar.dequeue(ticket)
       guard isPending() else { return .withdrawn }
-      let waited = deadline - .now
       bar.above {
-        StandardStream.error.write(
-          DisplayText.terminalSafe(lines.joined(separator: "\n")) + "\nAccept? [y/N] ")
+        StandardStream.error.write(DisplayText.terminalSafe(lines.joined(separator: "\n")) + "\n")
       }
-      guard waited > .zero,
-        let answer = await TerminalInput.shared.nextLine(
-          timeout: waited, giveUpWhen: { !isPending() })
-      else {
-        if !isPending() { return .withdrawn }
-        StandardStream.error.write("\n(no answer in time: declined)\n")
-        return .noAnswer
+      while true {
+        let waited = deadline - .now
+        bar.showPrompt(Self.promptText)
+        guard waited > .zero,
+          let answer = await TerminalInput.shared.nextLine(
+            timeout: waited, giveUpWhen: { !isPending() })
+        else {
+          if !isPending() {
+            bar.endPrompt(then: "")
+            return .withdrawn
+          }
+          bar.endPrompt(then: "(no answer in time: declined)")
+          return .noAnswer
+        }
+        bar.answered(answer)
+        if let yes = TerminalInput.verdict(answer) { return yes ? .yes : .no }
+        bar.above {
+          StandardStream.error.write("Please answer y (yes) or n (no); Enter alone is no.\n")
+        }
       }
-      return TerminalInput.isYes(answer) ? .yes : .no
     }
   }
 

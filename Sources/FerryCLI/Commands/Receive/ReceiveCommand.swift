@@ -171,8 +171,12 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       prompt: InvitationPrompt(output: output, bar: reporter.bar, turns: PromptTurns()),
       outcomes: outcomes.continuation)
     Task {
-      for await invitation in advertiser.invitations {
-        await decisions.decide(invitation, session: session)
+      // Each decided on its own (the advertiser caps how many are pending); the prompt asks
+      // one at a time and lists the others as waiting.
+      await withTaskGroup(of: Void.self) { group in
+        for await invitation in advertiser.invitations {
+          group.addTask { await decisions.decide(invitation, session: session) }
+        }
       }
     }
     Task {

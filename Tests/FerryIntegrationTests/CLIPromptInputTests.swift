@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+
+/// The `Accept? [y/N]` prompt of `ferry receive` as a person meets it on a terminal (a
+/// pseudo-terminal here): keys typed before a question are not glued onto its answer, an
+/// answer that is neither yes nor no is asked again, and a question that comes during a
+/// transfer stays below the progress bars, lists the questions waiting behind it, survives
+/// the transfer's end and can be answered. Loopback, --address, no avahi-daemon.
+@Suite("ferry receive's prompt, typed at", .timeLimit(.minutes(3)))
+struct CLIPromptInputTests {
+  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
+
+  /// A prompting receiver on a pseudo-terminal, and its port.
+  func receiver(_ label: String) async throws -> (ChildProcess, URL, UInt16) {
+    let destination = try temporaryDirectory("\(label)-dst")
+    let receiver = try ChildProcess.ferry(
+      ["receive", "--dir", destination.path, "--name", "desk"],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+      terminal: true, columns: 100)
+    #expect(await receiver.waitForText("Press Ctrl-C"), "\(receiver.transcript)")
+    let port = try #require(
+      receiver.transcript.firstMatch(of: /port (\d+)\./).flatMap { UInt16($0.1) },
+      "\(receiver.transcript)")
+    return (receiver, destination, port)
+  }
+
+  /// `ferry send --json` of `files` to 127.0.0.1:`port`.
+  func send(_ files: [URL], port: UInt16, name: String = "laptop") throws -> ChildProcess {
+    try ChildProcess.ferry(
+      ["send", "--json", "--retry-for", "0", "--name", name, "--address", "127.0.0.1:\(port)"]
+        + files.map(\.path),
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+  }
+
+  func smallFile(_ label: String) throws -> URL {
+    let file = try temporaryDirectory(label).appendingPathComponent("\(label).txt")
+    try writeFile(file, size: 1000, seed: 7)
+    return file
+  }
+
+  /// How many questions were asked: each prints its header once.
+  func questions(_ receiver: ChildProcess) -> Int {
+    receiver.transcript.components(separatedBy: "wants to send").count - 1
+  }
+
+  @Test("keys typed while nothing is asked are discarded: 'x' then the question, 'y' accepts")
+  func typeaheadDiscarded() async throws {
+    let (receiver, destination, port) = try await receiver("typeahead")
+    defer { receiver.signal(SIGKILL) }
+    receiver.type("x\u{0C}")  // a stray key and a Ctrl-L, no Enter
+    try await Task.sleep(for: .milliseconds(300))
+    let file = try smallFile("typeahead")
+    let sender = try send([file], port: port)
+    defer { sender.signal(SIGKILL) }
+    #expect(await receiver.waitForText("Accept? [y/N]"), "\(receiver.transcript)")
+    receiver.type("y\n")
+    #expect(await sender.waitForExit() == 0, "\(sender.stderr)\n\(receiver.transcript)")
+    #expect(
+      try sha256(of: destination.appendingPathComponent(file.lastPathComponent)) == sha256(of: file)
+    )
+  }
+
+  @Test("an answer that is neither yes nor no is asked again; then 'yes' accepts")
+  func badAnswerAskedAgain() async throws {
+    let (receiver, _, port) = try await receiver("reask")
+    defer { receiver.signal(SIGKILL) }
+    let sender = try send([try smallFile("reask")], port: port)
+    defer { sender.signal(SIGKILL) }
+    #expect(await receiver.waitForText("Accept? [y/N]"), "\(receiver.transcript)")
+    receiver.type("maybe\n")
+    #expect(await receiver.waitForText("Please answer y (yes) or n (no)"), "\(receiver.transcript)")
+    #expect(sender.isRunning, "an unclear answer is not a no")
+    receiver.type("YES\n")
+    #expect(await sender.waitForExit() == 0, "\(sender.stderr)\n\(receiver.transcript)")
+    #expect(questions(receiver) == 1)
+  }
+
+  @Test(
+    "a question during a transfer stays below the bars, lists who waits, outlives the transfer, and is answered"
+  )
+  func questionDuringTransfer() async throws {
+    let (receiver, destination, port) = try await receiver("during")
+    defer { receiver.signal(SIGKILL) }
+    let proxy = CuttableProxy(to: port)
+    defer { proxy.stop() }
+    // A: 1 GiB (sparse) through a proxy that will hold it still for a moment.
+    let big = try temporaryDirectory("during-big").appendingPathComponent("big.iso")
+    _ = FileManager.default.createFile(atPath: big.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: big)
+    try handle.truncate(atOffset: 1 << 30)
+    try handle.close()
+    let first = try send([big], port: proxy.port, name: "first")
+    defer { first.signal(SIGKILL) }
+    #expect(await receiver.waitForText("Accept? [y/N]"), "\(receiver.transcript)")
+    receiver.type("y\n")
+    let moving = await first.waitForLine(timeout: .seconds(30)) {
+      $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > 1 << 20
+    }
+    try #require(moving != nil, "no progress: \(first.stdout) \(first.stderr)")
+    proxy.stall(true)
+    // B asks while A's bar is up; C waits its turn behind B.
+    let second = try send([try smallFile("second")], port: port, name: "second")
+    defer { second.signal(SIGKILL) }
+    try await waitUntil(timeout: .seconds(3)) { questions(receiver) == 2 }
+    let third = try send([try smallFile("third")], port: port, name: "third")
+    defer { third.signal(SIGKILL) }
+    #expect(
+      await receiver.waitForText("Also waiting to ask: third (", timeout: .seconds(3)),
+      "\(receiver.transcript)")
+    let beforeResume = receiver.transcript.count
+    proxy.stall(false)
+    // A finishes while B's question is up: the note goes above, the question is drawn again.
+    #expect(await first.waitForExit(timeout: .seconds(30)) == 0, "\(first.stderr)")
+    #expect(await receiver.waitForText("Received 1 file(s)"), "\(receiver.transcript)")
+    let after = String(receiver.transcript.dropFirst(beforeResume))
+    let received = try #require(after.range(of: "Received 1 file(s)"))
+    #expect(
+      after[received.upperBound...].contains("Accept? [y/N]"),
+      "the question is gone after the transfer: \(after.debugDescription)")
+    receiver.type("y\n")
+    #expect(await second.waitForExit() == 0, "\(second.stderr)\n\(receiver.transcript)")
+    try await waitUntil(timeout: .seconds(5)) { questions(receiver) == 3 }
+    receiver.type("n\n")
+    #expect(await third.waitForExit() == 4, "\(third.stderr)")
+    #expect(
+      FileManager.default.fileExists(atPath: destination.appendingPathComponent("second.txt").path))
+    #expect(
+      !FileManager.default.fileExists(atPath: destination.appendingPathComponent("third.txt").path))
+  }
+}
