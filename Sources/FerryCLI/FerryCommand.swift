@@ -14,6 +14,14 @@ struct FerryCommand: LoggingCommand, AsyncParsableCommand {
 
       Exit codes: 0 success, 1 a transfer failed, 2 usage or invalid input, 3 no peer found or \
       timed out, 4 declined, 5 authentication failure, 6 discovery unavailable, 130 interrupted.
+
+      Examples:
+        ferry receive                          # on the machine that gets the files
+        ferry send photos/ notes.txt           # on the other: pick a receiver, send
+        ferry send -t desk report.pdf          # to the receiver named 'desk'
+        ferry send --address 10.0.0.5:52000 big.iso    # no avahi-daemon: by address
+        ferry receive -y --once -j -d /srv/in  # scripted: accept, JSON events, one offer
+        ferry browse                           # who is around
       """,
     version: version,
     subcommands: [

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Ferry
 import Foundation
 
 /// Entry point: runs the command and maps every error to the brief's exit codes (argument
@@ -7,7 +8,13 @@ import Foundation
 enum FerryMain {
   static func main() async {
     let status: Int32
-    var json = false
+    let arguments = Array(CommandLine.arguments.dropFirst())
+    if let usage = Self.misuse(arguments) {
+      StandardStream.error.write(usage)
+      Interrupts.exit(ExitStatus.usage.rawValue)
+    }
+    // Before parsing succeeds, --json (or -j) is looked for among the options (before `--`).
+    var json = arguments.prefix { $0 != "--" }.contains { $0 == "--json" || $0 == "-j" }
     do {
       var command = try FerryCommand.parseAsRoot()
       json = (command as? any ReportingCommand)?.reportsJSON ?? false
@@ -33,10 +40,52 @@ enum FerryMain {
         if !message.isEmpty { StandardStream.output.write(message + "\n") }
         status = 0
       } else {
-        if !message.isEmpty { StandardStream.error.write(message + "\n") }
-        status = code == .validationFailure ? ExitStatus.usage.rawValue : code.rawValue
+        let usage = code == .validationFailure || code.rawValue == 64
+        let hint = usage ? Self.hint(for: arguments, message: message) : nil
+        if json {
+          EventWriter(json: true, quiet: true).event(
+            .error,
+            [
+              ("code", .string(ErrorCode.usage.rawValue)),
+              ("exit", .int(Int(ExitStatus.usage.rawValue))),
+              ("message", .string(FerryCommand.message(for: error))),
+            ])
+        }
+        if !message.isEmpty {
+          StandardStream.error.write(message + "\n" + (hint.map { "Hint: \($0)\n" } ?? ""))
+        }
+        status = usage ? ExitStatus.usage.rawValue : code.rawValue
       }
     }
     Interrupts.exit(status)
+  }
+
+  /// The help to print (on stderr, exit 2) for a command line that names no command, or asks
+  /// for help on one that does not exist; nil otherwise.
+  static func misuse(_ arguments: [String]) -> String? {
+    let names = FerryCommand.configuration.subcommands.compactMap {
+      $0.configuration.commandName
+    }
+    if arguments.isEmpty {
+      return FerryCommand.helpMessage() + "\n\nferry: error: no command given\n"
+    }
+    if arguments.first == "help", arguments.count > 1, !names.contains(arguments[1]) {
+      return FerryCommand.helpMessage() + "\n\nferry: error: no command '"
+        + DisplayText.escaping(arguments[1]) + "' (commands: "
+        + names.joined(separator: ", ") + ")\n"
+    }
+    return nil
+  }
+
+  /// A hint for the habits other tools teach: a destination or a folder given where ferry
+  /// takes none.
+  static func hint(for arguments: [String], message: String) -> String? {
+    guard message.contains("Unexpected argument") else { return nil }
+    switch arguments.first {
+    case "receive":
+      return "the folder to receive into goes after --dir: 'ferry receive --dir FOLDER'"
+    default:
+      return nil
+    }
   }
 }

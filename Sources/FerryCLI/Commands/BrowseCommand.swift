@@ -46,6 +46,10 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
       throw cliFailure(error)
     }
     Interrupts.onInterrupt { browser.stop() }
+    // Nothing may be around for a while: say that it is looking, not hung.
+    output.note(
+      "Looking for Ferry peers (\(serviceType.name))"
+        + (timeout.map { " for \(wholeNumber($0)) s" } ?? "; press Ctrl-C to stop") + "…")
     if let timeout {
       Task {
         try? await Task.sleep(for: .seconds(timeout))

@@ -2,6 +2,8 @@
 /// exactly these; `EventCatalogTests` checks it).
 enum ErrorCode: String, CaseIterable, Sendable {
   // Usage and input (exit 2).
+  /// The command line itself: an unknown option, a missing value, a value of the wrong kind.
+  case usage
   case invalidServiceType = "invalid-service-type"
   case invalidName = "invalid-name"
   case invalidAddress = "invalid-address"

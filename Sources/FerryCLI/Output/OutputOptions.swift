@@ -2,7 +2,9 @@ import ArgumentParser
 
 /// `--json` and `--quiet`, shared by the commands that report as they go.
 struct OutputOptions: ParsableArguments {
-  @Flag(help: "Write one JSON object per line to stdout (events in docs/CLI.md).")
+  @Flag(
+    name: [.short, .long],
+    help: "Write one JSON object per line to stdout (events in docs/CLI.md).")
   var json = false
 
   @Flag(name: [.short, .long], help: "Print only errors (and the receive prompt); no progress.")

@@ -27,11 +27,15 @@ struct ReceiveAdvertising: Sendable {
     } catch .discoveryUnavailable(let reason) {
       // Still useful: senders can connect with --address.
       output.event(.discoveryUnavailable, [("reason", .string(reason))])
+      let addresses = LocalAddresses.all()
+      let these =
+        addresses.count > 1
+        ? " (this machine's addresses: \(addresses.prefix(6).joined(separator: ", ")))" : ""
       output.note(
         "Not advertised: avahi-daemon is unavailable (\(reason)). Nearby machines cannot find "
           + "this one until it starts; they can still send with 'ferry send --address "
-          + "HOST:\(advertiser.port)'. Start avahi-daemon (e.g. 'sudo service avahi-daemon "
-          + "start') to be found.")
+          + "\(LocalAddresses.example(port: advertiser.port))'\(these). Start avahi-daemon "
+          + "(e.g. 'sudo service avahi-daemon start') to be found.")
       announce(displayName, discoverable: false)
       Task { await advertiseWhenAvailable() }
       return displayName

@@ -28,10 +28,13 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
 
   @OptionGroup var logging: LogOptions
 
-  @Option(help: "Where received files go (default: the current directory).")
-  var dir: String = "."
+  @Option(
+    name: [.short, .long],
+    help: ArgumentHelp(
+      "Where received files go (default: the current directory).", valueName: "folder"))
+  var dir: String?
 
-  @Flag(help: "Accept every offer without asking.")
+  @Flag(name: [.short, .long], help: "Accept every offer without asking.")
   var yes = false
 
   @Option(
@@ -43,7 +46,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
   var once = false
 
   @Option(help: "The TCP port to listen on (default: any free port).")
-  var port: UInt16 = 0
+  var port: UInt16?
 
   @Option(
     name: .customLong("on-conflict"), help: "When a name is taken: rename, overwrite or skip.")
@@ -95,7 +98,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     let output = self.output.writer
     let serviceType = try parseServiceType(service)
     let displayName = name ?? ProcessInfo.processInfo.hostName
-    let destination = URL(fileURLWithPath: dir).standardizedFileURL
+    let destination = URL(fileURLWithPath: dir ?? ".").standardizedFileURL
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: destination.path, isDirectory: &isDirectory),
       isDirectory.boolValue
@@ -112,7 +115,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       // Files only: messages and streams nobody here reads are refused, not buffered.
       session = try Session(identity: identity, displayName: displayName, accepting: [])
       advertiser = try Advertiser(
-        identity: identity, displayName: displayName, serviceType: serviceType, port: port,
+        identity: identity, displayName: displayName, serviceType: serviceType, port: port ?? 0,
         knownPeers: knownPeers)
     } catch let error as DiscoveryError {
       throw cliFailure(error)

@@ -34,7 +34,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
   var paths: [String] = []
 
   @Option(
-    name: .long,
+    name: [.short, .long],
     help: "A receiver: its name, or a prefix of its fingerprint. Repeat to send to several.")
   var to: [String] = []
 

@@ -23,16 +23,28 @@ struct SendPaths {
     var paths = arguments
     if let filesFrom {
       let data: Data
-      do {
-        data =
-          filesFrom == "-"
-          ? FileHandle.standardInput.readDataToEndOfFile()
-          : try Data(contentsOf: URL(fileURLWithPath: filesFrom))
-      } catch {
-        throw CLIFailure(
-          status: .usage,
-          message: "cannot read --files-from \(filesFrom): \(error.localizedDescription)",
-          code: .cannotRead)
+      if filesFrom == "-" {
+        data = FileHandle.standardInput.readDataToEndOfFile()
+      } else {
+        // The system's words for why (as cp or cat give them), not Foundation's sentence.
+        let descriptor = open(filesFrom, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+          throw CLIFailure(
+            status: .usage,
+            message: "cannot read --files-from \(DisplayText.escaping(filesFrom)): "
+              + String(cString: strerror(errno)).lowercased(),
+            code: .cannotRead)
+        }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        do {
+          data = try handle.readToEnd() ?? Data()
+        } catch {
+          throw CLIFailure(
+            status: .usage,
+            message: "cannot read --files-from \(DisplayText.escaping(filesFrom)): "
+              + "it is not a readable file",
+            code: .cannotRead)
+        }
       }
       let separator = nullSeparated ? UInt8(0) : UInt8(ascii: "\n")
       for entry in data.split(separator: separator, omittingEmptySubsequences: true) {
@@ -61,6 +73,14 @@ struct SendPaths {
         status: .usage, message: "give at least one file or folder to send (or --files-from)",
         code: .noPaths)
     }
+    for path in paths.prefix(argumentCount) where Self.looksLikeDestination(path) {
+      throw CLIFailure(
+        status: .usage,
+        message: "cannot read \(DisplayText.escaping(path)): no such file or folder. ferry takes "
+          + "no destination among the files: run 'ferry receive' on that machine, then "
+          + "'ferry send FILES --to NAME' (or --address HOST:PORT)",
+        code: .cannotRead)
+    }
     var items: [ResourceItem] = []
     do {
       for (index, path) in paths.enumerated() {
@@ -84,6 +104,15 @@ struct SendPaths {
         status: .usage, message: "nothing to send: the folders are empty", code: .empty)
     }
     return items
+  }
+
+  /// Whether `path`, which does not exist, reads like where scp or rsync would send to:
+  /// `user@host`, `user@host:dir` or `host:dir`.
+  private static func looksLikeDestination(_ path: String) -> Bool {
+    var status = stat()
+    guard lstat(path, &status) != 0, errno == ENOENT else { return false }
+    return path.wholeMatch(of: /[A-Za-z0-9._-]+@[A-Za-z0-9.:\[\]_-]+(:.*)?/) != nil
+      || path.wholeMatch(of: /[A-Za-z0-9.-]+:[^\/].*|[A-Za-z0-9.-]+:\/.*/) != nil
   }
 
   /// The folders (with a trailing slash) a `--files-from` path keeps in front of its last

@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+
+/// The conventions a user brings from other Unix tools: help and exit 2 for a missing or
+/// unknown command, short flags, one default per option in `--help`, hints for scp-style
+/// destinations and a folder given without `--dir`, errors in words, a JSON `error` event for
+/// a malformed command line.
+@Suite("ferry's command-line conventions", .timeLimit(.minutes(2)))
+struct CLIConventionTests {
+  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
+
+  @Test("'ferry' alone and 'ferry help nonexist' print the help on stderr and exit 2")
+  func missingCommand() async throws {
+    let alone = try await run(Harness.ferryBinary, [])
+    #expect(alone.status == 2)
+    #expect(alone.stderr.contains("SUBCOMMANDS:") && alone.stderr.contains("no command given"))
+    #expect(alone.stderr.contains("Examples:"), "top-level examples")
+    let unknown = try await run(Harness.ferryBinary, ["help", "nonexist"])
+    #expect(unknown.status == 2)
+    #expect(unknown.stderr.contains("no command 'nonexist'"), "\(unknown.stderr)")
+    let known = try await run(Harness.ferryBinary, ["help", "send"])
+    #expect(known.status == 0)
+  }
+
+  @Test("--help shows each default once, and the short flags")
+  func help() async throws {
+    let receive = try await run(Harness.ferryBinary, ["receive", "--help"])
+    #expect(!receive.stdout.contains("(default: .)"), "\(receive.stdout)")
+    #expect(!receive.stdout.contains("(default: 0)"), "\(receive.stdout)")
+    for flag in ["-d, --dir", "-y, --yes", "-j, --json", "-q, --quiet"] {
+      #expect(receive.stdout.contains(flag), "\(flag)")
+    }
+    let send = try await run(Harness.ferryBinary, ["send", "--help"])
+    #expect(send.stdout.contains("-t, --to"))
+  }
+
+  @Test("'ferry receive FOLDER' hints at --dir; a malformed line under -j is an error event")
+  func usageHints() async throws {
+    let folder = try temporaryDirectory("hint")
+    let receive = try await run(
+      Harness.ferryBinary, ["receive", "-y", folder.path], environment: Self.noBus)
+    #expect(receive.status == 2)
+    #expect(receive.stderr.contains("'ferry receive --dir FOLDER'"), "\(receive.stderr)")
+    let json = try await run(Harness.ferryBinary, ["send", "-j", "--bogus", "x"])
+    #expect(json.status == 2)
+    let event = try #require(
+      jsonObject(json.stdout.split(separator: "\n").first.map(String.init) ?? ""))
+    #expect(event["event"] as? String == "error" && event["code"] as? String == "usage", "\(event)")
+  }
+
+  @Test("scp habits: 'ferry send FILE user@host' says ferry takes no destination; errors in words")
+  func scpHabits() async throws {
+    let file = try temporaryDirectory("scp").appendingPathComponent("photo.jpg")
+    try writeFile(file, size: 10)
+    for destination in ["root@host-b", "host-b:/tmp/", "me@host-b:pictures"] {
+      let result = try await run(
+        Harness.ferryBinary, ["send", "--address", "127.0.0.1:1", file.path, destination])
+      #expect(result.status == 2)
+      #expect(result.stderr.contains("ferry takes no destination"), "\(result.stderr)")
+      #expect(result.stderr.contains("--to NAME"))
+    }
+    let missing = try await run(
+      Harness.ferryBinary, ["send", "--address", "127.0.0.1:1", "--files-from", "/nonexist/list"])
+    #expect(missing.status == 2)
+    #expect(
+      missing.stderr.contains("cannot read --files-from /nonexist/list: no such file or directory"),
+      "\(missing.stderr)")
+  }
+}
