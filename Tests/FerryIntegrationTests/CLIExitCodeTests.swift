@@ -27,6 +27,34 @@ struct CLIExitCodeTests {
     #expect(result.stdout.isEmpty, "\(result.stdout)")
   }
 
+  @Test("--to ignores case and surrounding spaces; a name matching nobody lists who was found")
+  func nameMatching() async throws {
+    let type = Harness.uniqueServiceType()
+    let destination = try temporaryDirectory("kitchen-dst")
+    let receiver = try ChildProcess.ferry(
+      [
+        "receive", "-y", "-j", "-d", destination.path, "--name", "Kitchen laptop", "--service",
+        type,
+      ],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    defer { receiver.signal(SIGKILL) }
+    #expect(await receiver.waitForLine { $0.contains("\"advertising\"") } != nil)
+    let file = try temporaryDirectory("kitchen-src").appendingPathComponent("a.txt")
+    try writeFile(file, size: 10)
+    let sent = try await run(
+      Harness.ferryBinary,
+      ["send", "-t", " kitchen LAPTOP ", "--timeout", "10", "--service", type, file.path],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    #expect(sent.status == 0, "\(sent.stderr)")
+    let partial = try await run(
+      Harness.ferryBinary,
+      ["send", "-t", "Kitchen", "--timeout", "2", "--service", type, file.path],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    #expect(partial.status == 3)
+    #expect(partial.stderr.contains("found instead"), "\(partial.stderr)")
+    #expect(partial.stderr.contains("\"Kitchen laptop\""), "\(partial.stderr)")
+  }
+
   @Test("no receiver within --timeout exits 3, after the timeout and not long after")
   func noPeer() async throws {
     let file = try temporaryDirectory("exit-src").appendingPathComponent("a.txt")
@@ -39,6 +67,7 @@ struct CLIExitCodeTests {
     let took = ContinuousClock.now - started
     #expect(named.status == 3, "\(named.stderr)")
     #expect(named.stderr.contains("no receiver 'ghost'"))
+    #expect(named.stderr.contains("'ferry browse' lists who can be seen"), "\(named.stderr)")
     #expect(took >= .seconds(2) && took < .seconds(12), "took \(took)")
     let anyone = try await run(
       Harness.ferryBinary, ["send", "--timeout", "1", "--service", type, file.path])

@@ -1,4 +1,5 @@
 import Ferry
+import Foundation
 
 /// What a user means by `--to X`, `--accept-from X`, `ferry trust X`: fingerprints are
 /// identities, names are labels.
@@ -68,13 +69,20 @@ enum PeerReference: Sendable, Equatable {
   }
 
   /// Whether a peer advertising `name` is named by this reference (names made only of 8 or more
-  /// hex digits are never matched as names).
+  /// hex digits are never matched as names). Case, surrounding spaces and Unicode's two ways of
+  /// writing an accent do not count: `--to "kitchen laptop "` finds "Kitchen laptop". (Two
+  /// receivers whose names differ only so are then both matched: ambiguous, never a guess.)
   func matchesName(_ name: String) -> Bool {
     guard case .name(let wanted, _) = self else { return false }
     if let digits = Fingerprint.prefixLength(of: name), digits >= Self.nameDigitLimit {
       return false
     }
-    return name == wanted
+    return Self.folded(name) == Self.folded(wanted)
+  }
+
+  /// `name` as names are compared: trimmed, composed, lowercased.
+  static func folded(_ name: String) -> String {
+    name.trimmingCharacters(in: .whitespaces).precomposedStringWithCanonicalMapping.lowercased()
   }
 
   /// Whether `fingerprint` is the key this reference names.

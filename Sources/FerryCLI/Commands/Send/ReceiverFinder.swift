@@ -58,9 +58,14 @@ struct ReceiverFinder: Sendable {
         if ContinuousClock.now - seen >= .milliseconds(700) { return (byName[0], false) }
       }
       guard ContinuousClock.now < deadline else {
+        let message =
+          "no receiver '\(DisplayText.escaping(wanted))' found on \(browser.serviceType)"
         throw CLIFailure(
           status: .noPeer,
-          message: "no receiver '\(DisplayText.escaping(wanted))' found on \(browser.serviceType)",
+          message: peers.isEmpty
+            ? message + "; " + Self.nobodyHint
+            : message + "; found instead (use --to with one of these names or fingerprints):\n"
+              + Self.list(peers),
           code: .noPeer)
       }
       try? await Task.sleep(for: .milliseconds(50))
@@ -73,6 +78,12 @@ struct ReceiverFinder: Sendable {
   ///
   /// - Throws: ``CLIFailure``: `.noPeer` when none is found before the deadline or several are
   ///   found in a script (the message lists them); `.usage` for an answer that is not a choice.
+  /// What to check when nobody was found.
+  static let nobodyHint =
+    "is 'ferry receive' running on the other machine, on the same network (and service type)? "
+    + "'ferry browse' lists who can be seen; without discovery, send with --address HOST:PORT "
+    + "(the receiver prints its addresses and port)"
+
   func choose(ask: Bool) async throws(CLIFailure) -> [DiscoveredPeer] {
     var firstSeen: ContinuousClock.Instant?
     while true {
@@ -84,7 +95,8 @@ struct ReceiverFinder: Sendable {
         switch found.count {
         case 0:
           throw CLIFailure(
-            status: .noPeer, message: "no receiver found on \(browser.serviceType)",
+            status: .noPeer,
+            message: "no receiver found on \(browser.serviceType); " + Self.nobodyHint,
             code: .noPeer)
         case 1:
           return found
