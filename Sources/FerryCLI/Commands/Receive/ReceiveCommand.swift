@@ -23,7 +23,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         ferry receive
         ferry receive --dir ~/Downloads --name "Kitchen laptop"
         ferry receive --yes --once --json --dir /srv/incoming
-        ferry receive --accept-from 9F2C41AB --accept-from 77E0 --dir backups
+        ferry receive --accept-from 9F2C41AB0C3D7E11 --dir backups
+        ferry receive --accept-trusted --dir ~/Inbox
       """)
 
   @OptionGroup var logging: LogOptions
@@ -41,6 +42,11 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     name: .customLong("accept-from"),
     help: "Accept offers from this fingerprint (prefix allowed; repeatable); decline others.")
   var acceptFrom: [String] = []
+
+  @Flag(
+    name: .customLong("accept-trusted"),
+    help: "Accept senders trusted with 'ferry trust' without asking; ask about the others.")
+  var acceptTrusted = false
 
   @Flag(help: "Exit after the first accepted offer, with its exit code.")
   var once = false
@@ -78,8 +84,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     } catch {
       throw ValidationError(error.message)
     }
-    if yes && !acceptFrom.isEmpty {
-      throw ValidationError("--yes and --accept-from cannot be used together")
+    if yes && (!acceptFrom.isEmpty || acceptTrusted) {
+      throw ValidationError("--yes accepts everyone: it cannot be used with --accept-from or --accept-trusted")
     }
     if !(resumeGrace >= 0 && resumeGrace <= 86_400) {
       throw ValidationError("--resume-grace must be between 0 and 86400 seconds")
@@ -87,9 +93,10 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     if !(keepPartialDays >= 0 && keepPartialDays <= 36_500) {
       throw ValidationError("--keep-partial-days must be between 0 and 36500")
     }
-    if !yes && acceptFrom.isEmpty && isatty(0) != 1 {
+    if !yes && acceptFrom.isEmpty && !acceptTrusted && isatty(0) != 1 {
       throw ValidationError(
-        "no terminal to ask on: use --yes to accept every offer, or --accept-from FPR to accept known senders"
+        "no terminal to ask on: use --yes to accept every offer, --accept-from FPR or "
+          + "--accept-trusted to accept chosen senders"
       )
     }
   }
@@ -107,7 +114,9 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         status: .usage, message: "\(destination.path) is not a directory", code: .invalidDir)
     }
     let knownPeers = KnownPeers()
-    let policy = try ReceivePolicy.from(yes: yes, acceptFrom: acceptFrom, knownPeers: knownPeers)
+    let policy = try ReceivePolicy.from(
+      yes: yes, acceptFrom: acceptFrom, acceptTrusted: acceptTrusted, canAsk: isatty(0) == 1,
+      knownPeers: knownPeers)
     let identity = try loadIdentity()
     let session: Session
     let advertiser: Advertiser

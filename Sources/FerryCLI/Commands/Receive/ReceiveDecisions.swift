@@ -37,9 +37,10 @@ struct ReceiveDecisions: Sendable {
     var accept: Bool
     var reason = "declined by the receiver"
     var resumed: Approvals.Approval?
+    var byPolicy = false
     let isConnected = session.connectedPeers.contains { $0.fingerprint == invitation.fingerprint }
     if let decision = policy.decision(for: invitation) {
-      accept = decision.accept
+      (accept, byPolicy) = (decision.accept, true)
       if !decision.reason.isEmpty { reason = decision.reason }
     } else if let earlier = approvals.resumable(
       invitation, summary: summary, within: resumeGrace, isConnected: isConnected)
@@ -72,7 +73,7 @@ struct ReceiveDecisions: Sendable {
       return
     }
     approvals.record(
-      invitation, summary: summary, byPolicy: policy.isAutomatic,
+      invitation, summary: summary, byPolicy: byPolicy,
       resumes: resumed.map { $0.resumes + 1 } ?? 0)
     // --once: the one offer's sender coming back replaces its old link; the old transfer's
     // late end is no longer the outcome, and the wait for the new offer is bounded.
@@ -175,13 +176,5 @@ struct ReceiveDecisions: Sendable {
           status: .declined, message: "declined the offer from \(offer.peer) (\(reason))",
           code: .declined))
     }
-  }
-}
-
-extension ReceivePolicy {
-  /// Whether senders are accepted without a person (`--yes`, `--accept-from`).
-  var isAutomatic: Bool {
-    if case .ask = self { return false }
-    return true
   }
 }

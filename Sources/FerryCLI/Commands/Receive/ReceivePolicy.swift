@@ -2,25 +2,31 @@ import Ferry
 import Synchronization
 
 /// Whom `ferry receive` accepts without asking: nobody (ask on the terminal), everyone
-/// (`--yes`), or the senders `--accept-from` names by fingerprint.
+/// (`--yes`), or chosen senders: those `--accept-from` names by fingerprint and, with
+/// `--accept-trusted`, those marked with `ferry trust`.
 enum ReceivePolicy: Sendable {
   /// Ask the person at the terminal, about the invitation and then about each offer.
   case ask
   /// `--yes`: accept everything.
   case everyone
-  /// `--accept-from`: accept these keys (full fingerprints, or prefixes of at least 16 digits),
-  /// decline the rest.
-  case senders([PeerReference])
+  /// `--accept-from` and `--accept-trusted`: accept these keys (full fingerprints, or prefixes
+  /// of at least 16 digits) and, if `trusted`, the peers trusted with `ferry trust` (by their
+  /// full fingerprint, so never a changed key). The rest is declined when `--accept-from` was
+  /// given; with only `--accept-trusted` it is asked about (`askOthers`, on a terminal) or
+  /// declined (no terminal).
+  case senders([PeerReference], trusted: Bool, askOthers: Bool)
 
   /// The policy for the command's flags; `--accept-from` values must each stand for a key.
+  /// `canAsk`: a person can be asked (standard input is a terminal).
   ///
   /// - Throws: ``CLIFailure`` (usage) for a value that is not a fingerprint, is too short to
   ///   stand for a key, or matches several known peers.
-  static func from(yes: Bool, acceptFrom: [String], knownPeers: KnownPeers) throws(CLIFailure)
-    -> ReceivePolicy
-  {
+  static func from(
+    yes: Bool, acceptFrom: [String], acceptTrusted: Bool = false, canAsk: Bool = false,
+    knownPeers: KnownPeers
+  ) throws(CLIFailure) -> ReceivePolicy {
     if yes { return .everyone }
-    guard !acceptFrom.isEmpty else { return .ask }
+    guard !acceptFrom.isEmpty || acceptTrusted else { return .ask }
     var keys: [PeerReference] = []
     for text in acceptFrom {
       switch try PeerReference.parse(text, knownPeers: knownPeers) {
@@ -45,7 +51,7 @@ enum ReceivePolicy: Sendable {
         keys.append(key)
       }
     }
-    return .senders(keys)
+    return .senders(keys, trusted: acceptTrusted, askOthers: acceptFrom.isEmpty && canAsk)
   }
 
   /// Whether `invitation` is accepted without asking, and if not, the reason given to the
@@ -58,7 +64,9 @@ enum ReceivePolicy: Sendable {
       return nil
     case .everyone:
       return (true, "")
-    case .senders(let keys):
+    case .senders(let keys, let trusted, let askOthers):
+      // Trusted by its full fingerprint: a changed key is .changedKey, never .known.
+      if trusted, case .known(trusted: true) = invitation.status { return (true, "") }
       let suspicious: Bool
       switch invitation.status {
       case .changedKey, .similarName: suspicious = true
@@ -71,6 +79,7 @@ enum ReceivePolicy: Sendable {
       }
       if admitted { return (true, "") }
       let matched = keys.contains { $0.matchesFingerprint(invitation.fingerprint) }
+      if askOthers && !matched { return nil }
       return (false, matched ? "its key changed" : "not an accepted sender")
     }
   }
