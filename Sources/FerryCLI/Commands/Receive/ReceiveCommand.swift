@@ -85,7 +85,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       throw ValidationError(error.message)
     }
     if yes && (!acceptFrom.isEmpty || acceptTrusted) {
-      throw ValidationError("--yes accepts everyone: it cannot be used with --accept-from or --accept-trusted")
+      throw ValidationError(
+        "--yes accepts everyone: it cannot be used with --accept-from or --accept-trusted")
     }
     if !(resumeGrace >= 0 && resumeGrace <= 86_400) {
       throw ValidationError("--resume-grace must be between 0 and 86400 seconds")
