@@ -66,4 +66,46 @@ struct CLIConventionTests {
       missing.stderr.contains("cannot read --files-from /nonexist/list: no such file or directory"),
       "\(missing.stderr)")
   }
+
+  @Test(
+    "bash completion completes file names, folders for --dir, --on-conflict values, known peers")
+  func bashCompletion() async throws {
+    let folder = try temporaryDirectory("complete")
+    try writeFile(folder.appendingPathComponent("photo.jpg"), size: 1)
+    try FileManager.default.createDirectory(
+      at: folder.appendingPathComponent("photos"), withIntermediateDirectories: true)
+    let home = Harness.freshFerryHome()
+    let fingerprint = String(repeating: "7A", count: 32)
+    let trusted = try await run(
+      Harness.ferryBinary, ["trust", fingerprint, "--name", "Kitchen laptop"],
+      environment: ["FERRY_HOME": home])
+    #expect(trusted.status == 0, "\(trusted.stderr)")
+    let script = folder.appendingPathComponent("ferry.bash")
+    let generated = try await run(Harness.ferryBinary, ["--generate-completion-script", "bash"])
+    try generated.stdout.write(to: script, atomically: true, encoding: .utf8)
+    // What bash does on TAB: the words so far, then the completion function.
+    let driver = """
+      source '\(script.path)'
+      cd '\(folder.path)'
+      try() {
+        COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+        COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}; COMPREPLY=()
+        _ferry ferry "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+        printf '%s|' "${COMPREPLY[@]}"; echo
+      }
+      try '\(Harness.ferryBinary)' send pho
+      try '\(Harness.ferryBinary)' receive --dir pho
+      try '\(Harness.ferryBinary)' receive --on-conflict ''
+      try '\(Harness.ferryBinary)' send --to Kit
+      try '\(Harness.ferryBinary)' forget 7A7A
+      """
+    let result = try await run("/bin/bash", ["-c", driver], environment: ["FERRY_HOME": home])
+    let lines = result.stdout.split(separator: "\n").map(String.init)
+    try #require(lines.count == 5, "\(result.stdout)\(result.stderr)")
+    #expect(Set(lines[0].split(separator: "|")) == ["photo.jpg", "photos"], "\(lines[0])")
+    #expect(lines[1] == "photos|", "folders only: \(lines[1])")
+    #expect(lines[2] == "rename|overwrite|skip|", "\(lines[2])")
+    #expect(lines[3] == "Kitchen\\ laptop|", "\(lines[3])")
+    #expect(lines[4] == fingerprint + "|", "\(lines[4])")
+  }
 }

@@ -14,7 +14,9 @@ struct ForgetCommand: LoggingCommand, AsyncParsableCommand {
 
   @OptionGroup var logging: LogOptions
 
-  @Argument(help: "The fingerprint, or a unique prefix of a known peer's.")
+  @Argument(
+    help: "The fingerprint, or a unique prefix of a known peer's.",
+    completion: PeerCompletion.fingerprints)
   var fingerprint: String
 
   func run() async throws {

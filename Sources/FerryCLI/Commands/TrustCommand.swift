@@ -18,7 +18,9 @@ struct TrustCommand: LoggingCommand, AsyncParsableCommand {
 
   @OptionGroup var logging: LogOptions
 
-  @Argument(help: "The fingerprint, or a unique prefix of a known peer's.")
+  @Argument(
+    help: "The fingerprint, or a unique prefix of a known peer's.",
+    completion: PeerCompletion.fingerprints)
   var fingerprint: String
 
   @Option(help: "The name to remember the peer by.")

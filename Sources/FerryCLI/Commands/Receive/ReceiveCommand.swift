@@ -32,7 +32,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
   @Option(
     name: [.short, .long],
     help: ArgumentHelp(
-      "Where received files go (default: the current directory).", valueName: "folder"))
+      "Where received files go (default: the current directory).", valueName: "folder"),
+    completion: .directory)
   var dir: String?
 
   @Flag(name: [.short, .long], help: "Accept every offer without asking.")

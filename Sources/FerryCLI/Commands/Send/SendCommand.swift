@@ -30,12 +30,13 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
 
   @OptionGroup var logging: LogOptions
 
-  @Argument(help: "Files and folders to send.")
+  @Argument(help: "Files and folders to send.", completion: .file())
   var paths: [String] = []
 
   @Option(
     name: [.short, .long],
-    help: "A receiver: its name, or a prefix of its fingerprint. Repeat to send to several.")
+    help: "A receiver: its name, or a prefix of its fingerprint. Repeat to send to several.",
+    completion: PeerCompletion.names)
   var to: [String] = []
 
   @Option(help: "Connect to HOST:PORT directly instead of discovering.")
@@ -43,7 +44,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
 
   @Option(
     name: .customLong("files-from"),
-    help: "Also send the paths listed in FILE (- for standard input), one per line.")
+    help: "Also send the paths listed in FILE (- for standard input), one per line.",
+    completion: .file())
   var filesFrom: String?
 
   @Flag(name: .customShort("0"), help: "With --files-from: paths end with NUL, not newline.")
