@@ -34,7 +34,7 @@ struct HostileFollowUpTests {
     // None of them is asked about afterwards: they were withdrawn before anyone took them.
     try await Task.sleep(for: .milliseconds(500))
     #expect(
-      receiver.process.transcript.components(separatedBy: "Accept? [y/N]").count - 1 == 1,
+      receiver.process.transcript.components(separatedBy: "Verification code:").count - 1 == 1,
       "\(receiver.process.transcript)")
     #expect(receiver.process.isRunning)
   }

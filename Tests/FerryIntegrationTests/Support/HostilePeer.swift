@@ -159,7 +159,8 @@ struct AttackedReceiver {
   func waitForPrompts(_ count: Int, timeout: Duration = .seconds(20)) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
-      if process.transcript.components(separatedBy: "Accept? [y/N]").count - 1 >= count {
+      // Each question prints its verification code once (the prompt line is redrawn).
+      if process.transcript.components(separatedBy: "Verification code:").count - 1 >= count {
         return true
       }
       try? await Task.sleep(for: .milliseconds(50))

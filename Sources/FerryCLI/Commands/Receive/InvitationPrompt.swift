@@ -106,7 +106,8 @@ struct InvitationPrompt: Sendable {
     lines.append("Verification code: \(code) (compare with the sender's screen)")
     let answer = await question(
       lines, from: offer.peer.displayName,
-      until: .now + ResourceOffer.decisionTimeout - .seconds(5), isPending: { offer.isPending })
+      until: .now + ResourceOffer.decisionTimeout - .seconds(5), urgent: true,
+      isPending: { offer.isPending })
     if answer == .withdrawn {
       bar.above {
         StandardStream.error.write("(\(printable(offer.peer.displayName)) withdrew the offer)\n")
@@ -125,11 +126,12 @@ struct InvitationPrompt: Sendable {
   /// is no.
   private func question(
     _ lines: [String], from label: String, until deadline: ContinuousClock.Instant,
-    isPending: @escaping @Sendable () -> Bool
+    urgent: Bool = false, isPending: @escaping @Sendable () -> Bool
   ) async -> Answer {
     let (bar, lines) = (self.bar, lines)
     let ticket = bar.enqueue(label, until: deadline, isPending: isPending)
-    return await turns.take {
+    defer { bar.dequeue(ticket) }
+    let answer = await turns.take(urgent: urgent, isPending: isPending) { () async -> Answer in
       bar.dequeue(ticket)
       guard isPending() else { return .withdrawn }
       bar.above {
@@ -156,6 +158,7 @@ struct InvitationPrompt: Sendable {
         }
       }
     }
+    return answer ?? .withdrawn
   }
 
   /// The wall-clock time of `instant`.

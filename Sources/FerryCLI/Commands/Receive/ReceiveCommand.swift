@@ -187,14 +187,15 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     Task {
       // Each decided on its own (the advertiser caps how many are pending); the prompt asks
       // one at a time and lists the others as waiting.
-      await withTaskGroup(of: Void.self) { group in
+      // Discarding: a long-running receiver must not keep every finished decision.
+      await withDiscardingTaskGroup { group in
         for await invitation in advertiser.invitations {
           group.addTask { await decisions.decide(invitation, session: session) }
         }
       }
     }
     Task {
-      await withTaskGroup(of: Void.self) { group in
+      await withDiscardingTaskGroup { group in
         for await offer in session.resourceOffers {
           group.addTask { await decisions.decide(offer) }
         }
