@@ -9,18 +9,20 @@ struct TrustCommand: LoggingCommand, AsyncParsableCommand {
     abstract: "Mark a peer trusted by its fingerprint.",
     discussion: """
       FPR is the peer's full fingerprint (as 'ferry identity' prints it on that machine, spaces \
-      and colons allowed), or a prefix of a known peer's fingerprint that matches only one.
+      and colons allowed), or a prefix of at least 16 digits of a known peer's fingerprint that \
+      matches only one: a shorter prefix can be matched on purpose by another key in hours, and \
+      a trusted peer is accepted without asking (ferry receive --accept-trusted). Compare the \
+      digits with 'ferry identity' on that machine.
 
       Examples:
         ferry trust "9F2C 41AB 0C3D 7E11 …" --name "Kitchen laptop"
-        ferry trust 9F2C41AB
+        ferry trust 9F2C41AB0C3D7E11
       """)
 
   @OptionGroup var logging: LogOptions
 
-  @Argument(
-    help: "The fingerprint, or a unique prefix of a known peer's.",
-    completion: PeerCompletion.fingerprints)
+  // Not completed from the known peers: trust is consent to a key the user compared.
+  @Argument(help: "The fingerprint, or a unique prefix (16+ digits) of a known peer's.")
   var fingerprint: String
 
   @Option(help: "The name to remember the peer by.")
@@ -28,6 +30,16 @@ struct TrustCommand: LoggingCommand, AsyncParsableCommand {
 
   func run() async throws {
     let store = KnownPeers()
+    if let digits = Fingerprint.prefixLength(of: fingerprint),
+      digits < Fingerprint.minimumPrefixDigits
+    {
+      throw CLIFailure(
+        status: .usage,
+        message: "'\(DisplayText.escaping(fingerprint))' is \(digits) digits: trusting takes at "
+          + "least \(Fingerprint.minimumPrefixDigits) (another key can be made to match fewer); "
+          + "compare them with 'ferry identity' on that machine",
+        code: .shortFingerprint)
+    }
     let resolved = try resolveFingerprint(fingerprint, in: store, allowUnknown: true)
     do {
       try store.trust(resolved, name: name)
