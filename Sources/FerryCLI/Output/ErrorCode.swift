@@ -8,6 +8,8 @@ enum ErrorCode: String, CaseIterable, Sendable {
   case invalidName = "invalid-name"
   case invalidAddress = "invalid-address"
   case invalidDir = "invalid-dir"
+  /// The config file cannot be read, or says something this version does not take.
+  case invalidConfig = "invalid-config"
   case invalidDiscoveryInfo = "invalid-discovery-info"
   case cannotRead = "cannot-read"
   case invalidPath = "invalid-path"

@@ -17,14 +17,22 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       'ferry send --address HOST:PORT' (fix the port with --port).
 
       Files are written to a staging folder inside --dir, verified (SHA-256) and then moved \
-      into place; nothing partial ever appears in --dir itself.
+      into place; nothing partial ever appears in --dir itself. The folder is checked before \
+      anything is advertised: it must exist (--mkdir creates it) and be writable.
+
+      Defaults for these options can be kept in a config file: --config FILE, else \
+      $FERRY_CONFIG, else config.toml in ferry's home (~/.config/ferry), read when it exists. \
+      Its [receive] table takes the long options' names with '_' (dir, mkdir, name, \
+      accept = "ask" | "trusted" | "yes", accept_from, port, on_conflict, keep_partial_days, \
+      resume_grace, service); flags given here override it.
 
       Examples:
         ferry receive
         ferry receive --dir ~/Downloads --name "Kitchen laptop"
         ferry receive --yes --once --json --dir /srv/incoming
         ferry receive --accept-from 9F2C41AB0C3D7E11 --dir backups
-        ferry receive --accept-trusted --dir ~/Inbox
+        ferry receive --accept-trusted --dir ~/Inbox --mkdir
+        ferry receive --config /etc/ferry/config.toml
       """)
 
   @OptionGroup var logging: LogOptions
@@ -35,6 +43,16 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       "Where received files go (default: the current directory).", valueName: "folder"),
     completion: .directory)
   var dir: String?
+
+  @Flag(help: "Create --dir (and its parents) if it does not exist.")
+  var mkdir = false
+
+  @Option(
+    help: ArgumentHelp(
+      "A config file with defaults for these options (default: $FERRY_CONFIG, else "
+        + "config.toml in ferry's home, when it exists).", valueName: "file"),
+    completion: .file(extensions: ["toml"]))
+  var config: String?
 
   @Flag(name: [.short, .long], help: "Accept every offer without asking.")
   var yes = false
@@ -56,23 +74,29 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
   var port: UInt16?
 
   @Option(
-    name: .customLong("on-conflict"), help: "When a name is taken: rename, overwrite or skip.")
-  var onConflict: ConflictPolicy = .rename
+    name: .customLong("on-conflict"),
+    help: "When a name is taken: rename (the default), overwrite or skip.")
+  var onConflict: ConflictPolicy?
 
   @Option(
     name: .customLong("keep-partial-days"),
-    help: "Days a partial file waits in DIR/.ferry-partial for its sender to resume it.")
-  var keepPartialDays: Double = 7
+    help: ArgumentHelp(
+      "Days a partial file waits in DIR/.ferry-partial for its sender to resume it "
+        + "(default: 7)."))
+  var keepPartialDays: Double?
 
   @Option(
     name: .customLong("resume-grace"),
     help: ArgumentHelp(
       "Seconds a sender whose connection was lost may take to come back for the same files and "
-        + "be accepted without asking again (0: always ask).", valueName: "SECONDS"))
-  var resumeGrace: Double = 60
+        + "be accepted without asking again (0: always ask; default: 60).",
+      valueName: "SECONDS"))
+  var resumeGrace: Double?
 
-  @Option(parsing: .unconditional, help: "The DNS-SD service type to publish (RFC 6335 name).")
-  var service: String = ServiceType.ferry.name
+  @Option(
+    parsing: .unconditional,
+    help: "The DNS-SD service type to publish (RFC 6335 name; default: ferry).")
+  var service: String?
 
   @Option(help: "The name senders see (1-63 bytes of UTF-8). Default: this machine's host name.")
   var name: String?
@@ -80,45 +104,36 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
   @OptionGroup var output: OutputOptions
 
   func validate() throws {
-    do {
-      _ = try parseServiceType(service)
-    } catch {
-      throw ValidationError(error.message)
+    if let service {
+      do {
+        _ = try parseServiceType(service)
+      } catch {
+        throw ValidationError(error.message)
+      }
     }
     if yes && (!acceptFrom.isEmpty || acceptTrusted) {
       throw ValidationError(
         "--yes accepts everyone: it cannot be used with --accept-from or --accept-trusted")
     }
-    if !(resumeGrace >= 0 && resumeGrace <= 86_400) {
+    if let resumeGrace, !(resumeGrace >= 0 && resumeGrace <= 86_400) {
       throw ValidationError("--resume-grace must be between 0 and 86400 seconds")
     }
-    if !(keepPartialDays >= 0 && keepPartialDays <= 36_500) {
+    if let keepPartialDays, !(keepPartialDays >= 0 && keepPartialDays <= 36_500) {
       throw ValidationError("--keep-partial-days must be between 0 and 36500")
-    }
-    if !yes && acceptFrom.isEmpty && !acceptTrusted && isatty(0) != 1 {
-      throw ValidationError(
-        "no terminal to ask on: use --yes to accept every offer, --accept-from FPR or "
-          + "--accept-trusted to accept chosen senders"
-      )
     }
   }
 
   func run() async throws {
     let output = self.output.writer
-    let serviceType = try parseServiceType(service)
-    let displayName = name ?? ProcessInfo.processInfo.hostName
-    let destination = URL(fileURLWithPath: dir ?? ".").standardizedFileURL
-    var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: destination.path, isDirectory: &isDirectory),
-      isDirectory.boolValue
-    else {
-      throw CLIFailure(
-        status: .usage, message: "\(destination.path) is not a directory", code: .invalidDir)
-    }
+    let settings = try ReceiveSettings(self, config: ReceiveConfig.load(explicit: config))
+    let (serviceType, displayName, port) = (settings.service, settings.name, settings.port)
+    // Checked before anything is advertised: nobody is accepted into a folder that fails.
+    let folder = try ReceiveDestination(settings.dir, create: settings.mkdir)
+    let destination = folder.url
     let knownPeers = KnownPeers()
     let policy = try ReceivePolicy.from(
-      yes: yes, acceptFrom: acceptFrom, acceptTrusted: acceptTrusted, canAsk: isatty(0) == 1,
-      knownPeers: knownPeers)
+      yes: settings.yes, acceptFrom: settings.acceptFrom, acceptTrusted: settings.acceptTrusted,
+      canAsk: settings.canAsk, knownPeers: knownPeers)
     let identity = try loadIdentity()
     let session: Session
     let advertiser: Advertiser
@@ -126,7 +141,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       // Files only: messages and streams nobody here reads are refused, not buffered.
       session = try Session(identity: identity, displayName: displayName, accepting: [])
       advertiser = try Advertiser(
-        identity: identity, displayName: displayName, serviceType: serviceType, port: port ?? 0,
+        identity: identity, displayName: displayName, serviceType: serviceType, port: port,
         knownPeers: knownPeers)
     } catch let error as DiscoveryError {
       throw cliFailure(error)
@@ -159,7 +174,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     let outcomes = AsyncStream<CLIFailure?>.makeStream()
     let gate = once ? OnceGate() : nil
     let approvals = Approvals()
-    let grace = Duration.seconds(resumeGrace)
+    let grace = Duration.seconds(settings.resumeGrace)
     let reporter = ReceiveReporter(
       output: output, bar: ProgressBar(enabled: self.output.showsProgress), incoming: incoming,
       gate: gate, outcomes: outcomes.continuation, approvals: approvals, resumeGrace: grace)
@@ -179,8 +194,9 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     let decisions = ReceiveDecisions(
       policy: policy, approvals: approvals, gate: gate,
       options: ReceiveOptions(
-        destination: destination, conflictPolicy: onConflict,
-        staleAfter: .seconds(keepPartialDays * 86_400)),
+        destination: destination, conflictPolicy: settings.onConflict,
+        staleAfter: .seconds(settings.keepPartialDays * 86_400)),
+      folder: folder,
       resumeGrace: grace,
       prompt: InvitationPrompt(output: output, bar: reporter.bar, turns: PromptTurns()),
       outcomes: outcomes.continuation)

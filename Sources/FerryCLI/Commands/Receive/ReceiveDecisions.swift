@@ -13,6 +13,8 @@ struct ReceiveDecisions: Sendable {
   let approvals: Approvals
   let gate: OnceGate?
   let options: ReceiveOptions
+  /// The destination, for its free space.
+  let folder: ReceiveDestination
   /// How long a sender whose link was lost may come back for the same batch and be accepted
   /// without asking again (`--resume-grace`).
   let resumeGrace: Duration
@@ -39,7 +41,11 @@ struct ReceiveDecisions: Sendable {
     var resumed: Approvals.Approval?
     var byPolicy = false
     let isConnected = session.connectedPeers.contains { $0.fingerprint == invitation.fingerprint }
-    if let decision = policy.decision(for: invitation) {
+    if let summary, let lack = folder.lackOfSpace(for: summary.bytes) {
+      // Before anyone is asked: a yes could only end in a refused offer.
+      accept = false
+      reason = "\(lack) on the receiver"
+    } else if let decision = policy.decision(for: invitation) {
       (accept, byPolicy) = (decision.accept, true)
       if !decision.reason.isEmpty { reason = decision.reason }
     } else if let earlier = approvals.resumable(

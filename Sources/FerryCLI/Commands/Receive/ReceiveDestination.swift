@@ -1,0 +1,106 @@
+import Ferry
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The folder `ferry receive` writes into, checked before anything is advertised: it exists
+/// (or `--mkdir` makes it), it is a folder, and this user may create files in it. Also how
+/// much room it has, so that an invitation too large for it is declined before anyone is
+/// asked rather than failing after "Accepted".
+struct ReceiveDestination: Sendable {
+  /// The folder, absolute and standardized.
+  let url: URL
+
+  /// Checks (and with `create`, makes) the folder at `path`.
+  ///
+  /// - Throws: ``CLIFailure`` (usage, `invalid-dir`) saying what is wrong and what to do.
+  init(_ path: String, create: Bool) throws(CLIFailure) {
+    url = URL(fileURLWithPath: path).standardizedFileURL
+    let shown = DisplayText.escaping(url.path)
+    var status = stat()
+    if stat(url.path, &status) != 0 {
+      let reason = errno
+      guard reason == ENOENT, create else {
+        throw Self.failure(
+          reason == ENOENT
+            ? "\(shown) does not exist (--mkdir creates it)"
+            : "\(shown): \(Self.words(reason))")
+      }
+      try Self.makeFolders(url)
+      guard stat(url.path, &status) == 0 else {
+        throw Self.failure("\(shown): \(Self.words(errno))")
+      }
+    }
+    guard status.st_mode & S_IFMT == S_IFDIR else {
+      throw Self.failure("\(shown) is not a folder")
+    }
+    // What creating a file in it needs. A read-only filesystem says EROFS.
+    guard access(url.path, W_OK | X_OK) == 0 else {
+      let reason = errno
+      throw Self.failure(
+        reason == EROFS
+          ? "\(shown) is on a read-only filesystem: nothing can be received into it"
+          : "cannot write in \(shown): \(Self.words(reason))")
+    }
+  }
+
+  /// Bytes this user may still write on the folder's filesystem; nil if unknown.
+  var availableBytes: UInt64? {
+    var status = statvfs()
+    guard statvfs(url.path, &status) == 0 else { return nil }
+    let (bytes, overflow) = UInt64(status.f_bavail).multipliedReportingOverflow(
+      by: UInt64(status.f_frsize))
+    return overflow ? .max : bytes
+  }
+
+  /// Bytes already staged in `.ferry-partial` (a resumed batch needs only the rest).
+  var stagedBytes: UInt64 {
+    let staging = url.appendingPathComponent(".ferry-partial").path
+    guard let directory = opendir(staging) else { return 0 }
+    defer { closedir(directory) }
+    var total: UInt64 = 0
+    var seen = 0
+    // Bounded: a staging folder is a few hundred entries; this is an estimate.
+    while seen < 100_000, let entry = readdir(directory) {
+      seen += 1
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      guard name.hasSuffix(".part") else { continue }
+      var status = stat()
+      if fstatat(dirfd(directory), name, &status, AT_SYMLINK_NOFOLLOW) == 0 {
+        total &+= UInt64(max(status.st_size, 0))
+      }
+    }
+    return total
+  }
+
+  /// Why an offer of `bytes` cannot fit, or nil when it can (or the room is unknown).
+  func lackOfSpace(for bytes: UInt64) -> String? {
+    guard let available = availableBytes else { return nil }
+    let (room, overflow) = available.addingReportingOverflow(stagedBytes)
+    guard !overflow, bytes > room else { return nil }
+    return "not enough space: \(formatBytes(bytes)) offered, \(formatBytes(available)) free"
+  }
+
+  /// mkdir -p, with the system's words for a failure.
+  private static func makeFolders(_ url: URL) throws(CLIFailure) {
+    var path = ""
+    for component in url.pathComponents where component != "/" {
+      path += "/" + component
+      if mkdir(path, 0o777) != 0 && errno != EEXIST {
+        throw failure("cannot create \(DisplayText.escaping(path)): \(words(errno))")
+      }
+    }
+  }
+
+  private static func words(_ code: Int32) -> String {
+    String(cString: strerror(code)).lowercased()
+  }
+
+  private static func failure(_ message: String) -> CLIFailure {
+    CLIFailure(status: .usage, message: message, code: .invalidDir)
+  }
+}

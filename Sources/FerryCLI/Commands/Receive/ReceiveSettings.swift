@@ -1,0 +1,65 @@
+import Ferry
+import Foundation
+
+/// What `ferry receive` runs with: each option from its flag when given, else from the config
+/// file's `[receive]` table, else its default. The accept policy is taken whole from one
+/// place: any of `--yes`, `--accept-from`, `--accept-trusted` on the command line replaces
+/// the file's `accept` and `accept_from`.
+struct ReceiveSettings: Sendable {
+  let dir: String
+  let mkdir: Bool
+  let name: String
+  let yes: Bool
+  let acceptFrom: [String]
+  let acceptTrusted: Bool
+  let port: UInt16
+  let onConflict: ConflictPolicy
+  let keepPartialDays: Double
+  let resumeGrace: Double
+  let service: ServiceType
+  /// A person can be asked (standard input is a terminal).
+  let canAsk: Bool
+
+  /// Merges `command`'s flags over `config`.
+  ///
+  /// - Throws: ``CLIFailure`` (usage) for a service type or name the config got wrong, or
+  ///   when nobody can be asked and nothing says whom to accept.
+  init(_ command: ReceiveCommand, config: ReceiveConfig) throws(CLIFailure) {
+    let source = config.path.map { " (config \(DisplayText.escaping($0)))" } ?? ""
+    dir = command.dir ?? config.dir ?? "."
+    mkdir = command.mkdir || (config.mkdir ?? false)
+    name = command.name ?? config.name ?? ProcessInfo.processInfo.hostName
+    if command.yes || !command.acceptFrom.isEmpty || command.acceptTrusted {
+      (yes, acceptFrom, acceptTrusted) = (command.yes, command.acceptFrom, command.acceptTrusted)
+    } else {
+      yes = config.accept == .yes
+      acceptFrom = config.acceptFrom ?? []
+      acceptTrusted = config.accept == .trusted
+      if yes && !acceptFrom.isEmpty {
+        throw CLIFailure(
+          status: .usage,
+          message: "accept = \"yes\" accepts everyone: it cannot go with accept_from\(source)",
+          code: .invalidConfig)
+      }
+    }
+    port = command.port ?? config.port ?? 0
+    onConflict = command.onConflict ?? config.onConflict ?? .rename
+    keepPartialDays = command.keepPartialDays ?? config.keepPartialDays ?? 7
+    resumeGrace = command.resumeGrace ?? config.resumeGrace ?? 60
+    do {
+      service = try parseServiceType(command.service ?? config.service ?? ServiceType.ferry.name)
+    } catch {
+      throw CLIFailure(
+        status: .usage, message: error.message + source, code: .invalidServiceType)
+    }
+    canAsk = isatty(0) == 1
+    if !yes && acceptFrom.isEmpty && !acceptTrusted && !canAsk {
+      throw CLIFailure(
+        status: .usage,
+        message: "no terminal to ask on: use --yes to accept every offer, --accept-from FPR or "
+          + "--accept-trusted to accept chosen senders (or accept = \"trusted\" in the config "
+          + "file)",
+        code: .usage)
+    }
+  }
+}
