@@ -9,6 +9,34 @@ import Testing
 struct CLIConventionTests {
   static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
+  @Test("a file the sender cannot read is exit 2 before anything is sent, naming it")
+  func unreadableBeforeAsking() async throws {
+    // As nobody: root reads every file.
+    let folder = try temporaryDirectory("unreadable")
+    chmod(folder.path, 0o755)
+    let secret = folder.appendingPathComponent("secret.txt")
+    try writeFile(secret, size: 10)
+    chmod(secret.path, 0o600)
+    let home = folder.appendingPathComponent("home")
+    try FileManager.default.createDirectory(at: home, withIntermediateDirectories: false)
+    chown(home.path, 65_534, 65_534)
+    let readable = folder.appendingPathComponent("open.txt")
+    try writeFile(readable, size: 10)
+    chmod(readable.path, 0o644)
+    let result = try await run(
+      "/usr/bin/setpriv",
+      [
+        "--reuid", "65534", "--regid", "65534", "--clear-groups", Harness.ferryBinary, "send",
+        "-j", "--address", "127.0.0.1:9", readable.path, secret.path,
+      ],
+      environment: Self.noBus.merging(["FERRY_HOME": home.path]) { $1 })
+    #expect(result.status == 2, "\(result.stderr)")
+    #expect(
+      result.stderr.contains("secret.txt: permission denied"), "\(result.stderr)")
+    #expect(!result.stderr.contains("127.0.0.1"), "nothing was connected to: \(result.stderr)")
+    #expect(result.stdout.contains("\"cannot-read\""), "\(result.stdout)")
+  }
+
   @Test("'ferry' alone and 'ferry help nonexist' print the help on stderr and exit 2")
   func missingCommand() async throws {
     let alone = try await run(Harness.ferryBinary, [])

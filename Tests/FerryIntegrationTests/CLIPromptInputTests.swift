@@ -43,6 +43,20 @@ struct CLIPromptInputTests {
     receiver.transcript.components(separatedBy: "wants to send").count - 1
   }
 
+  @Test("Ctrl-C at the prompt: the sender hears 'the receiver stopped' and exits 4")
+  func interruptedAtPrompt() async throws {
+    let (receiver, _, port) = try await receiver("stopped")
+    defer { receiver.signal(SIGKILL) }
+    let sender = try send([try smallFile("stopped")], port: port)
+    defer { sender.signal(SIGKILL) }
+    #expect(await receiver.waitForText("Accept? [y/N]"), "\(receiver.transcript)")
+    receiver.signal(SIGINT)
+    #expect(await receiver.waitForExit(timeout: .seconds(10)) == 130, "\(receiver.transcript)")
+    #expect(await sender.waitForExit(timeout: .seconds(10)) == 4, "\(sender.stderr)")
+    #expect(sender.stderr.contains("the receiver stopped"), "\(sender.stderr)")
+    #expect(!sender.stderr.contains("vanished"), "\(sender.stderr)")
+  }
+
   @Test("keys typed while nothing is asked are discarded: 'x' then the question, 'y' accepts")
   func typeaheadDiscarded() async throws {
     let (receiver, destination, port) = try await receiver("typeahead")
@@ -111,9 +125,9 @@ struct CLIPromptInputTests {
     proxy.stall(false)
     // A finishes while B's question is up: the note goes above, the question is drawn again.
     #expect(await first.waitForExit(timeout: .seconds(30)) == 0, "\(first.stderr)")
-    #expect(await receiver.waitForText("Received 1 file(s)"), "\(receiver.transcript)")
+    #expect(await receiver.waitForText("Received 1 file,"), "\(receiver.transcript)")
     let after = String(receiver.transcript.dropFirst(beforeResume))
-    let received = try #require(after.range(of: "Received 1 file(s)"))
+    let received = try #require(after.range(of: "Received 1 file,"))
     #expect(
       after[received.upperBound...].contains("Accept? [y/N]"),
       "the question is gone after the transfer: \(after.debugDescription)")

@@ -50,7 +50,7 @@ struct CLIPromptTests {
     let prompt = scene.receiver.transcript
     #expect(prompt.contains("wants to send"))
     #expect(prompt.contains("(new)"))
-    #expect(prompt.contains("2 file(s), 300 KB"))
+    #expect(prompt.contains("2 files, 300 KB"))
     #expect(prompt.contains("report.pdf"))
     // The code is shown as "123 456"; the JSON carries the digits.
     #expect(prompt.contains("Verification code: \(code.prefix(3)) \(code.suffix(3))"), "\(prompt)")

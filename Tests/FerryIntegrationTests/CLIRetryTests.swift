@@ -121,6 +121,6 @@ struct CLIRetryTests {
     #expect(fields["bytes"] as? Int == 5000)
     #expect(!FileManager.default.fileExists(atPath: old.path))
     #expect(FileManager.default.fileExists(atPath: recent.path), "a recent partial stays")
-    #expect(receiver.stderr.contains("Removed 1 partial file(s)"), "\(receiver.stderr)")
+    #expect(receiver.stderr.contains("Removed 1 partial file "), "\(receiver.stderr)")
   }
 }

@@ -188,4 +188,26 @@ struct CLIServiceTests {
     #expect(await receiver.waitForExit(timeout: .seconds(20)) == 0, "\(receiver.stderr)")
     #expect(FileManager.default.fileExists(atPath: missing.appendingPathComponent("x.bin").path))
   }
+
+  @Test("an invitation larger than the free space is declined before anyone is asked (exit 4)")
+  func tooLarge() async throws {
+    // A sparse 10 TiB file: announced in full, nothing on disk.
+    let file = try temporaryDirectory("service-huge").appendingPathComponent("huge.img")
+    _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: file)
+    try handle.truncate(atOffset: 10 << 40)
+    try handle.close()
+    defer { try? FileManager.default.removeItem(at: file) }
+    let destination = try temporaryDirectory("service-huge-dst")
+    let (receiver, port) = try await startReceiver(
+      ["--yes", "-d", destination.path], home: Harness.freshFerryHome())
+    defer { receiver.signal(SIGKILL) }
+    let sent = try await send(file, port: port)
+    #expect(sent.status == 4, "\(sent.stderr)")
+    #expect(
+      sent.stderr.contains("not enough space: 11 TB offered,")
+        && sent.stderr.contains("free on the receiver"), "\(sent.stderr)")
+    #expect(receiver.stdout.contains("\"declined\""), "\(receiver.stdout)")
+    #expect(!receiver.stdout.contains("\"accepted\""), "\(receiver.stdout)")
+  }
 }

@@ -54,7 +54,7 @@ struct HostileFollowUpTests {
       await receiver.process.waitForText("offers other files than it announced"),
       "\(variant): \(receiver.process.transcript)")
     #expect(
-      receiver.process.transcript.contains("including 1 hidden file(s)"),
+      receiver.process.transcript.contains("including 1 hidden file "),
       "\(variant): \(receiver.process.transcript)")
     receiver.process.type("n\n")
     let results = try await attack.value

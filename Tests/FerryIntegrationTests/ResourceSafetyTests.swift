@@ -191,7 +191,7 @@ struct ResourceSafetyTests {
         #expect(
           error
             == (side == "sender"
-              ? .cancelled : .cancelledByPeer(reason: TransferError.cancelled.description)))
+              ? .cancelled : .cancelledByPeer(reason: "the receiver cancelled the transfer")))
       }
       let ended = await events.first {
         if case .offerFinished = $0 { return true }

@@ -424,7 +424,8 @@ final class OutgoingOffer: Sendable {
     }
     if first {
       let remote = link.channel.remoteAddress?.description ?? "?"
-      FerryLogging.logger.info("sending \(files.count) file(s) to \(remote) stopped: \(error)")
+      FerryLogging.logger.info(
+        "sending \(Quantity.count(files.count, "file")) to \(remote) stopped: \(error)")
     }
     accept?.resume(throwing: error)
     done?.resume(throwing: error)

@@ -27,7 +27,9 @@ public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
     case .unsafeDestination(let what): return "unsafe destination: \(what)"
     case .cannotWrite(let reason): return "cannot write \(reason)"
     case .insufficientSpace(let needed, let available):
-      return "not enough space: \(needed) bytes needed, \(available) available"
+      return
+        "not enough space: \(Quantity.bytes(UInt64(max(0, needed)))) needed, "
+        + "\(Quantity.bytes(UInt64(max(0, available)))) free"
     case .integrityCheckFailed(let path):
       return "\(path): the received data is corrupt (SHA-256 mismatch)"
     case .tooManyFiles(let count):
@@ -35,7 +37,8 @@ public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
     case .cannotRead(let reason): return "cannot read \(reason)"
     case .tooLarge(let what):
       return
-        "\(what) is larger than \(ProtocolLimits.maximumOfferBytes) bytes, the most one offer carries"
+        "\(what) is larger than \(Quantity.bytes(ProtocolLimits.maximumOfferBytes)), the most one "
+        + "offer carries"
     }
   }
 }

@@ -87,6 +87,12 @@ public struct ResourceItem: Hashable, Sendable {
         throw .cannotRead(
           "\(item.url.path): \(fileKind(status.st_mode & S_IFMT)), not a regular file")
       }
+      // Readable now, before anyone is asked, not found out after the receiver said yes.
+      let probe = open(item.url.path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+      guard probe >= 0 else {
+        throw .cannotRead("\(item.url.path): \(errnoText().lowercased())")
+      }
+      close(probe)
       let identity = (device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
       if let earlier = identities[item.path] {
         if earlier == identity { continue }  // The same file, named twice.

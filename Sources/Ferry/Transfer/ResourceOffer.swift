@@ -57,8 +57,10 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
   /// asking about an offer nobody is waiting on.
   public var isPending: Bool { pending.load(ordering: .acquiring) }
 
-  /// `N file(s), B bytes from PEER`.
-  public var description: String { "\(files.count) file(s), \(totalBytes) bytes from \(peer)" }
+  /// `N files, SIZE from PEER`.
+  public var description: String {
+    "\(Quantity.count(files.count, "file")), \(Quantity.bytes(totalBytes)) from \(peer)"
+  }
 
   /// Accepts: the files are received into `options.destination` as ``Session/resourceEvents``
   /// reports (an offer that no longer fits the free space is refused there, with

@@ -224,7 +224,7 @@ final class ProgressBar: Sendable {
       done: snapshot.bytes, total: snapshot.total, label: shortened(printable(label), to: 20),
       width: 24)
     let rate = snapshot.bytesPerSecond
-    if rate > 0 { line += "  \(formatBytes(UInt64(wholeNumber(rate))))/s" }
+    if rate > 0 { line += "  \(Quantity.bytes(UInt64(wholeNumber(rate))))/s" }
     if rate > 0, snapshot.total > snapshot.bytes {
       // A trickle (a slow or hostile peer) gives an ETA beyond any clock: shown as such.
       let eta = wholeNumber(Double(snapshot.total - snapshot.bytes) / rate)
@@ -242,7 +242,7 @@ final class ProgressBar: Sendable {
     return (label.isEmpty ? "" : label + " ") + "["
       + String(repeating: "=", count: filled) + String(repeating: " ", count: width - filled)
       + "] " + String(format: "%3d%%", Int(fraction * 100))
-      + "  \(formatBytes(UInt64(max(0, done))))/\(formatBytes(UInt64(max(0, total))))"
+      + "  \(Quantity.bytes(UInt64(max(0, done))))/\(Quantity.bytes(UInt64(max(0, total))))"
   }
 
   /// The width of the terminal on stderr (80 when it cannot be told), read at each drawing so

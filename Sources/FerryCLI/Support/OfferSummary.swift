@@ -87,16 +87,3 @@ struct OfferSummary: Codable, Sendable, Equatable {
       && overview.roots.allSatisfy { listed.contains(Array($0.utf8)) }
   }
 }
-
-/// `1.5 GB`, `12 KB`, `3 bytes` (decimal units, as ls -h --si and most file managers).
-func formatBytes(_ bytes: UInt64) -> String {
-  if bytes < 1000 { return "\(bytes) bytes" }
-  let units = ["KB", "MB", "GB", "TB", "PB"]
-  var value = Double(bytes) / 1000
-  var unit = 0
-  while value >= 1000 && unit < units.count - 1 {
-    value /= 1000
-    unit += 1
-  }
-  return String(format: value < 10 ? "%.1f" : "%.0f", value) + " " + units[unit]
-}

@@ -118,7 +118,8 @@ final class IncomingOffer: @unchecked Sendable {
   /// (queued first, so that it is the cancel that ends the offer) follows on its executor.
   func cancelFromApplication() {
     executor.run { self.abandon(.cancelled, notify: false) }
-    let (channel, reason) = (self.channel, TransferError.cancelled.description)
+    // Said as the sender's side says it: whose cancel it was.
+    let (channel, reason) = (self.channel, "the receiver cancelled the transfer")
     link.onMultiplexer {
       $0.reset(channel: channel, .cancelled, reason: reason, error: .cancelled)
     }
@@ -195,7 +196,7 @@ final class IncomingOffer: @unchecked Sendable {
     let stale = staging.removeStale(olderThan: options.staleAfter)
     if stale.files > 0 {
       FerryLogging.logger.info(
-        "removed \(stale.files) stale partial file(s), \(stale.bytes) bytes, from the staging folder"
+        "removed \(Quantity.count(stale.files, "stale partial file")), \(Quantity.bytes(stale.bytes)), from the staging folder"
       )
       events.yield(
         .staleStagingRemoved(
@@ -583,7 +584,8 @@ final class IncomingOffer: @unchecked Sendable {
   /// staging folder).
   private func refuse(_ error: ResourceError) {
     FerryLogging.logger.notice(
-      "refused an offer of \(offered.count) file(s) from \(peer.displayName): \(error)")
+      "refused an offer of \(Quantity.count(offered.count, "file")) from \(peer.displayName): \(error)"
+    )
     phase = .ended
     question?.withdraw()
     let channel = self.channel

@@ -92,7 +92,7 @@ struct InvitationPrompt: Sendable {
     case .differsFrom(let summary):
       lines.append(
         "\(Self.who(offer.peer, status: status)) offers other files than it announced "
-          + "(\(summary.files) file(s), \(formatBytes(summary.bytes))):")
+          + "(\(Quantity.count(summary.files, "file")), \(Quantity.bytes(summary.bytes))):")
     case .unannounced:
       lines.append("\(Self.who(offer.peer, status: status)) offers:")
     case .later:
@@ -176,12 +176,12 @@ struct InvitationPrompt: Sendable {
   /// How many top-level entries a question lists.
   static let shownRoots = 8
 
-  /// `N file(s), SIZE:` and the first names (escaped), with `… and N more`; when names are not
+  /// `N files, SIZE:` and the first names (escaped), with `… and N more`; when names are not
   /// all shown, the top-level entries they are in; and how many files are hidden.
   static func listing(
     count: Int, bytes: UInt64, names: [String], roots: [String]?, hidden: Int?
   ) -> [String] {
-    var lines = ["\(count) file(s), \(formatBytes(bytes)):"]
+    var lines = ["\(Quantity.count(count, "file")), \(Quantity.bytes(bytes)):"]
     lines += names.prefix(shownNames).map { "  " + printable($0) }
     if count > min(names.count, shownNames) {
       lines.append("  … and \(count - min(names.count, shownNames)) more")
@@ -195,7 +195,8 @@ struct InvitationPrompt: Sendable {
       }
     }
     if let hidden, hidden > 0 {
-      lines.append("  including \(hidden) hidden file(s) (a name starting with \".\")")
+      lines.append(
+        "  including \(Quantity.count(hidden, "hidden file")) (a name starting with \".\")")
     } else if hidden == nil {
       lines.append("  (the sender did not say whether any file is hidden)")
     }

@@ -151,8 +151,14 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     // Every offer is decided here, on its real files: consent binds to what is written.
     session.askAboutResourceOffers()
     let incoming = IncomingTransfers()
+    let open = OpenInvitations()
     Interrupts.onInterrupt {
       advertiser.stop()
+      // Senders waiting on a question hear a decline (exit 4), not a vanished connection;
+      // the DECLINE needs a moment on the wire before the process ends.
+      if open.declineAll(reason: "the receiver stopped") > 0 {
+        try? await Task.sleep(for: .milliseconds(300))
+      }
       // Cancel what is arriving (the staged bytes stay for a resume); the RESETs leave before
       // each connection closes, and it closes once the sender has read them (at most 5 s).
       incoming.cancelAll()
@@ -199,7 +205,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       folder: folder,
       resumeGrace: grace,
       prompt: InvitationPrompt(output: output, bar: reporter.bar, turns: PromptTurns()),
-      outcomes: outcomes.continuation)
+      outcomes: outcomes.continuation, open: open)
     Task {
       // Each decided on its own (the advertiser caps how many are pending); the prompt asks
       // one at a time and lists the others as waiting.

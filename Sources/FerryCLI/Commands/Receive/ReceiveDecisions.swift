@@ -20,11 +20,15 @@ struct ReceiveDecisions: Sendable {
   let resumeGrace: Duration
   let prompt: InvitationPrompt
   let outcomes: AsyncStream<CLIFailure?>.Continuation
+  /// The invitations not answered yet, for Ctrl-C to decline.
+  let open: OpenInvitations
 
   private var output: EventWriter { prompt.output }
 
   /// Accepts or declines one invitation: by the policy, or by asking.
   func decide(_ invitation: Invitation, session: Session) async {
+    open.add(invitation)
+    defer { open.remove(invitation) }
     // Invitations are asked about one at a time; one that waited behind another prompt may
     // have been withdrawn meanwhile.
     guard invitation.isPending else {
@@ -53,7 +57,7 @@ struct ReceiveDecisions: Sendable {
     {
       // The person said yes to this very batch from this very key; its link was lost.
       (accept, resumed) = (true, earlier)
-      let files = earlier.summary.map { "the \($0.files) file(s)" } ?? "the files"
+      let files = earlier.summary.map { "the \(Quantity.count($0.files, "file"))" } ?? "the files"
       prompt.bar.above {
         output.note(
           "\(invitation.peer) lost its connection and is back for \(files) accepted before; "
@@ -172,7 +176,7 @@ struct ReceiveDecisions: Sendable {
       ])
     prompt.bar.above {
       output.note(
-        "Declined \(offer.files.count) file(s), \(formatBytes(offer.totalBytes)) from "
+        "Declined \(Quantity.count(offer.files.count, "file")), \(Quantity.bytes(offer.totalBytes)) from "
           + "\(offer.peer) (\(reason)).")
     }
     if counts, gate != nil {

@@ -82,7 +82,7 @@ struct ReceiveDestination: Sendable {
     guard let available = availableBytes else { return nil }
     let (room, overflow) = available.addingReportingOverflow(stagedBytes)
     guard !overflow, bytes > room else { return nil }
-    return "not enough space: \(formatBytes(bytes)) offered, \(formatBytes(available)) free"
+    return "not enough space: \(Quantity.bytes(bytes)) offered, \(Quantity.bytes(available)) free"
   }
 
   /// mkdir -p, with the system's words for a failure.

@@ -67,7 +67,7 @@ struct ReceiveReporter: Sendable {
         [("files", .int(files)), ("bytes", .int(Int(bytes))), ("dir", .string(destination.path))])
       bar.above {
         output.note(
-          "Removed \(files) partial file(s) (\(formatBytes(bytes))) that no sender resumed from "
+          "Removed \(Quantity.count(files, "partial file")) (\(Quantity.bytes(bytes))) that no sender resumed from "
             + "\(printable(destination.path))/.ferry-partial.")
       }
     case .offerRefused(let peer, let files, let error):
@@ -97,12 +97,12 @@ struct ReceiveReporter: Sendable {
         ])
       let identical = incoming.takeIdentical(from: transfer.peer)
       if let error {
-        bar.above { output.note("Transfer from \(transfer.peer) ended: \(error)") }
+        bar.above { output.note(Self.ending(of: transfer, error)) }
       } else {
         let already = identical > 0 ? " (\(identical) already there, not sent)" : ""
         bar.above {
           output.note(
-            "Received \(transfer.files.count) file(s), \(formatBytes(transfer.totalBytes)) from "
+            "Received \(Quantity.count(transfer.files.count, "file")), \(Quantity.bytes(transfer.totalBytes)) from "
               + "\(transfer.peer)\(already).")
         }
       }
@@ -144,6 +144,22 @@ struct ReceiveReporter: Sendable {
   }
 
   /// The stable JSON code of a failed file.
+  /// What the person reads when a transfer from `transfer`'s sender ends with `error`: a
+  /// cancel said as whose it was, and for a cancel or a lost link, that what arrived is kept
+  /// for the sender to resume.
+  static func ending(of transfer: IncomingTransfer, _ error: TransferError) -> String {
+    let kept = "what arrived is kept in the staging folder: sending the same files again resumes"
+    switch error {
+    case .cancelledByPeer(let reason):
+      let said = reason.isEmpty ? "" : " (\(DisplayText.escaping(reason)))"
+      return "\(transfer.peer) stopped sending\(said); \(kept)."
+    case _ where RetryPolicy.isRetryable(error):
+      return "Transfer from \(transfer.peer) ended: \(error); \(kept)."
+    default:
+      return "Transfer from \(transfer.peer) ended: \(error)."
+    }
+  }
+
   static func code(_ error: TransferError) -> ErrorCode {
     switch error {
     case .cancelled, .cancelledByPeer: return .cancelled

@@ -227,10 +227,10 @@ struct Delivery: Sendable {
         ])
       let already = identical > 0 ? ", \(identical) already there (identical, not sent)" : ""
       let resumed =
-        sent < summary.bytes && identical < results.count ? " (\(formatBytes(sent)) sent)" : ""
+        sent < summary.bytes && identical < results.count ? " (\(Quantity.bytes(sent)) sent)" : ""
       bar.above {
         output.note(
-          "Sent \(stored) of \(results.count) file(s)\(already), \(formatBytes(summary.bytes)) "
+          "Sent \(stored) of \(Quantity.count(results.count, "file"))\(already), \(Quantity.bytes(summary.bytes)) "
             + "to \(peer.displayName)\(resumed).")
       }
       return nil
@@ -242,7 +242,8 @@ struct Delivery: Sendable {
         peer,
         CLIFailure(
           status: .transferFailed,
-          message: "\(peer) stopped the transfer: \(DisplayText.escaping(reason))",
+          message: "\(peer) stopped the transfer (\(DisplayText.escaping(reason))); what it "
+            + "received is kept: run the same send again to resume",
           code: .cancelled))
     case .failure(.invitation(let error)):
       return report(peer, Self.failure(error, label: label))
@@ -250,7 +251,10 @@ struct Delivery: Sendable {
       return report(
         peer,
         CLIFailure(
-          status: .transferFailed, message: "to \(peer.displayName): \(error)",
+          status: .transferFailed,
+          message: "to \(peer.displayName): \(error)"
+            + (RetryPolicy.isRetryable(error)
+              ? "; what arrived is kept: run the same send again to resume" : ""),
           code: .transferFailed))
     }
   }
