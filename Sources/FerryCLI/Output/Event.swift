@@ -16,6 +16,7 @@ enum Event: String, CaseIterable, Sendable {
   case declined
   case refused
   case withdrawn
+  case text
   case offer
   case progress
   case fileDone = "file-done"
@@ -46,12 +47,14 @@ enum Event: String, CaseIterable, Sendable {
     case .discoveryFailed: return ["message"]
     case .renamed: return ["from", "to"]
     case .invited: return ["peer", "code"]
-    case .invitation: return ["peer", "fingerprint", "status", "code", "files", "bytes", "expires"]
+    case .invitation:
+      return ["peer", "fingerprint", "status", "code", "files", "bytes", "text", "expires"]
     case .keyChanged: return ["peer", "fingerprint", "previous"]
     case .accepted: return ["peer", "fingerprint", "code", "resumed"]
     case .declined: return ["peer", "reason", "files", "bytes"]
     case .refused: return ["peer", "files", "code", "message"]
     case .withdrawn: return ["peer"]
+    case .text: return ["peer", "text"]
     case .offer: return ["peer", "files", "bytes"]
     case .progress: return ["peer", "bytes", "total", "bytes_per_second", "files_done", "files"]
     case .fileDone: return ["peer", "path", "sha256", "status", "saved"]

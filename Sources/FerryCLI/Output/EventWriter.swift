@@ -8,6 +8,8 @@ struct EventWriter: Sendable {
   let json: Bool
   /// Whether `--quiet` was given: human lines are dropped (errors are still printed).
   var quiet = false
+  /// Whether stdout carries data (`receive --stdout`): events and lines go to stderr.
+  var dataOnStandardOutput = false
 
   /// Emits one JSON event: `{"event":NAME,"timestamp":ISO-8601,...fields}` (JSON mode only).
   /// `fields` are among those ``Event/fields`` declares for `event`.
@@ -18,14 +20,15 @@ struct EventWriter: Sendable {
     guard json else { return }
     let object = JSONValue.object(
       [("event", .string(event.rawValue)), ("timestamp", .string(Self.timestamp()))] + fields)
-    StandardStream.output.write(object.serialized + "\n")
+    (dataOnStandardOutput ? StandardStream.error : .output).write(object.serialized + "\n")
   }
 
   /// A line for people: stdout normally, stderr in JSON mode so that stdout stays NDJSON. Any
   /// character a terminal would act on is shown escaped (text from peers is quoted in it).
   func say(_ line: String) {
     guard !quiet else { return }
-    (json ? StandardStream.error : .output).write(DisplayText.terminalSafe(line) + "\n")
+    (json || dataOnStandardOutput ? StandardStream.error : .output)
+      .write(DisplayText.terminalSafe(line) + "\n")
   }
 
   /// A status line for people that is never part of the command's data: always stderr,

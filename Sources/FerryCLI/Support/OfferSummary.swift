@@ -17,6 +17,11 @@ struct OfferSummary: Codable, Sendable, Equatable {
   var roots: [String]?
   /// How many files have a hidden component (one starting with `.`).
   var hidden: Int?
+  /// `ferry send --text`: a text sent alone (no files), shown by the receiver once accepted.
+  var text: String?
+
+  /// The most bytes of UTF-8 a text may have (its JSON fits the context whatever it holds).
+  static let maximumTextBytes = 8 << 10
 
   /// How many names the summary carries.
   static let shownNames = 5
@@ -32,6 +37,12 @@ struct OfferSummary: Codable, Sendable, Equatable {
       overview.roots.reduce(0) { $0 + $1.utf8.count } <= Self.maximumRootBytes
       ? overview.roots : nil
     hidden = overview.hidden
+  }
+
+  /// The summary of a text sent alone.
+  init(text: String) {
+    (files, bytes, names, roots, hidden) = (0, 0, [], [], 0)
+    self.text = text
   }
 
   /// The summary of `items`, sized with stat(2) (an unreadable file counts as empty here and
@@ -64,7 +75,9 @@ struct OfferSummary: Codable, Sendable, Equatable {
       summary.names.allSatisfy({ $0.utf8.count <= RelativePath.maximumBytes }),
       (summary.roots?.count ?? 0) <= summary.files,
       (summary.roots ?? []).allSatisfy({ $0.utf8.count <= RelativePath.maximumBytes }),
-      (0...summary.files).contains(summary.hidden ?? 0)
+      (0...summary.files).contains(summary.hidden ?? 0),
+      // A text comes alone, and is short.
+      summary.text.map({ $0.utf8.count <= maximumTextBytes && summary.files == 0 }) ?? true
     else { return nil }
     return summary
   }

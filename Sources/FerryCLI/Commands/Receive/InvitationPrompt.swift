@@ -36,6 +36,7 @@ struct InvitationPrompt: Sendable {
         ("status", .string(Self.status(invitation.status))),
         ("code", .string(invitation.verificationCode.digits)),
         ("files", summary.map { .int($0.files) } ?? .null),
+        ("text", .bool(summary?.text != nil)),
         ("bytes", summary.map { .int(Int($0.bytes)) } ?? .null),
         ("expires", .string(EventWriter.timestamp(Self.date(of: invitation.expiresAt)))),
       ])
@@ -51,7 +52,13 @@ struct InvitationPrompt: Sendable {
   /// shortly before the invitation expires.
   func ask(_ invitation: Invitation, summary: OfferSummary?) async -> Answer {
     var lines = ["", "\(Self.who(invitation.peer, status: invitation.status)) wants to send"]
-    if let summary {
+    if let text = summary?.text {
+      // What it says is shown once accepted: a yes is consent to read it here.
+      let lineCount = text.split(separator: "\n", omittingEmptySubsequences: false).count
+      lines.append(
+        "a text: \(Quantity.count(text.count, "character")), "
+          + "\(Quantity.count(lineCount, "line"))")
+    } else if let summary {
       lines += Self.listing(
         count: summary.files, bytes: summary.bytes, names: summary.names, roots: summary.roots,
         hidden: summary.hidden)

@@ -33,6 +33,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         ferry receive --accept-from 9F2C41AB0C3D7E11 --dir backups
         ferry receive --accept-trusted --dir ~/Inbox --mkdir
         ferry receive --config /etc/ferry/config.toml
+        ferry receive --stdout --yes | tar x
       """)
 
   @OptionGroup var logging: LogOptions
@@ -69,6 +70,17 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
 
   @Flag(help: "Exit after the first accepted offer, with its exit code.")
   var once = false
+
+  @Flag(
+    name: .customLong("stdout"),
+    help: ArgumentHelp(
+      "Write one received file to standard output once it is verified, then exit (--once); "
+        + "events and messages go to stderr.",
+      discussion: """
+        Staged in --dir when given, else in a private folder in $TMPDIR, and removed once \
+        written. Offers of more than one file are declined.
+        """))
+  var toStandardOutput = false
 
   @Option(help: "The TCP port to listen on (default: any free port).")
   var port: UInt16?
@@ -124,11 +136,18 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
   }
 
   func run() async throws {
-    let output = self.output.writer
+    var output = self.output.writer
+    output.dataOnStandardOutput = toStandardOutput
+    let once = self.once || toStandardOutput
     let settings = try ReceiveSettings(self, config: ReceiveConfig.load(explicit: config))
     let (serviceType, displayName, port) = (settings.service, settings.name, settings.port)
     // Checked before anything is advertised: nobody is accepted into a folder that fails.
-    let folder = try ReceiveDestination(settings.dir, create: settings.mkdir)
+    let sink =
+      try toStandardOutput
+      ? StandardOutputSink(
+        privateFolder: dir == nil ? StandardOutputSink.makePrivateFolder() : nil) : nil
+    let folder = try ReceiveDestination(
+      sink?.privateFolder?.path ?? settings.dir, create: settings.mkdir)
     let destination = folder.url
     let knownPeers = KnownPeers()
     let policy = try ReceivePolicy.from(
@@ -154,6 +173,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     let open = OpenInvitations()
     Interrupts.onInterrupt {
       advertiser.stop()
+      defer { sink?.removePrivateFolder() }
       // Senders waiting on a question hear a decline (exit 4), not a vanished connection;
       // the DECLINE needs a moment on the wire before the process ends.
       if open.declineAll(reason: "the receiver stopped") > 0 {
@@ -174,7 +194,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       fingerprint: identity.fingerprint, serviceType: serviceType, destination: destination)
     let published = try await advertising.start()
     output.say(
-      "Receiving into \(destination.path) as '\(published)' [\(identity.fingerprint.shortDescription)], "
+      (sink == nil ? "Receiving into \(destination.path)" : "Receiving one file to standard output")
+        + " as '\(published)' [\(identity.fingerprint.shortDescription)], "
         + "port \(advertiser.port). Press Ctrl-C to stop.")
 
     let outcomes = AsyncStream<CLIFailure?>.makeStream()
@@ -183,7 +204,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     let grace = Duration.seconds(settings.resumeGrace)
     let reporter = ReceiveReporter(
       output: output, bar: ProgressBar(enabled: self.output.showsProgress), incoming: incoming,
-      gate: gate, outcomes: outcomes.continuation, approvals: approvals, resumeGrace: grace)
+      gate: gate, outcomes: outcomes.continuation, approvals: approvals, resumeGrace: grace,
+      sink: sink)
     Task {
       for await event in session.resourceEvents { reporter.report(event) }
     }
@@ -201,11 +223,12 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       policy: policy, approvals: approvals, gate: gate,
       options: ReceiveOptions(
         destination: destination, conflictPolicy: settings.onConflict,
+        relocate: sink == nil,
         staleAfter: .seconds(settings.keepPartialDays * 86_400)),
       folder: folder,
       resumeGrace: grace,
       prompt: InvitationPrompt(output: output, bar: reporter.bar, turns: PromptTurns()),
-      outcomes: outcomes.continuation, open: open)
+      outcomes: outcomes.continuation, open: open, oneFile: sink != nil)
     Task {
       // Each decided on its own (the advertiser caps how many are pending); the prompt asks
       // one at a time and lists the others as waiting.
@@ -226,6 +249,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     Task { await advertising.follow() }
     for await failure in outcomes.stream where once {
       advertiser.stop()
+      defer { sink?.removePrivateFolder() }
       // The last FILE_ACKs are on their way: let the sender hang up first (at most 5 s).
       await session.waitUntilDisconnected(timeout: .seconds(5))
       await session.closeAndWait(timeout: .seconds(1))

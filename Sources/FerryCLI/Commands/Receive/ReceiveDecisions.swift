@@ -22,6 +22,8 @@ struct ReceiveDecisions: Sendable {
   let outcomes: AsyncStream<CLIFailure?>.Continuation
   /// The invitations not answered yet, for Ctrl-C to decline.
   let open: OpenInvitations
+  /// `--stdout`: one file (or a text) is all this receiver takes.
+  var oneFile = false
 
   private var output: EventWriter { prompt.output }
 
@@ -45,7 +47,12 @@ struct ReceiveDecisions: Sendable {
     var resumed: Approvals.Approval?
     var byPolicy = false
     let isConnected = session.connectedPeers.contains { $0.fingerprint == invitation.fingerprint }
-    if let summary, let lack = folder.lackOfSpace(for: summary.bytes) {
+    if oneFile, let summary, summary.text == nil, summary.files != 1 {
+      accept = false
+      reason =
+        "this receiver takes one file (--stdout); \(Quantity.count(summary.files, "file")) "
+        + "announced"
+    } else if let summary, let lack = folder.lackOfSpace(for: summary.bytes) {
       // Before anyone is asked: a yes could only end in a refused offer.
       accept = false
       reason = "\(lack) on the receiver"
@@ -107,6 +114,7 @@ struct ReceiveDecisions: Sendable {
         output.note(
           "Accepted \(invitation.peer), verification code \(invitation.verificationCode).")
       }
+      if let text = summary?.text { show(text, from: invitation.peer) }
     } catch {
       output.event(
         .error,
@@ -121,6 +129,25 @@ struct ReceiveDecisions: Sendable {
     }
   }
 
+  /// Shows an accepted sender's text: a `text` event, or its lines on stdout (escaped: a
+  /// peer's text never moves the cursor). Under `--once` the text is the outcome.
+  private func show(_ text: String, from peer: PeerID) {
+    output.event(.text, [("peer", .string(peer.displayName)), ("text", .string(text))])
+    if oneFile {
+      // --stdout: the text is the data; escaped only when a terminal would act on it.
+      let terminal = StandardStream.output.isTerminal
+      StandardStream.output.write(terminal ? DisplayText.terminalSafe(text) + "\n" : text)
+    } else {
+      prompt.bar.above {
+        output.note("\(peer) says:")
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+          output.say(String(line))
+        }
+      }
+    }
+    if gate != nil { outcomes.yield(nil) }
+  }
+
   /// Accepts or declines one offer from an accepted sender (see the type's description).
   func decide(_ offer: ResourceOffer) async {
     guard let approval = approvals.next(offer.peer.fingerprint) else {
@@ -129,6 +156,9 @@ struct ReceiveDecisions: Sendable {
     let isTheOne = gate?.claimForDecision(from: offer.peer.fingerprint) ?? true
     guard isTheOne else {
       return decline(offer, "this receiver takes one offer (--once)", counts: false)
+    }
+    if oneFile && offer.files.count != 1 {
+      return decline(offer, "this receiver takes one file (--stdout)", counts: true)
     }
     let first = approval.offers == 0
     let question: InvitationPrompt.OfferQuestion

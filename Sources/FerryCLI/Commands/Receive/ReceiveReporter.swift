@@ -15,6 +15,8 @@ struct ReceiveReporter: Sendable {
   let approvals: Approvals
   /// How long a sender whose link was lost may take to come back (`--resume-grace`).
   let resumeGrace: Duration
+  /// `--stdout`: where the verified file goes instead of the destination.
+  let sink: StandardOutputSink?
 
   func report(_ event: ResourceEvent) {
     switch event {
@@ -30,6 +32,16 @@ struct ReceiveReporter: Sendable {
       Task { await follow(transfer) }
     case .started:
       break
+    case .finished(let name, let peer, .success(let url?), let digest) where sink != nil:
+      sink?.received(url)
+      output.event(
+        .fileDone,
+        [
+          ("peer", .string(peer.displayName)), ("path", .string(name)), ("saved", .string("-")),
+          ("sha256", digest.map { .string(Hex.lowercase($0)) } ?? .null),
+          ("status", .string("stored")),
+        ])
+      bar.above { output.say("Verified \(printable(name)); writing it to standard output") }
     case .finished(let name, let peer, .success(let url), let digest):
       output.event(
         .fileDone,
@@ -119,7 +131,8 @@ struct ReceiveReporter: Sendable {
       // --once: a sender that lost its link may come back for the same files; its outcome
       // waits that long. A transfer whose sender came back already is not the outcome.
       guard lost, resumeGrace > .zero else {
-        if gate.finished(transfer) { outcomes.yield(outcome) }
+        // --stdout: the verified file goes out now, and how that went is the outcome.
+        if gate.finished(transfer) { outcomes.yield(outcome ?? sink?.deliver()) }
         return
       }
       guard case .wait(let generation) = gate.linkLost(transfer) else { return }
@@ -143,7 +156,6 @@ struct ReceiveReporter: Sendable {
     }
   }
 
-  /// The stable JSON code of a failed file.
   /// What the person reads when a transfer from `transfer`'s sender ends with `error`: a
   /// cancel said as whose it was, and for a cancel or a lost link, that what arrived is kept
   /// for the sender to resume.
@@ -160,6 +172,7 @@ struct ReceiveReporter: Sendable {
     }
   }
 
+  /// The stable JSON code of a failed file.
   static func code(_ error: TransferError) -> ErrorCode {
     switch error {
     case .cancelled, .cancelledByPeer: return .cancelled

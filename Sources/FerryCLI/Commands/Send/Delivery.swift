@@ -130,6 +130,19 @@ struct Delivery: Sendable {
       return refused
     }
     keys.remember(peer)
+    if let text = summary.text {
+      // The text travelled in the invitation; accepted is delivered.
+      output.event(
+        .done,
+        [
+          ("peer", .string(peer.displayName)), ("files", .int(0)), ("bytes", .int(0)),
+          ("stored", .int(0)), ("identical", .int(0)), ("bytes_sent", .int(text.utf8.count)),
+        ])
+      output.say(
+        "Sent the text (\(Quantity.count(text.count, "character"))) to \(peer.displayName).")
+      session.disconnect(peer)
+      return nil
+    }
     return await transfer(to: peer) { left async throws(InvitationError) -> PeerID in
       try await reconnect(peer.fingerprint, left)
     }

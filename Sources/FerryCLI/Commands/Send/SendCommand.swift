@@ -25,13 +25,28 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         ferry send --address 192.168.1.20:52000 --to 9F2C41AB report.pdf
         ferry send --to desk --to "Kitchen laptop" slides.pdf
         find logs -name '*.log' -print0 | ferry send --files-from - -0 --to desk
+        tar c photos | ferry send --to desk --stdin-name photos.tar -
+        ferry send --to desk --text "the door code is 4711"
         ferry send --json --to desk *.log | jq -c 'select(.event == "done")'
       """)
 
   @OptionGroup var logging: LogOptions
 
-  @Argument(help: "Files and folders to send.", completion: .file())
+  @Argument(
+    help: "Files and folders to send; - for standard input (named by --stdin-name).",
+    completion: .file())
   var paths: [String] = []
+
+  @Option(
+    help: ArgumentHelp(
+      "Send this text instead of files: the receiver shows it once it accepts (at most 8 KB).",
+      valueName: "text"))
+  var text: String?
+
+  @Option(
+    name: .customLong("stdin-name"),
+    help: "The file name standard input (-) is sent as (default: stdin).")
+  var stdinName: String?
 
   @Option(
     name: [.short, .long],
@@ -74,8 +89,30 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
   @OptionGroup var output: OutputOptions
 
   func validate() throws {
-    if paths.isEmpty && filesFrom == nil {
-      throw ValidationError("give at least one file or folder to send (or --files-from)")
+    if let text {
+      guard paths.isEmpty && filesFrom == nil else {
+        throw ValidationError("--text is sent alone: give no files with it")
+      }
+      guard !text.isEmpty else { throw ValidationError("--text is empty") }
+      guard text.utf8.count <= OfferSummary.maximumTextBytes else {
+        throw ValidationError(
+          "--text is \(Quantity.bytes(UInt64(text.utf8.count))); at most "
+            + "\(Quantity.bytes(UInt64(OfferSummary.maximumTextBytes))) go as a text: send "
+            + "longer text as a file (ferry send - < notes.txt)")
+      }
+    } else if paths.isEmpty && filesFrom == nil {
+      throw ValidationError(
+        "give at least one file or folder to send (or --files-from, - for standard input, "
+          + "--text)")
+    }
+    if paths.filter({ $0 == "-" }).count > 1 {
+      throw ValidationError("- (standard input) can be given once")
+    }
+    if paths.contains("-") && filesFrom == "-" {
+      throw ValidationError("standard input cannot be both a file (-) and --files-from -")
+    }
+    if stdinName != nil && !paths.contains("-") {
+      throw ValidationError("--stdin-name names standard input: give - among the files")
     }
     if nullSeparated && filesFrom == nil { throw ValidationError("-0 goes with --files-from") }
     if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
@@ -93,8 +130,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
   func run() async throws {
     let events = output.writer
     let serviceType = try parseServiceType(service)
-    let items = try SendPaths(arguments: paths, filesFrom: filesFrom, nullSeparated: nullSeparated)
-      .items { skipped in events.note("Leaving out \(printable(skipped.path)): \(skipped.reason)") }
+    let (items, spool) = try self.items(events)
     let knownPeers = KnownPeers()
     // Fingerprints are identities, names are labels: each --to is classified (and a prefix too
     // short to stand for a key refused) before anything else happens.
@@ -110,10 +146,15 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       throw CLIFailure(status: .usage, message: error.description, code: .invalidName)
     }
     let active = ActiveTransfers(session: session)
-    Interrupts.onInterrupt(reportingTo: events) { await active.interrupt() }
+    Interrupts.onInterrupt(reportingTo: events) {
+      await active.interrupt()
+      spool?.remove()
+    }
+    defer { spool?.remove() }
     let bar = ProgressBar(enabled: output.showsProgress)
     let delivery = Delivery(
-      session: session, items: items, summary: OfferSummary(items: items), output: events,
+      session: session, items: items,
+      summary: text.map { OfferSummary(text: $0) } ?? OfferSummary(items: items), output: events,
       bar: bar, active: active, deadline: .now + .seconds(timeout),
       keys: KeyCheck(
         knownPeers: knownPeers, output: events, bar: bar, interactive: Self.canAsk),
@@ -132,6 +173,33 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     // What was sent last (a RESET, the GOODBYE) leaves before the process exits.
     await session.closeAndWait(timeout: .seconds(1))
     if let failure = combined(outcomes) { throw failure }
+  }
+
+  /// What to offer: the paths and `--files-from`, and standard input (`-`) read into its
+  /// spool; nothing for `--text`.
+  private func items(_ events: EventWriter) throws(CLIFailure) -> (
+    [ResourceItem], StandardInputSpool?
+  ) {
+    guard text == nil else { return ([], nil) }
+    let arguments = paths.filter { $0 != "-" }
+    var items: [ResourceItem] = []
+    if !arguments.isEmpty || filesFrom != nil {
+      items = try SendPaths(
+        arguments: arguments, filesFrom: filesFrom, nullSeparated: nullSeparated
+      ).items { skipped in
+        events.note("Leaving out \(printable(skipped.path)): \(skipped.reason)")
+      }
+    }
+    guard paths.contains("-") else { return (items, nil) }
+    // Ctrl-C while standard input is read leaves no temporary file behind.
+    let spool = try StandardInputSpool(name: stdinName ?? "stdin") { events.note($0) }
+    Interrupts.onInterrupt { spool.remove() }
+    do {
+      return (try SendPaths.checked(items + [spool.item]), spool)
+    } catch {
+      spool.remove()
+      throw error
+    }
   }
 
   /// Finds the receivers (every `--to`, or the one or ones chosen) and delivers to each as soon

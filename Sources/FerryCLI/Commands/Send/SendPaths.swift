@@ -92,18 +92,34 @@ struct SendPaths {
         // `expanding` named everything after the last component; put the folders back.
         items += found.map { ResourceItem(url: $0.url, path: kept + $0.path) }
       }
-      items = try ResourceItem.checked(items)
-    } catch .unsafePath(let error) {
-      throw CLIFailure(
-        status: .usage, message: "cannot send this: \(error.description)", code: .invalidPath)
     } catch {
-      throw CLIFailure(status: .usage, message: error.description, code: .cannotRead)
+      throw Self.failure(error)
     }
+    items = try Self.checked(items)
     guard !items.isEmpty else {
       throw CLIFailure(
         status: .usage, message: "nothing to send: the folders are empty", code: .empty)
     }
     return items
+  }
+
+  /// `items` checked as the receiver will check them (``ResourceItem/checked(_:)``).
+  ///
+  /// - Throws: ``CLIFailure`` (usage) for an unsafe or clashing name, an unreadable file.
+  static func checked(_ items: [ResourceItem]) throws(CLIFailure) -> [ResourceItem] {
+    do {
+      return try ResourceItem.checked(items)
+    } catch {
+      throw failure(error)
+    }
+  }
+
+  private static func failure(_ error: ResourceError) -> CLIFailure {
+    if case .unsafePath(let error) = error {
+      return CLIFailure(
+        status: .usage, message: "cannot send this: \(error.description)", code: .invalidPath)
+    }
+    return CLIFailure(status: .usage, message: error.description, code: .cannotRead)
   }
 
   /// Whether `path`, which does not exist, reads like where scp or rsync would send to:

@@ -1,0 +1,83 @@
+import Ferry
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `ferry send -`: standard input, read to its end into a private temporary file (a folder of
+/// its own in `$TMPDIR`, mode 0700) and offered as one file named `--stdin-name`. Read first
+/// so that the receiver is asked about its real size and a dropped link resumes like any file;
+/// removed when the command ends (Ctrl-C too).
+final class StandardInputSpool: Sendable {
+  /// The private folder holding the file.
+  let folder: URL
+  /// The file to offer.
+  let item: ResourceItem
+
+  /// Reads standard input into `folder/name`.
+  ///
+  /// - Throws: ``CLIFailure`` (usage) for a name that is not one plain file name, or when
+  ///   the temporary file cannot be written (a full disk) or standard input read.
+  init(name: String, note: (String) -> Void) throws(CLIFailure) {
+    guard !name.isEmpty, !name.contains("/"), name != ".", name != "..",
+      (try? RelativePath(validating: name)) != nil
+    else {
+      throw CLIFailure(
+        status: .usage,
+        message: "--stdin-name '\(DisplayText.escaping(name))' is not a file name (one name, "
+          + "no '/', no control characters)",
+        code: .invalidPath)
+    }
+    var template = Array(
+      (FileManager.default.temporaryDirectory.path + "/ferry-stdin-XXXXXX").utf8CString)
+    guard let made = mkdtemp(&template) else {
+      throw Self.failure("cannot make a temporary folder for standard input", errno)
+    }
+    folder = URL(fileURLWithPath: String(cString: made), isDirectory: true)
+    let file = folder.appendingPathComponent(name)
+    item = ResourceItem(url: file, path: name)
+    if isatty(0) == 1 { note("Reading standard input until Ctrl-D…") }
+    let output = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard output >= 0 else {
+      remove()
+      throw Self.failure("cannot write \(file.path)", errno)
+    }
+    defer { close(output) }
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    while true {
+      let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+      if count == 0 { break }
+      if count < 0 {
+        if errno == EINTR { continue }
+        let reason = errno
+        remove()
+        throw Self.failure("cannot read standard input", reason)
+      }
+      var written = 0
+      while written < count {
+        let done = buffer.withUnsafeBytes {
+          write(output, $0.baseAddress! + written, count - written)
+        }
+        if done < 0 {
+          if errno == EINTR { continue }
+          let reason = errno
+          remove()
+          throw Self.failure("cannot keep standard input in \(folder.path)", reason)
+        }
+        written += done
+      }
+    }
+  }
+
+  /// Removes the temporary folder and its file. Any thread; more than once is harmless.
+  func remove() {
+    try? FileManager.default.removeItem(at: folder)
+  }
+
+  private static func failure(_ what: String, _ code: Int32) -> CLIFailure {
+    CLIFailure(
+      status: .usage, message: "\(what): \(String(cString: strerror(code)).lowercased())",
+      code: .cannotRead)
+  }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+
+/// Text and pipes: `ferry send --text`, `ferry send -` (standard input as one file) and
+/// `ferry receive --stdout` (one verified file to standard output), as a shell runs them.
+/// Loopback, --address, no avahi-daemon.
+@Suite("ferry send --text, send -, receive --stdout", .timeLimit(.minutes(2)))
+struct CLITextPipeTests {
+  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
+
+  /// A receiver with no terminal, its port taken from its `advertising` event (on stderr
+  /// with --stdout).
+  func receiver(_ arguments: [String], stdoutData: Bool = false) async throws -> (ChildProcess, Int)
+  {
+    let receiver = try ChildProcess.ferry(
+      ["receive", "-j", "--yes", "--once"] + arguments,
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    let line = await receiver.waitForLine(onStderr: stdoutData) { $0.contains("\"advertising\"") }
+    let port = try #require(
+      line.flatMap { jsonObject($0.text)?["port"] as? Int }, "\(receiver.stderr)")
+    return (receiver, port)
+  }
+
+  @Test("--text: the receiver shows it (a text event, escaped lines), exit 0 on both ends")
+  func text() async throws {
+    let message = "the door code is 4711\nsecond line \u{1B}[2J with é"
+    let (receiver, port) = try await receiver(["-d", try temporaryDirectory("text-dst").path])
+    defer { receiver.signal(SIGKILL) }
+    let sent = try await run(
+      Harness.ferryBinary,
+      ["send", "-j", "--address", "127.0.0.1:\(port)", "--text", message],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    #expect(sent.status == 0, "\(sent.stderr)")
+    #expect(await receiver.waitForExit(timeout: .seconds(10)) == 0, "\(receiver.stderr)")
+    let events = receiver.stdoutLines.compactMap { jsonObject($0.text) }
+    let invitation = events.first { $0["event"] as? String == "invitation" }
+    #expect(invitation?["text"] as? Bool == true, "\(receiver.stdout)")
+    let shown = events.first { $0["event"] as? String == "text" }
+    #expect(shown?["text"] as? String == message, "\(receiver.stdout)")
+
+    // Without --json the lines are printed, escaped.
+    let human = try ChildProcess.ferry(
+      ["receive", "--yes", "--once", "--port", "0", "-d", try temporaryDirectory("text-h").path],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    defer { human.signal(SIGKILL) }
+    let started = await human.waitForLine { $0.contains("Press Ctrl-C") }
+    let humanPort = try #require(
+      started.flatMap { $0.text.firstMatch(of: /port (\d+)\./) }.flatMap { Int($0.1) })
+    let again = try await run(
+      Harness.ferryBinary, ["send", "--address", "127.0.0.1:\(humanPort)", "--text", message],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    #expect(again.status == 0, "\(again.stderr)")
+    #expect(await human.waitForExit(timeout: .seconds(10)) == 0)
+    #expect(human.stdout.contains("the door code is 4711\n"), "\(human.stdout)")
+    #expect(!human.stdout.contains("\u{1B}"), "\(human.stdout)")
+  }
+
+  @Test(
+    "tar c | ferry send - piped into ferry receive --stdout | tar x: the tree arrives, nothing left in TMPDIR"
+  )
+  func pipes() async throws {
+    let base = try temporaryDirectory("pipe")
+    let source = base.appendingPathComponent("src")
+    try FileManager.default.createDirectory(
+      at: source.appendingPathComponent("sub"), withIntermediateDirectories: true)
+    try writeFile(source.appendingPathComponent("sub/big.bin"), size: 3_000_000, seed: 3)
+    try writeFile(source.appendingPathComponent("small.txt"), size: 10, seed: 4)
+    let out = base.appendingPathComponent("out")
+    try FileManager.default.createDirectory(at: out, withIntermediateDirectories: false)
+    let tmp = base.appendingPathComponent("tmp")
+    try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: false)
+    let environment = Self.noBus.merging(["TMPDIR": tmp.path, "FERRY": Harness.ferryBinary]) { $1 }
+
+    let port = Int.random(in: 40_000..<50_000)
+    let receiving = Task {
+      try await run(
+        "/bin/bash",
+        [
+          "-c",
+          "set -o pipefail; cd \"$1\" && FERRY_HOME=\"$2\" \"$FERRY\" receive --stdout --yes "
+            + "--port \(port) 2>\"$1/../receive.err\" | tar x",
+          "bash", out.path, Harness.freshFerryHome(),
+        ], environment: environment)
+    }
+    try await Task.sleep(for: .milliseconds(1500))
+    let sent = try await run(
+      "/bin/bash",
+      [
+        "-c",
+        "set -o pipefail; cd \"$1\" && tar c src | FERRY_HOME=\"$2\" \"$FERRY\" send "
+          + "--address 127.0.0.1:\(port) --stdin-name src.tar -",
+        "bash", base.path, Harness.freshFerryHome(),
+      ], environment: environment)
+    #expect(sent.status == 0, "\(sent.stderr)")
+    let received = try await receiving.value
+    let log =
+      (try? String(contentsOf: base.appendingPathComponent("receive.err"), encoding: .utf8)) ?? ""
+    #expect(received.status == 0, "\(received.stderr) \(log)")
+    #expect(
+      try sha256(of: out.appendingPathComponent("src/sub/big.bin"))
+        == sha256(of: source.appendingPathComponent("sub/big.bin")))
+    #expect(
+      try sha256(of: out.appendingPathComponent("src/small.txt"))
+        == sha256(of: source.appendingPathComponent("small.txt")))
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: tmp.path).isEmpty, "TMPDIR left over")
+    // The events went to stderr: stdout carried only the tar stream.
+    #expect(log.contains("writing it to standard output"), "\(log)")
+  }
+
+  @Test("--stdout declines an offer of several files (exit 4); the input checks are exit 2")
+  func checks() async throws {
+    let (receiver, port) = try await receiver(["--stdout"], stdoutData: true)
+    defer { receiver.signal(SIGKILL) }
+    let folder = try temporaryDirectory("stdout-two")
+    try writeFile(folder.appendingPathComponent("a"), size: 5)
+    try writeFile(folder.appendingPathComponent("b"), size: 5)
+    let two = try await run(
+      Harness.ferryBinary, ["send", "--address", "127.0.0.1:\(port)", folder.path],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    #expect(two.status == 4, "\(two.stderr)")
+    #expect(two.stderr.contains("takes one file (--stdout)"), "\(two.stderr)")
+    #expect(receiver.stdout.isEmpty, "nothing reached stdout: \(receiver.stdout)")
+
+    for (arguments, words) in [
+      (["--text", "hi", "x.txt"], "--text is sent alone"),
+      (["--text", ""], "--text is empty"),
+      (["--text", String(repeating: "a", count: 9000)], "send longer text as a file"),
+      (["--stdin-name", "a/b", "-"], "is not a file name"),
+      (["--stdin-name", "x", "file.txt"], "give - among the files"),
+      (["-", "-"], "can be given once"),
+    ] {
+      let result = try await run(
+        Harness.ferryBinary, ["send", "--address", "127.0.0.1:9"] + arguments,
+        environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      #expect(result.status == 2, "\(arguments): \(result.stderr)")
+      #expect(result.stderr.contains(words), "\(arguments): \(result.stderr)")
+    }
+  }
+}
