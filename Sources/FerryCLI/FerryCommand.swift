@@ -22,12 +22,13 @@ struct FerryCommand: LoggingCommand, AsyncParsableCommand {
         ferry send --address 10.0.0.5:52000 big.iso    # no avahi-daemon: by address
         ferry receive -y --once -j -d /srv/in  # scripted: accept, JSON events, one offer
         ferry browse                           # who is around
+        ferry doctor                           # what is wrong, and how to fix it
       """,
     version: version,
     subcommands: [
       SendCommand.self, ReceiveCommand.self, BrowseCommand.self, IdentityCommand.self,
       PeersCommand.self,
-      TrustCommand.self, ForgetCommand.self,
+      TrustCommand.self, ForgetCommand.self, DoctorCommand.self,
     ])
 
   @OptionGroup var logging: LogOptions

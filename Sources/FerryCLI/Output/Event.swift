@@ -17,6 +17,7 @@ enum Event: String, CaseIterable, Sendable {
   case refused
   case withdrawn
   case text
+  case check
   case offer
   case progress
   case fileDone = "file-done"
@@ -55,6 +56,7 @@ enum Event: String, CaseIterable, Sendable {
     case .refused: return ["peer", "files", "code", "message"]
     case .withdrawn: return ["peer"]
     case .text: return ["peer", "text"]
+    case .check: return ["name", "status", "message", "fix"]
     case .offer: return ["peer", "files", "bytes"]
     case .progress: return ["peer", "bytes", "total", "bytes_per_second", "files_done", "files"]
     case .fileDone: return ["peer", "path", "sha256", "status", "saved"]

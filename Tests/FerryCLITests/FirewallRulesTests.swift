@@ -1,0 +1,70 @@
+import Testing
+
+@testable import FerryCLI
+
+/// `ferry doctor`'s reading of firewall rules, on the text nft and iptables print.
+@Suite("Firewall rules as ferry doctor reads them")
+struct FirewallRulesTests {
+  static func nft(_ rules: [String], policy: String = "accept", hook: String = "input") -> String {
+    "table inet filter {\n\tchain input {\n\t\ttype filter hook \(hook) priority filter; policy \(policy);\n"
+      + rules.map { "\t\t\($0)\n" }.joined() + "\t}\n}\n"
+  }
+
+  @Test("mDNS and the port, alone, in sets and ranges; output chains and accepts are not drops")
+  func nftables() {
+    #expect(
+      FirewallRules.nftables(Self.nft(["udp dport 5353 drop"]), port: nil).findings.map(\.affects)
+        == ["mdns"])
+    #expect(
+      FirewallRules.nftables(Self.nft(["udp dport { 53, 5353 } counter drop"]), port: nil).findings
+        .map(\.affects)
+        == ["mdns"])
+    #expect(
+      FirewallRules.nftables(Self.nft(["tcp dport 50000-60000 reject with tcp reset"]), port: 52000)
+        .findings.map(\.affects) == ["port"])
+    #expect(FirewallRules.nftables(Self.nft(["tcp dport 22 drop"]), port: 52000).findings.isEmpty)
+    #expect(
+      FirewallRules.nftables(Self.nft(["meta l4proto udp drop"]), port: nil).findings.map(\.affects)
+        == ["mdns"])
+    #expect(
+      FirewallRules.nftables(Self.nft(["udp dport 5353 drop"], hook: "output"), port: nil).findings
+        .isEmpty)
+    #expect(
+      FirewallRules.nftables(
+        Self.nft(["iif lo accept", "udp dport 5353 accept"], policy: "drop"), port: 52000
+      )
+      .findings.map(\.affects) == ["port"])
+    #expect(
+      FirewallRules.nftables(Self.nft(["numgen random mod 100 < 2 drop"]), port: nil).findings.map(
+        \.affects)
+        == ["loss"])
+    #expect(FirewallRules.nftables("", port: 52000).findings.isEmpty)
+  }
+
+  @Test("iptables -S: rules, multiport, ranges, and a DROP policy")
+  func iptables() {
+    #expect(
+      FirewallRules.iptables(
+        "-P INPUT ACCEPT\n-A INPUT -p udp -m udp --dport 5353 -j DROP\n", port: nil
+      )
+      .findings.map(\.affects) == ["mdns"])
+    #expect(
+      FirewallRules.iptables(
+        "-A INPUT -p tcp -m multiport --dports 22,52000 -j REJECT\n", port: 52000
+      )
+      .findings.map(\.affects) == ["port"])
+    #expect(
+      FirewallRules.iptables("-A INPUT -p tcp -m tcp --dport 50000:60000 -j DROP\n", port: 52000)
+        .findings.map(\.affects) == ["port"])
+    #expect(
+      FirewallRules.iptables("-P INPUT DROP\n-A INPUT -p udp --dport 5353 -j ACCEPT\n", port: nil)
+        .findings
+        .isEmpty)
+    #expect(
+      FirewallRules.iptables("-P INPUT DROP\n", port: 52000).findings.map(\.affects) == [
+        "mdns", "port",
+      ])
+    #expect(
+      FirewallRules.iptables("-A OUTPUT -p udp --dport 5353 -j DROP\n", port: nil).findings.isEmpty)
+  }
+}
