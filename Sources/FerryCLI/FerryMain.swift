@@ -15,9 +15,11 @@ enum FerryMain {
     }
     // Before parsing succeeds, --json (or -j) is looked for among the options (before `--`).
     var json = arguments.prefix { $0 != "--" }.contains { $0 == "--json" || $0 == "-j" }
+    var dataOnStandardOutput = false
     do {
       var command = try FerryCommand.parseAsRoot()
       json = (command as? any ReportingCommand)?.reportsJSON ?? false
+      dataOnStandardOutput = (command as? any ReportingCommand)?.dataOnStandardOutput ?? false
       try LogSetup.configure(
         verbose: (command as? any LoggingCommand)?.logging.verbose ?? false,
         environment: ProcessInfo.processInfo.environment["FERRY_LOG"])
@@ -30,7 +32,7 @@ enum FerryMain {
     } catch let failure as CLIFailure {
       // After Ctrl-C, what failed is the interruption's doing: the signal handler reports it.
       if !Interrupts.wasInterrupted {
-        EventWriter(json: json).failure(failure)
+        EventWriter(json: json, dataOnStandardOutput: dataOnStandardOutput).failure(failure)
       }
       status = failure.status.rawValue
     } catch {

@@ -39,6 +39,11 @@ struct FirewallRulesTests {
         \.affects)
         == ["loss"])
     #expect(FirewallRules.nftables("", port: 52000).findings.isEmpty)
+    // A catch-all reject after the accepts: only what was not accepted, and only "may".
+    let catchAll = FirewallRules.nftables(
+      Self.nft(["udp dport 5353 accept", "reject with icmpx admin-prohibited"]), port: 52000)
+    #expect(catchAll.findings.map(\.affects) == ["port"])
+    #expect(catchAll.findings.allSatisfy { !$0.definite })
   }
 
   @Test("iptables -S: rules, multiport, ranges, and a DROP policy")

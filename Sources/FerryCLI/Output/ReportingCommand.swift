@@ -6,6 +6,12 @@ import ArgumentParser
 protocol ReportingCommand: ParsableCommand {
   /// Whether `--json` was given.
   var reportsJSON: Bool { get }
+  /// Whether stdout carries data (`receive --stdout`): the error event then goes to stderr.
+  var dataOnStandardOutput: Bool { get }
+}
+
+extension ReportingCommand {
+  var dataOnStandardOutput: Bool { false }
 }
 
 extension SendCommand: ReportingCommand {
@@ -14,6 +20,7 @@ extension SendCommand: ReportingCommand {
 
 extension ReceiveCommand: ReportingCommand {
   var reportsJSON: Bool { output.json }
+  var dataOnStandardOutput: Bool { toStandardOutput }
 }
 
 extension BrowseCommand: ReportingCommand {

@@ -25,8 +25,17 @@ enum CommandOutput {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     let argv = ([path] + arguments).map { strdup($0) } + [nil]
     defer { for argument in argv { free(argument) } }
+    // The child starts with default signal handling (this process ignores SIGPIPE).
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    sigaddset(&defaults, SIGPIPE)
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
     var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+    let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
     close(pipe[1])
     defer { close(pipe[0]) }
     guard spawned == 0 else { return nil }
@@ -44,6 +53,10 @@ enum CommandOutput {
       let milliseconds = Int32(min(left.components.seconds * 1000 + 1, 1000))
       let ready = poll(&descriptor, 1, milliseconds)
       if ready < 0 && errno == EINTR { continue }
+      if ready < 0 {
+        failed = true
+        break
+      }
       if ready == 0 { continue }
       let count = buffer.withUnsafeMutableBytes { read(pipe[0], $0.baseAddress, $0.count) }
       if count < 0 && errno == EINTR { continue }
@@ -55,8 +68,17 @@ enum CommandOutput {
       }
     }
     if failed { kill(pid, SIGKILL) }
+    // A child that closed its output but goes on is killed at the deadline too.
     var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    while true {
+      let reaped = waitpid(pid, &status, WNOHANG)
+      if reaped == pid || (reaped < 0 && errno != EINTR) { break }
+      if ContinuousClock.now > deadline && !failed {
+        failed = true
+        kill(pid, SIGKILL)
+      }
+      usleep(10_000)
+    }
     // Exited (not signalled) with status 0.
     guard !failed, status & 0x7F == 0, (status >> 8) & 0xFF == 0 else { return nil }
     return String(decoding: output, as: UTF8.self)

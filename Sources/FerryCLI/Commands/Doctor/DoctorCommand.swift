@@ -19,6 +19,7 @@ struct DoctorCommand: LoggingCommand, AsyncParsableCommand {
       Examples:
         ferry doctor
         ferry doctor --port 52000 --dir ~/Inbox
+        FERRY_HOME=/var/lib/ferry ferry doctor --config /etc/ferry/config.toml
         ferry doctor --json > ferry-doctor.ndjson
       """)
 
@@ -33,6 +34,13 @@ struct DoctorCommand: LoggingCommand, AsyncParsableCommand {
   @Option(
     help: "The TCP port the receiver uses, to check the firewall for (default: the config's).")
   var port: UInt16?
+
+  @Option(
+    help: ArgumentHelp(
+      "The config file the receiver reads (default: as ferry receive finds it).",
+      valueName: "file"),
+    completion: .file(extensions: ["toml"]))
+  var config: String?
 
   @Option(
     parsing: .unconditional,
@@ -50,7 +58,7 @@ struct DoctorCommand: LoggingCommand, AsyncParsableCommand {
     var checks: [DoctorCheck] = []
     var config = ReceiveConfig()
     do {
-      config = try ReceiveConfig.load(explicit: nil)
+      config = try ReceiveConfig.load(explicit: self.config)
       if let path = config.path { checks.append(.ok("config", "\(path) is read by ferry receive")) }
     } catch {
       checks.append(.problem("config", error.message, fix: "correct the line it names"))

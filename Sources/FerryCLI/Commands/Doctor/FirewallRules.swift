@@ -15,6 +15,9 @@ struct FirewallRules: Sendable, Equatable {
     let affects: String
     /// The rule, as the tool printed it (trimmed).
     let rule: String
+    /// A rule that names the port (a problem), rather than a drop policy or a catch-all
+    /// drop that rules elsewhere (chains jumped to, not read) may get it past (a warning).
+    var definite = true
   }
 
   private(set) var findings: [Finding] = []
@@ -27,9 +30,12 @@ struct FirewallRules: Sendable, Equatable {
     var accepts = (mdns: false, port: false)
     func closeChain() {
       if inputChain && dropPolicy {
-        if !accepts.mdns { result.findings.append(Finding(affects: "mdns", rule: "policy drop")) }
+        if !accepts.mdns {
+          result.findings.append(Finding(affects: "mdns", rule: "policy drop", definite: false))
+        }
         if let port, !accepts.port {
-          result.findings.append(Finding(affects: "port", rule: "policy drop (tcp \(port))"))
+          result.findings.append(
+            Finding(affects: "port", rule: "policy drop (tcp \(port))", definite: false))
         }
       }
       (inputChain, dropPolicy, accepts) = (false, false, (false, false))
@@ -47,13 +53,21 @@ struct FirewallRules: Sendable, Equatable {
       }
       guard inputChain, !line.isEmpty, line != "}" else { continue }
       let words = line.split(separator: " ").map(String.init)
-      let verdict =
-        words.last.map { $0 == "drop" || $0 == "reject" } ?? false
-        || line.contains(" reject with ")
+      let verdict = words.contains("drop") || words.contains("reject")
       let accept = words.last == "accept"
       let mdns = mentions(line, port: 5353, proto: "udp")
       let tcp = port.map { mentions(line, port: $0, proto: "tcp") } ?? false
-      if verdict && line.contains("numgen random") {
+      // A drop with nothing to match (after the accepts so far) takes what is left.
+      let catchAll = ["drop", "reject", "counter"].contains(words.first ?? "")
+      if verdict && catchAll {
+        if !accepts.mdns {
+          result.findings.append(Finding(affects: "mdns", rule: line, definite: false))
+        }
+        if port != nil, !accepts.port {
+          result.findings.append(Finding(affects: "port", rule: line, definite: false))
+        }
+        (accepts.mdns, accepts.port) = (true, true)  // reported once
+      } else if verdict && line.contains("numgen random") {
         result.findings.append(Finding(affects: "loss", rule: line))
       } else if verdict && mdns {
         result.findings.append(Finding(affects: "mdns", rule: line))
@@ -93,9 +107,12 @@ struct FirewallRules: Sendable, Equatable {
       if line.contains("-j ACCEPT") && tcp { accepts.port = true }
     }
     if dropPolicy {
-      if !accepts.mdns { result.findings.append(Finding(affects: "mdns", rule: "-P INPUT DROP")) }
+      if !accepts.mdns {
+        result.findings.append(Finding(affects: "mdns", rule: "-P INPUT DROP", definite: false))
+      }
       if let port, !accepts.port {
-        result.findings.append(Finding(affects: "port", rule: "-P INPUT DROP (tcp \(port))"))
+        result.findings.append(
+          Finding(affects: "port", rule: "-P INPUT DROP (tcp \(port))", definite: false))
       }
     }
     return result

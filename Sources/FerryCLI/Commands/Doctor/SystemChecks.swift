@@ -259,21 +259,32 @@ enum SystemChecks {
       findings += rules.findings.filter { finding in !findings.contains(finding) }
     }
     let portText = port.map { "TCP \($0)" } ?? "the receiver's port"
-    if let blocking = findings.first(where: { $0.affects == "mdns" }) {
+    let tools = read.joined(separator: " and ")
+    let mdnsFix =
+      "accept it: 'nft add rule inet filter input udp dport 5353 accept' (or 'iptables -I "
+      + "INPUT -p udp --dport 5353 -j ACCEPT'), in the table that drops it"
+    let portFix =
+      "accept it: 'nft add rule inet filter input tcp dport \(port ?? 0) accept' (or "
+      + "'iptables -I INPUT -p tcp --dport \(port ?? 0) -j ACCEPT')"
+    if let blocking = findings.first(where: { $0.affects == "mdns" && $0.definite }) {
       return .problem(
         "firewall",
-        "\(read.joined(separator: " and ")) drops mDNS (UDP 5353): \(blocking.rule); nearby "
-          + "machines cannot find this one, nor it them",
-        fix: "accept it: 'nft add rule inet filter input udp dport 5353 accept' (or 'iptables -I "
-          + "INPUT -p udp --dport 5353 -j ACCEPT'), in the table that drops it")
+        "\(tools) drops mDNS (UDP 5353): \(blocking.rule); nearby machines cannot find this "
+          + "one, nor it them", fix: mdnsFix)
     }
-    if let blocking = findings.first(where: { $0.affects == "port" }) {
+    if let blocking = findings.first(where: { $0.affects == "port" && $0.definite }) {
       return .problem(
         "firewall",
-        "\(read.joined(separator: " and ")) drops \(portText): \(blocking.rule); senders "
-          + "cannot connect to 'ferry receive --port \(port ?? 0)'",
-        fix: "accept it: 'nft add rule inet filter input tcp dport \(port ?? 0) accept' (or "
-          + "'iptables -I INPUT -p tcp --dport \(port ?? 0) -j ACCEPT')")
+        "\(tools) drops \(portText): \(blocking.rule); senders cannot connect to "
+          + "'ferry receive --port \(port ?? 0)'", fix: portFix)
+    }
+    if let maybe = findings.first(where: { !$0.definite }) {
+      let what = maybe.affects == "mdns" ? "mDNS (UDP 5353)" : portText
+      return .warning(
+        "firewall",
+        "\(tools) may drop \(what): \(maybe.rule), and no rule read here accepts it (rules in "
+          + "chains jumped to are not read)",
+        fix: maybe.affects == "mdns" ? mdnsFix : portFix)
     }
     if let loss = findings.first(where: { $0.affects == "loss" }) {
       return .warning(

@@ -146,6 +146,9 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       try toStandardOutput
       ? StandardOutputSink(
         privateFolder: dir == nil ? StandardOutputSink.makePrivateFolder() : nil) : nil
+    // Removed on every way out: an error below, the end, Ctrl-C (first thing).
+    defer { sink?.removePrivateFolder() }
+    if let sink { Interrupts.onInterrupt { sink.removePrivateFolder() } }
     let folder = try ReceiveDestination(
       sink?.privateFolder?.path ?? settings.dir, create: settings.mkdir)
     let destination = folder.url
@@ -172,8 +175,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     let incoming = IncomingTransfers()
     let open = OpenInvitations()
     Interrupts.onInterrupt {
+      sink?.removePrivateFolder()
       advertiser.stop()
-      defer { sink?.removePrivateFolder() }
       // Senders waiting on a question hear a decline (exit 4), not a vanished connection;
       // the DECLINE needs a moment on the wire before the process ends.
       if open.declineAll(reason: "the receiver stopped") > 0 {
@@ -222,7 +225,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     let decisions = ReceiveDecisions(
       policy: policy, approvals: approvals, gate: gate,
       options: ReceiveOptions(
-        destination: destination, conflictPolicy: settings.onConflict,
+        // --stdout: nothing is placed, so nothing is skipped for a name taken.
+        destination: destination, conflictPolicy: sink == nil ? settings.onConflict : .rename,
         relocate: sink == nil,
         staleAfter: .seconds(settings.keepPartialDays * 86_400)),
       folder: folder,
@@ -249,7 +253,6 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     Task { await advertising.follow() }
     for await failure in outcomes.stream where once {
       advertiser.stop()
-      defer { sink?.removePrivateFolder() }
       // The last FILE_ACKs are on their way: let the sender hang up first (at most 5 s).
       await session.waitUntilDisconnected(timeout: .seconds(5))
       await session.closeAndWait(timeout: .seconds(1))

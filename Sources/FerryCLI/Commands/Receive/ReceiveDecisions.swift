@@ -82,6 +82,12 @@ struct ReceiveDecisions: Sendable {
         return
       }
     }
+    // --once (and --stdout): a text is the one offer too; nothing comes after it.
+    if accept, summary?.text != nil, let gate,
+      !gate.claimForDecision(from: invitation.fingerprint)
+    {
+      (accept, reason) = (false, "this receiver takes one offer (--once)")
+    }
     guard accept else {
       invitation.decline(reason: reason)
       output.event(
@@ -132,19 +138,25 @@ struct ReceiveDecisions: Sendable {
   /// Shows an accepted sender's text: a `text` event, or its lines on stdout (escaped: a
   /// peer's text never moves the cursor). Under `--once` the text is the outcome.
   private func show(_ text: String, from peer: PeerID) {
+    // Its approval covers the text alone: no offer may follow on it.
+    approvals.ended(peer.fingerprint)
     output.event(.text, [("peer", .string(peer.displayName)), ("text", .string(text))])
     if oneFile {
       // --stdout: the text is the data; escaped only when a terminal would act on it.
       let terminal = StandardStream.output.isTerminal
       StandardStream.output.write(terminal ? DisplayText.terminalSafe(text) + "\n" : text)
-    } else {
+    } else if !output.json {
+      // Even with --quiet (it was accepted to be read), each line marked as the peer's, so
+      // that none can pass for one of ferry's own.
       prompt.bar.above {
-        output.note("\(peer) says:")
+        var shown = "\(DisplayText.terminalSafe(peer.description)) says:\n"
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-          output.say(String(line))
+          shown += "  | " + DisplayText.terminalSafe(String(line)) + "\n"
         }
+        StandardStream.output.write(shown)
       }
     }
+    gate?.decided(accepted: false)
     if gate != nil { outcomes.yield(nil) }
   }
 

@@ -55,6 +55,15 @@ struct ReceiveReporter: Sendable {
         output.say(
           url.map { "Saved \(printable($0.path))" } ?? "Skipped \(printable(name)) (name taken)")
       }
+    case .identical(let name, let peer, let url, let digest) where sink != nil:
+      // --stdout --dir D: D already holds it; that copy is written out (and stays).
+      sink?.received(url, remove: false)
+      output.event(
+        .fileDone,
+        [
+          ("peer", .string(peer.displayName)), ("path", .string(name)), ("saved", .string("-")),
+          ("sha256", .string(Hex.lowercase(digest))), ("status", .string("identical")),
+        ])
     case .identical(let name, let peer, let url, let digest):
       output.event(
         .fileDone,

@@ -10,8 +10,9 @@ import Synchronization
 /// complete and verified (SHA-256), then removed from the staging folder. A pipe reader
 /// (`| tar x`) gets all of the file or none of it, never a corrupt half.
 final class StandardOutputSink: Sendable {
-  /// The verified file, staged (received with `relocate: false`); nil until then.
-  private let received = Mutex<URL?>(nil)
+  /// The verified file, staged (received with `relocate: false`) — or one already in the
+  /// destination with the same content, which stays — and whether to remove it once written.
+  private let received = Mutex<(url: URL, remove: Bool)?>(nil)
   /// The private folder that holds the staging when `--dir` was not given; removed at the end.
   let privateFolder: URL?
 
@@ -35,15 +36,19 @@ final class StandardOutputSink: Sendable {
     return URL(fileURLWithPath: String(cString: made), isDirectory: true)
   }
 
-  /// Records where the verified file is.
-  func received(_ url: URL) {
-    received.withLock { $0 = url }
+  /// Records where the verified file is; `remove`: it is ours to remove once written.
+  func received(_ url: URL, remove: Bool = true) {
+    received.withLock { $0 = (url, remove) }
   }
 
   /// Copies the verified file to standard output and removes it; nil when it all went out.
   func deliver() -> CLIFailure? {
-    guard let url = received.withLock({ $0 }) else { return nil }
-    defer { try? FileManager.default.removeItem(at: url) }
+    guard let (url, remove) = received.withLock({ $0 }) else {
+      return CLIFailure(
+        status: .transferFailed, message: "no verified file arrived to write to standard output",
+        code: .transferFailed)
+    }
+    defer { if remove { try? FileManager.default.removeItem(at: url) } }
     let input = open(url.path, O_RDONLY | O_CLOEXEC)
     guard input >= 0 else { return Self.failure("cannot read the received file", errno) }
     defer { close(input) }

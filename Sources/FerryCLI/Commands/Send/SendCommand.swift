@@ -130,12 +130,14 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
   func run() async throws {
     let events = output.writer
     let serviceType = try parseServiceType(service)
-    let (items, spool) = try self.items(events)
     let knownPeers = KnownPeers()
     // Fingerprints are identities, names are labels: each --to is classified (and a prefix too
-    // short to stand for a key refused) before anything else happens.
+    // short to stand for a key refused) before anything else happens — before standard
+    // input is read, too.
     var references: [PeerReference] = []
     for text in to { references.append(try PeerReference.parse(text, knownPeers: knownPeers)) }
+    let (items, spool) = try self.items(events)
+    defer { spool?.remove() }
     let identity = try loadIdentity()
     let session: Session
     do {
@@ -147,10 +149,9 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     }
     let active = ActiveTransfers(session: session)
     Interrupts.onInterrupt(reportingTo: events) {
+      spool?.remove()  // first: a second Ctrl-C exits at once
       await active.interrupt()
-      spool?.remove()
     }
-    defer { spool?.remove() }
     let bar = ProgressBar(enabled: output.showsProgress)
     let delivery = Delivery(
       session: session, items: items,
@@ -192,8 +193,9 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     }
     guard paths.contains("-") else { return (items, nil) }
     // Ctrl-C while standard input is read leaves no temporary file behind.
-    let spool = try StandardInputSpool(name: stdinName ?? "stdin") { events.note($0) }
+    let spool = try StandardInputSpool(name: stdinName ?? "stdin")
     Interrupts.onInterrupt { spool.remove() }
+    try spool.read { events.note($0) }
     do {
       return (try SendPaths.checked(items + [spool.item]), spool)
     } catch {

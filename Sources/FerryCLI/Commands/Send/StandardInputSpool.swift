@@ -15,11 +15,11 @@ final class StandardInputSpool: Sendable {
   /// The file to offer.
   let item: ResourceItem
 
-  /// Reads standard input into `folder/name`.
+  /// Makes the private folder for standard input, to be read as `name` with ``read(note:)``.
   ///
   /// - Throws: ``CLIFailure`` (usage) for a name that is not one plain file name, or when
-  ///   the temporary file cannot be written (a full disk) or standard input read.
-  init(name: String, note: (String) -> Void) throws(CLIFailure) {
+  ///   the folder cannot be made.
+  init(name: String) throws(CLIFailure) {
     guard !name.isEmpty, !name.contains("/"), name != ".", name != "..",
       (try? RelativePath(validating: name)) != nil
     else {
@@ -35,8 +35,15 @@ final class StandardInputSpool: Sendable {
       throw Self.failure("cannot make a temporary folder for standard input", errno)
     }
     folder = URL(fileURLWithPath: String(cString: made), isDirectory: true)
-    let file = folder.appendingPathComponent(name)
-    item = ResourceItem(url: file, path: name)
+    item = ResourceItem(url: folder.appendingPathComponent(name), path: name)
+  }
+
+  /// Reads standard input to its end into the file; removes the folder if that fails.
+  ///
+  /// - Throws: ``CLIFailure`` (usage) when the file cannot be written (a full disk) or
+  ///   standard input read.
+  func read(note: (String) -> Void) throws(CLIFailure) {
+    let file = item.url
     if isatty(0) == 1 { note("Reading standard input until Ctrl-D…") }
     let output = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
     guard output >= 0 else {
@@ -46,7 +53,7 @@ final class StandardInputSpool: Sendable {
     defer { close(output) }
     var buffer = [UInt8](repeating: 0, count: 1 << 20)
     while true {
-      let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+      let count = buffer.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
       if count == 0 { break }
       if count < 0 {
         if errno == EINTR { continue }
