@@ -127,12 +127,12 @@ final class ProgressBar: Sendable {
   /// cursor put back where it was (after what the person typed). Nil when the whole drawing
   /// must be redone.
   private func redrawBarsOnly(_ state: inout State) -> String? {
-    let bars = barLines(state)
-    guard !bars.isEmpty, bars.count == state.barLinesDrawn else { return nil }
     let columns = Self.terminalColumns()
+    let bars = barLines(state, columns: columns)
+    guard !bars.isEmpty, bars.count == state.barLinesDrawn else { return nil }
     let up = state.linesDrawn - 1
     return "\u{1B}7\r" + (up > 0 ? "\u{1B}[\(up)A" : "")
-      + bars.map { Self.fitted($0, to: columns) + "\u{1B}[K" }.joined(separator: "\n")
+      + bars.map { $0 + "\u{1B}[K" }.joined(separator: "\n")
       + "\u{1B}8"
   }
 
@@ -172,14 +172,15 @@ final class ProgressBar: Sendable {
   }
 
   private func render(_ state: inout State) -> String {
-    var lines = barLines(state)
+    let columns = Self.terminalColumns()
+    var lines = barLines(state, columns: columns)
     state.barLinesDrawn = lines.count
     let waiting = state.waiting.filter { $0.isPending() }
     if state.prompt != nil, !waiting.isEmpty {
       let now = ContinuousClock.now
       let listed = waiting.prefix(3).map { waiting in
         let left = max(0, Int((waiting.deadline - now).inSeconds))
-        return "\(Self.shortened(printable(waiting.label), to: 20)) (\(left / 60):"
+        return "\(BarLayout.shortened(printable(waiting.label), to: 20)) (\(left / 60):"
           + String(format: "%02d", left % 60) + " left)"
       }
       let more = waiting.count > 3 ? " and \(waiting.count - 3) more" : ""
@@ -188,28 +189,28 @@ final class ProgressBar: Sendable {
     if let prompt = state.prompt { lines.append(prompt) }
     // Back to the first line of the previous drawing, then overwrite each line. A line wider
     // than the terminal would wrap, and the next redraw would climb too few lines: cut it.
-    let columns = Self.terminalColumns()
     let text =
       Self.toFirstLine(state.linesDrawn)
-      + lines.map { Self.fitted($0, to: columns) + "\u{1B}[K" }.joined(separator: "\n")
+      + lines.map { BarLayout.fitted($0, to: columns) + "\u{1B}[K" }.joined(separator: "\n")
     state.linesDrawn = lines.count
     return text
   }
 
-  /// The bar lines for the rows.
-  private func barLines(_ state: State) -> [String] {
+  /// The bar lines for the rows, fitted to `columns`.
+  private func barLines(_ state: State, columns: Int) -> [String] {
     var lines: [String] = []
     if state.rows.count == 1, let row = state.rows.first {
       let snapshot = row.snapshot
       if snapshot.fileCount > 1, let file = snapshot.currentFile {
         lines.append(
-          Self.bar(
-            done: snapshot.currentFileBytes, total: snapshot.currentFileSize,
-            label: Self.shortened(printable(file), to: 32), width: 16))
+          BarLayout.line(
+            label: printable(file), done: snapshot.currentFileBytes,
+            total: snapshot.currentFileSize, extras: (nil, nil, nil), columns: columns, bar: 16,
+            name: 32))
       }
-      lines.append(Self.totalLine(snapshot, label: row.label))
+      lines.append(Self.totalLine(snapshot, label: row.label, columns: columns))
     } else {
-      lines = state.rows.map { Self.totalLine($0.snapshot, label: $0.label) }
+      lines = state.rows.map { Self.totalLine($0.snapshot, label: $0.label, columns: columns) }
     }
     return lines
   }
@@ -219,30 +220,28 @@ final class ProgressBar: Sendable {
     lines > 1 ? "\r\u{1B}[\(lines - 1)A" : "\r"
   }
 
-  private static func totalLine(_ snapshot: ProgressSnapshot, label: String) -> String {
-    var line = bar(
-      done: snapshot.bytes, total: snapshot.total, label: shortened(printable(label), to: 20),
-      width: 24)
+  private static func totalLine(_ snapshot: ProgressSnapshot, label: String, columns: Int)
+    -> String
+  {
     let rate = snapshot.bytesPerSecond
-    if rate > 0 { line += "  \(Quantity.bytes(UInt64(wholeNumber(rate))))/s" }
+    var eta: String?
     if rate > 0, snapshot.total > snapshot.bytes {
       // A trickle (a slow or hostile peer) gives an ETA beyond any clock: shown as such.
-      let eta = wholeNumber(Double(snapshot.total - snapshot.bytes) / rate)
-      line +=
-        eta >= 100 * 3600
-        ? "  ETA >99h" : "  ETA \(eta / 60):" + String(format: "%02d", eta % 60)
+      let seconds = wholeNumber(Double(snapshot.total - snapshot.bytes) / rate)
+      eta =
+        seconds >= 100 * 3600
+        ? "  ETA >99h" : "  ETA \(seconds / 60):" + String(format: "%02d", seconds % 60)
     }
-    if snapshot.fileCount > 1 { line += "  file \(snapshot.filesDone)/\(snapshot.fileCount)" }
-    return line
-  }
-
-  private static func bar(done: Int64, total: Int64, label: String, width: Int) -> String {
-    let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
-    let filled = Int(fraction * Double(width))
-    return (label.isEmpty ? "" : label + " ") + "["
-      + String(repeating: "=", count: filled) + String(repeating: " ", count: width - filled)
-      + "] " + String(format: "%3d%%", Int(fraction * 100))
-      + "  \(Quantity.bytes(UInt64(max(0, done))))/\(Quantity.bytes(UInt64(max(0, total))))"
+    // The file under way is counted: "file 5/5" while the fifth moves.
+    let current =
+      snapshot.bytes < snapshot.total
+      ? min(snapshot.filesDone + 1, snapshot.fileCount) : snapshot.filesDone
+    return BarLayout.line(
+      label: printable(label), done: snapshot.bytes, total: snapshot.total,
+      extras: (
+        rate: rate > 0 ? "  \(Quantity.bytes(UInt64(wholeNumber(rate))))/s" : nil, eta: eta,
+        files: snapshot.fileCount > 1 ? "  file \(current)/\(snapshot.fileCount)" : nil
+      ), columns: columns, bar: 24, name: 20)
   }
 
   /// The width of the terminal on stderr (80 when it cannot be told), read at each drawing so
@@ -251,15 +250,5 @@ final class ProgressBar: Sendable {
     var size = winsize()
     guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
     return Int(size.ws_col)
-  }
-
-  /// `line` cut to leave the last column free (a character in the last column makes some
-  /// terminals wrap), counting one column per character.
-  private static func fitted(_ line: String, to columns: Int) -> String {
-    line.count < columns ? line : String(line.prefix(max(1, columns - 1)))
-  }
-
-  private static func shortened(_ text: String, to length: Int) -> String {
-    text.count <= length ? text : "…" + text.suffix(length - 1)
   }
 }
