@@ -12,8 +12,13 @@ enum PeerCompletion {
     let entries = (try? KnownPeers().all()) ?? []
     let ordered = entries.filter(\.trusted) + entries.filter { !$0.trusted }
     var seen = Set<String>()
-    let names = ordered.map(\.name).filter {
-      !$0.isEmpty && !$0.contains("\n") && seen.insert($0).inserted
+    // A name with a control or format character (an escape sequence, a bidi override) is
+    // left out: the shell would put it on the command line and the terminal act on it.
+    let names = ordered.map(\.name).filter { name in
+      !name.isEmpty
+        && !name.unicodeScalars.contains {
+          $0.properties.generalCategory == .control || $0.properties.generalCategory == .format
+        } && seen.insert(name).inserted
     }
     guard ProcessInfo.processInfo.environment["SAP_SHELL"] == "bash" else { return names }
     return names.map(escapedForBash)

@@ -25,8 +25,9 @@ struct InvitationPrompt: Sendable {
   /// How many names a question lists.
   static let shownNames = OfferSummary.shownNames
 
-  /// Reports the invitation (JSON) and warns loudly when the sender's key changed or its name
-  /// mimics a known one.
+  /// Reports the invitation (JSON). The warning about a changed key or a look-alike name is
+  /// part of the question (``ask(_:summary:)``), drawn in its turn, or printed by
+  /// ``warn(_:)`` when nobody is asked.
   func announce(_ invitation: Invitation, summary: OfferSummary?) {
     output.event(
       .invitation,
@@ -40,9 +41,13 @@ struct InvitationPrompt: Sendable {
         ("bytes", summary.map { .int(Int($0.bytes)) } ?? .null),
         ("expires", .string(EventWriter.timestamp(Self.date(of: invitation.expiresAt)))),
       ])
+  }
+
+  /// Warns loudly, now, when the sender's key changed or its name mimics a known one: for an
+  /// invitation decided without asking.
+  func warn(_ invitation: Invitation) {
     if let warning = Self.warning(
-      invitation.status, name: invitation.peer.displayName,
-      now: invitation.fingerprint)
+      invitation.status, name: invitation.peer.displayName, now: invitation.fingerprint)
     {
       bar.above { output.note(warning) }
     }
@@ -52,6 +57,12 @@ struct InvitationPrompt: Sendable {
   /// shortly before the invitation expires.
   func ask(_ invitation: Invitation, summary: OfferSummary?) async -> Answer {
     var lines = ["", "\(Self.who(invitation.peer, status: invitation.status)) wants to send"]
+    if let warning = Self.warning(
+      invitation.status, name: invitation.peer.displayName, now: invitation.fingerprint)
+    {
+      // In the question's turn, above what it asks: never printed over another question.
+      lines.insert(contentsOf: ["", warning], at: 0)
+    }
     if let text = summary?.text {
       // What it says is shown once accepted: a yes is consent to read it here.
       let lineCount = text.split(separator: "\n", omittingEmptySubsequences: false).count

@@ -57,12 +57,14 @@ struct ReceiveDecisions: Sendable {
       accept = false
       reason = "\(lack) on the receiver"
     } else if let decision = policy.decision(for: invitation) {
+      prompt.warn(invitation)
       (accept, byPolicy) = (decision.accept, true)
       if !decision.reason.isEmpty { reason = decision.reason }
     } else if let earlier = approvals.resumable(
       invitation, summary: summary, within: resumeGrace, isConnected: isConnected)
     {
       // The person said yes to this very batch from this very key; its link was lost.
+      prompt.warn(invitation)
       (accept, resumed) = (true, earlier)
       let files = earlier.summary.map { "the \(Quantity.count($0.files, "file"))" } ?? "the files"
       prompt.bar.above {
