@@ -27,7 +27,9 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
   @Option(help: "Stop after this many seconds.")
   var timeout: Double?
 
-  @Flag(help: "Write one JSON object per line to stdout (peer-found, peer-updated, peer-lost).")
+  @Flag(
+    name: [.short, .long],
+    help: "Write one JSON object per line to stdout (peer-found, peer-updated, peer-lost).")
   var json = false
 
   func validate() throws {

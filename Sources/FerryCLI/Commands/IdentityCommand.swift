@@ -19,7 +19,7 @@ struct IdentityCommand: LoggingCommand, AsyncParsableCommand {
 
   @OptionGroup var logging: LogOptions
 
-  @Flag(help: "Write one JSON object to stdout.")
+  @Flag(name: [.short, .long], help: "Write one JSON object to stdout.")
   var json = false
 
   func run() async throws {

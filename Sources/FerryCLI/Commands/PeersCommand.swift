@@ -18,7 +18,7 @@ struct PeersCommand: LoggingCommand, AsyncParsableCommand {
 
   @OptionGroup var logging: LogOptions
 
-  @Flag(help: "Write one JSON object per peer to stdout.")
+  @Flag(name: [.short, .long], help: "Write one JSON object per peer to stdout.")
   var json = false
 
   func run() async throws {
