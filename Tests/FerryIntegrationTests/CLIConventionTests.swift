@@ -9,6 +9,28 @@ import Testing
 struct CLIConventionTests {
   static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
+  @Test("every option in every command's --help has an example: in its help, README or CLI.md")
+  func everyOptionHasAnExample() async throws {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+      .deletingLastPathComponent().deletingLastPathComponent()
+    let documents = try ["README.md", "docs/CLI.md"].map {
+      try String(contentsOf: root.appending(path: $0), encoding: .utf8)
+    }
+    // Lines that run ferry: in a shell block, or quoted in the text.
+    let examples = documents.flatMap { $0.split(separator: "\n") }.filter { $0.contains("ferry ") }
+    for command in ["send", "receive", "browse", "identity", "peers", "trust", "forget", "doctor"] {
+      let help = try await run(Harness.ferryBinary, [command, "--help"]).stdout
+      let own =
+        help.components(separatedBy: "Examples:").dropFirst().first?
+        .components(separatedBy: "USAGE:").first ?? ""
+      let options = Set(help.matches(of: /--[a-z][a-z0-9-]+/).map { String($0.output) })
+      for option in options.subtracting(["--help"]).sorted() {
+        let shown = own.contains(option) || examples.contains { $0.contains(option) }
+        #expect(shown, "ferry \(command) \(option) has no example")
+      }
+    }
+  }
+
   @Test("a file the sender cannot read is exit 2 before anything is sent, naming it")
   func unreadableBeforeAsking() async throws {
     // As nobody: root reads every file.

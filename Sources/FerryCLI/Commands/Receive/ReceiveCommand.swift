@@ -34,6 +34,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         ferry receive --accept-trusted --dir ~/Inbox --mkdir
         ferry receive --config /etc/ferry/config.toml
         ferry receive --stdout --yes | tar x
+        ferry receive --on-conflict skip --keep-partial-days 1 --resume-grace 300 -d backups
+        ferry receive --quiet --verbose --accept-trusted
       """)
 
   @OptionGroup var logging: LogOptions

@@ -27,6 +27,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         find logs -name '*.log' -print0 | ferry send --files-from - -0 --to desk
         tar c photos | ferry send --to desk --stdin-name photos.tar -
         ferry send --to desk --text "the door code is 4711"
+        ferry send --quiet --timeout 10 --retry-for 0 --to desk notes.txt
+        ferry send --verbose --to desk big.iso      # what happens underneath, on stderr
         ferry send --json --to desk *.log | jq -c 'select(.event == "done")'
       """)
 
