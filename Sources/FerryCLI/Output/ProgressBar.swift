@@ -39,7 +39,9 @@ final class ProgressBar: Sendable {
   /// Updates the row `label` (added on first use) and redraws if ~100 ms have passed or `force`.
   func update(_ label: String, _ snapshot: ProgressSnapshot, force: Bool = false) {
     guard enabled else { return }
-    let text = state.withLock { state -> String? in
+    // Written under the lock: two transfers' drawings must not interleave with what each
+    // believes is on screen.
+    state.withLock { state in
       if let index = state.rows.firstIndex(where: { $0.label == label }) {
         state.rows[index].snapshot = snapshot
       } else {
@@ -47,12 +49,14 @@ final class ProgressBar: Sendable {
       }
       let now = ContinuousClock.now
       let final = snapshot.bytes >= snapshot.total && snapshot.filesDone == snapshot.fileCount
-      guard force || final || now - state.lastDraw >= .milliseconds(100) else { return nil }
+      guard force || final || now - state.lastDraw >= .milliseconds(100) else { return }
       state.lastDraw = now
-      if state.prompt != nil, let bars = redrawBarsOnly(&state) { return bars }
-      return render(&state)
+      if state.prompt != nil, let bars = redrawBarsOnly(&state) {
+        StandardStream.error.write(bars)
+      } else {
+        StandardStream.error.write(render(&state))
+      }
     }
-    if let text { StandardStream.error.write(text) }
   }
 
   /// Shows `prompt` as the last line of the drawing, the cursor after it, until

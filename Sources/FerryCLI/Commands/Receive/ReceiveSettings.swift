@@ -52,11 +52,14 @@ struct ReceiveSettings: Sendable {
       throw CLIFailure(
         status: .usage, message: error.message + source, code: .invalidServiceType)
     }
-    canAsk = isatty(0) == 1
+    // A terminal, and this process in its foreground: a background job reading it would be
+    // stopped (SIGTTIN) with every sender waiting.
+    canAsk = isatty(0) == 1 && tcgetpgrp(0) == getpgrp()
     if !yes && acceptFrom.isEmpty && !acceptTrusted && !canAsk {
       throw CLIFailure(
         status: .usage,
-        message: "no terminal to ask on: use --yes to accept every offer, --accept-from FPR or "
+        message: "no terminal to ask on (standard input is not one, or this runs in the "
+          + "background): use --yes to accept every offer, --accept-from FPR or "
           + "--accept-trusted to accept chosen senders (or accept = \"trusted\" in the config "
           + "file)",
         code: .usage)
