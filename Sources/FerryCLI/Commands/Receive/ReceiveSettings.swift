@@ -54,7 +54,9 @@ struct ReceiveSettings: Sendable {
     }
     // A terminal, and this process in its foreground: a background job reading it would be
     // stopped (SIGTTIN) with every sender waiting.
-    canAsk = isatty(0) == 1 && tcgetpgrp(0) == getpgrp()
+    // (A terminal that is not this process's controlling one has no foreground to tell.)
+    let foreground = tcgetpgrp(0)
+    canAsk = isatty(0) == 1 && (foreground < 0 || foreground == getpgrp())
     if !yes && acceptFrom.isEmpty && !acceptTrusted && !canAsk {
       throw CLIFailure(
         status: .usage,
