@@ -15,7 +15,8 @@ enum FerryMain {
     }
     // Before parsing succeeds, --json (or -j) is looked for among the options (before `--`).
     var json = arguments.prefix { $0 != "--" }.contains { $0 == "--json" || $0 == "-j" }
-    var dataOnStandardOutput = false
+    // Likewise --stdout (receive): stdout is the data, so even a parser error goes to stderr.
+    var dataOnStandardOutput = arguments.prefix { $0 != "--" }.contains("--stdout")
     do {
       var command = try FerryCommand.parseAsRoot()
       json = (command as? any ReportingCommand)?.reportsJSON ?? false

@@ -71,5 +71,10 @@ struct FirewallRulesTests {
       ])
     #expect(
       FirewallRules.iptables("-A OUTPUT -p udp --dport 5353 -j DROP\n", port: nil).findings.isEmpty)
+    let reject = FirewallRules.iptables(
+      "-A INPUT -p udp --dport 5353 -j ACCEPT\n-A INPUT -j REJECT --reject-with icmp-host-prohibited\n",
+      port: 52000)
+    #expect(reject.findings.map(\.affects) == ["port"])
+    #expect(reject.findings.allSatisfy { !$0.definite })
   }
 }

@@ -24,8 +24,21 @@ struct CLIConventionTests {
         help.components(separatedBy: "Examples:").dropFirst().first?
         .components(separatedBy: "USAGE:").first ?? ""
       let options = Set(help.matches(of: /--[a-z][a-z0-9-]+/).map { String($0.output) })
+      // The option itself (not a longer one it starts), on a line running this command; the
+      // shared --verbose and --version may be shown on any command.
+      func shows(_ text: some StringProtocol, _ option: String) -> Bool {
+        text.ranges(of: option).contains { range in
+          range.upperBound == text.endIndex
+            || !(text[range.upperBound].isLetter || text[range.upperBound].isNumber
+              || text[range.upperBound] == "-")
+        }
+      }
+      let commandLines = examples.filter {
+        $0.contains("ferry \(command)") || $0.contains("ferry -v \(command)")
+      }
       for option in options.subtracting(["--help"]).sorted() {
-        let shown = own.contains(option) || examples.contains { $0.contains(option) }
+        let lines = ["--verbose", "--version"].contains(option) ? examples : commandLines
+        let shown = shows(own, option) || lines.contains { shows($0, option) }
         #expect(shown, "ferry \(command) \(option) has no example")
       }
     }

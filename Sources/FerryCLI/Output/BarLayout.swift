@@ -13,7 +13,7 @@ enum BarLayout {
     label: String, done: Int64, total: Int64, extras: (rate: String?, eta: String?, files: String?),
     columns: Int, bar preferredBar: Int, name preferredName: Int
   ) -> String {
-    let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
+    let fraction = total > 0 ? min(1, max(0, Double(done) / Double(total))) : 1
     let core =
       "] " + String(format: "%3d%%", Int(fraction * 100))
       + "  \(Quantity.bytes(UInt64(max(0, done))))/\(Quantity.bytes(UInt64(max(0, total))))"
@@ -32,7 +32,7 @@ enum BarLayout {
     // Narrower still: a stub of a bar, then less of the name (none at last).
     if used() > budget { bar = max(4, bar - (used() - budget)) }
     if used() > budget { name = max(0, name - (used() - budget)) }
-    let filled = Int(fraction * Double(bar))
+    let filled = min(bar, max(0, Int(fraction * Double(bar))))
     let shown = name > 0 ? shortened(label, to: name) + " " : ""
     let text =
       shown + "[" + String(repeating: "=", count: filled)
@@ -85,7 +85,10 @@ enum BarLayout {
     switch scalar.value {
     case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
       0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60,
-      0xFFE0...0xFFE6, 0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x3FFFD:
+      0xFFE0...0xFFE6, 0x231A...0x231B, 0x23E9...0x23FA, 0x2600...0x27BF, 0x2B00...0x2BFF,
+      0x1F000...0x1FAFF, 0x20000...0x3FFFD:
+      // (Symbols that some terminals draw narrow count two: a line a column short is
+      // harmless, one a column long wraps and breaks the next redraw.)
       return 2
     default:
       return 1

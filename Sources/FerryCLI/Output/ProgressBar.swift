@@ -165,14 +165,11 @@ final class ProgressBar: Sendable {
   /// Ends the display (the last drawing stays on screen); later updates start a new one.
   func finish() {
     guard enabled else { return }
-    let drawn = state.withLock { state in
-      defer {
-        state.rows = []
-        state.linesDrawn = 0
-      }
-      return state.linesDrawn > 0
+    state.withLock { state in
+      if state.linesDrawn > 0 { StandardStream.error.write("\n") }
+      state.rows = []
+      state.linesDrawn = 0
     }
-    if drawn { StandardStream.error.write("\n") }
   }
 
   private func render(_ state: inout State) -> String {

@@ -34,3 +34,7 @@ extension IdentityCommand: ReportingCommand {
 extension PeersCommand: ReportingCommand {
   var reportsJSON: Bool { json }
 }
+
+extension DoctorCommand: ReportingCommand {
+  var reportsJSON: Bool { json }
+}

@@ -81,7 +81,8 @@ struct DoctorCommand: LoggingCommand, AsyncParsableCommand {
     report(firewall)
     let home = SystemChecks.home()
     report(home)
-    let destination = SystemChecks.destination(dir ?? config.dir ?? ".")
+    let destination = SystemChecks.destination(
+      dir ?? config.dir ?? ".", mkdir: dir == nil && config.mkdir == true)
     report(destination)
     checks += [bus, avahi, interfaces, advertisement, firewall, home, destination]
     let problems = checks.filter { $0.status == .problem }.count

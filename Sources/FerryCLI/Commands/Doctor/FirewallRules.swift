@@ -94,6 +94,18 @@ struct FirewallRules: Sendable, Equatable {
       }
       guard line.hasPrefix("-A INPUT ") || line.hasPrefix("-A PREROUTING ") else { continue }
       let verdict = line.contains("-j DROP") || line.contains("-j REJECT")
+      // `-A INPUT -j REJECT …` with nothing to match takes what was not accepted before.
+      let matches = line.split(separator: " ").dropFirst(2).prefix { $0 != "-j" }
+      if verdict && matches.isEmpty {
+        if !accepts.mdns {
+          result.findings.append(Finding(affects: "mdns", rule: line, definite: false))
+        }
+        if port != nil, !accepts.port {
+          result.findings.append(Finding(affects: "port", rule: line, definite: false))
+        }
+        (accepts.mdns, accepts.port) = (true, true)
+        continue
+      }
       let mdns = iptablesMentions(line, port: 5353, proto: "udp")
       let tcp = port.map { iptablesMentions(line, port: $0, proto: "tcp") } ?? false
       if verdict && line.contains("statistic") {

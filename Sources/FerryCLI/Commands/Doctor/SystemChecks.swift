@@ -312,6 +312,14 @@ enum SystemChecks {
     let directory = FerryHome.defaultDirectory
     var status = stat()
     guard stat(directory.path, &status) == 0 else {
+      let reason = errno
+      guard reason == ENOENT else {
+        return .warning(
+          "home",
+          "\(directory.path) cannot be looked at ("
+            + String(cString: strerror(reason)).lowercased() + ")",
+          fix: "run the doctor as the user who runs ferry (for the system service: as root)")
+      }
       return .ok(
         "home", "\(directory.path) does not exist yet: it is made (mode 0700) on first use")
     }
@@ -321,6 +329,12 @@ enum SystemChecks {
         fix: "move it away, or point FERRY_HOME at a folder")
     }
     guard status.st_uid == geteuid() else {
+      if geteuid() == 0 {
+        // Root looking at a service's home (DynamicUser owns /var/lib/ferry).
+        return .warning(
+          "home",
+          "\(directory.path) belongs to uid \(status.st_uid): fine if that is the service's user")
+      }
       return .problem(
         "home", "\(directory.path) belongs to another user (uid \(status.st_uid))",
         fix: "use your own: FERRY_HOME=~/.config/ferry, or chown it")
@@ -358,8 +372,11 @@ enum SystemChecks {
     }
   }
 
-  /// The destination: exists, writable, how much room.
-  static func destination(_ path: String) -> DoctorCheck {
+  /// The destination: exists, writable, how much room. `mkdir`: the receiver creates it.
+  static func destination(_ path: String, mkdir: Bool) -> DoctorCheck {
+    if mkdir, access(path, F_OK) != 0, errno == ENOENT {
+      return .ok("destination", "\(path) does not exist yet: ferry receive creates it (mkdir)")
+    }
     do {
       let folder = try ReceiveDestination(path, create: false)
       let free = folder.availableBytes.map { ", \(Quantity.bytes($0)) free" } ?? ""

@@ -52,6 +52,16 @@ final class OnceGate: Sendable {
     }
   }
 
+  /// A text came to be accepted: true if nothing was offered yet (it is then the one, and
+  /// its outcome is known once shown). Never while a sender may come back for its files.
+  func claimForText() -> Bool {
+    state.withLock { state in
+      guard case .open = state else { return false }
+      state = .done
+      return true
+    }
+  }
+
   /// The one offer was declined (its outcome) or accepted.
   func decided(accepted: Bool) {
     state.withLock { state in

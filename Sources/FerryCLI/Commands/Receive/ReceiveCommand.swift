@@ -36,6 +36,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         ferry receive --stdout --yes | tar x
         ferry receive --on-conflict skip --keep-partial-days 1 --resume-grace 300 -d backups
         ferry receive --quiet --verbose --accept-trusted
+        ferry receive --service my-app --name "build box" --yes
       """)
 
   @OptionGroup var logging: LogOptions

@@ -48,11 +48,13 @@ struct ReceiveDecisions: Sendable {
     var byPolicy = false
     let isConnected = session.connectedPeers.contains { $0.fingerprint == invitation.fingerprint }
     if oneFile, let summary, summary.text == nil, summary.files != 1 {
+      prompt.warn(invitation)
       accept = false
       reason =
         "this receiver takes one file (--stdout); \(Quantity.count(summary.files, "file")) "
         + "announced"
     } else if let summary, let lack = folder.lackOfSpace(for: summary.bytes) {
+      prompt.warn(invitation)
       // Before anyone is asked: a yes could only end in a refused offer.
       accept = false
       reason = "\(lack) on the receiver"
@@ -85,9 +87,8 @@ struct ReceiveDecisions: Sendable {
       }
     }
     // --once (and --stdout): a text is the one offer too; nothing comes after it.
-    if accept, summary?.text != nil, let gate,
-      !gate.claimForDecision(from: invitation.fingerprint)
-    {
+    let isText = summary?.text != nil
+    if accept, isText, let gate, !gate.claimForText() {
       (accept, reason) = (false, "this receiver takes one offer (--once)")
     }
     guard accept else {
@@ -102,7 +103,7 @@ struct ReceiveDecisions: Sendable {
       resumes: resumed.map { $0.resumes + 1 } ?? 0)
     // --once: the one offer's sender coming back replaces its old link; the old transfer's
     // late end is no longer the outcome, and the wait for the new offer is bounded.
-    if let gate, let generation = gate.expectResume(from: invitation.fingerprint) {
+    if !isText, let gate, let generation = gate.expectResume(from: invitation.fingerprint) {
       Task { [outcomes, resumeGrace, peer = invitation.peer] in
         try? await Task.sleep(for: max(resumeGrace, .seconds(30)))
         if gate.resumeExpired(generation: generation) {
@@ -134,6 +135,14 @@ struct ReceiveDecisions: Sendable {
       prompt.bar.above { output.note("Could not accept \(invitation.peer): \(error)") }
       // Nothing to come back to: the next invitation is asked about.
       approvals.ended(invitation.fingerprint)
+      if isText, gate != nil {
+        // --once: the text was the one; it never arrived.
+        outcomes.yield(
+          CLIFailure(
+            status: .transferFailed,
+            message: "could not accept the text from \(invitation.peer): \(error)",
+            code: .acceptFailed))
+      }
     }
   }
 
@@ -158,7 +167,6 @@ struct ReceiveDecisions: Sendable {
         StandardStream.output.write(shown)
       }
     }
-    gate?.decided(accepted: false)
     if gate != nil { outcomes.yield(nil) }
   }
 

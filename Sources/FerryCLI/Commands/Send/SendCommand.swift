@@ -29,6 +29,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         ferry send --to desk --text "the door code is 4711"
         ferry send --quiet --timeout 10 --retry-for 0 --to desk notes.txt
         ferry send --verbose --to desk big.iso      # what happens underneath, on stderr
+        ferry send --service my-app --name "build box" --to desk out.tar
         ferry send --json --to desk *.log | jq -c 'select(.event == "done")'
       """)
 
