@@ -35,16 +35,13 @@ struct ResumeTests {
     let home = Harness.freshFerryHome()
     let arguments = ["send", "127.0.0.1", "\(port)", identity.fingerprint.hexString, file.path]
 
-    // First attempt: killed once some megabytes are across (early: on a quiet machine the
-    // rest can cross loopback before the kill lands).
+    // First attempt: the sender SIGKILLs itself once 4 MiB are across (a kill sent from here
+    // could land after the whole file crossed loopback on a loaded machine).
     let first = try ChildProcess(
-      Harness.testPeerBinary, arguments, environment: ["FERRY_HOME": home])
-    let partway = await first.waitForLine(timeout: .seconds(30)) {
-      (jsonObject($0)?["bytes"] as? Int ?? 0) > 4 << 20
-    }
-    try #require(partway != nil, "no progress: \(first.stdout) \(first.stderr)")
-    first.signal(SIGKILL)
-    _ = await first.waitForExit()
+      Harness.testPeerBinary, arguments,
+      environment: ["FERRY_HOME": home, "FERRY_TEST_DIE_AFTER_BYTES": "\(4 << 20)"])
+    let died = await first.waitForExit(timeout: .seconds(60))
+    try #require(died == 128 + SIGKILL, "not killed mid-file: \(first.stdout) \(first.stderr)")
     let ended = await events.first(timeout: .seconds(15)) {
       if case .offerFinished(_, let error) = $0 { return error != nil }
       return false

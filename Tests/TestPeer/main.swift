@@ -179,9 +179,15 @@ do {
       expecting: try Fingerprint(parsing: arguments[3]))
     let items = try ResourceItem.expanding(arguments[4...].map { URL(fileURLWithPath: $0) })
     let transfer = try session.sendResources(items, to: peer)
+    // FERRY_TEST_DIE_AFTER_BYTES=N: SIGKILL itself once N bytes are across — mid-file however
+    // loaded the machine, which a test sending the signal cannot promise.
+    let dieAfter = ProcessInfo.processInfo.environment["FERRY_TEST_DIE_AFTER_BYTES"].flatMap {
+      Int64($0)
+    }
     Task {
       for await snapshot in transfer.progress.snapshots {
         emit(["event": "progress", "bytes": snapshot.bytes, "sent": Int(transfer.bytesSent)])
+        if let dieAfter, snapshot.bytes > dieAfter { kill(getpid(), SIGKILL) }
       }
     }
     do {
