@@ -168,7 +168,42 @@ struct CLIConventionTests {
     #expect(Set(lines[0].split(separator: "|")) == ["photo.jpg", "photos"], "\(lines[0])")
     #expect(lines[1] == "photos|", "folders only: \(lines[1])")
     #expect(lines[2] == "rename|overwrite|skip|", "\(lines[2])")
-    #expect(lines[3] == "Kitchen\\ laptop|", "\(lines[3])")
+    // The name itself: readline quotes it as it inserts it (complete -o filenames).
+    #expect(lines[3] == "Kitchen laptop|", "\(lines[3])")
     #expect(lines[4] == fingerprint + "|", "\(lines[4])")
+
+    // And what an interactive bash puts on the line: TAB in a pseudo-terminal, then the
+    // completed word handed to a function that prints it.
+    let typist = """
+      import os, pty, select, sys, time
+      pid, fd = pty.fork()
+      if pid == 0:
+          os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+      def read(seconds):
+          out, end = b"", time.time() + seconds
+          while time.time() < end:
+              if select.select([fd], [], [], 0.1)[0]:
+                  try:
+                      out += os.read(fd, 4096)
+                  except OSError:
+                      break
+          return out
+      read(0.5)
+      os.write(fd, b"source '%s'; PATH='%s':$PATH\\n" % (sys.argv[1].encode(), sys.argv[2].encode()))
+      read(0.5)
+      os.write(fd, b"ferry send --to Kit\\t")
+      read(1.5)
+      os.write(fd, b"\\x01shown() { printf '<%s>' \\"$4\\"; }; shown \\n")
+      sys.stdout.write(read(1.5).decode(errors="replace"))
+      os.write(fd, b"exit\\n")
+      """
+    let typed = try await run(
+      "/usr/bin/python3",
+      [
+        "-c", typist, script.path,
+        URL(fileURLWithPath: Harness.ferryBinary).deletingLastPathComponent().path,
+      ],
+      environment: ["FERRY_HOME": home])
+    #expect(typed.stdout.contains("<Kitchen laptop>"), "\(typed.stdout)")
   }
 }

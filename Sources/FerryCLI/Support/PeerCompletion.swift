@@ -6,8 +6,9 @@ import Foundation
 /// `--to`, their fingerprints for `trust` and `forget`. Runs inside the completion call, so it
 /// only reads the file: nothing is discovered, nothing written.
 enum PeerCompletion {
-  /// Known peers' names, trusted first; for bash, spaces and shell characters escaped with a
-  /// backslash (bash inserts a completion as typed text; zsh and fish quote it themselves).
+  /// Known peers' names, trusted first; for bash, each shell character escaped once for the
+  /// generated script's `compgen -W` (which expands the list), so that COMPREPLY holds the
+  /// name itself and readline (`complete -o filenames`) quotes it as it inserts it.
   static let names = CompletionKind.custom { _, _, _ in
     let entries = (try? KnownPeers().all()) ?? []
     let ordered = entries.filter(\.trusted) + entries.filter { !$0.trusted }
@@ -24,11 +25,11 @@ enum PeerCompletion {
     return names.map(escapedForBash)
   }
 
-  /// `name` with each character a shell gives a meaning backslash-escaped — twice, since the
-  /// generated script passes the list through `compgen -W`, which removes one level.
+  /// `name` with each character a shell gives a meaning backslash-escaped once: `compgen -W`
+  /// expands and removes the quoting, and readline quotes the result again for the line.
   static func escapedForBash(_ name: String) -> String {
     let special = Set(" \t'\"\\$`!&|;<>()[]{}*?#~=%")
-    return String(name.flatMap { special.contains($0) ? ["\\", "\\", "\\", $0] : [$0] })
+    return String(name.flatMap { special.contains($0) ? ["\\", $0] : [$0] })
   }
 
   /// Known peers' full fingerprints.
