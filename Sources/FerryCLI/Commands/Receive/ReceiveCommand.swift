@@ -33,8 +33,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         ferry receive --accept-from 9F2C41AB0C3D7E11 --dir backups
         ferry receive --accept-trusted --dir ~/Inbox --mkdir
         ferry receive --config /etc/ferry/config.toml
-        ferry receive --stdout --yes | tar x
-        ferry receive --on-conflict skip --keep-partial-days 1 --resume-grace 300 -d backups
+        ferry receive --stdout | tar x      # asks first, on the terminal
+        ferry receive --on-conflict skip --keep-partial-days 1 --resume-grace 300
         ferry receive --quiet --verbose --accept-trusted
         ferry receive --service my-app --name "build box" --yes
       """)

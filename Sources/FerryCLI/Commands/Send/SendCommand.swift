@@ -22,13 +22,13 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       Examples:
         ferry send photo.jpg
         ferry send --to "Kitchen laptop" ~/Pictures/trip
-        ferry send --address 192.168.1.20:52000 --to 9F2C41AB report.pdf
+        ferry send --address 192.168.1.20:52000 --to 9F2C41AB0C3D7E11 report.pdf
         ferry send --to desk --to "Kitchen laptop" slides.pdf
         find logs -name '*.log' -print0 | ferry send --files-from - -0 --to desk
         tar c photos | ferry send --to desk --stdin-name photos.tar -
-        ferry send --to desk --text "the door code is 4711"
+        ferry send --to desk --text "dinner is at 8, bring the cables"
         ferry send --quiet --timeout 10 --retry-for 0 --to desk notes.txt
-        ferry send --verbose --to desk big.iso      # what happens underneath, on stderr
+        ferry send --verbose --to desk big.iso      # what happens underneath
         ferry send --service my-app --name "build box" --to desk out.tar
         ferry send --json --to desk *.log | jq -c 'select(.event == "done")'
       """)
@@ -48,7 +48,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
 
   @Option(
     name: .customLong("stdin-name"),
-    help: "The file name standard input (-) is sent as (default: stdin).")
+    help: ArgumentHelp(
+      "The file name standard input (-) is sent as (default: stdin).", valueName: "name"))
   var stdinName: String?
 
   @Option(
