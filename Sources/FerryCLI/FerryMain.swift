@@ -13,10 +13,11 @@ enum FerryMain {
       StandardStream.error.write(usage)
       Interrupts.exit(ExitStatus.usage.rawValue)
     }
-    // Before parsing succeeds, --json (or -j) is looked for among the options (before `--`).
-    var json = arguments.prefix { $0 != "--" }.contains { $0 == "--json" || $0 == "-j" }
-    // Likewise --stdout (receive): stdout is the data, so even a parser error goes to stderr.
-    var dataOnStandardOutput = arguments.prefix { $0 != "--" }.contains("--stdout")
+    // Before parsing succeeds, --json (or -j) is looked for among the options (before `--`),
+    // and likewise --stdout (receive): stdout is the data, so even a parser error goes to stderr.
+    let options = arguments.prefix { $0 != "--" }
+    var json = options.contains { $0 == "--json" || $0 == "-j" }
+    var dataOnStandardOutput = options.contains("--stdout")
     do {
       var command = try FerryCommand.parseAsRoot()
       json = (command as? any ReportingCommand)?.reportsJSON ?? false

@@ -55,7 +55,7 @@ struct ConfigFile: Sendable {
     // The system's words for why (as cat gives them), not Foundation's sentence.
     let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
     guard descriptor >= 0 else {
-      throw ConfigError(line: 0, message: String(cString: strerror(errno)).lowercased())
+      throw ConfigError(line: 0, message: systemWords(errno))
     }
     let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     var status = stat()

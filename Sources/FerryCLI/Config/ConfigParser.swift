@@ -141,11 +141,7 @@ struct ConfigParser {
           throw fail("'\\\(Character(Unicode.Scalar(escaped)))' is not an escape this file knows")
         }
       default:
-        guard !Self.isControl(byte) else {
-          throw fail(
-            byte == 0x0A
-              ? "the string is not closed on its line" : "a control character in a string")
-        }
+        try checkInString(byte)
         result.append(byte)
       }
     }
@@ -158,11 +154,16 @@ struct ConfigParser {
       guard let byte = peek() else { throw fail("the string is not closed with \"'\"") }
       index += 1
       if byte == UInt8(ascii: "'") { return String(decoding: result, as: UTF8.self) }
-      guard !Self.isControl(byte) else {
-        throw fail(
-          byte == 0x0A ? "the string is not closed on its line" : "a control character in a string")
-      }
+      try checkInString(byte)
       result.append(byte)
+    }
+  }
+
+  /// A string's own byte: no control character, no line end before its closing quote.
+  private func checkInString(_ byte: UInt8) throws(ConfigError) {
+    guard !Self.isControl(byte) else {
+      throw fail(
+        byte == 0x0A ? "the string is not closed on its line" : "a control character in a string")
     }
   }
 

@@ -45,7 +45,7 @@ enum SystemChecks {
       }
     }
     guard connected == 0 else {
-      let reason = String(cString: strerror(errno)).lowercased()
+      let reason = systemWords(errno)
       return .problem(
         "bus", "no D-Bus system bus at \(path) (\(reason)); avahi-daemon is reached through it",
         fix: "start it: 'sudo service dbus start' (or 'sudo systemctl start dbus')")
@@ -317,7 +317,7 @@ enum SystemChecks {
         return .warning(
           "home",
           "\(directory.path) cannot be looked at ("
-            + String(cString: strerror(reason)).lowercased() + ")",
+            + systemWords(reason) + ")",
           fix: "run the doctor as the user who runs ferry (for the system service: as root)")
       }
       return .ok(

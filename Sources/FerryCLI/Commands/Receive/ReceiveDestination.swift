@@ -26,11 +26,11 @@ struct ReceiveDestination: Sendable {
         throw Self.failure(
           reason == ENOENT
             ? "\(shown) does not exist (--mkdir creates it)"
-            : "\(shown): \(Self.words(reason))")
+            : "\(shown): \(systemWords(reason))")
       }
       try Self.makeFolders(url)
       guard stat(url.path, &status) == 0 else {
-        throw Self.failure("\(shown): \(Self.words(errno))")
+        throw Self.failure("\(shown): \(systemWords(errno))")
       }
     }
     guard status.st_mode & S_IFMT == S_IFDIR else {
@@ -42,7 +42,7 @@ struct ReceiveDestination: Sendable {
       throw Self.failure(
         reason == EROFS
           ? "\(shown) is on a read-only filesystem: nothing can be received into it"
-          : "cannot write in \(shown): \(Self.words(reason))")
+          : "cannot write in \(shown): \(systemWords(reason))")
     }
   }
 
@@ -91,13 +91,9 @@ struct ReceiveDestination: Sendable {
     for component in url.pathComponents where component != "/" {
       path += "/" + component
       if mkdir(path, 0o777) != 0 && errno != EEXIST {
-        throw failure("cannot create \(DisplayText.escaping(path)): \(words(errno))")
+        throw failure("cannot create \(DisplayText.escaping(path)): \(systemWords(errno))")
       }
     }
-  }
-
-  private static func words(_ code: Int32) -> String {
-    String(cString: strerror(code)).lowercased()
   }
 
   private static func failure(_ message: String) -> CLIFailure {

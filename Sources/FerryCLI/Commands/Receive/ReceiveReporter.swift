@@ -32,48 +32,39 @@ struct ReceiveReporter: Sendable {
       Task { await follow(transfer) }
     case .started:
       break
-    case .finished(let name, let peer, .success(let url?), let digest) where sink != nil:
-      sink?.received(url)
-      output.event(
-        .fileDone,
-        [
-          ("peer", .string(peer.displayName)), ("path", .string(name)), ("saved", .string("-")),
-          ("sha256", digest.map { .string(Hex.lowercase($0)) } ?? .null),
-          ("status", .string("stored")),
-        ])
-      bar.above { output.say("Verified \(printable(name)); writing it to standard output") }
     case .finished(let name, let peer, .success(let url), let digest):
+      // --stdout: the verified (staged) file goes to standard output, not into place.
+      let toOutput = sink != nil && url != nil
+      if toOutput, let url { sink?.received(url) }
       output.event(
         .fileDone,
         [
           ("peer", .string(peer.displayName)), ("path", .string(name)),
-          ("saved", url.map { .string($0.path) } ?? .null),
+          ("saved", toOutput ? .string("-") : url.map { .string($0.path) } ?? .null),
           ("sha256", digest.map { .string(Hex.lowercase($0)) } ?? .null),
           ("status", .string(url == nil ? "skipped" : "stored")),
         ])
       bar.above {
         output.say(
-          url.map { "Saved \(printable($0.path))" } ?? "Skipped \(printable(name)) (name taken)")
+          toOutput
+            ? "Verified \(printable(name)); writing it to standard output"
+            : url.map { "Saved \(printable($0.path))" } ?? "Skipped \(printable(name)) (name taken)"
+        )
       }
-    case .identical(let name, let peer, let url, let digest) where sink != nil:
+    case .identical(let name, let peer, let url, let digest):
       // --stdout --dir D: D already holds it; that copy is written out (and stays).
       sink?.received(url, remove: false)
       output.event(
         .fileDone,
         [
-          ("peer", .string(peer.displayName)), ("path", .string(name)), ("saved", .string("-")),
+          ("peer", .string(peer.displayName)), ("path", .string(name)),
+          ("saved", .string(sink == nil ? url.path : "-")),
           ("sha256", .string(Hex.lowercase(digest))), ("status", .string("identical")),
         ])
-    case .identical(let name, let peer, let url, let digest):
-      output.event(
-        .fileDone,
-        [
-          ("peer", .string(peer.displayName)), ("path", .string(name)),
-          ("saved", .string(url.path)), ("sha256", .string(Hex.lowercase(digest))),
-          ("status", .string("identical")),
-        ])
-      incoming.countIdentical(from: peer)
-      bar.above { output.say("Already there: \(printable(url.path)) (identical, not sent)") }
+      if sink == nil {
+        incoming.countIdentical(from: peer)
+        bar.above { output.say("Already there: \(printable(url.path)) (identical, not sent)") }
+      }
     case .finished(let name, let peer, .failure(let error), _):
       output.event(
         .error,

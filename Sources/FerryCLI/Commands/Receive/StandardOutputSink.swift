@@ -24,16 +24,14 @@ final class StandardOutputSink: Sendable {
   ///
   /// - Throws: ``CLIFailure`` (usage) when it cannot.
   static func makePrivateFolder() throws(CLIFailure) -> URL {
-    var template = Array(
-      (FileManager.default.temporaryDirectory.path + "/ferry-stdout-XXXXXX").utf8CString)
-    guard let made = mkdtemp(&template) else {
+    do {
+      return try PrivateFiles.makeFolder(prefix: "ferry-stdout")
+    } catch {
       throw CLIFailure(
         status: .usage,
-        message: "cannot make a temporary folder for --stdout: "
-          + String(cString: strerror(errno)).lowercased(),
+        message: "cannot make a temporary folder for --stdout: \(systemWords(error.code))",
         code: .invalidDir)
     }
-    return URL(fileURLWithPath: String(cString: made), isDirectory: true)
   }
 
   /// Records where the verified file is; `remove`: it is ours to remove once written.
@@ -52,22 +50,13 @@ final class StandardOutputSink: Sendable {
     let input = open(url.path, O_RDONLY | O_CLOEXEC)
     guard input >= 0 else { return Self.failure("cannot read the received file", errno) }
     defer { close(input) }
-    var buffer = [UInt8](repeating: 0, count: 1 << 20)
-    while true {
-      let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
-      if count == 0 { return nil }
-      if count < 0 {
-        if errno == EINTR { continue }
-        return Self.failure("cannot read the received file", errno)
-      }
-      var written = 0
-      while written < count {
-        let done = buffer.withUnsafeBytes { write(1, $0.baseAddress! + written, count - written) }
-        if done < 0 {
-          if errno == EINTR { continue }
-          return Self.failure("cannot write to standard output", errno)
-        }
-        written += done
+    do {
+      try PrivateFiles.copy(from: input, to: 1)
+      return nil
+    } catch {
+      switch error {
+      case .read(let code): return Self.failure("cannot read the received file", code)
+      case .write(let code): return Self.failure("cannot write to standard output", code)
       }
     }
   }
@@ -79,7 +68,7 @@ final class StandardOutputSink: Sendable {
 
   private static func failure(_ what: String, _ code: Int32) -> CLIFailure {
     CLIFailure(
-      status: .transferFailed, message: "\(what): \(String(cString: strerror(code)).lowercased())",
+      status: .transferFailed, message: "\(what): \(systemWords(code))",
       code: .transferFailed)
   }
 }

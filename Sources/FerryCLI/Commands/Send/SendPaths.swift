@@ -32,7 +32,7 @@ struct SendPaths {
           throw CLIFailure(
             status: .usage,
             message: "cannot read --files-from \(DisplayText.escaping(filesFrom)): "
-              + String(cString: strerror(errno)).lowercased(),
+              + systemWords(errno),
             code: .cannotRead)
         }
         let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)

@@ -29,12 +29,11 @@ final class StandardInputSpool: Sendable {
           + "no '/', no control characters)",
         code: .invalidPath)
     }
-    var template = Array(
-      (FileManager.default.temporaryDirectory.path + "/ferry-stdin-XXXXXX").utf8CString)
-    guard let made = mkdtemp(&template) else {
-      throw Self.failure("cannot make a temporary folder for standard input", errno)
+    do {
+      folder = try PrivateFiles.makeFolder(prefix: "ferry-stdin")
+    } catch {
+      throw Self.failure("cannot make a temporary folder for standard input", error.code)
     }
-    folder = URL(fileURLWithPath: String(cString: made), isDirectory: true)
     item = ResourceItem(url: folder.appendingPathComponent(name), path: name)
   }
 
@@ -51,28 +50,14 @@ final class StandardInputSpool: Sendable {
       throw Self.failure("cannot write \(file.path)", errno)
     }
     defer { close(output) }
-    var buffer = [UInt8](repeating: 0, count: 1 << 20)
-    while true {
-      let count = buffer.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
-      if count == 0 { break }
-      if count < 0 {
-        if errno == EINTR { continue }
-        let reason = errno
-        remove()
-        throw Self.failure("cannot read standard input", reason)
-      }
-      var written = 0
-      while written < count {
-        let done = buffer.withUnsafeBytes {
-          write(output, $0.baseAddress! + written, count - written)
-        }
-        if done < 0 {
-          if errno == EINTR { continue }
-          let reason = errno
-          remove()
-          throw Self.failure("cannot keep standard input in \(folder.path)", reason)
-        }
-        written += done
+    do {
+      try PrivateFiles.copy(from: 0, to: output)
+    } catch {
+      remove()
+      switch error {
+      case .read(let code): throw Self.failure("cannot read standard input", code)
+      case .write(let code):
+        throw Self.failure("cannot keep standard input in \(folder.path)", code)
       }
     }
   }
@@ -83,8 +68,6 @@ final class StandardInputSpool: Sendable {
   }
 
   private static func failure(_ what: String, _ code: Int32) -> CLIFailure {
-    CLIFailure(
-      status: .usage, message: "\(what): \(String(cString: strerror(code)).lowercased())",
-      code: .cannotRead)
+    CLIFailure(status: .usage, message: "\(what): \(systemWords(code))", code: .cannotRead)
   }
 }
