@@ -145,10 +145,8 @@ struct FirewallRules: Sendable, Equatable {
     } else {
       value = rest.prefix { $0 != " " }
     }
-    return value.split(whereSeparator: { $0 == "," || $0 == " " }).contains { item in
-      let bounds = item.split(separator: "-").compactMap { UInt16($0) }
-      if bounds.count == 2 { return bounds[0] <= port && port <= bounds[1] }
-      return bounds.first == port
+    return value.split(whereSeparator: { $0 == "," || $0 == " " }).contains {
+      matches($0, port: port, range: "-")
     }
   }
 
@@ -158,10 +156,14 @@ struct FirewallRules: Sendable, Equatable {
     guard let index = words.firstIndex(where: { $0 == "--dport" || $0 == "--dports" }),
       index + 1 < words.count
     else { return true }
-    return words[index + 1].split(separator: ",").contains { item in
-      let bounds = item.split(separator: ":").compactMap { UInt16($0) }
-      if bounds.count == 2 { return bounds[0] <= port && port <= bounds[1] }
-      return bounds.first == port
-    }
+    return words[index + 1].split(separator: ",").contains { matches($0, port: port, range: ":") }
+  }
+
+  /// Whether `item` — one port, or a range `LOW<range>HIGH` (nft `50000-60000`, iptables
+  /// `50000:60000`) — holds `port`.
+  private static func matches(_ item: Substring, port: UInt16, range: Character) -> Bool {
+    let bounds = item.split(separator: range).compactMap { UInt16($0) }
+    if bounds.count == 2 { return bounds[0] <= port && port <= bounds[1] }
+    return bounds.first == port
   }
 }
