@@ -38,28 +38,32 @@ final class TerminalInput: Sendable {
     }
   }
 
-  /// How often ``nextLine(timeout:giveUpWhen:)`` asks whether to give up.
+  /// How often ``nextLine(asking:timeout:giveUpWhen:)`` asks whether to give up.
   private static let pollInterval = 0.2
 
-  /// The next line typed after this call (earlier input is discarded, on a terminal also what
-  /// was typed of a line not yet ended: keys pressed while nothing was asked never glue onto
-  /// the answer), or nil at end of input, after `timeout`, or once `giveUpWhen` returns true
-  /// (asked every 0.2 s).
+  /// Asks (`ask` shows the question) and returns the next line typed after it, or nil at end
+  /// of input, after `timeout`, or once `giveUpWhen` returns true (asked every 0.2 s). What was
+  /// typed before — on a terminal also a line not yet ended — is discarded *before* the
+  /// question shows: keys pressed while nothing was asked never glue onto the answer, and an
+  /// answer typed the moment the question appears is kept.
   func nextLine(
-    timeout: Duration, giveUpWhen: @escaping @Sendable () -> Bool = { false }
+    asking ask: () -> Void, timeout: Duration,
+    giveUpWhen: @escaping @Sendable () -> Bool = { false }
   ) async -> String? {
     if isatty(STDIN_FILENO) == 1 { tcflush(STDIN_FILENO, TCIFLUSH) }
+    state.withLock { $0.lines = [] }
+    ask()
     startIfNeeded()
     return await withCheckedContinuation { continuation in
-      let (id, immediate) = state.withLock { state -> (Int, Bool) in
-        state.lines = []
+      let (id, ready) = state.withLock { state -> (Int, String??) in
         state.nextID += 1
-        if state.closed { return (state.nextID, true) }
+        if !state.lines.isEmpty { return (state.nextID, .some(state.lines.removeFirst())) }
+        if state.closed { return (state.nextID, .some(nil)) }
         state.waiter = (state.nextID, continuation)
-        return (state.nextID, false)
+        return (state.nextID, nil)
       }
-      if immediate {
-        continuation.resume(returning: nil)
+      if let ready {
+        continuation.resume(returning: ready)
         return
       }
       giveUp(id, at: .now() + max(0, timeout.inSeconds), when: giveUpWhen)

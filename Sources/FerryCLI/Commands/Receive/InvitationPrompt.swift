@@ -156,11 +156,10 @@ struct InvitationPrompt: Sendable {
         StandardStream.error.write(DisplayText.terminalSafe(lines.joined(separator: "\n")) + "\n")
       }
       while true {
-        let waited = deadline - .now
-        bar.showPrompt(Self.promptText)
-        guard waited > .zero,
+        guard
           let answer = await TerminalInput.shared.nextLine(
-            timeout: waited, giveUpWhen: { !isPending() })
+            asking: { bar.showPrompt(Self.promptText) }, timeout: max(.zero, deadline - .now),
+            giveUpWhen: { !isPending() })
         else {
           if !isPending() {
             bar.endPrompt(then: "")

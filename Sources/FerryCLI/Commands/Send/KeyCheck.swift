@@ -34,8 +34,10 @@ struct KeyCheck: Sendable {
       ])
     bar.above { output.note(warning) }
     if interactive {
-      bar.above { StandardStream.error.write("Send to it anyway? [y/N] ") }
-      if TerminalInput.isYes(await TerminalInput.shared.nextLine(timeout: timeout)) {
+      let answer = await TerminalInput.shared.nextLine(
+        asking: { bar.above { StandardStream.error.write("Send to it anyway? [y/N] ") } },
+        timeout: timeout)
+      if TerminalInput.isYes(answer) {
         return nil
       }
     }

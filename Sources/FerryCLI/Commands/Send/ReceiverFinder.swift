@@ -130,9 +130,11 @@ struct ReceiverFinder: Sendable {
       single
       ? "Send to which? [1-\(found.count)] "
       : "Send to which? [1-\(found.count), several separated by spaces, or 'all'] "
-    StandardStream.error.write(text)
     let waited = max(.seconds(1), deadline - .now)
-    guard let answer = await TerminalInput.shared.nextLine(timeout: waited) else {
+    guard
+      let answer = await TerminalInput.shared.nextLine(
+        asking: { StandardStream.error.write(text) }, timeout: waited)
+    else {
       StandardStream.error.write("\n")
       throw CLIFailure(status: .noPeer, message: "no receiver chosen", code: .noPeer)
     }
