@@ -156,7 +156,7 @@ private func walk(
 }
 
 /// What a file of type `kind` (`st_mode & S_IFMT`) is, in words.
-private func fileKind(_ kind: mode_t) -> String {
+func fileKind(_ kind: mode_t) -> String {
   switch kind {
   case S_IFLNK: return "a symbolic link (not followed)"
   case S_IFIFO: return "a named pipe"

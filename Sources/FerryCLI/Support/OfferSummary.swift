@@ -29,30 +29,51 @@ struct OfferSummary: Codable, Sendable, Equatable {
   static let maximumRootBytes = 16 << 10
 
   init(items: [(path: String, size: UInt64)]) {
-    files = items.count
-    bytes = items.reduce(0) { $0 + $1.size }
-    names = items.prefix(Self.shownNames).map(\.path)
-    let overview = TreeOverview(items.map(\.path))
-    roots =
-      overview.roots.reduce(0) { $0 + $1.utf8.count } <= Self.maximumRootBytes
-      ? overview.roots : nil
-    hidden = overview.hidden
+    var builder = Builder()
+    for item in items { builder.add(item.path, size: item.size) }
+    self = builder.summary
+  }
+
+  /// Sums up a batch one file at a time, holding only what the summary shows (a tree of any
+  /// size is announced without holding its paths).
+  struct Builder {
+    private var files = 0
+    private var bytes: UInt64 = 0
+    private var names: [String] = []
+    private var overview = TreeOverview()
+
+    /// Counts one more file. Sizes are each at most 2^63 and the caller stops above 2^62 in
+    /// all, so the sum cannot overflow.
+    mutating func add(_ path: String, size: UInt64) {
+      files += 1
+      bytes += size
+      if names.count < OfferSummary.shownNames { names.append(path) }
+      overview.add(path)
+    }
+
+    /// Bytes counted so far.
+    var totalBytes: UInt64 { bytes }
+
+    /// The summary of every file counted.
+    var summary: OfferSummary {
+      OfferSummary(
+        files: files, bytes: bytes, names: names,
+        roots: overview.roots.reduce(0) { $0 + $1.utf8.count } <= OfferSummary.maximumRootBytes
+          ? overview.roots : nil,
+        hidden: overview.hidden)
+    }
+  }
+
+  private init(files: Int, bytes: UInt64, names: [String], roots: [String]?, hidden: Int) {
+    (self.files, self.bytes, self.names, self.roots, self.hidden) = (
+      files, bytes, names, roots, hidden
+    )
   }
 
   /// The summary of a text sent alone.
   init(text: String) {
     (files, bytes, names, roots, hidden) = (0, 0, [], [], 0)
     self.text = text
-  }
-
-  /// The summary of `items`, sized with stat(2) (an unreadable file counts as empty here and
-  /// fails when it is sent).
-  init(items: [ResourceItem]) {
-    self.init(
-      items: items.map { item in
-        var status = stat()
-        return (item.path, stat(item.url.path, &status) == 0 ? UInt64(status.st_size) : 0)
-      })
   }
 
   /// The context bytes (JSON).
@@ -82,21 +103,46 @@ struct OfferSummary: Codable, Sendable, Equatable {
     return summary
   }
 
-  /// Whether an offer's real files are what this summary announced: as many files, no more
-  /// bytes, the names it showed, in order, first (all of them: a summary that shows fewer
-  /// names than it could hides nothing behind "… and N more"), nothing outside the top-level
-  /// entries it listed, and no more hidden files than it said. What a person said yes to is
-  /// then what is written.
-  func admits(_ files: [(path: String, size: UInt64)]) -> Bool {
-    guard files.count == self.files, files.reduce(0, { $0 + $1.size }) <= bytes,
-      names.count == min(files.count, Self.shownNames),
+  /// What the offers admitted under a summary added up to so far.
+  struct Tally: Sendable, Equatable {
+    var files = 0
+    var bytes: UInt64 = 0
+    var hidden = 0
+
+    static func + (lhs: Tally, rhs: Tally) -> Tally {
+      Tally(
+        files: lhs.files + rhs.files, bytes: lhs.bytes + rhs.bytes, hidden: lhs.hidden + rhs.hidden)
+    }
+  }
+
+  /// Whether an offer's real files are part of what this summary announced, after the offers
+  /// of the same batch admitted before it (`before`; a batch of more files than one offer
+  /// carries comes as consecutive offers): the first one starts with the names the summary
+  /// showed, in order (all of them: a summary that shows fewer names than it could hides
+  /// nothing behind "… and N more"); together they have no more files, bytes or hidden
+  /// files than announced; nothing lies outside the top-level entries it listed. What a
+  /// person said yes to is then what is written.
+  ///
+  /// - Returns: The tally with this offer counted, or nil when it is not admitted.
+  func admits(_ files: [(path: String, size: UInt64)], after before: Tally = Tally()) -> Tally? {
+    guard let roots, let hidden, !files.isEmpty,
+      names.count == min(self.files, Self.shownNames)
+    else { return nil }
+    if before.files == 0 {
       // Byte for byte: two spellings that look alike are not the name that was shown.
-      files.prefix(names.count).map({ Array($0.path.utf8) }) == names.map({ Array($0.utf8) }),
-      let roots, let hidden
-    else { return false }
+      guard files.count >= names.count,
+        files.prefix(names.count).map({ Array($0.path.utf8) }) == names.map({ Array($0.utf8) })
+      else { return nil }
+    }
+    // Each size is ≤ 2^62 and an offer's total too (the library checked): no overflow.
     let overview = TreeOverview(files.map(\.path))
+    let tally =
+      before
+      + Tally(files: files.count, bytes: files.reduce(0) { $0 + $1.size }, hidden: overview.hidden)
     let listed = Set(roots.map { Array($0.utf8) })
-    return overview.hidden <= hidden
-      && overview.roots.allSatisfy { listed.contains(Array($0.utf8)) }
+    guard tally.files <= self.files, tally.bytes <= bytes, tally.hidden <= hidden,
+      overview.roots.allSatisfy({ listed.contains(Array($0.utf8)) })
+    else { return nil }
+    return tally
   }
 }

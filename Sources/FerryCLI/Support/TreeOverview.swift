@@ -1,24 +1,27 @@
 /// What a list of relative paths puts where, read as bytes (as the kernel will): its top-level
 /// entries and how many of its files are hidden. Shown in prompts so that nothing is written
-/// where the person could not see it.
+/// where the person could not see it. Built one path at a time (``add(_:)``), so that a tree of
+/// any size is summed up without holding its paths.
 struct TreeOverview: Sendable {
   /// Every distinct first component, in order of appearance.
-  let roots: [String]
+  private(set) var roots: [String] = []
   /// Paths with a component that starts with `.` (hidden from `ls` and file managers).
-  let hidden: Int
+  private(set) var hidden = 0
+  private var seen = Set<[UInt8]>()
+
+  /// The overview of no paths.
+  init() {}
 
   init(_ paths: [String]) {
-    var seen = Set<[UInt8]>()
-    var roots: [String] = []
-    var hidden = 0
-    for path in paths {
-      let bytes = Array(path.utf8)
-      let root = Array(bytes.prefix { $0 != UInt8(ascii: "/") })
-      if seen.insert(root).inserted { roots.append(String(decoding: root, as: UTF8.self)) }
-      let components = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
-      if components.contains(where: { $0.first == UInt8(ascii: ".") }) { hidden += 1 }
-    }
-    self.roots = roots
-    self.hidden = hidden
+    for path in paths { add(path) }
+  }
+
+  /// Counts one more path.
+  mutating func add(_ path: String) {
+    let bytes = Array(path.utf8)
+    let root = Array(bytes.prefix { $0 != UInt8(ascii: "/") })
+    if seen.insert(root).inserted { roots.append(String(decoding: root, as: UTF8.self)) }
+    let components = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
+    if components.contains(where: { $0.first == UInt8(ascii: ".") }) { hidden += 1 }
   }
 }

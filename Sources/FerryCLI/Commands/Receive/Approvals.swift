@@ -2,8 +2,9 @@ import Ferry
 import Synchronization
 
 /// What a sender was accepted with, by fingerprint: the policy, or the summary the person said
-/// yes to, and how many of its offers were seen. The first offer on an accepted connection is
-/// checked against the summary; every later one needs its own yes.
+/// yes to, and how many of its offers were seen. Offers are checked against the summary one
+/// after the other, as long as together they stay within it (a batch of more files than one
+/// offer carries arrives as consecutive offers); any other offer needs its own yes.
 ///
 /// An approval also remembers whether its batch ended (received, declined, cancelled) or its
 /// link was lost first: a sender that lost its link comes back with the same invitation, and
@@ -25,6 +26,11 @@ final class Approvals: Sendable {
     let code: VerificationCode
     /// Offers from it seen since.
     var offers = 0
+    /// What the offers of the batch received so far added up to (carried over to a sender
+    /// that comes back: it resumes with the offer it was sending).
+    var done = OfferSummary.Tally()
+    /// With the offer being received counted (nil: none is); one at a time.
+    var admitted: OfferSummary.Tally?
     /// Where its batch stands.
     var batch = Batch.underWay
   }
@@ -47,11 +53,54 @@ final class Approvals: Sendable {
 
   /// Records that `invitation` was accepted, announcing `summary`; `resumes`: how many times
   /// the approval it carries over was carried over before (0 for a new one).
-  func record(_ invitation: Invitation, summary: OfferSummary?, byPolicy: Bool, resumes: Int = 0) {
+  /// `carrying`: the approval it carries over, whose batch it goes on with.
+  func record(
+    _ invitation: Invitation, summary: OfferSummary?, byPolicy: Bool, carrying: Approval? = nil
+  ) {
     approvals.withLock {
       $0[invitation.fingerprint] = Approval(
-        summary: summary, name: invitation.peer.displayName, resumes: resumes,
-        byPolicy: byPolicy, status: invitation.status, code: invitation.verificationCode)
+        summary: summary, name: invitation.peer.displayName,
+        resumes: carrying.map { $0.resumes + 1 } ?? 0, byPolicy: byPolicy,
+        status: invitation.status, code: invitation.verificationCode,
+        done: carrying?.done ?? OfferSummary.Tally())
+    }
+  }
+
+  /// Whether `files`, offered by `fingerprint`, are the next part of the batch its summary
+  /// announced (``OfferSummary/admits(_:after:)``), with no other part being received: it is
+  /// then counted as the part being received.
+  func admit(_ fingerprint: Fingerprint, _ files: [(path: String, size: UInt64)]) -> Bool {
+    approvals.withLock { approvals in
+      guard let approval = approvals[fingerprint], approval.admitted == nil,
+        let tally = approval.summary?.admits(files, after: approval.done)
+      else { return false }
+      approvals[fingerprint]?.admitted = tally
+      return true
+    }
+  }
+
+  /// When the offer `fingerprint` is sending is a part of its batch: the batch, and what its
+  /// parts before this one added up to (for one progress total).
+  func part(of fingerprint: Fingerprint) -> (summary: OfferSummary, before: OfferSummary.Tally)? {
+    approvals.withLock { approvals in
+      guard let approval = approvals[fingerprint], approval.admitted != nil,
+        let summary = approval.summary
+      else { return nil }
+      return (summary, approval.done)
+    }
+  }
+
+  /// The part of `fingerprint`'s batch being received ended with every file settled.
+  ///
+  /// - Returns: Whether more of the batch is to come (fewer files received than announced).
+  func partFinished(_ fingerprint: Fingerprint) -> Bool {
+    approvals.withLock { approvals in
+      guard var approval = approvals[fingerprint] else { return false }
+      if let admitted = approval.admitted { approval.done = admitted }
+      approval.admitted = nil
+      approvals[fingerprint] = approval
+      guard let summary = approval.summary, approval.done.files > 0 else { return false }
+      return approval.done.files < summary.files
     }
   }
 
@@ -94,6 +143,8 @@ final class Approvals: Sendable {
   /// come back within the grace.
   func linkLost(_ fingerprint: Fingerprint) {
     approvals.withLock { approvals in
+      // The part being received comes again from its start when the sender is back.
+      approvals[fingerprint]?.admitted = nil
       guard case .underWay? = approvals[fingerprint]?.batch else { return }
       approvals[fingerprint]?.batch = .lost(.now)
     }

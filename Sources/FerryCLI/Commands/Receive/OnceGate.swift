@@ -3,7 +3,9 @@ import Synchronization
 
 /// `--once`: the first offer on an accepted connection is the one; whatever becomes of it is
 /// the command's outcome, and every other offer is declined — except the same sender's, when
-/// the one offer's link was lost and it comes back within the resume grace.
+/// the one offer's link was lost and it comes back within the resume grace, or when the one
+/// offer is a part of a larger batch and the next part comes (it is waited for as a sender
+/// coming back is).
 ///
 /// Each state carries the sender of the one offer, and while receiving, which transfer it is:
 /// the late failure of a transfer whose sender already came back is not the outcome.
@@ -109,8 +111,8 @@ final class OnceGate: Sendable {
     }
   }
 
-  /// `transfer` ended because its link was lost: its sender may come back for it, unless it
-  /// is not the one being followed.
+  /// `transfer` ended because its link was lost (its sender may come back for it), or it was a
+  /// part of a batch whose next part is to come — unless it is not the one being followed.
   func linkLost(_ transfer: IncomingTransfer) -> Lost {
     state.withLock { state in
       guard case .receiving(let sender, let id) = state, id == ObjectIdentifier(transfer) else {

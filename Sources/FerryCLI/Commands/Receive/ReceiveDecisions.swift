@@ -4,10 +4,12 @@ import Foundation
 /// What `ferry receive` answers, to invitations and then to the offers of accepted senders.
 ///
 /// An invitation is accepted by the policy (`--yes`, `--accept-from`) or by the person at the
-/// terminal, who sees what the sender *says* it will send. That approval binds: the first
-/// offer on the connection is accepted only if it is what was announced (as many files, no more
-/// bytes, the names shown); any other offer — one that differs, or a later one — is asked
-/// about on its own real files, and declined with no terminal or under `--once`.
+/// terminal, who sees what the sender *says* it will send. That approval binds: offers on the
+/// connection are accepted only while they are what was announced (the names shown first;
+/// together no more files, bytes or hidden files, nothing outside the top-level entries listed;
+/// a batch larger than one offer comes as consecutive offers, one at a time); any other offer
+/// — one that differs, or one after the batch — is asked about on its own real files, and
+/// declined with no terminal or under `--once`.
 struct ReceiveDecisions: Sendable {
   let policy: ReceivePolicy
   let approvals: Approvals
@@ -98,9 +100,7 @@ struct ReceiveDecisions: Sendable {
       prompt.bar.above { output.note("Declined \(invitation.peer) (\(reason)).") }
       return
     }
-    approvals.record(
-      invitation, summary: summary, byPolicy: byPolicy,
-      resumes: resumed.map { $0.resumes + 1 } ?? 0)
+    approvals.record(invitation, summary: summary, byPolicy: byPolicy, carrying: resumed)
     // --once: the one offer's sender coming back replaces its old link; the old transfer's
     // late end is no longer the outcome, and the wait for the new offer is bounded.
     if !isText, let gate, let generation = gate.expectResume(from: invitation.fingerprint) {
@@ -184,10 +184,12 @@ struct ReceiveDecisions: Sendable {
     }
     let first = approval.offers == 0
     let question: InvitationPrompt.OfferQuestion
-    if approval.byPolicy {
+    // Counted as the batch's next part when it is one, also under a policy (so that --once
+    // waits for the whole batch).
+    let inBatch = approvals.admit(offer.peer.fingerprint, offer.files)
+    if approval.byPolicy || inBatch {
       return accept(offer)
     } else if first, let summary = approval.summary {
-      if summary.admits(offer.files) { return accept(offer) }
       question = .differsFrom(summary)
     } else {
       question = first ? .unannounced : .later

@@ -120,8 +120,25 @@ struct ReceiveReporter: Sendable {
       }
       let sender = transfer.peer.fingerprint
       let lost = error.map { RetryPolicy.isRetryable($0) } ?? false
-      if lost { approvals.linkLost(sender) } else { approvals.ended(sender) }
+      // A batch of more files than one offer carries goes on with its next offer.
+      let more = error == nil && approvals.partFinished(sender)
+      if lost { approvals.linkLost(sender) } else if !more { approvals.ended(sender) }
       guard let gate else { return }
+      if more {
+        // --once: the outcome is the whole batch's; its sender offers the next part at once.
+        guard case .wait(let generation) = gate.linkLost(transfer) else { return }
+        Task { [outcomes, resumeGrace, peer = transfer.peer] in
+          try? await Task.sleep(for: max(resumeGrace, Self.nextPartWait))
+          if gate.resumeExpired(generation: generation) {
+            outcomes.yield(
+              CLIFailure(
+                status: .transferFailed,
+                message: "\(peer) did not send the rest of the files it announced",
+                code: .peerDisconnected))
+          }
+        }
+        return
+      }
       let outcome = error.map {
         CLIFailure(
           status: .transferFailed,
@@ -148,11 +165,23 @@ struct ReceiveReporter: Sendable {
     }
   }
 
+  /// How long `--once` waits for the next part of a batch (its sender offers it as soon as
+  /// the part before is answered; the receiver's decision is part of the wait).
+  static let nextPartWait: Duration = .seconds(150)
+
   /// Progress bar and `progress` events for one offer.
   private func follow(_ transfer: IncomingTransfer) async {
     let label = transfer.peer.displayName
+    // A part of a larger batch shows the batch's progress.
+    let batch = approvals.part(of: transfer.peer.fingerprint)
     for await snapshot in transfer.progress.snapshots {
-      output.progress(snapshot, peer: label, bar: bar)
+      guard let batch else {
+        output.progress(snapshot, peer: label, bar: bar)
+        continue
+      }
+      output.progress(
+        snapshot.within(files: batch.before.files, bytes: batch.before.bytes, of: batch.summary),
+        peer: label, bar: bar)
     }
   }
 

@@ -6,7 +6,9 @@ import Synchronization
 /// them. Several run at once when `--to` is repeated; each ends in an outcome of its own.
 struct Delivery: Sendable {
   let session: Session
-  let items: [ResourceItem]
+  /// The files (nil for `--text`).
+  let batch: SendBatch?
+  /// What the invitation announces.
   let summary: OfferSummary
   let output: EventWriter
   let bar: ProgressBar
@@ -148,9 +150,72 @@ struct Delivery: Sendable {
     }
   }
 
-  /// Sends the files to `peer`, trying again as ``retry`` says when the link drops.
+  /// Sends the batch to `peer`, part after part (one offer each), trying again as ``retry``
+  /// says when the link drops; one progress total for the whole batch.
   private func transfer(
     to peer: PeerID,
+    reconnect: @escaping @Sendable (Duration) async throws(InvitationError) -> PeerID
+  ) async -> CLIFailure? {
+    guard var parts = batch?.parts() else { return nil }
+    let label = peer.displayName
+    // The link a reconnect made is the one the next part goes on.
+    let target = Mutex(peer)
+    var totals = Totals()
+    while true {
+      let part: [ResourceItem]
+      do {
+        guard let next = try parts.next() else { break }
+        part = next
+      } catch {
+        bar.remove(label)
+        return report(peer, error)
+      }
+      let outcome = await send(part, to: target.withLock { $0 }, totals: &totals) {
+        left async throws(InvitationError) -> PeerID in
+        let again = try await reconnect(left)
+        target.withLock { $0 = again }
+        return again
+      }
+      if let failure = outcome {
+        bar.remove(label)
+        return failure
+      }
+    }
+    bar.remove(label)
+    output.event(
+      .done,
+      [
+        ("peer", .string(label)), ("files", .int(totals.files)), ("stored", .int(totals.stored)),
+        ("identical", .int(totals.identical)), ("bytes", .int(Int(summary.bytes))),
+        ("bytes_sent", .int(Int(totals.sent))),
+      ])
+    let already =
+      totals.identical > 0 ? ", \(totals.identical) already there (identical, not sent)" : ""
+    let resumed =
+      totals.sent < summary.bytes && totals.identical < totals.files
+      ? " (\(Quantity.bytes(totals.sent)) sent)" : ""
+    bar.above {
+      output.note(
+        "Sent \(totals.stored) of \(Quantity.count(totals.files, "file"))\(already), "
+          + "\(Quantity.bytes(summary.bytes)) to \(peer.displayName)\(resumed).")
+    }
+    return nil
+  }
+
+  /// What the parts sent so far add up to.
+  private struct Totals {
+    /// Files settled (every verdict), and their bytes: where the next part's progress starts.
+    var files = 0
+    var bytes: UInt64 = 0
+    var stored = 0
+    var identical = 0
+    /// File bytes that went over the wire, every attempt of every part.
+    var sent: UInt64 = 0
+  }
+
+  /// Sends one part (one offer), reporting its files and progress within the batch's.
+  private func send(
+    _ part: [ResourceItem], to peer: PeerID, totals: inout Totals,
     reconnect: @escaping @Sendable (Duration) async throws(InvitationError) -> PeerID
   ) async -> CLIFailure? {
     let label = peer.displayName
@@ -158,18 +223,12 @@ struct Delivery: Sendable {
     var interrupted = false
     /// File bytes the attempts before the current one sent.
     var sentEarlier: UInt64 = 0
-    /// Ends the attempt being followed: its progress reporter and its place among the active.
-    func settle() async {
-      guard let (transfer, reporter) = current else { return }
-      current = nil
-      await reporter.value
-      active.remove(transfer)
-    }
+    let before = (files: totals.files, bytes: totals.bytes)
     let outcome: Result<[FileResult], RetriedSendError>
     do throws(RetriedSendError) {
       outcome = .success(
         try await session.sendResources(
-          items, to: peer, retrying: retry, reconnect: reconnect
+          part, to: peer, retrying: retry, reconnect: reconnect
         ) { event in
           switch event {
           case .sending(let transfer, let attempt):
@@ -183,9 +242,11 @@ struct Delivery: Sendable {
             }
             current = (
               transfer,
-              Task {
+              Task { [summary] in
                 for await snapshot in transfer.progress.snapshots {
-                  output.progress(snapshot, peer: label, bar: bar)
+                  output.progress(
+                    snapshot.within(
+                      files: before.files, bytes: before.bytes, of: summary), peer: label, bar: bar)
                 }
               }
             )
@@ -212,9 +273,12 @@ struct Delivery: Sendable {
     } catch {
       outcome = .failure(error)
     }
-    let sent = sentEarlier + (current?.transfer.bytesSent ?? 0)
-    await settle()
-    bar.remove(label)
+    totals.sent += sentEarlier + (current?.transfer.bytesSent ?? 0)
+    if let (transfer, reporter) = current {
+      await reporter.value
+      active.remove(transfer)
+      totals.bytes += transfer.files.reduce(0) { $0 + $1.size }
+    }
     if interrupted {
       return CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted)
     }
@@ -228,24 +292,13 @@ struct Delivery: Sendable {
             ("status", .string("\(result.status)")),
             ("sha256", result.sha256.isEmpty ? .null : .string(result.sha256Hex)),
           ])
+        switch result.status {
+        case .stored: totals.stored += 1
+        case .identical: totals.identical += 1
+        default: break
+        }
       }
-      let stored = results.filter { $0.status == .stored }.count
-      let identical = results.filter { $0.status == .identical }.count
-      output.event(
-        .done,
-        [
-          ("peer", .string(label)), ("files", .int(results.count)), ("stored", .int(stored)),
-          ("identical", .int(identical)), ("bytes", .int(Int(summary.bytes))),
-          ("bytes_sent", .int(Int(sent))),
-        ])
-      let already = identical > 0 ? ", \(identical) already there (identical, not sent)" : ""
-      let resumed =
-        sent < summary.bytes && identical < results.count ? " (\(Quantity.bytes(sent)) sent)" : ""
-      bar.above {
-        output.note(
-          "Sent \(stored) of \(Quantity.count(results.count, "file"))\(already), \(Quantity.bytes(summary.bytes)) "
-            + "to \(peer.displayName)\(resumed).")
-      }
+      totals.files += results.count
       return nil
     case .failure(.transfer(.cancelled)) where Interrupts.wasInterrupted:
       // Ctrl-C: reported once, by the interrupt handler.

@@ -140,7 +140,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     // input is read, too.
     var references: [PeerReference] = []
     for text in to { references.append(try PeerReference.parse(text, knownPeers: knownPeers)) }
-    let (items, spool) = try self.items(events)
+    let (batch, spool) = try self.batch(events)
     defer { spool?.remove() }
     let identity = try loadIdentity()
     let session: Session
@@ -158,8 +158,9 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     }
     let bar = ProgressBar(enabled: output.showsProgress)
     let delivery = Delivery(
-      session: session, items: items,
-      summary: text.map { OfferSummary(text: $0) } ?? OfferSummary(items: items), output: events,
+      session: session, batch: batch,
+      summary: batch?.summary ?? OfferSummary(text: text ?? ""),
+      output: events,
       bar: bar, active: active, deadline: .now + .seconds(timeout),
       keys: KeyCheck(
         knownPeers: knownPeers, output: events, bar: bar, interactive: Self.canAsk),
@@ -181,27 +182,28 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
   }
 
   /// What to offer: the paths and `--files-from`, and standard input (`-`) read into its
-  /// spool; nothing for `--text`.
-  private func items(_ events: EventWriter) throws(CLIFailure) -> (
-    [ResourceItem], StandardInputSpool?
-  ) {
-    guard text == nil else { return ([], nil) }
+  /// spool; nil for `--text`.
+  private func batch(_ events: EventWriter) throws(CLIFailure) -> (SendBatch?, StandardInputSpool?)
+  {
+    guard text == nil else { return (nil, nil) }
     let arguments = paths.filter { $0 != "-" }
-    var items: [ResourceItem] = []
+    var entries: [ResourceItem] = []
     if !arguments.isEmpty || filesFrom != nil {
-      items = try SendPaths(
+      entries = try SendPaths(
         arguments: arguments, filesFrom: filesFrom, nullSeparated: nullSeparated
-      ).items { skipped in
-        events.note("Leaving out \(printable(skipped.path)): \(skipped.reason)")
-      }
+      ).entries()
     }
-    guard paths.contains("-") else { return (items, nil) }
+    let note = { (skipped: ResourceItem.Skipped) in
+      events.note("Leaving out \(printable(skipped.path)): \(skipped.reason)")
+    }
+    guard paths.contains("-") else { return (try SendBatch(entries: entries, skipped: note), nil) }
     // Ctrl-C while standard input is read leaves no temporary file behind.
     let spool = try StandardInputSpool(name: stdinName ?? "stdin")
     Interrupts.onInterrupt { spool.remove() }
     try spool.read { events.note($0) }
     do {
-      return (try SendPaths.checked(items + [spool.item]), spool)
+      let all = try SendPaths.checked(entries + [spool.item])
+      return (try SendBatch(entries: all, skipped: note), spool)
     } catch {
       spool.remove()
       throw error

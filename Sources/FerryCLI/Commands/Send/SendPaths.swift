@@ -60,14 +60,15 @@ struct SendPaths {
     self.argumentCount = arguments.count
   }
 
-  /// The files to offer: each file as its name, each folder as its tree, checked as the
-  /// receiver will check them (``ResourceItem/checked(_:)``) before anyone is asked. What a
-  /// folder holds besides files and folders (links, pipes, sockets) is left out and reported
-  /// to `skipped`.
+  /// What to offer: each path as an entry, a file under its name and a folder as its tree
+  /// (walked later, part by part: ``SendBatch``). The entries are checked against each other
+  /// as the receiver will check their paths (no name twice, in any spelling; none inside
+  /// another), so that what the walk finds under them cannot clash either; the same file
+  /// named twice is kept once.
   ///
   /// - Throws: ``CLIFailure`` (usage) when a path cannot be read or cannot be offered (unsafe
-  ///   or clashing names), or there is nothing to send.
-  func items(skipped: (ResourceItem.Skipped) -> Void) throws(CLIFailure) -> [ResourceItem] {
+  ///   or clashing names).
+  func entries() throws(CLIFailure) -> [ResourceItem] {
     guard !paths.isEmpty else {
       throw CLIFailure(
         status: .usage, message: "give at least one file or folder to send (or --files-from)",
@@ -81,40 +82,55 @@ struct SendPaths {
           + "'ferry send FILES --to NAME' (or --address HOST:PORT)",
         code: .cannotRead)
     }
-    var items: [ResourceItem] = []
-    do {
-      for (index, path) in paths.enumerated() {
-        let found = try ResourceItem.expanding([URL(fileURLWithPath: path)], skipped: skipped)
-        guard index >= argumentCount, let kept = Self.keptFolders(path) else {
-          items += found
-          continue
-        }
-        // `expanding` named everything after the last component; put the folders back.
-        items += found.map { ResourceItem(url: $0.url, path: kept + $0.path) }
-      }
-    } catch {
-      throw Self.failure(error)
+    var entries: [ResourceItem] = []
+    for (index, path) in paths.enumerated() {
+      let url = URL(fileURLWithPath: path)
+      let base = url.standardizedFileURL.lastPathComponent
+      let kept = index >= argumentCount ? Self.keptFolders(path) ?? "" : ""
+      entries.append(ResourceItem(url: url, path: kept + base))
     }
-    items = try Self.checked(items)
-    guard !items.isEmpty else {
-      throw CLIFailure(
-        status: .usage, message: "nothing to send: the folders are empty", code: .empty)
-    }
-    return items
+    return try Self.checked(entries)
   }
 
-  /// `items` checked as the receiver will check them (``ResourceItem/checked(_:)``).
+  /// `entries` (files and folders) checked against each other as the receiver will check their
+  /// paths; the same file or folder under the same path twice is kept once.
   ///
-  /// - Throws: ``CLIFailure`` (usage) for an unsafe or clashing name, an unreadable file.
-  static func checked(_ items: [ResourceItem]) throws(CLIFailure) -> [ResourceItem] {
-    do {
-      return try ResourceItem.checked(items)
-    } catch {
-      throw failure(error)
+  /// - Throws: ``CLIFailure`` (usage) for an unsafe or clashing name, an unreadable path.
+  static func checked(_ entries: [ResourceItem]) throws(CLIFailure) -> [ResourceItem] {
+    var kept: [ResourceItem] = []
+    var paths: [RelativePath] = []
+    var identities: [String: (device: UInt64, inode: UInt64)] = [:]
+    for entry in entries {
+      var status = stat()
+      guard stat(entry.url.path, &status) == 0 else {
+        throw CLIFailure(
+          status: .usage,
+          message: "cannot read \(DisplayText.escaping(entry.url.path)): \(systemWords(errno))",
+          code: .cannotRead)
+      }
+      let identity = (device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+      if let earlier = identities[entry.path] {
+        if earlier == identity { continue }  // The same file, named twice.
+        throw failure(.unsafePath(.duplicate(DisplayText.escaping(entry.path))))
+      }
+      identities[entry.path] = identity
+      do {
+        paths.append(try RelativePath(validating: entry.path))
+        kept.append(entry)
+      } catch {
+        throw failure(.unsafePath(error))
+      }
     }
+    do {
+      try RelativePath.checkTree(paths)
+    } catch {
+      throw failure(.unsafePath(error))
+    }
+    return kept
   }
 
-  private static func failure(_ error: ResourceError) -> CLIFailure {
+  /// The CLI's view of a walk's or check's error.
+  static func failure(_ error: ResourceError) -> CLIFailure {
     if case .unsafePath(let error) = error {
       return CLIFailure(
         status: .usage, message: "cannot send this: \(error.description)", code: .invalidPath)

@@ -1,0 +1,144 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The files below some entries, one at a time, in memory bounded by the deepest path and the
+/// largest folder — never by how many files there are: how a tree of any size is offered as
+/// consecutive offers (``Session/sendResources(_:to:)`` takes at most
+/// ``ProtocolLimits/maximumFilesPerOffer`` files at once).
+///
+/// Each entry is a file (found as itself) or a folder (every regular file below it, as
+/// `entry.path/relative/path`; each folder's names in byte order, a folder's files before the
+/// next name's). Symbolic links, pipes, sockets and devices inside folders are left out and
+/// reported; an entry named directly is read through its link, as ``ResourceItem/expanding(_:skipped:)``
+/// does. Every path found is checked as the receiver will check it (``RelativePath``), and two
+/// names of one folder that are the same name in another spelling (precomposed `é` and
+/// `e` + U+0301) are refused, as the receiver would refuse them. Entries must not overlap one
+/// another (check them with ``ResourceItem/checked(_:)`` first, as folders).
+///
+/// Not thread-safe: one walker per task. Walking twice reads the disk twice.
+public struct ResourceWalk {
+  /// A file found: what to offer and the size it has now.
+  public struct Found: Sendable {
+    /// The file and its path at the receiver.
+    public let item: ResourceItem
+    /// Its size in bytes when it was found.
+    public let size: UInt64
+  }
+
+  /// A folder being read: its names (sorted), and which comes next.
+  private struct Folder {
+    let directory: String
+    let relative: String
+    let names: [String]
+    var next = 0
+  }
+
+  private var entries: IndexingIterator<[ResourceItem]>
+  private var stack: [Folder] = []
+
+  /// A walk of `entries`, each a file or a folder, offered under its ``ResourceItem/path``.
+  public init(_ entries: [ResourceItem]) {
+    self.entries = entries.makeIterator()
+  }
+
+  /// The next file, or nil when every entry is walked.
+  ///
+  /// - Parameter skipped: Told of each thing inside a folder that is not a file or folder.
+  /// - Throws: ``ResourceError/cannotRead(_:)`` for an entry or folder that cannot be read, a
+  ///   name that is not UTF-8 or an unreadable file; ``ResourceError/unsafePath(_:)`` for a
+  ///   path the receiver would refuse.
+  public mutating func next(
+    skipped: (ResourceItem.Skipped) -> Void = { _ in }
+  ) throws(ResourceError) -> Found? {
+    while true {
+      if stack.isEmpty {
+        guard let entry = entries.next() else { return nil }
+        var status = stat()
+        guard stat(entry.url.path, &status) == 0 else {
+          throw .cannotRead("\(entry.url.path): \(errnoText().lowercased())")
+        }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG:
+          return try found(entry.url.path, path: entry.path, status: status)
+        case S_IFDIR:
+          try push(entry.url.path, relative: entry.path)
+          continue
+        case let kind:
+          throw .cannotRead("\(entry.url.path): \(fileKind(kind)), not a regular file or folder")
+        }
+      }
+      let top = stack.count - 1
+      guard stack[top].next < stack[top].names.count else {
+        stack.removeLast()
+        continue
+      }
+      let folder = stack[top]
+      let name = folder.names[folder.next]
+      stack[top].next += 1
+      let onDisk = folder.directory + "/" + name
+      var status = stat()
+      guard lstat(onDisk, &status) == 0 else {
+        // Gone since the folder was read: not there to send.
+        if errno == ENOENT { continue }
+        throw .cannotRead("\(onDisk): \(errnoText().lowercased())")
+      }
+      switch status.st_mode & S_IFMT {
+      case S_IFREG:
+        return try found(onDisk, path: folder.relative + "/" + name, status: status)
+      case S_IFDIR:
+        try push(onDisk, relative: folder.relative + "/" + name)
+      case let kind:
+        skipped(ResourceItem.Skipped(path: onDisk, reason: fileKind(kind)))
+      }
+    }
+  }
+
+  /// A file to offer, checked as the receiver will check its path, and readable.
+  private func found(_ onDisk: String, path: String, status: stat) throws(ResourceError) -> Found {
+    do {
+      _ = try RelativePath(validating: path)
+    } catch {
+      throw .unsafePath(error)
+    }
+    // Readable now, before anyone is asked, not found out after the receiver said yes.
+    guard access(onDisk, R_OK) == 0 else {
+      throw .cannotRead("\(onDisk): \(errnoText().lowercased())")
+    }
+    return Found(
+      item: ResourceItem(url: URL(fileURLWithPath: onDisk), path: path),
+      size: UInt64(max(0, status.st_size)))
+  }
+
+  /// Reads folder `directory`'s names, sorted by their bytes, to walk them next.
+  private mutating func push(_ directory: String, relative: String) throws(ResourceError) {
+    guard stack.count < RelativePath.maximumDepth else {
+      throw .unsafePath(.tooDeep(escaped(relative, keepingUnicode: true)))
+    }
+    guard let stream = opendir(directory) else {
+      throw .cannotRead("\(directory): \(errnoText().lowercased())")
+    }
+    defer { closedir(stream) }
+    var names: [String] = []
+    var spellings = Set<String>()
+    while let entry = readdir(stream) {
+      let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+      guard let name = String(validating: bytes, as: UTF8.self) else {
+        let shown = escaped(String(decoding: bytes, as: UTF8.self), keepingUnicode: true)
+        throw .cannotRead(
+          "\(directory)/\(shown): the name is not valid UTF-8, so it cannot be named to the "
+            + "receiver; rename it (e.g. with convmv) or leave it out")
+      }
+      if name == "." || name == ".." { continue }
+      // String equality is canonical equivalence: two spellings of one name collide here.
+      guard spellings.insert(name).inserted else {
+        throw .unsafePath(.duplicate(escaped(relative + "/" + name, keepingUnicode: true)))
+      }
+      names.append(name)
+    }
+    names.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    stack.append(Folder(directory: directory, relative: relative, names: names))
+  }
+}

@@ -1,0 +1,90 @@
+import Ferry
+import Foundation
+
+/// What one `ferry send` offers: its entries (files and folders), walked once to announce them
+/// (``summary``: the receiver's one prompt) and again, part by part, to send them. A batch of
+/// any size goes as consecutive offers of at most ``partSize`` files, so that neither end holds
+/// more than a part's files at once, whatever the tree.
+struct SendBatch: Sendable {
+  /// The checked entries (``SendPaths/checked(_:)``).
+  let entries: [ResourceItem]
+  /// What the invitation announces.
+  let summary: OfferSummary
+
+  /// The most files in one offer of the batch: large enough that the round trip between parts
+  /// is lost in the data, small enough that a part's bookkeeping stays a few megabytes. Tests
+  /// make it smaller (`FERRY_TEST_PART_FILES`) to cross parts with a few files.
+  static let partSize: Int = {
+    let test = ProcessInfo.processInfo.environment["FERRY_TEST_PART_FILES"].flatMap { Int($0) }
+    guard let test, (1...ProtocolLimits.maximumFilesPerOffer).contains(test) else { return 10_000 }
+    return test
+  }()
+
+  /// Walks `entries` to sum them up; what a folder holds besides files and folders is left out
+  /// and reported to `skipped`.
+  ///
+  /// - Throws: ``CLIFailure`` (usage) for an unreadable file or folder, a path the receiver
+  ///   would refuse, more than 2^62 bytes in all, or nothing to send.
+  init(entries: [ResourceItem], skipped: (ResourceItem.Skipped) -> Void) throws(CLIFailure) {
+    var builder = OfferSummary.Builder()
+    var walk = ResourceWalk(entries)
+    do {
+      while let found = try walk.next(skipped: skipped) {
+        builder.add(found.item.path, size: found.size)
+        guard builder.totalBytes <= ProtocolLimits.maximumOfferBytes else {
+          throw SendPaths.failure(
+            .tooLarge(DisplayText.escaping(found.item.url.path) + " (with the files before it)"))
+        }
+      }
+    } catch let error as ResourceError {
+      throw SendPaths.failure(error)
+    } catch let error as CLIFailure {
+      throw error
+    } catch {
+      throw CLIFailure(status: .usage, message: "\(error)", code: .cannotRead)
+    }
+    let summary = builder.summary
+    guard summary.files > 0 else {
+      throw CLIFailure(
+        status: .usage, message: "nothing to send: the folders are empty", code: .empty)
+    }
+    self.entries = entries
+    self.summary = summary
+  }
+
+  /// The batch's parts, walked again from the start.
+  func parts() -> Parts { Parts(walk: ResourceWalk(entries), announced: summary.files) }
+
+  /// The batch's files, ``SendBatch/partSize`` at a time.
+  struct Parts {
+    fileprivate var walk: ResourceWalk
+    fileprivate let announced: Int
+    /// Files handed out so far.
+    private(set) var files = 0
+
+    /// The next part, or nil when the batch is all sent.
+    ///
+    /// - Throws: ``CLIFailure`` when a file or folder can no longer be read, or the folders
+    ///   now hold more files than were announced (the receiver would not take them as the
+    ///   batch it said yes to).
+    mutating func next() throws(CLIFailure) -> [ResourceItem]? {
+      var part: [ResourceItem] = []
+      do {
+        while part.count < SendBatch.partSize, let found = try walk.next() {
+          part.append(found.item)
+        }
+      } catch {
+        throw SendPaths.failure(error)
+      }
+      files += part.count
+      guard files <= announced else {
+        throw CLIFailure(
+          status: .transferFailed,
+          message: "the folders changed while they were being sent: they now hold more than "
+            + "the \(Quantity.count(announced, "file")) announced; send them again",
+          code: .cannotRead)
+      }
+      return part.isEmpty ? nil : part
+    }
+  }
+}
