@@ -10,6 +10,28 @@ struct ResourceTests {
     EventRecorder(session.resourceEvents)
   }
 
+  @Test("a finished offer is let go of: sending many offers in one session does not grow memory")
+  func finishedOffersFreed() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let source = try temporaryDirectory("freed-src")
+    let destination = try temporaryDirectory("freed-dst")
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    weak var released: TransferProgress?
+    for round in 0..<3 {
+      let file = source.appendingPathComponent("f\(round)")
+      try writeFile(file, size: 1000 + round)
+      let transfer = try pair.inviter.sendResource(
+        at: file, named: "f\(round)", to: pair.advertiserPeer)
+      #expect(try await transfer.result().map(\.status) == [.stored])
+      released = transfer.progress
+    }
+    // The offer, its progress and its file list go with the last reference to the transfer
+    // (its progress's cancellation handler once held the offer, and so itself, for ever).
+    for _ in 0..<50 where released != nil { try await Task.sleep(for: .milliseconds(20)) }
+    #expect(released == nil)
+  }
+
   @Test("a file arrives byte-identical, with its mode and mtime, and no staging is left")
   func singleFile() async throws {
     let pair = try await ConnectedPair.make()

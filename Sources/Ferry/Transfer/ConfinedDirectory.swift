@@ -57,9 +57,17 @@ struct ConfinedDirectory {
   func place(
     _ name: String, from: Int32, at path: RelativePath, policy: ConflictPolicy
   ) throws(ResourceError) -> URL? {
-    let parents = path.components.dropLast()
-    let directory = try openDirectory(parents, create: true)
+    let directory = try openDirectory(path.components.dropLast(), create: true)
     defer { close(directory) }
+    return try place(name, from: from, at: path, policy: policy, in: directory)
+  }
+
+  /// ``place(_:from:at:policy:)`` into `directory`, the folder of `path` already opened with
+  /// ``openDirectory(_:create:)`` (the caller keeps and closes it).
+  func place(
+    _ name: String, from: Int32, at path: RelativePath, policy: ConflictPolicy, in directory: Int32
+  ) throws(ResourceError) -> URL? {
+    let parents = path.components.dropLast()
     let parentPath = parents.reduce(root.path) { $0 + "/" + $1 }
     var target = path.fileName
     guard Self.isSingleName(target) else {

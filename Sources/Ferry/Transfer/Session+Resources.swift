@@ -78,7 +78,9 @@ extension Session {
     let offer = OutgoingOffer(
       files: files, urls: items.map(\.url), link: link, progress: progress,
       stall: timeouts.transferStall)
-    progress.overall.cancellationHandler = { offer.cancel() }
+    // Weak: the offer holds its progress, and a strong capture kept every finished offer
+    // (and its file list) alive for as long as the process ran.
+    progress.overall.cancellationHandler = { [weak offer] in offer?.cancel() }
     let task = Task { try await offer.run() }
     return ResourceTransfer(files: files, progress: progress, offer: offer, task: task)
   }

@@ -37,6 +37,8 @@ final class StagingArea: Sendable {
   let device: UInt64
   /// The staging directory's identity, for claims shared by offers in this process.
   private let identity: String
+  /// The destination folder the last file was placed in, still open (closed on deinit).
+  private let lastFolder = Mutex<(components: [String], fd: Int32)?>(nil)
 
   /// Opens (creating, mode 0700) the staging directory under `destination` (created if needed).
   ///
@@ -85,6 +87,7 @@ final class StagingArea: Sendable {
 
   deinit {
     StagingClaims.shared.close(identity)
+    if let folder = lastFolder.withLock({ $0 }) { close(folder.fd) }
     close(fd)
   }
 
@@ -176,6 +179,26 @@ final class StagingArea: Sendable {
   func remove(_ name: String) {
     unlinkat(fd, name, 0)
     removeMeta(name)
+  }
+
+  /// Moves verified staged file `name` to `path` under the destination
+  /// (``ConfinedDirectory/place(_:from:at:policy:in:)``). The folder it goes into stays open
+  /// for the next file, which in a walked tree is most often in the same folder.
+  ///
+  /// - Returns: Where the file landed, or nil when `policy` is `.skip` and the name was taken.
+  /// - Throws: ``ResourceError`` when the destination is unsafe or cannot be written.
+  func place(_ name: String, at path: RelativePath, policy: ConflictPolicy) throws(ResourceError)
+    -> URL?
+  {
+    let parents = Array(path.components.dropLast())
+    return try lastFolder.withLock { (last) throws(ResourceError) -> URL? in
+      if last?.components != parents {
+        if let last { Glibc.close(last.fd) }
+        last = nil
+        last = (parents, try destination.openDirectory(parents[...], create: true))
+      }
+      return try destination.place(name, from: fd, at: path, policy: policy, in: last!.fd)
+    }
   }
 
   /// Removes a staged file's metadata (it was placed, or handed over).

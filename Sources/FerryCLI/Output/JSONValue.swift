@@ -51,6 +51,8 @@ enum JSONValue: Sendable, Equatable {
   /// paragraph separator — what a terminal or a careless reader of the output would act on or
   /// not show. The JSON value stays exact.
   static func escapes(_ scalar: Unicode.Scalar) -> Bool {
+    // Printable ASCII first: most of what is written, without a Unicode table lookup.
+    if (0x20..<0x7F).contains(scalar.value) { return false }
     switch scalar.properties.generalCategory {
     case .control, .format, .lineSeparator, .paragraphSeparator: return true
     default: return false

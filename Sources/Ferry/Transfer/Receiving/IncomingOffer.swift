@@ -532,12 +532,11 @@ final class IncomingOffer: @unchecked Sendable {
         let staged = try staging.handOver(names[index])
         return conclude(index, .stored, reason: "", result: .success(staged), sha256: digest)
       }
-      let placed = try staging.destination.place(
-        names[index], from: staging.fd, at: paths[index], policy: options.conflictPolicy)
+      let placed = try staging.place(names[index], at: paths[index], policy: options.conflictPolicy)
       if placed == nil {
         staging.remove(names[index])
-      } else {
-        staging.removeMeta(names[index])
+      } else if offered[index].size >= StagingArea.metadataThreshold {
+        staging.removeMeta(names[index])  // only large files have one
       }
       conclude(
         index, placed == nil ? .skipped : .stored, reason: "", result: .success(placed),

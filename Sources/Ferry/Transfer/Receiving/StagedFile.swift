@@ -48,7 +48,9 @@ final class StagedFile {
       close(fd)
       throw .cannotWrite("staged data of \(offered.path) shrank")
     }
-    guard ftruncate(fd, off_t(offset)) == 0 else {
+    // Only when there is something to cut: ext4 flushes a file truncated and then closed
+    // (auto_da_alloc), which for many small new files cost more than writing them.
+    guard length == offset || ftruncate(fd, off_t(offset)) == 0 else {
       let reason = errnoText()
       close(fd)
       throw .cannotWrite("\(offered.path): \(reason)")
