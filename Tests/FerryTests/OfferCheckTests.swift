@@ -7,19 +7,6 @@ import Testing
 /// path rules, names that clash, and what a folder holds besides files.
 @Suite("Checking an offer before sending")
 struct OfferCheckTests {
-  /// A fresh folder under the temporary directory.
-  func folder() throws -> String {
-    let path = NSTemporaryDirectory() + "ferry-offer-\(UUID().uuidString)"
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-  }
-
-  func write(_ path: String, _ text: String = "x") throws {
-    try FileManager.default.createDirectory(
-      atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-  }
-
   @Test("a set of paths: names twice, and a file that is also a folder, are refused")
   func tree() throws {
     let paths = try ["a/b.txt", "a/c.txt", "d"].map { try RelativePath(validating: $0) }
@@ -40,9 +27,9 @@ struct OfferCheckTests {
 
   @Test("the same file named twice is kept once; two files under one name are refused")
   func duplicates() throws {
-    let root = try folder()
-    try write("\(root)/one/x.txt", "one")
-    try write("\(root)/two/x.txt", "two")
+    let root = try scratchFolder("offer")
+    try writeText("\(root)/one/x.txt", "one")
+    try writeText("\(root)/two/x.txt", "two")
     let one = URL(fileURLWithPath: "\(root)/one/x.txt")
     let kept = try ResourceItem.checked([
       ResourceItem(url: one, path: "x.txt"),
@@ -57,8 +44,8 @@ struct OfferCheckTests {
 
   @Test("a name the receiver would refuse is refused here, naming it")
   func unsafeName() throws {
-    let root = try folder()
-    try write("\(root)/tree/new\nline.txt")
+    let root = try scratchFolder("offer")
+    try writeText("\(root)/tree/new\nline.txt")
     let items = try ResourceItem.expanding([URL(fileURLWithPath: "\(root)/tree")])
     #expect(throws: ResourceError.unsafePath(.controlCharacter("tree/new\\u{A}line.txt"))) {
       try ResourceItem.checked(items)
@@ -67,8 +54,8 @@ struct OfferCheckTests {
 
   @Test("links, pipes and sockets in a folder are left out and reported; named, they are refused")
   func specialFiles() throws {
-    let root = try folder()
-    try write("\(root)/tree/kept.txt")
+    let root = try scratchFolder("offer")
+    try writeText("\(root)/tree/kept.txt")
     try FileManager.default.createSymbolicLink(
       atPath: "\(root)/tree/link", withDestinationPath: "/etc/passwd")
     #expect(mkfifo("\(root)/tree/pipe", 0o600) == 0)
@@ -97,8 +84,8 @@ struct OfferCheckTests {
 
   @Test("a name in a folder that is not UTF-8 is refused before sending, naming the folder")
   func notUTF8() throws {
-    let root = try folder()
-    try write("\(root)/tree/fine.txt")
+    let root = try scratchFolder("offer")
+    try writeText("\(root)/tree/fine.txt")
     let bad = "\(root)/tree/caf".utf8CString.dropLast() + [CChar(bitPattern: 0xE9), 0]
     let fd = bad.withUnsafeBufferPointer { open($0.baseAddress!, O_CREAT | O_WRONLY, 0o600) }
     #expect(fd >= 0)

@@ -7,18 +7,6 @@ import Testing
 /// the receiver would refuse, found before anyone is asked.
 @Suite("Walking files to offer")
 struct ResourceWalkTests {
-  func folder() throws -> String {
-    let path = NSTemporaryDirectory() + "ferry-walk-\(UUID().uuidString)"
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-  }
-
-  func write(_ path: String, _ text: String = "x") throws {
-    try FileManager.default.createDirectory(
-      atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-  }
-
   func walkAll(_ entries: [ResourceItem], skipped: inout [String]) throws -> [(String, UInt64)] {
     var walk = ResourceWalk(entries)
     var found: [(String, UInt64)] = []
@@ -32,15 +20,15 @@ struct ResourceWalkTests {
 
   @Test("files, folders depth first in byte order, sizes; empty folders and links left out")
   func order() throws {
-    let root = try folder()
-    try write("\(root)/top/b/2.txt", "22")
-    try write("\(root)/top/b/1.txt", "1")
-    try write("\(root)/top/a.txt", "aaa")
-    try write("\(root)/top/B.txt", "")
+    let root = try scratchFolder("walk")
+    try writeText("\(root)/top/b/2.txt", "22")
+    try writeText("\(root)/top/b/1.txt", "1")
+    try writeText("\(root)/top/a.txt", "aaa")
+    try writeText("\(root)/top/B.txt", "")
     try FileManager.default.createDirectory(
       atPath: "\(root)/top/empty", withIntermediateDirectories: true)
     symlink("/etc/passwd", "\(root)/top/link")
-    try write("\(root)/single.bin", "12345")
+    try writeText("\(root)/single.bin", "12345")
     var skipped: [String] = []
     let found = try walkAll(
       [
@@ -55,9 +43,9 @@ struct ResourceWalkTests {
 
   @Test("two spellings of one name in a folder are refused, as the receiver would refuse them")
   func canonicalTwins() throws {
-    let root = try folder()
-    try write("\(root)/t/caf\u{E9}")
-    try write("\(root)/t/cafe\u{301}")
+    let root = try scratchFolder("walk")
+    try writeText("\(root)/t/caf\u{E9}")
+    try writeText("\(root)/t/cafe\u{301}")
     var skipped: [String] = []
     #expect(throws: ResourceError.self) {
       _ = try walkAll(
@@ -67,7 +55,7 @@ struct ResourceWalkTests {
 
   @Test("a name that is not UTF-8, or a control character in a name, stops the walk")
   func badNames() throws {
-    let root = try folder()
+    let root = try scratchFolder("walk")
     try FileManager.default.createDirectory(atPath: "\(root)/n", withIntermediateDirectories: true)
     let bad = "\(root)/n/".utf8CString.dropLast() + [CChar(bitPattern: 0xFF), 0]
     let fd = bad.withUnsafeBufferPointer { open($0.baseAddress!, O_CREAT | O_WRONLY, 0o644) }
@@ -78,8 +66,8 @@ struct ResourceWalkTests {
       _ = try walkAll(
         [ResourceItem(url: URL(fileURLWithPath: "\(root)/n"), path: "n")], skipped: &skipped)
     }
-    let other = try folder()
-    try write("\(other)/c/line\u{1B}[2Jclear")
+    let other = try scratchFolder("walk")
+    try writeText("\(other)/c/line\u{1B}[2Jclear")
     #expect(throws: ResourceError.self) {
       _ = try walkAll(
         [ResourceItem(url: URL(fileURLWithPath: "\(other)/c"), path: "c")], skipped: &skipped)
@@ -88,10 +76,10 @@ struct ResourceWalkTests {
 
   @Test("a tree deeper than the receiver takes is refused before it is offered")
   func tooDeep() throws {
-    let root = try folder()
+    let root = try scratchFolder("walk")
     var path = "\(root)/deep"
     for _ in 0..<70 { path += "/d" }
-    try write("\(path)/leaf")
+    try writeText("\(path)/leaf")
     var skipped: [String] = []
     #expect(throws: ResourceError.self) {
       _ = try walkAll(
@@ -102,7 +90,7 @@ struct ResourceWalkTests {
 
   @Test("20 000 files in 40 folders: every one found once, in the same order twice")
   func many() throws {
-    let root = try folder()
+    let root = try scratchFolder("walk")
     for folder in 0..<40 {
       let directory = "\(root)/m/d\(folder)"
       try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

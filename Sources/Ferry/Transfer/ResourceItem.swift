@@ -129,14 +129,7 @@ private func walk(
   defer { closedir(stream) }
   let fd = dirfd(stream)
   while let entry = readdir(stream) {
-    let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
-    guard let name = String(validating: bytes, as: UTF8.self) else {
-      let shown = escaped(String(decoding: bytes, as: UTF8.self), keepingUnicode: true)
-      throw .cannotRead(
-        "\(directory)/\(shown): the name is not valid UTF-8, so it cannot be named to the "
-          + "receiver; rename it (e.g. with convmv) or leave it out")
-    }
-    if name == "." || name == ".." { continue }
+    guard let name = try entryName(entry, in: directory) else { continue }
     var status = stat()
     guard fstatat(fd, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
       throw .cannotRead("\(directory)/\(name): \(errnoText().lowercased())")
@@ -153,6 +146,23 @@ private func walk(
       skipped(ResourceItem.Skipped(path: directory + "/" + name, reason: fileKind(kind)))
     }
   }
+}
+
+/// The name of folder entry `entry` read from `directory`; nil for `.` and `..`.
+///
+/// - Throws: ``ResourceError/cannotRead(_:)`` for a name that is not UTF-8 (it could not be
+///   named to the receiver).
+func entryName(_ entry: UnsafeMutablePointer<dirent>, in directory: String) throws(ResourceError)
+  -> String?
+{
+  let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+  guard let name = String(validating: bytes, as: UTF8.self) else {
+    let shown = escaped(String(decoding: bytes, as: UTF8.self), keepingUnicode: true)
+    throw .cannotRead(
+      "\(directory)/\(shown): the name is not valid UTF-8, so it cannot be named to the "
+        + "receiver; rename it (e.g. with convmv) or leave it out")
+  }
+  return name == "." || name == ".." ? nil : name
 }
 
 /// What a file of type `kind` (`st_mode & S_IFMT`) is, in words.

@@ -124,14 +124,7 @@ public struct ResourceWalk {
     var names: [String] = []
     var spellings = Set<String>()
     while let entry = readdir(stream) {
-      let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
-      guard let name = String(validating: bytes, as: UTF8.self) else {
-        let shown = escaped(String(decoding: bytes, as: UTF8.self), keepingUnicode: true)
-        throw .cannotRead(
-          "\(directory)/\(shown): the name is not valid UTF-8, so it cannot be named to the "
-            + "receiver; rename it (e.g. with convmv) or leave it out")
-      }
-      if name == "." || name == ".." { continue }
+      guard let name = try entryName(entry, in: directory) else { continue }
       // String equality is canonical equivalence: two spellings of one name collide here.
       guard spellings.insert(name).inserted else {
         throw .unsafePath(.duplicate(escaped(relative + "/" + name, keepingUnicode: true)))
