@@ -127,12 +127,13 @@ func fuzzOne(_ data: [UInt8]) {
     if asking {
       // Offers are asked about; the input decides them.
       let open = OpenQuestions(limit: limits.maximumIncomingOffers)
-      multiplexer.onOffer = { id, files throws(LinkLimitExceeded) in
+      multiplexer.onOffer = { id, files, digest throws(LinkLimitExceeded) in
         guard let question = open.open() else {
           throw LinkLimitExceeded("offers waiting for a decision")
         }
         let offer = IncomingOffer(
           channel: id, peer: invite.peer, link: link, files: files,
+          checksum: ChecksumAlgorithm(digest),
           reception: .asking(question) { questions.append($0) }, events: questions.events,
           executor: InlineExecutor.shared)
         offer.start()

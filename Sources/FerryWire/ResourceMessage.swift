@@ -1,7 +1,8 @@
 /// Resource (file) transfer messages (docs/PROTOCOL.md, "Resources"). Pure.
 package enum ResourceMessage: Hashable, Sendable {
-  /// Files offered on `channel`.
-  case offer(channel: UInt32, files: [OfferedFile])
+  /// Files offered on `channel`, each to be checked with `digest` (encoded only when it is not
+  /// SHA-256: an OFFER without the byte means SHA-256, as in versions 1 and 2).
+  case offer(channel: UInt32, files: [OfferedFile], digest: DigestAlgorithm = .sha256)
   /// The offer is accepted; `offsets[i]` is where file `i` resumes (its size: nothing to send),
   /// or ``skip`` to leave it out. `held` lists (in increasing order) the files the destination
   /// already has with the offered size and modification time: for each, the sender first sends
@@ -9,8 +10,9 @@ package enum ResourceMessage: Hashable, Sendable {
   case offerAccept(channel: UInt32, offsets: [UInt64], held: [UInt32] = [])
   /// Bytes of file `file`, continuing where the previous chunk (or its offset) ended.
   case chunk(channel: UInt32, file: UInt32, bytes: [UInt8])
-  /// File `file` is complete; `sha256` covers all its bytes, from the start.
-  case fileEnd(channel: UInt32, file: UInt32, sha256: [UInt8])
+  /// File `file` is complete; `digest` (16 or 32 bytes, the offer's algorithm) covers all its
+  /// bytes, from the start.
+  case fileEnd(channel: UInt32, file: UInt32, digest: [UInt8])
   /// The receiver's verdict on file `file`.
   case fileAck(channel: UInt32, file: UInt32, FileStatus, reason: String)
 
@@ -37,7 +39,7 @@ package enum ResourceMessage: Hashable, Sendable {
   package enum FileStatus: UInt8, Hashable, Sendable {
     /// Stored and verified.
     case stored = 0
-    /// The SHA-256 did not match; nothing was kept.
+    /// The digest did not match; nothing was kept.
     case corrupt = 1
     /// It could not be written (the reason says why); nothing was kept.
     case failed = 2
@@ -53,7 +55,7 @@ package enum ResourceMessage: Hashable, Sendable {
   package var frame: Frame {
     var payload: [UInt8] = []
     switch self {
-    case .offer(let channel, let files):
+    case .offer(let channel, let files, let digest):
       payload.appendBigEndian(UInt32(files.count))
       for file in files {
         payload.appendBigEndian(UInt16(file.path.utf8.count))
@@ -63,6 +65,7 @@ package enum ResourceMessage: Hashable, Sendable {
         payload.appendBigEndian(file.modificationNanoseconds)
         payload.appendBigEndian(file.mode)
       }
+      if digest != .sha256 { payload.append(digest.rawValue) }
       return Frame(type: .offer, channel: channel, payload: payload)
     case .offerAccept(let channel, let offsets, let held):
       payload.appendBigEndian(UInt32(offsets.count))
@@ -76,9 +79,9 @@ package enum ResourceMessage: Hashable, Sendable {
       payload.appendBigEndian(file)
       payload += bytes
       return Frame(type: .chunk, channel: channel, payload: payload)
-    case .fileEnd(let channel, let file, let sha256):
+    case .fileEnd(let channel, let file, let digest):
       payload.appendBigEndian(file)
-      payload += sha256
+      payload += digest
       return Frame(type: .fileEnd, channel: channel, payload: payload)
     case .fileAck(let channel, let file, let status, let reason):
       payload.appendBigEndian(file)
@@ -94,8 +97,8 @@ package enum ResourceMessage: Hashable, Sendable {
   /// - Throws: ``WireError`` for channel 0, a count of 0 or over ``maximumFiles``, a path
   ///   over 4096 bytes or not UTF-8, a size over ``maximumFileSize`` or sizes adding up to more
   ///   than ``maximumOfferBytes``, a modification time outside ``modificationSecondsRange``,
-  ///   nanoseconds over 999 999 999, a mode over 0o7777, a hash not of 32 bytes, an unknown
-  ///   status, held files out of order, beyond the offer or not sent from 0, truncation or
+  ///   nanoseconds over 999 999 999, a mode over 0o7777, an unknown digest algorithm (or the
+  ///   SHA-256 byte, which is never encoded), a digest not of 16 or 32 bytes, an unknown status, held files out of order, beyond the offer or not sent from 0, truncation or
   ///   trailing bytes.
   package init(frame: Frame) throws(WireError) {
     let type = frame.type
@@ -133,7 +136,16 @@ package enum ResourceMessage: Hashable, Sendable {
             path: path, size: size, modificationSeconds: seconds,
             modificationNanoseconds: nanoseconds, mode: mode))
       }
-      self = .offer(channel: frame.channel, files: files)
+      // The digest byte is optional: an offer that ends after its files is checked with SHA-256.
+      var digest = DigestAlgorithm.sha256
+      if !reader.isAtEnd {
+        let raw = try reader.uint8()
+        guard let algorithm = DigestAlgorithm(rawValue: raw), algorithm != .sha256 else {
+          throw .invalidField(type, "digest algorithm \(raw)")
+        }
+        digest = algorithm
+      }
+      self = .offer(channel: frame.channel, files: files, digest: digest)
     case .offerAccept:
       let count = Int(try reader.uint32())
       guard (1...Self.maximumFiles).contains(count) else {
@@ -162,8 +174,12 @@ package enum ResourceMessage: Hashable, Sendable {
       self = .chunk(channel: frame.channel, file: file, bytes: Array(frame.payload.dropFirst(4)))
       return
     case .fileEnd:
-      self = .fileEnd(
-        channel: frame.channel, file: try reader.uint32(), sha256: try reader.bytes(count: 32))
+      let file = try reader.uint32()
+      let size = frame.payload.count - 4
+      guard DigestAlgorithm.allCases.contains(where: { $0.size == size }) else {
+        throw .invalidField(type, "digest of \(size) bytes")
+      }
+      self = .fileEnd(channel: frame.channel, file: file, digest: try reader.bytes(count: size))
     case .fileAck:
       let file = try reader.uint32()
       let raw = try reader.uint8()

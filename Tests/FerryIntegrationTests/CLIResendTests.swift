@@ -30,6 +30,60 @@ struct CLIResendTests {
   }
 
   @Test(
+    "--checksum sha256 is used at both ends (sha256sum's digests); sent again with xxh3: identical"
+  )
+  func checksumChoice() async throws {
+    let destination = try temporaryDirectory("checksum-dst")
+    let folder = try temporaryDirectory("checksum-src").appendingPathComponent("set")
+    let names = ["a.bin", "sub/b.bin", "sub/c.bin"]
+    for (index, name) in names.enumerated() {
+      try writeFile(folder.appendingPathComponent(name), size: 3000 * index + 11, seed: 3)
+    }
+    let receiver = try ChildProcess.ferry(
+      ["receive", "--yes", "--json", "--dir", destination.path, "--name", "sums"],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    defer { receiver.signal(SIGKILL) }
+    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
+    let home = Harness.freshFerryHome()
+    let sums = Dictionary(
+      uniqueKeysWithValues: try names.map {
+        ("set/" + $0, try sha256(of: folder.appendingPathComponent($0)))
+      })
+    let xxh3s = Dictionary(
+      uniqueKeysWithValues: try names.map {
+        ("set/" + $0, try xxh3(of: folder.appendingPathComponent($0)))
+      })
+
+    let first = try await send(folder, port: port, home: home, options: ["--checksum", "sha256"])
+    #expect(first.status == 0, "\(first.stderr)")
+    let sent = first.events.filter { $0["event"] as? String == "file-done" }
+    #expect(sent.count == 3)
+    for event in sent {
+      let path = try #require(event["path"] as? String)
+      #expect(event["checksum"] as? String == "sha256")
+      #expect(event["digest"] as? String == sums[path], "\(event)")
+      #expect(event["sha256"] as? String == sums[path], "\(event)")
+    }
+    let stored = await receiver.waitForLine { $0.contains("\"file-done\"") && $0.contains("c.bin") }
+    let receivedEvent = try #require(stored.flatMap { jsonObject($0.text) })
+    #expect(receivedEvent["checksum"] as? String == "sha256")
+    #expect(receivedEvent["sha256"] as? String == sums["set/sub/c.bin"])
+
+    // The default digest compares the held copies: nothing is sent again.
+    let again = try await send(folder, port: port, home: home)
+    #expect(again.status == 0, "\(again.stderr)")
+    #expect(again.events.last?["identical"] as? Int == 3, "\(again.events)")
+    for event in again.events.filter({ $0["event"] as? String == "file-done" }) {
+      let path = try #require(event["path"] as? String)
+      #expect(event["checksum"] as? String == "xxh3-128")
+      #expect(event["digest"] as? String == xxh3s[path], "\(event)")
+      #expect(event["sha256"] is NSNull)
+    }
+    #expect(try tree(destination.appendingPathComponent("set")) == tree(folder))
+  }
+
+  @Test(
     "a completed 200-file send sent again: exit 0, no data, no '(1)' files, identical at both ends"
   )
   func resend() async throws {

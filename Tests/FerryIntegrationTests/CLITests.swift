@@ -173,9 +173,13 @@ struct CLITests {
         try sha256(of: destination.appendingPathComponent(name))
           == sha256(of: source.appendingPathComponent(name)), "\(name)")
     }
-    let hashes = sender.stdoutLines.compactMap { jsonObject($0.text) }
-      .filter { $0["event"] as? String == "file-done" }.compactMap { $0["sha256"] as? String }
-    #expect(Set(hashes) == Set(try names.map { try sha256(of: source.appendingPathComponent($0)) }))
+    // XXH3-128 by default: each file-done names it, with xxhsum's digest (and no sha256).
+    let done = sender.stdoutLines.compactMap { jsonObject($0.text) }
+      .filter { $0["event"] as? String == "file-done" }
+    #expect(done.allSatisfy { $0["checksum"] as? String == "xxh3-128" && $0["sha256"] is NSNull })
+    #expect(
+      Set(done.compactMap { $0["digest"] as? String })
+        == Set(try names.map { try xxh3(of: source.appendingPathComponent($0)) }))
   }
 }
 

@@ -141,7 +141,7 @@ struct ResourceSafetyTests {
       from: pair.inviter, to: pair.advertiserPeer)
     let claimed = Array(SHA256.hash(data: Array("abce".utf8)))
     try raw(
-      ResourceMessage.fileEnd(channel: channel, file: 0, sha256: claimed).frame, from: pair.inviter,
+      ResourceMessage.fileEnd(channel: channel, file: 0, digest: claimed).frame, from: pair.inviter,
       to: pair.advertiserPeer)
     guard case .failure(.resource(.integrityCheckFailed(let path)))? = await firstFinished(events)
     else {

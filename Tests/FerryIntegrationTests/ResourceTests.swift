@@ -32,6 +32,35 @@ struct ResourceTests {
     #expect(released == nil)
   }
 
+  @Test("a sender that asks for SHA-256 gets it end to end: both sides report sha256sum's digest")
+  func sha256Checksum() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let source = try temporaryDirectory("src")
+    let destination = try temporaryDirectory("dst")
+    let file = source.appendingPathComponent("disk.img")
+    try writeFile(file, size: 3 << 20 + 7)
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    let received = events(pair.advertiser)
+    let transfer = try pair.inviter.sendResource(
+      at: file, named: "disk.img", to: pair.advertiserPeer, checksum: .sha256)
+    let results = try await transfer.result()
+    #expect(results.map(\.status) == [.stored])
+    #expect(results.first?.checksum == .sha256)
+    #expect(results.first?.digestHex == (try sha256(of: file)))
+    let finished = try #require(
+      await received.first {
+        if case .finished = $0 { return true }
+        return false
+      })
+    guard case .finished(_, _, .success(let url?), let digest?) = finished.record.element else {
+      Issue.record("not stored: \(finished.record.element)")
+      return
+    }
+    #expect(digest == FileDigest(.sha256, results.first?.digest ?? []))
+    #expect(try sha256(of: url) == sha256(of: file))
+  }
+
   @Test("a file arrives byte-identical, with its mode and mtime, and no staging is left")
   func singleFile() async throws {
     let pair = try await ConnectedPair.make()
@@ -68,8 +97,11 @@ struct ResourceTests {
     #expect(peer == pair.inviterPeer)
     #expect(url.path == destination.appendingPathComponent("photo.jpg").path)
     #expect(try sha256(of: url) == sha256(of: file))
-    #expect(Hex.lowercase(digest) == (try sha256(of: file)))
-    #expect(results.first?.sha256Hex == (try sha256(of: file)))
+    // XXH3-128 by default, as xxhsum computes it, at both ends.
+    #expect(digest.checksum == .xxh3)
+    #expect(digest.hex == (try xxh3(of: file)))
+    #expect(results.first?.checksum == .xxh3)
+    #expect(results.first?.digestHex == (try xxh3(of: file)))
     let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
     #expect((attributes[.posixPermissions] as? Int) == 0o640)
     let landed = try #require(attributes[.modificationDate] as? Date)

@@ -23,4 +23,24 @@ int ferry_set_attribute(int fd, const char *name, const void *value, size_t size
 /// bytes); returns its length, or -1 with errno set.
 ssize_t ferry_get_attribute(int fd, const char *name, void *value, size_t size);
 
+/// An XXH3-128 hashing state (xxHash 0.8, built in from Debian's libxxhash-dev header: no
+/// library is linked). Opaque; one thread at a time.
+typedef struct ferry_xxh3 ferry_xxh3;
+
+/// A new state, reset (NULL when out of memory). Free it with ferry_xxh3_free.
+ferry_xxh3 *ferry_xxh3_create(void);
+
+/// A new state that continues where `state` is (NULL when out of memory).
+ferry_xxh3 *ferry_xxh3_copy(const ferry_xxh3 *state);
+
+/// Frees a state made by ferry_xxh3_create or ferry_xxh3_copy.
+void ferry_xxh3_free(ferry_xxh3 *state);
+
+/// Hashes `count` more bytes at `bytes`.
+void ferry_xxh3_update(ferry_xxh3 *state, const void *bytes, size_t count);
+
+/// Writes the 16-byte digest of everything hashed so far, in xxHash's canonical (big-endian)
+/// form, as `xxhsum -H2` prints it; the state can go on.
+void ferry_xxh3_digest(const ferry_xxh3 *state, unsigned char digest[16]);
+
 #endif

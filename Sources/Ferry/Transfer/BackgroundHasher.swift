@@ -1,9 +1,8 @@
-import Crypto
 import Dispatch
 import NIOCore
 import Synchronization
 
-/// SHA-256 of one file, computed on a serial queue of its own so that hashing a chunk overlaps
+/// The digest of one file, computed on a serial queue of its own so that hashing a chunk overlaps
 /// reading or writing the next one (on a 2-core machine, hashing and disk I/O on one thread was
 /// the transfer's critical path). Chunks are hashed in the order given; ``finalize()`` waits
 /// for them. Small files, where a queue hop would cost more than it overlaps, are hashed on the
@@ -22,11 +21,11 @@ final class BackgroundHasher: @unchecked Sendable {
   private let queue: DispatchQueue?
   private let backlog = Atomic<Int>(0)
   // Confined to `queue` (or to the caller, inline).
-  private var hasher: SHA256
+  private var hasher: ContentHasher
 
   /// Continues `hasher` (which may already cover a file's first bytes) for `size` more bytes:
   /// on `queue` when there are enough of them to be worth it, inline otherwise.
-  init(continuing hasher: SHA256 = SHA256(), size: UInt64, on queue: DispatchQueue) {
+  init(_ hasher: ContentHasher, size: UInt64, on queue: DispatchQueue) {
     self.hasher = hasher
     self.queue = size >= Self.backgroundThreshold ? queue : nil
   }
@@ -40,8 +39,8 @@ final class BackgroundHasher: @unchecked Sendable {
 
   /// The digest of everything given, once it is all hashed.
   func finalize() -> [UInt8] {
-    guard let queue else { return Array(hasher.finalize()) }
-    return queue.sync { Array(hasher.finalize()) }
+    guard let queue else { return hasher.finalize() }
+    return queue.sync { hasher.finalize() }
   }
 
   /// ``update(_:)`` for async callers: waits for the backlog without blocking the thread (a
@@ -56,14 +55,14 @@ final class BackgroundHasher: @unchecked Sendable {
 
   /// ``finalize()`` for async callers: waits for the queue without blocking the thread.
   func finalize() async -> [UInt8] {
-    guard let queue else { return Array(hasher.finalize()) }
+    guard let queue else { return hasher.finalize() }
     return await withCheckedContinuation { continuation in
-      queue.async { continuation.resume(returning: Array(self.hasher.finalize())) }
+      queue.async { continuation.resume(returning: self.hasher.finalize()) }
     }
   }
 
   private func hashInline(_ bytes: ByteBuffer) {
-    bytes.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+    bytes.withUnsafeReadableBytes { hasher.update($0) }
   }
 
   /// Counts `count` more bytes waiting; true when the caller must first wait for the queue.
@@ -74,7 +73,7 @@ final class BackgroundHasher: @unchecked Sendable {
   private func enqueue(_ bytes: ByteBuffer, on queue: DispatchQueue) {
     let count = bytes.readableBytes
     queue.async {
-      bytes.withUnsafeReadableBytes { self.hasher.update(bufferPointer: $0) }
+      bytes.withUnsafeReadableBytes { self.hasher.update($0) }
       self.backlog.subtract(count, ordering: .relaxed)
     }
   }

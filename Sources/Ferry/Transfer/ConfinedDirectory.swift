@@ -1,5 +1,4 @@
 import CFerrySystem
-import Crypto
 import FerryWire
 import Foundation
 
@@ -133,16 +132,18 @@ struct ConfinedDirectory {
     return length == sender.count && Array(recorded.prefix(length)) == sender
   }
 
-  /// The SHA-256 of the regular file at `path` under the root when its size and modification
-  /// time are `file`'s (the cheap check first: only then is it read); nil otherwise, or when it
-  /// cannot be read. Walks and opens without following a link.
-  func digest(ofFileAt path: RelativePath, matching file: OfferedFile) -> [UInt8]? {
+  /// The `checksum` digest of the regular file at `path` under the root when its size and
+  /// modification time are `file`'s (the cheap check first: only then is it read); nil
+  /// otherwise, or when it cannot be read. Walks and opens without following a link.
+  func digest(
+    ofFileAt path: RelativePath, matching file: OfferedFile, checksum: ChecksumAlgorithm
+  ) -> [UInt8]? {
     guard let fd = openFile(at: path, matching: file) else { return nil }
     defer { close(fd) }
-    var hasher = SHA256()
+    var hasher = ContentHasher(checksum)
     // Short: it shrank since the fstat, or cannot be read.
     guard hashPrefix(of: fd, length: file.size, into: &hasher) else { return nil }
-    return Array(hasher.finalize())
+    return hasher.finalize()
   }
 
   /// Opens, for reading, the regular file at `path` under the root if it has `file`'s size and

@@ -1,11 +1,10 @@
-import Crypto
 import FerryWire
 import Foundation
 
 /// Reads the first `length` bytes of `fd` with pread(2), 1 MiB at a time, into `hasher`.
 /// Returns false when the file ends sooner or cannot be read (errno says which: 0 for a short
 /// file).
-func hashPrefix(of fd: Int32, length: UInt64, into hasher: inout SHA256) -> Bool {
+func hashPrefix(of fd: Int32, length: UInt64, into hasher: inout ContentHasher) -> Bool {
   var buffer = [UInt8](repeating: 0, count: Int(min(length, 1 << 20)))
   var position: UInt64 = 0
   while position < length {
@@ -16,7 +15,7 @@ func hashPrefix(of fd: Int32, length: UInt64, into hasher: inout SHA256) -> Bool
       if count == 0 { errno = 0 }
       return false
     }
-    hasher.update(data: buffer[0..<count])
+    buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
     position += UInt64(count)
   }
   return true

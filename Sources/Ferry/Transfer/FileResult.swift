@@ -7,10 +7,13 @@ public struct FileResult: Hashable, Sendable {
   /// The receiver's reason when it is not `.stored`, as the peer sent it: escape it
   /// (``DisplayText/escaping(_:)``) before showing it.
   public let reason: String
-  /// The SHA-256 of the whole file as sent (and verified by the receiver when `.stored`);
-  /// empty when the file was skipped before it was read.
-  public let sha256: [UInt8]
+  /// The digest of the whole file as sent, with ``checksum`` (and verified by the receiver
+  /// when `.stored`); empty when the file was skipped before it was read.
+  public let digest: [UInt8]
+  /// The algorithm of ``digest``: the one asked for, or SHA-256 with a peer older than
+  /// protocol version 3.
+  public let checksum: ChecksumAlgorithm
 
-  /// ``sha256`` in lowercase hexadecimal, as `sha256sum` prints it.
-  public var sha256Hex: String { Hex.lowercase(sha256) }
+  /// ``digest`` in lowercase hexadecimal, as `sha256sum` or `xxhsum -H2` prints it.
+  public var digestHex: String { Hex.lowercase(digest) }
 }

@@ -17,11 +17,15 @@ final class OutgoingOffer: Sendable {
   private let urls: [URL]
   private let link: ConnectionLink
   private let progress: TransferProgress
-  private let hashQueue = DispatchQueue(label: "ferry.outgoing-offer.sha256")
+  private let hashQueue = DispatchQueue(label: "ferry.outgoing-offer.digest")
+  /// The digest asked for; the one used is in ``State/checksum`` once the offer is open.
+  private let requestedChecksum: ChecksumAlgorithm
   private let state = Mutex(State())
 
   private struct State {
     var channel: UInt32?
+    /// The digest the offer uses (SHA-256 with a peer older than version 3).
+    var checksum = ChecksumAlgorithm.sha256
     var offsets: [UInt64]?
     var acceptWaiter: CheckedContinuation<[UInt64], any Error>?
     var results: [Int: FileResult] = [:]
@@ -43,8 +47,9 @@ final class OutgoingOffer: Sendable {
 
   init(
     files: [OfferedFile], urls: [URL], link: ConnectionLink, progress: TransferProgress,
-    stall: Duration = ConnectionTimeouts().transferStall
+    checksum: ChecksumAlgorithm = .xxh3, stall: Duration = ConnectionTimeouts().transferStall
   ) {
+    self.requestedChecksum = checksum
     self.stall = stall
     self.files = files
     self.urls = urls
@@ -53,17 +58,19 @@ final class OutgoingOffer: Sendable {
   }
 
   func run() async throws -> [FileResult] {
-    let files = self.files
-    let channel = try await link.withMultiplexer { [self] multiplexer in
-      multiplexer.openOffer(files) { signal in
+    let (files, requested) = (self.files, requestedChecksum.wire)
+    let (channel, digest) = try await link.withMultiplexer { [self] multiplexer in
+      multiplexer.openOffer(files, digest: requested) { signal in
         switch signal {
         case .frame(let frame): self.answered(frame)
         case .linkClosed(let reason): self.fail(.peerDisconnected(reason: reason))
         }
       }
     }.get()
+    let checksum = ChecksumAlgorithm(digest)
     let cancelledEarly = state.withLock { state in
       state.channel = channel
+      state.checksum = checksum
       return state.cancelled
     }
     if cancelledEarly { cancel() }
@@ -83,7 +90,8 @@ final class OutgoingOffer: Sendable {
         progress.complete(index)
         state.withLock {
           $0.results[index] = FileResult(
-            path: files[index].path, status: .skipped, reason: "", sha256: [])
+            path: files[index].path, status: .skipped, reason: "", digest: [],
+            checksum: checksum)
         }
       }
       state.withLock { $0.expected = offsets.filter { $0 != ResourceMessage.skip }.count }
@@ -173,11 +181,12 @@ final class OutgoingOffer: Sendable {
   private func sendDigest(_ index: Int, channel: UInt32, inFlight: inout InFlight) async throws {
     let fd = try openOffered(index)
     defer { close(fd) }
-    let hasher = BackgroundHasher(size: files[index].size, on: hashQueue)
+    let hasher = BackgroundHasher(
+      ContentHasher(state.withLock { $0.checksum }), size: files[index].size, on: hashQueue)
     try await hashPrefix(fd, upTo: files[index].size, into: hasher, index: index)
     let digest = await hasher.finalize()
     state.withLock { $0.digests[index] = digest }
-    let end = ResourceMessage.fileEnd(channel: channel, file: UInt32(index), sha256: digest).frame
+    let end = ResourceMessage.fileEnd(channel: channel, file: UInt32(index), digest: digest).frame
     try await inFlight.add(
       [
         WireFrame(
@@ -212,7 +221,8 @@ final class OutgoingOffer: Sendable {
     defer { close(fd) }
     let chunkSize = TransferMessage.maximumChunkSize
     let allocator = link.channel.allocator
-    let hasher = BackgroundHasher(size: file.size, on: hashQueue)
+    let hasher = BackgroundHasher(
+      ContentHasher(state.withLock { $0.checksum }), size: file.size, on: hashQueue)
     // A resumed prefix is read and hashed, not sent: the digest covers the whole file.
     try await hashPrefix(fd, upTo: offset, into: hasher, index: index)
     var position = offset
@@ -233,7 +243,7 @@ final class OutgoingOffer: Sendable {
       if position == file.size {
         let digest = await hasher.finalize()
         state.withLock { $0.digests[index] = digest }
-        let end = ResourceMessage.fileEnd(channel: channel, file: UInt32(index), sha256: digest)
+        let end = ResourceMessage.fileEnd(channel: channel, file: UInt32(index), digest: digest)
           .frame
         frames.append(
           WireFrame(type: .fileEnd, channel: channel, payload: allocator.buffer(bytes: end.payload))
@@ -381,7 +391,7 @@ final class OutgoingOffer: Sendable {
         }
         state.results[index] = FileResult(
           path: files[index].path, status: verdict, reason: reason,
-          sha256: state.digests[index] ?? [])
+          digest: state.digests[index] ?? [], checksum: state.checksum)
         guard state.results.count == files.count, let waiter = state.doneWaiter else {
           return (true, true, nil)
         }

@@ -8,11 +8,12 @@ public enum ResourceEvent: Sendable {
   case started(name: String, peer: PeerID, progress: Progress)
   /// A file finished: where it is now (placed, or staged when not relocating), nil if skipped
   /// by the conflict policy; or why it failed (nothing of it is left in the destination).
-  /// `sha256` is the verified digest of the whole file, nil when it was not received.
-  case finished(name: String, peer: PeerID, result: Result<URL?, TransferError>, sha256: [UInt8]?)
+  /// `digest` is the verified digest of the whole file, nil when it was not received.
+  case finished(
+    name: String, peer: PeerID, result: Result<URL?, TransferError>, digest: FileDigest?)
   /// A file was already in the destination, at `at`, with the same size, modification time and
-  /// content (`sha256`): nothing of it was sent or written, whatever the conflict policy.
-  case identical(name: String, peer: PeerID, at: URL, sha256: [UInt8])
+  /// content (`digest`): nothing of it was sent or written, whatever the conflict policy.
+  case identical(name: String, peer: PeerID, at: URL, digest: FileDigest)
   /// The whole offer ended; `error` is nil when every file was stored, skipped or identical, else why the
   /// offer stopped or the first file's failure.
   case offerFinished(IncomingTransfer, error: TransferError?)

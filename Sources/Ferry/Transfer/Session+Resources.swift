@@ -28,25 +28,27 @@ extension Session {
     transfers.resourceEvents
   }
 
-  /// Sends one file to `peer` under `name` (a path relative to the receiver's destination).
+  /// Sends one file to `peer` under `name` (a path relative to the receiver's destination),
+  /// checked end to end with `checksum`.
   ///
   /// - Throws: ``TransferError/notConnected(_:)``, or ``TransferError/resource(_:)`` when the
   ///   file cannot be read.
-  public func sendResource(at url: URL, named name: String, to peer: PeerID) throws(TransferError)
-    -> ResourceTransfer
-  {
-    try sendResources([ResourceItem(url: url, path: name)], to: peer)
+  public func sendResource(
+    at url: URL, named name: String, to peer: PeerID, checksum: ChecksumAlgorithm = .xxh3
+  ) throws(TransferError) -> ResourceTransfer {
+    try sendResources([ResourceItem(url: url, path: name)], to: peer, checksum: checksum)
   }
 
   /// Sends files to `peer` as one offer (see ``ResourceItem/expanding(_:)`` for folders).
-  /// Files are pipelined: no round trip per file.
+  /// Files are pipelined: no round trip per file. Each is checked end to end with `checksum`
+  /// (SHA-256 whatever is asked with a peer older than protocol version 3).
   ///
   /// - Throws: ``TransferError/notConnected(_:)``; ``TransferError/resource(_:)`` when the
   ///   items fail ``ResourceItem/checked(_:)`` (a file cannot be read, a path is unsafe or
   ///   named twice, more than 100 000 files), before anything is sent.
-  public func sendResources(_ requested: [ResourceItem], to peer: PeerID) throws(TransferError)
-    -> ResourceTransfer
-  {
+  public func sendResources(
+    _ requested: [ResourceItem], to peer: PeerID, checksum: ChecksumAlgorithm = .xxh3
+  ) throws(TransferError) -> ResourceTransfer {
     guard !requested.isEmpty else { throw .resource(.tooManyFiles(0)) }
     let items: [ResourceItem]
     do {
@@ -54,12 +56,14 @@ extension Session {
     } catch {
       throw .resource(error)
     }
-    return try offer(items, to: peer)
+    return try offer(items, to: peer, checksum: checksum)
   }
 
   /// Offers `items` as they are, without ``ResourceItem/checked(_:)``: what a careless or
   /// hostile sender would do (tests use it to check the receiver's own defences).
-  func offer(_ items: [ResourceItem], to peer: PeerID) throws(TransferError) -> ResourceTransfer {
+  func offer(
+    _ items: [ResourceItem], to peer: PeerID, checksum: ChecksumAlgorithm = .xxh3
+  ) throws(TransferError) -> ResourceTransfer {
     let link = try link(to: peer)
     var files: [OfferedFile] = []
     for item in items {
@@ -76,7 +80,7 @@ extension Session {
     }
     let progress = TransferProgress(files: files.map { ($0.path, $0.size) })
     let offer = OutgoingOffer(
-      files: files, urls: items.map(\.url), link: link, progress: progress,
+      files: files, urls: items.map(\.url), link: link, progress: progress, checksum: checksum,
       stall: timeouts.transferStall)
     // Weak: the offer holds its progress, and a strong capture kept every finished offer
     // (and its file list) alive for as long as the process ran.

@@ -57,6 +57,7 @@ final class SessionTransfers: Sendable {
   func attach(_ link: ConnectionLink, peer: PeerID, version: UInt16) {
     let multiplexer = link.multiplexerOnLoop
     multiplexer.limits = limits
+    multiplexer.protocolVersion = version
     if accepting.contains(.messages) {
       multiplexer.onMessage = { [messages] bytes in
         messages.push(ReceivedMessage(data: bytes, peer: peer, link: link))
@@ -70,7 +71,7 @@ final class SessionTransfers: Sendable {
       }
     }
     let questions = OpenQuestions(limit: limits.maximumIncomingOffers)
-    multiplexer.onOffer = { [self] channel, files throws(LinkLimitExceeded) in
+    multiplexer.onOffer = { [self] channel, files, digest throws(LinkLimitExceeded) in
       let reception: OfferReception
       switch self.reception.withLock({ $0 }) {
       case .refused: return nil
@@ -83,7 +84,8 @@ final class SessionTransfers: Sendable {
         reception = .asking(question) { [offersContinuation] in offersContinuation.yield($0) }
       }
       let offer = IncomingOffer(
-        channel: channel, peer: peer, link: link, files: files, reception: reception,
+        channel: channel, peer: peer, link: link, files: files,
+        checksum: ChecksumAlgorithm(digest), reception: reception,
         holdsFiles: version >= WireProtocol.heldFilesVersion,
         events: self.resourceContinuation, executor: self.makeExecutor(), stall: self.stall)
       offer.start()

@@ -46,6 +46,20 @@ func sha256(of url: URL) throws -> String {
   return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
 }
 
+/// XXH3-128 of a file, hex, as Debian's `xxhsum -H2` (a program of its own, not Ferry's code)
+/// computes it.
+func xxh3(of url: URL) throws -> String {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: "/usr/bin/xxhsum")
+  process.arguments = ["-H2", url.path]
+  let pipe = Pipe()
+  process.standardOutput = pipe
+  try process.run()
+  let output = pipe.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return String(decoding: output, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
+}
+
 /// Every regular file under `root`, relative path → SHA-256 (staging excluded).
 func tree(_ root: URL) throws -> [String: String] {
   var result: [String: String] = [:]

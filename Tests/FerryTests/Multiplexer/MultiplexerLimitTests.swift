@@ -43,7 +43,7 @@ struct MultiplexerLimitTests {
 
     /// The peer offers `files` empty files on `channel`; each of its frames is counted.
     func offer(_ files: Int, channel id: UInt32 = 1) throws {
-      multiplexer.onOffer = { [forwarded] _, _ in
+      multiplexer.onOffer = { [forwarded] _, _, _ in
         { _ in forwarded.value += 1 }
       }
       try read(
@@ -78,15 +78,50 @@ struct MultiplexerLimitTests {
     #expect(link.violation != nil)
   }
 
+  @Test("an XXH3 offer from a peer that agreed on version 2 is a protocol error; on 3 it is taken")
+  func digestChoiceNeedsVersion3() throws {
+    let file = OfferedFile(
+      path: "f", size: 0, modificationSeconds: 0, modificationNanoseconds: 0, mode: 0o644)
+    for version: UInt16 in [1, 2, 3] {
+      let link = try Link()
+      link.multiplexer.protocolVersion = version
+      let heard = Link.Box<[DigestAlgorithm]>([])
+      link.multiplexer.onOffer = { _, _, digest in
+        heard.value.append(digest)
+        return { _ in }
+      }
+      try link.read(ResourceMessage.offer(channel: 1, files: [file], digest: .xxh3).frame)
+      if version < 3 {
+        #expect(link.violation?.contains("digest choice") == true, "\(link.all)")
+        #expect(heard.value.isEmpty)
+      } else {
+        #expect(link.violation == nil, "\(link.all)")
+        #expect(heard.value == [.xxh3])
+      }
+    }
+  }
+
+  @Test("offering to a version 2 peer falls back to SHA-256, whatever was asked")
+  func digestFallback() throws {
+    let file = OfferedFile(
+      path: "f", size: 0, modificationSeconds: 0, modificationNanoseconds: 0, mode: 0o644)
+    for (version, expected): (UInt16, DigestAlgorithm) in [(2, .sha256), (3, .xxh3)] {
+      let link = try Link()
+      link.multiplexer.protocolVersion = version
+      let opened = try link.multiplexer.openOffer([file], digest: .xxh3) { _ in }.wait()
+      #expect(opened.1 == expected, "version \(version)")
+    }
+  }
+
   @Test("FILE_END on this side's own channel is a protocol error; late ones on ours are not")
   func fileEndDirection() throws {
     let link = try Link()
     // Channel 2 is this side's (even): the peer cannot end a file on it.
-    try link.read(ResourceMessage.fileEnd(channel: 2, file: 0, sha256: Self.digest).frame)
+    try link.read(ResourceMessage.fileEnd(channel: 2, file: 0, digest: Self.digest).frame)
     #expect(link.violation?.contains("FILE_END") == true, "\(link.all)")
     // A FILE_END racing this side's RESET of the peer's offer (a channel already gone).
     let racing = try Link()
-    try racing.read(ResourceMessage.fileEnd(channel: 9, file: 0, sha256: Self.digest).frame)
+    try racing.read(ResourceMessage.fileEnd(channel: 9, file: 0, digest: Self.digest).frame)
     #expect(racing.violation == nil, "\(racing.all)")
   }
 
@@ -95,10 +130,10 @@ struct MultiplexerLimitTests {
     let link = try Link()
     try link.offer(2)
     for _ in 0..<4 {
-      try link.read(ResourceMessage.fileEnd(channel: 1, file: 0, sha256: Self.digest).frame)
+      try link.read(ResourceMessage.fileEnd(channel: 1, file: 0, digest: Self.digest).frame)
     }
     #expect(link.violation == nil)
-    try link.read(ResourceMessage.fileEnd(channel: 1, file: 0, sha256: Self.digest).frame)
+    try link.read(ResourceMessage.fileEnd(channel: 1, file: 0, digest: Self.digest).frame)
     #expect(link.violation?.contains("more FILE_END frames than twice the files") == true)
     #expect(link.forwarded.value == 4)
   }

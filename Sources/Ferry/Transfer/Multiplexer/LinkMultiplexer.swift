@@ -43,8 +43,14 @@ final class LinkMultiplexer: ChannelInboundHandler {
   /// A data message arrived; nil when the session does not accept messages (they are dropped and
   /// their credit returned at once).
   var onMessage: (([UInt8]) -> Void)?
-  /// The peer offered files on a channel; returns the endpoint for its frames, or nil to refuse.
-  var onOffer: ((UInt32, [OfferedFile]) throws(LinkLimitExceeded) -> ((OfferSignal) -> Void)?)?
+  /// The protocol version agreed with the peer. Set by the session that adopts the link.
+  var protocolVersion: UInt16 = 1
+  /// The peer offered files on a channel, to be checked with a digest; returns the endpoint for
+  /// its frames, or nil to refuse.
+  var onOffer:
+    (
+      (UInt32, [OfferedFile], DigestAlgorithm) throws(LinkLimitExceeded) -> ((OfferSignal) -> Void)?
+    )?
   /// A stream was opened by the peer; returns the buffer its chunks go to, or nil to refuse it.
   var onStream: ((UInt32, String) -> CreditedBuffer<[UInt8]>?)?
   /// The link must close because the peer broke the protocol or a limit; the reason goes in
@@ -131,10 +137,13 @@ final class LinkMultiplexer: ChannelInboundHandler {
     reply([TransferMessage.reset(channel: id, code, reason: reason).frame])
   }
 
-  /// Offers files on a new channel whose answers go to `endpoint`; returns the channel.
-  func openOffer(_ files: [OfferedFile], endpoint: @escaping (OfferSignal) -> Void)
-    -> EventLoopFuture<UInt32>
-  {
+  /// Offers files on a new channel whose answers go to `endpoint`, to be checked with `digest`
+  /// (SHA-256 whatever was asked when the peer's protocol version predates the choice); returns
+  /// the channel and the digest it uses.
+  func openOffer(
+    _ files: [OfferedFile], digest requested: DigestAlgorithm = .sha256,
+    endpoint: @escaping (OfferSignal) -> Void
+  ) -> EventLoopFuture<(UInt32, DigestAlgorithm)> {
     guard let context else { return failedWithoutContext() }
     if let ended { return failed(ended, context) }
     let id = nextChannel
@@ -143,8 +152,9 @@ final class LinkMultiplexer: ChannelInboundHandler {
       return failed(.streamClosed, context)
     }
     nextChannel &+= 2
-    write(ResourceMessage.offer(channel: id, files: files).frame, context: context)
-    return context.eventLoop.makeSucceededFuture(id)
+    let digest = protocolVersion >= WireProtocol.digestChoiceVersion ? requested : .sha256
+    write(ResourceMessage.offer(channel: id, files: files, digest: digest).frame, context: context)
+    return context.eventLoop.makeSucceededFuture((id, digest))
   }
 
   /// Queues resource frames on an offer channel, in order, and flushes once; the future is the
@@ -353,11 +363,16 @@ final class LinkMultiplexer: ChannelInboundHandler {
 
   private func receiveOffer(_ frame: WireFrame, channel id: UInt32) {
     let files: [OfferedFile]
+    let digest: DigestAlgorithm
     do {
-      guard case .offer(_, let decoded) = try ResourceMessage(frame: frame.flat) else { return }
-      files = decoded
+      guard case .offer(_, let decoded, let algorithm) = try ResourceMessage(frame: frame.flat)
+      else { return }
+      (files, digest) = (decoded, algorithm)
     } catch {
       return violation("\(error)")
+    }
+    guard digest == .sha256 || protocolVersion >= WireProtocol.digestChoiceVersion else {
+      return violation("a digest choice in a version \(protocolVersion) OFFER")
     }
     guard opensChannel(id, "offer") else { return }
     guard table.incomingOffers < limits.maximumIncomingOffers else {
@@ -368,7 +383,7 @@ final class LinkMultiplexer: ChannelInboundHandler {
     }
     let admitted: ((OfferSignal) -> Void)?
     do {
-      admitted = try onOffer?(id, files)
+      admitted = try onOffer?(id, files, digest)
     } catch {
       return violation(error.description)
     }

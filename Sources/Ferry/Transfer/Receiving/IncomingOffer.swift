@@ -1,5 +1,4 @@
 import CFerrySystem
-import Crypto
 import Dispatch
 import FerryWire
 import Foundation
@@ -34,7 +33,9 @@ final class IncomingOffer: @unchecked Sendable {
   private let reception: OfferReception
   private let events: AsyncStream<ResourceEvent>.Continuation
   private let executor: any OfferExecutor
-  private let hashQueue = DispatchQueue(label: "ferry.incoming-offer.sha256")
+  private let hashQueue = DispatchQueue(label: "ferry.incoming-offer.digest")
+  /// The digest every file of the offer is checked with (the sender's choice).
+  private let checksum: ChecksumAlgorithm
 
   // Executor-confined.
   private var phase = Phase.checking
@@ -73,12 +74,13 @@ final class IncomingOffer: @unchecked Sendable {
 
   init(
     channel: UInt32, peer: PeerID, link: ConnectionLink, files: [OfferedFile],
-    reception: OfferReception, holdsFiles: Bool = true,
+    checksum: ChecksumAlgorithm = .sha256, reception: OfferReception, holdsFiles: Bool = true,
     events: AsyncStream<ResourceEvent>.Continuation,
     executor: any OfferExecutor = DispatchQueue(label: "ferry.incoming-offer"),
     stall: Duration = ConnectionTimeouts().transferStall
   ) {
     self.holdsFiles = holdsFiles
+    self.checksum = checksum
     self.stall = stall
     self.channel = channel
     self.peer = peer
@@ -335,7 +337,7 @@ final class IncomingOffer: @unchecked Sendable {
       if offset == ResourceMessage.skip {
         progress.complete(index)
         events.yield(
-          .finished(name: offered[index].path, peer: peer, result: .success(nil), sha256: nil))
+          .finished(name: offered[index].path, peer: peer, result: .success(nil), digest: nil))
       } else {
         remaining.insert(index)
         progress.advance(index, to: offset)
@@ -456,7 +458,7 @@ final class IncomingOffer: @unchecked Sendable {
       }
       current = try StagedFile(
         names[index], in: staging, index: index, offered: offered[index],
-        offset: offsets[index], hashingOn: hashQueue)
+        offset: offsets[index], checksum: checksum, hashingOn: hashQueue)
       events.yield(.started(name: offered[index].path, peer: peer, progress: progress!.file(index)))
       return true
     } catch {
@@ -465,10 +467,10 @@ final class IncomingOffer: @unchecked Sendable {
     }
   }
 
-  private func finishFile(_ index: Int, digest sha256: [UInt8]) {
+  private func finishFile(_ index: Int, digest: [UInt8]) {
     guard remaining.contains(index) else { return }
     if held.contains(index), !heldAnswered.contains(index), current?.index != index {
-      return compareHeld(index, sha256)
+      return compareHeld(index, digest)
     }
     if current == nil {
       guard begin(index) else { return }  // nothing sent: empty, or wholly staged before
@@ -479,11 +481,11 @@ final class IncomingOffer: @unchecked Sendable {
     current = nil
     remaining.remove(index)
     let path = file.offered.path
-    switch file.settle(digest: sha256, sender: peer.fingerprint.bytes) {
+    switch file.settle(digest: digest, sender: peer.fingerprint.bytes) {
     case .corrupt:
       staging.remove(names[index])
       conclude(
-        index, .corrupt, reason: "SHA-256 mismatch",
+        index, .corrupt, reason: "\(checksum.rawValue) digest mismatch",
         result: .failure(.resource(.integrityCheckFailed(path: path))))
     case .failed(let reason):
       staging.remove(names[index])
@@ -491,7 +493,7 @@ final class IncomingOffer: @unchecked Sendable {
         index, .failed, reason: reason,
         result: .failure(.resource(.cannotWrite("\(path): \(reason)"))))
     case .settled:
-      place(index, from: staging, options: options, digest: sha256)
+      place(index, from: staging, options: options, digest: FileDigest(checksum, digest))
     }
   }
 
@@ -500,19 +502,20 @@ final class IncomingOffer: @unchecked Sendable {
   /// and nothing is written; other content is skipped under the skip policy, and otherwise
   /// asked for whole (``ResourceMessage/FileStatus/differs``). Only the sender learns the
   /// outcome, never the destination's digest.
-  private func compareHeld(_ index: Int, _ sha256: [UInt8]) {
+  private func compareHeld(_ index: Int, _ digest: [UInt8]) {
     heldAnswered.insert(index)
     guard let staging, let options else { return }
-    let there = staging.destination.digest(ofFileAt: paths[index], matching: offered[index])
+    let there = staging.destination.digest(
+      ofFileAt: paths[index], matching: offered[index], checksum: checksum)
     // Comparing takes long for large files: the sender hears of it at once, not in 20 ms.
     defer { flushAcks() }
-    if there == sha256 {
+    if there == digest {
       remaining.remove(index)
       staging.remove(names[index])  // a partial staged by an earlier attempt, and its .meta
       return conclude(
         index, .identical, reason: "",
         result: .success(options.destination.appending(path: offered[index].path)),
-        sha256: sha256)
+        digest: FileDigest(checksum, digest))
     }
     if options.conflictPolicy == .skip {
       remaining.remove(index)
@@ -525,12 +528,12 @@ final class IncomingOffer: @unchecked Sendable {
   /// Moves settled file `index` where it belongs: under the destination (``ConfinedDirectory``,
   /// by descriptors only), or handed over in place when the options do not relocate.
   private func place(
-    _ index: Int, from staging: StagingArea, options: ReceiveOptions, digest: [UInt8]
+    _ index: Int, from staging: StagingArea, options: ReceiveOptions, digest: FileDigest
   ) {
     do throws(ResourceError) {
       guard options.relocate else {
         let staged = try staging.handOver(names[index])
-        return conclude(index, .stored, reason: "", result: .success(staged), sha256: digest)
+        return conclude(index, .stored, reason: "", result: .success(staged), digest: digest)
       }
       let placed = try staging.place(names[index], at: paths[index], policy: options.conflictPolicy)
       if placed == nil {
@@ -540,7 +543,7 @@ final class IncomingOffer: @unchecked Sendable {
       }
       conclude(
         index, placed == nil ? .skipped : .stored, reason: "", result: .success(placed),
-        sha256: digest)
+        digest: digest)
     } catch {
       staging.remove(names[index])
       conclude(index, .failed, reason: error.description, result: .failure(.resource(error)))
@@ -549,16 +552,16 @@ final class IncomingOffer: @unchecked Sendable {
 
   private func conclude(
     _ index: Int, _ status: ResourceMessage.FileStatus, reason: String,
-    result: Result<URL?, TransferError>, sha256: [UInt8]? = nil
+    result: Result<URL?, TransferError>, digest: FileDigest? = nil
   ) {
     release(file: index)
     progress?.complete(index)
     if case .failure(let error) = result, firstFailure == nil { firstFailure = error }
-    if status == .identical, case .success(let url?) = result, let sha256 {
-      events.yield(.identical(name: offered[index].path, peer: peer, at: url, sha256: sha256))
+    if status == .identical, case .success(let url?) = result, let digest {
+      events.yield(.identical(name: offered[index].path, peer: peer, at: url, digest: digest))
     } else {
       events.yield(
-        .finished(name: offered[index].path, peer: peer, result: result, sha256: sha256))
+        .finished(name: offered[index].path, peer: peer, result: result, digest: digest))
     }
     queueAck(
       ResourceMessage.fileAck(
@@ -616,7 +619,7 @@ final class IncomingOffer: @unchecked Sendable {
     for index in remaining.sorted() {
       progress?.complete(index)
       events.yield(
-        .finished(name: offered[index].path, peer: peer, result: .failure(error), sha256: nil))
+        .finished(name: offered[index].path, peer: peer, result: .failure(error), digest: nil))
     }
     remaining = []
     let channel = self.channel

@@ -1,5 +1,4 @@
 import CFerrySystem
-import Crypto
 import Dispatch
 import FerryWire
 import Foundation
@@ -16,7 +15,7 @@ final class StagedFile {
   enum Settlement: Equatable {
     /// Complete, intact, flushed (large files) and closed: ready to be placed.
     case settled
-    /// Its size or SHA-256 differs from what the sender announced.
+    /// Its size or digest differs from what the sender announced.
     case corrupt
     /// A system call failed (`reason`); the staged bytes cannot be trusted.
     case failed(reason: String)
@@ -41,7 +40,7 @@ final class StagedFile {
   ///   `offset` (it shrank since the offer was answered) or cannot be read back or cut.
   init(
     _ name: String, in staging: StagingArea, index: Int, offered: OfferedFile, offset: UInt64,
-    hashingOn queue: DispatchQueue
+    checksum: ChecksumAlgorithm, hashingOn queue: DispatchQueue
   ) throws(ResourceError) {
     let (fd, length) = try staging.open(name)
     guard length >= offset else {
@@ -55,7 +54,7 @@ final class StagedFile {
       close(fd)
       throw .cannotWrite("\(offered.path): \(reason)")
     }
-    var hasher = SHA256()
+    var hasher = ContentHasher(checksum)
     guard hashPrefix(of: fd, length: offset, into: &hasher) else {
       let reason = errno != 0 ? errnoText() : "staged data of \(offered.path) shrank"
       close(fd)
@@ -66,7 +65,7 @@ final class StagedFile {
     self.fd = fd
     self.position = offset
     self.flushed = offset
-    self.hasher = BackgroundHasher(continuing: hasher, size: offered.size - offset, on: queue)
+    self.hasher = BackgroundHasher(hasher, size: offered.size - offset, on: queue)
   }
 
   deinit {

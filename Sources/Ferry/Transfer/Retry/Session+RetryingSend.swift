@@ -8,6 +8,7 @@ extension Session {
   /// error).
   ///
   /// - Parameters:
+  ///   - checksum: The digest each file is checked with (as for ``sendResources(_:to:checksum:)``).
   ///   - reconnect: Invites the receiver again; called before each retry with the time left
   ///     before the policy gives up (use it as, or to bound, the invitation's timeout).
   ///   - events: Told of each attempt's ``ResourceTransfer`` (for its progress) and of each
@@ -16,7 +17,8 @@ extension Session {
   /// - Throws: ``RetriedSendError``: the last failure. Cancelling the task stops it (the
   ///   transfer under way is cancelled on both ends).
   public func sendResources(
-    _ items: [ResourceItem], to peer: PeerID, retrying policy: RetryPolicy,
+    _ items: [ResourceItem], to peer: PeerID, checksum: ChecksumAlgorithm = .xxh3,
+    retrying policy: RetryPolicy,
     reconnect: @Sendable (_ timeout: Duration) async throws(InvitationError) -> PeerID,
     events: (RetryEvent) -> Void = { _ in }
   ) async throws(RetriedSendError) -> [FileResult] {
@@ -29,7 +31,9 @@ extension Session {
     while true {
       attempt += 1
       let failure: TransferError
-      switch await attemptSend(items, to: target, attempt: attempt, events: events) {
+      switch await attemptSend(
+        items, to: target, checksum: checksum, attempt: attempt, events: events)
+      {
       case .success(let results):
         return results
       case .failure(let error, let reached):
@@ -77,11 +81,12 @@ extension Session {
 
   /// One attempt: offers `items` to `target` and waits for the verdicts.
   private func attemptSend(
-    _ items: [ResourceItem], to target: PeerID, attempt: Int, events: (RetryEvent) -> Void
+    _ items: [ResourceItem], to target: PeerID, checksum: ChecksumAlgorithm, attempt: Int,
+    events: (RetryEvent) -> Void
   ) async -> AttemptOutcome {
     let transfer: ResourceTransfer
     do {
-      transfer = try sendResources(items, to: target)
+      transfer = try sendResources(items, to: target, checksum: checksum)
     } catch {
       return .failure(error, delivered: 0)
     }

@@ -41,7 +41,9 @@ struct ReceiveReporter: Sendable {
         [
           ("peer", .string(peer.displayName)), ("path", .string(name)),
           ("saved", toOutput ? .string("-") : url.map { .string($0.path) } ?? .null),
-          ("sha256", digest.map { .string(Hex.lowercase($0)) } ?? .null),
+          ("checksum", digest.map { .string($0.checksum.rawValue) } ?? .null),
+          ("digest", digest.map { .string($0.hex) } ?? .null),
+          ("sha256", digest.flatMap { $0.checksum == .sha256 ? .string($0.hex) : nil } ?? .null),
           ("status", .string(url == nil ? "skipped" : "stored")),
         ])
       bar.above {
@@ -59,7 +61,9 @@ struct ReceiveReporter: Sendable {
         [
           ("peer", .string(peer.displayName)), ("path", .string(name)),
           ("saved", .string(sink == nil ? url.path : "-")),
-          ("sha256", .string(Hex.lowercase(digest))), ("status", .string("identical")),
+          ("checksum", .string(digest.checksum.rawValue)), ("digest", .string(digest.hex)),
+          ("sha256", digest.checksum == .sha256 ? .string(digest.hex) : .null),
+          ("status", .string("identical")),
         ])
       if sink == nil {
         incoming.countIdentical(from: peer)

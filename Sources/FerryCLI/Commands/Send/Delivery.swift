@@ -17,6 +17,8 @@ struct Delivery: Sendable {
   let keys: KeyCheck
   /// When a dropped link is tried again (`--retry-for`).
   let retry: RetryPolicy
+  /// The digest each file is checked with (`--checksum`).
+  let checksum: ChecksumAlgorithm
 
   /// The longest an invitation made again after a drop may take to be answered (less when
   /// `--retry-for` has less time left).
@@ -228,7 +230,7 @@ struct Delivery: Sendable {
     do throws(RetriedSendError) {
       outcome = .success(
         try await session.sendResources(
-          part, to: peer, retrying: retry, reconnect: reconnect
+          part, to: peer, checksum: checksum, retrying: retry, reconnect: reconnect
         ) { event in
           switch event {
           case .sending(let transfer, let attempt):
@@ -290,7 +292,13 @@ struct Delivery: Sendable {
           [
             ("peer", .string(label)), ("path", .string(result.path)),
             ("status", .string("\(result.status)")),
-            ("sha256", result.sha256.isEmpty ? .null : .string(result.sha256Hex)),
+            ("checksum", result.digest.isEmpty ? .null : .string(result.checksum.rawValue)),
+            ("digest", result.digest.isEmpty ? .null : .string(result.digestHex)),
+            (
+              "sha256",
+              result.digest.isEmpty || result.checksum != .sha256
+                ? .null : .string(result.digestHex)
+            ),
           ])
         switch result.status {
         case .stored: totals.stored += 1

@@ -84,6 +84,16 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         """))
   var retryFor: Double = 60
 
+  @Option(
+    help: ArgumentHelp(
+      "The digest that checks each file end to end: xxh3 (the default) or sha256.",
+      discussion: """
+        Both ends compute it over the whole file; file-done events name it. Choose sha256 to \
+        compare with sha256sum. A receiver older than protocol version 3 always gets sha256.
+        """,
+      valueName: "algorithm"))
+  var checksum: ChecksumChoice = .xxh3
+
   @Option(parsing: .unconditional, help: "The DNS-SD service type (RFC 6335 name).")
   var service: String = ServiceType.ferry.name
 
@@ -164,7 +174,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       bar: bar, active: active, deadline: .now + .seconds(timeout),
       keys: KeyCheck(
         knownPeers: knownPeers, output: events, bar: bar, interactive: Self.canAsk),
-      retry: RetryPolicy(retryFor: .seconds(retryFor)))
+      retry: RetryPolicy(retryFor: .seconds(retryFor)), checksum: checksum.algorithm)
     let outcomes: [CLIFailure?]
     if let address {
       outcomes = [

@@ -1,0 +1,43 @@
+import FerryWire
+import Testing
+
+/// OFFER's digest byte and FILE_END's two digest lengths (docs/PROTOCOL.md, "Resources",
+/// version 3).
+@Suite("Wire: the digest choice")
+struct DigestChoiceWireTests {
+  static let file = OfferedFile(
+    path: "a", size: 1, modificationSeconds: 0, modificationNanoseconds: 0, mode: 0o644)
+
+  @Test("an XXH3 offer carries one more byte; an offer without it is SHA-256")
+  func offerByte() throws {
+    let sha = ResourceMessage.offer(channel: 1, files: [Self.file])
+    let xxh3 = ResourceMessage.offer(channel: 1, files: [Self.file], digest: .xxh3)
+    #expect(xxh3.frame.payload == sha.frame.payload + [1])
+    #expect(try ResourceMessage(frame: xxh3.frame) == xxh3)
+    #expect(try ResourceMessage(frame: sha.frame) == sha)
+  }
+
+  @Test(
+    "a digest byte of 0 (SHA-256 is never written), an unknown one, or two are protocol errors",
+    arguments: [[0], [2], [255], [1, 1]] as [[UInt8]])
+  func badByte(extra: [UInt8]) {
+    let payload = ResourceMessage.offer(channel: 1, files: [Self.file]).frame.payload + extra
+    #expect(throws: WireError.self) {
+      try ResourceMessage(frame: Frame(type: .offer, channel: 1, payload: payload))
+    }
+  }
+
+  @Test("FILE_END carries 16 or 32 digest bytes, nothing else", arguments: 0...40)
+  func fileEndLength(length: Int) {
+    let frame = Frame(
+      type: .fileEnd, channel: 1, payload: [0, 0, 0, 7] + [UInt8](repeating: 9, count: length))
+    let decoded = try? ResourceMessage(frame: frame)
+    if length == 16 || length == 32 {
+      #expect(
+        decoded
+          == .fileEnd(channel: 1, file: 7, digest: [UInt8](repeating: 9, count: length)))
+    } else {
+      #expect(decoded == nil, "\(length) bytes")
+    }
+  }
+}
