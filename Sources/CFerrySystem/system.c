@@ -23,3 +23,7 @@ int ferry_set_attribute(int fd, const char *name, const void *value, size_t size
 ssize_t ferry_get_attribute(int fd, const char *name, void *value, size_t size) {
   return fgetxattr(fd, name, value, size);
 }
+
+off_t ferry_seek_data(int fd, off_t offset) { return lseek(fd, offset, SEEK_DATA); }
+
+off_t ferry_seek_hole(int fd, off_t offset) { return lseek(fd, offset, SEEK_HOLE); }

@@ -35,10 +35,12 @@ package enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringCon
   case offerAccept = 0x21
   /// Bytes of one offered file.
   case chunk = 0x22
-  /// One file is complete, with its SHA-256.
+  /// One file is complete, with its digest.
   case fileEnd = 0x23
   /// The receiver's verdict on one file.
   case fileAck = 0x24
+  /// The next bytes of one offered file are a hole: zeros, not sent (version 3).
+  case hole = 0x25
 
   /// The largest payload the type may carry, in bytes.
   package var maximumPayloadSize: Int {
@@ -59,6 +61,7 @@ package enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringCon
     case .chunk: return 4 + TransferMessage.maximumChunkSize
     case .fileEnd: return 4 + 32
     case .fileAck: return 4 + 1 + 2 + ControlMessage.maximumReasonSize
+    case .hole: return 4 + 8
     }
   }
 
@@ -86,6 +89,7 @@ package enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringCon
     case .offer: return "OFFER"
     case .offerAccept: return "OFFER_ACCEPT"
     case .chunk: return "CHUNK"
+    case .hole: return "HOLE"
     case .fileEnd: return "FILE_END"
     case .fileAck: return "FILE_ACK"
     }

@@ -15,6 +15,9 @@ package enum ResourceMessage: Hashable, Sendable {
   case fileEnd(channel: UInt32, file: UInt32, digest: [UInt8])
   /// The receiver's verdict on file `file`.
   case fileAck(channel: UInt32, file: UInt32, FileStatus, reason: String)
+  /// The next `length` bytes of file `file` (continuing where its previous chunk or hole ended)
+  /// are zeros the sender's filesystem does not store: sent as this, not as bytes. Version 3.
+  case hole(channel: UInt32, file: UInt32, length: UInt64)
 
   /// The largest OFFER payload (16 MiB).
   package static let maximumOfferSize = 16 << 20
@@ -88,6 +91,10 @@ package enum ResourceMessage: Hashable, Sendable {
       payload.append(status.rawValue)
       payload.appendText(reason, maximumBytes: ControlMessage.maximumReasonSize)
       return Frame(type: .fileAck, channel: channel, payload: payload)
+    case .hole(let channel, let file, let length):
+      payload.appendBigEndian(file)
+      payload.appendBigEndian(length)
+      return Frame(type: .hole, channel: channel, payload: payload)
     }
   }
 
@@ -98,7 +105,7 @@ package enum ResourceMessage: Hashable, Sendable {
   ///   over 4096 bytes or not UTF-8, a size over ``maximumFileSize`` or sizes adding up to more
   ///   than ``maximumOfferBytes``, a modification time outside ``modificationSecondsRange``,
   ///   nanoseconds over 999 999 999, a mode over 0o7777, an unknown digest algorithm (or the
-  ///   SHA-256 byte, which is never encoded), a digest not of 16 or 32 bytes, an unknown status, held files out of order, beyond the offer or not sent from 0, truncation or
+  ///   SHA-256 byte, which is never encoded), a digest not of 16 or 32 bytes, an unknown status, a hole of 0 bytes or over ``maximumFileSize``, held files out of order, beyond the offer or not sent from 0, truncation or
   ///   trailing bytes.
   package init(frame: Frame) throws(WireError) {
     let type = frame.type
@@ -187,6 +194,13 @@ package enum ResourceMessage: Hashable, Sendable {
         throw .invalidField(type, "status \(raw)")
       }
       self = .fileAck(channel: frame.channel, file: file, status, reason: try reader.reason())
+    case .hole:
+      let file = try reader.uint32()
+      let length = try reader.uint64()
+      guard (1...Self.maximumFileSize).contains(length) else {
+        throw .invalidField(type, "hole of \(length) bytes")
+      }
+      self = .hole(channel: frame.channel, file: file, length: length)
     default:
       throw .unexpected(type)
     }

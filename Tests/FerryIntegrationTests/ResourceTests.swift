@@ -61,6 +61,51 @@ struct ResourceTests {
     #expect(try sha256(of: url) == sha256(of: file))
   }
 
+  /// A 64 MiB file holding 1 MiB of data at 8 MiB, 4 KiB at 40 MiB and nothing else: holes at
+  /// its start, in its middle and at its end.
+  func writeSparse(_ url: URL) throws {
+    let fd = open(url.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    #expect(fd >= 0)
+    defer { close(fd) }
+    #expect(ftruncate(fd, 64 << 20) == 0)
+    for (offset, count) in [(8 << 20, 1 << 20), (40 << 20, 4096)] {
+      let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ offset) }
+      #expect(bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, count, off_t(offset)) } == count)
+    }
+  }
+
+  func allocated(_ url: URL) -> Int {
+    var status = stat()
+    return stat(url.path, &status) == 0 ? Int(status.st_blocks) * 512 : -1
+  }
+
+  @Test(
+    "a sparse file stays sparse: its holes are not sent, the copy has holes, the digest is the file's",
+    arguments: ChecksumAlgorithm.allCases)
+  func sparseFile(checksum: ChecksumAlgorithm) async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let source = try temporaryDirectory("src")
+    let destination = try temporaryDirectory("dst")
+    let file = source.appendingPathComponent("disk.img")
+    try writeSparse(file)
+    try #require(allocated(file) < 4 << 20, "this filesystem keeps no holes")
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    let transfer = try pair.inviter.sendResource(
+      at: file, named: "disk.img", to: pair.advertiserPeer, checksum: checksum)
+    let results = try await transfer.result()
+    #expect(results.map(\.status) == [.stored])
+    // Only the data crossed: 1 MiB + 4 KiB, not 64 MiB.
+    #expect(transfer.bytesSent == 1 << 20 + 4096)
+    #expect(transfer.progress.overall.fractionCompleted == 1.0)
+    let copy = destination.appendingPathComponent("disk.img")
+    #expect(try sha256(of: copy) == sha256(of: file))
+    #expect(try FileManager.default.attributesOfItem(atPath: copy.path)[.size] as? Int == 64 << 20)
+    #expect(allocated(copy) < 4 << 20, "\(allocated(copy)) bytes allocated")
+    let expected = checksum == .xxh3 ? try xxh3(of: file) : try sha256(of: file)
+    #expect(results.first?.digestHex == expected)
+  }
+
   @Test("a file arrives byte-identical, with its mode and mtime, and no staging is left")
   func singleFile() async throws {
     let pair = try await ConnectedPair.make()

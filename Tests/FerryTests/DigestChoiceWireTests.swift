@@ -40,4 +40,19 @@ struct DigestChoiceWireTests {
       #expect(decoded == nil, "\(length) bytes")
     }
   }
+
+  @Test("HOLE round-trips; a hole of 0 bytes or over 2^62, or a short one, is a protocol error")
+  func hole() throws {
+    let message = ResourceMessage.hole(channel: 3, file: 9, length: 1 << 40)
+    #expect(message.frame.payload.count == 12)
+    #expect(try ResourceMessage(frame: message.frame) == message)
+    for length: UInt64 in [0, ResourceMessage.maximumFileSize + 1, .max] {
+      #expect(throws: WireError.self, "\(length)") {
+        try ResourceMessage(frame: ResourceMessage.hole(channel: 3, file: 0, length: length).frame)
+      }
+    }
+    #expect(throws: WireError.self) {
+      try ResourceMessage(frame: Frame(type: .hole, channel: 3, payload: [0, 0, 0, 0, 1]))
+    }
+  }
 }

@@ -23,6 +23,14 @@ int ferry_set_attribute(int fd, const char *name, const void *value, size_t size
 /// bytes); returns its length, or -1 with errno set.
 ssize_t ferry_get_attribute(int fd, const char *name, void *value, size_t size);
 
+/// lseek(2) with SEEK_DATA: the first offset at or after `offset` that holds data; -1 with
+/// errno ENXIO when only a hole is left.
+off_t ferry_seek_data(int fd, off_t offset);
+
+/// lseek(2) with SEEK_HOLE: the first offset at or after `offset` in a hole (the end of the
+/// file counts as one).
+off_t ferry_seek_hole(int fd, off_t offset);
+
 /// An XXH3-128 hashing state (xxHash 0.8, built in from Debian's libxxhash-dev header: no
 /// library is linked). Opaque; one thread at a time.
 typedef struct ferry_xxh3 ferry_xxh3;

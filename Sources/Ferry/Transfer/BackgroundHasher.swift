@@ -53,6 +53,29 @@ final class BackgroundHasher: @unchecked Sendable {
     enqueue(bytes, on: queue)
   }
 
+  /// Hashes `count` zeros (a hole) after the bytes given before.
+  func updateZeros(_ count: UInt64) {
+    var left = count
+    while left > 0 {
+      let piece = Int(min(left, UInt64(Self.zeros.readableBytes)))
+      update(Self.zeros.getSlice(at: 0, length: piece)!)
+      left -= UInt64(piece)
+    }
+  }
+
+  /// ``updateZeros(_:)`` for async callers.
+  func updateZeros(_ count: UInt64) async {
+    var left = count
+    while left > 0 {
+      let piece = Int(min(left, UInt64(Self.zeros.readableBytes)))
+      await update(Self.zeros.getSlice(at: 0, length: piece)!)
+      left -= UInt64(piece)
+    }
+  }
+
+  /// A megabyte of zeros, shared by every hole.
+  private static let zeros = ByteBuffer(repeating: 0, count: 1 << 20)
+
   /// ``finalize()`` for async callers: waits for the queue without blocking the thread.
   func finalize() async -> [UInt8] {
     guard let queue else { return hasher.finalize() }

@@ -1,3 +1,4 @@
+import CFerrySystem
 import Crypto
 import FerryWire
 import Foundation
@@ -26,6 +27,8 @@ final class OutgoingOffer: Sendable {
     var channel: UInt32?
     /// The digest the offer uses (SHA-256 with a peer older than version 3).
     var checksum = ChecksumAlgorithm.sha256
+    /// Whether the receiver takes HOLE frames (version 3): sparse files are sent sparse.
+    var holes = false
     var offsets: [UInt64]?
     var acceptWaiter: CheckedContinuation<[UInt64], any Error>?
     var results: [Int: FileResult] = [:]
@@ -59,7 +62,7 @@ final class OutgoingOffer: Sendable {
 
   func run() async throws -> [FileResult] {
     let (files, requested) = (self.files, requestedChecksum.wire)
-    let (channel, digest) = try await link.withMultiplexer { [self] multiplexer in
+    let (channel, digest, holes) = try await link.withMultiplexer { [self] multiplexer in
       multiplexer.openOffer(files, digest: requested) { signal in
         switch signal {
         case .frame(let frame): self.answered(frame)
@@ -71,6 +74,7 @@ final class OutgoingOffer: Sendable {
     let cancelledEarly = state.withLock { state in
       state.channel = channel
       state.checksum = checksum
+      state.holes = holes
       return state.cancelled
     }
     if cancelledEarly { cancel() }
@@ -179,7 +183,7 @@ final class OutgoingOffer: Sendable {
   /// Reads and hashes held file `index` and sends only its FILE_END: the receiver compares the
   /// digest with what it holds.
   private func sendDigest(_ index: Int, channel: UInt32, inFlight: inout InFlight) async throws {
-    let fd = try openOffered(index)
+    let (fd, _) = try openOffered(index)
     defer { close(fd) }
     let hasher = BackgroundHasher(
       ContentHasher(state.withLock { $0.checksum }), size: files[index].size, on: hashQueue)
@@ -197,8 +201,9 @@ final class OutgoingOffer: Sendable {
     try await inFlight.submitNow(link: link, channel: channel)
   }
 
-  /// Opens offered file `index`, checking that it is still what was offered.
-  private func openOffered(_ index: Int) throws -> Int32 {
+  /// Opens offered file `index`, checking that it is still what was offered; also says whether
+  /// it is sparse (fewer blocks allocated than its size needs).
+  private func openOffered(_ index: Int) throws -> (fd: Int32, sparse: Bool) {
     let file = files[index]
     let path = urls[index].path
     let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -210,19 +215,20 @@ final class OutgoingOffer: Sendable {
       close(fd)
       throw readFailure(index, "\(path) changed after it was offered; send it again")
     }
-    return fd
+    return (fd, Int64(status.st_blocks) * 512 < Int64(status.st_size))
   }
 
   private func send(
     _ index: Int, from offset: UInt64, channel: UInt32, inFlight: inout InFlight
   ) async throws {
     let file = files[index]
-    let fd = try openOffered(index)
+    let (fd, isSparse) = try openOffered(index)
     defer { close(fd) }
     let chunkSize = TransferMessage.maximumChunkSize
     let allocator = link.channel.allocator
-    let hasher = BackgroundHasher(
-      ContentHasher(state.withLock { $0.checksum }), size: file.size, on: hashQueue)
+    let (checksum, holes) = state.withLock { ($0.checksum, $0.holes) }
+    let sparse = isSparse && holes
+    let hasher = BackgroundHasher(ContentHasher(checksum), size: file.size, on: hashQueue)
     // A resumed prefix is read and hashed, not sent: the digest covers the whole file.
     try await hashPrefix(fd, upTo: offset, into: hasher, index: index)
     var position = offset
@@ -230,8 +236,24 @@ final class OutgoingOffer: Sendable {
     repeat {
       if let failure = state.withLock({ $0.failure }) { throw failure }
       var frames: [WireFrame] = []
+      // A sparse file's holes go as HOLE frames (hashed as the zeros they read as), its data
+      // as chunks that stop where the next hole starts.
+      var dataEnd = file.size
+      if sparse, position < file.size {
+        let (data, hole) = Self.nextData(fd, from: position, size: file.size)
+        if data > position {
+          var payload = allocator.buffer(capacity: 12)
+          payload.writeInteger(UInt32(index))
+          payload.writeInteger(data - position)
+          frames.append(WireFrame(type: .hole, channel: channel, payload: payload))
+          await hasher.updateZeros(data - position)
+          prefixRead.add(data - position, ordering: .relaxed)
+          position = data
+        }
+        dataEnd = hole
+      }
       if position < file.size {
-        let want = Int(min(UInt64(chunkSize), file.size - position))
+        let want = Int(min(UInt64(chunkSize), dataEnd - position))
         var buffer = allocator.buffer(capacity: 4 + want)
         buffer.writeInteger(UInt32(index))
         let count = try read(fd, into: &buffer, count: want, at: position, index: index)
@@ -252,6 +274,21 @@ final class OutgoingOffer: Sendable {
       try await inFlight.add(frames, link: link, channel: channel)
       progress.advance(index, to: position)
     } while position < file.size
+  }
+
+  /// Where the data at or after `position` starts, and the hole after it (SEEK_DATA and
+  /// SEEK_HOLE); both are `size` when only a hole is left, and a filesystem that cannot tell
+  /// says all of it is data.
+  private static func nextData(_ fd: Int32, from position: UInt64, size: UInt64) -> (
+    data: UInt64, hole: UInt64
+  ) {
+    let data = ferry_seek_data(fd, off_t(position))
+    guard data >= 0 else { return errno == ENXIO ? (size, size) : (position, size) }
+    let start = min(UInt64(data), size)
+    let hole = ferry_seek_hole(fd, off_t(start))
+    // At least one byte of data: a hole found at `start` itself (a race with a writer) is
+    // read as data, and a changed file is caught by the size checks.
+    return (start, hole > data ? min(UInt64(hole), size) : size)
   }
 
   /// Reads and hashes file `index`'s first `length` bytes (a resumed prefix, or a held file),

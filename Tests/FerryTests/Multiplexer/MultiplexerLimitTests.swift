@@ -78,7 +78,9 @@ struct MultiplexerLimitTests {
     #expect(link.violation != nil)
   }
 
-  @Test("an XXH3 offer from a peer that agreed on version 2 is a protocol error; on 3 it is taken")
+  @Test(
+    "an XXH3 offer or a HOLE from a peer that agreed on version 2 is a protocol error; on 3 they are taken"
+  )
   func digestChoiceNeedsVersion3() throws {
     let file = OfferedFile(
       path: "f", size: 0, modificationSeconds: 0, modificationNanoseconds: 0, mode: 0o644)
@@ -91,6 +93,11 @@ struct MultiplexerLimitTests {
         return { _ in }
       }
       try link.read(ResourceMessage.offer(channel: 1, files: [file], digest: .xxh3).frame)
+      let holes = try Link()
+      holes.multiplexer.protocolVersion = version
+      try holes.offer(1)
+      try holes.read(ResourceMessage.hole(channel: 1, file: 0, length: 5).frame)
+      #expect((holes.violation?.contains("HOLE") == true) == (version < 3), "\(holes.all)")
       if version < 3 {
         #expect(link.violation?.contains("digest choice") == true, "\(link.all)")
         #expect(heard.value.isEmpty)

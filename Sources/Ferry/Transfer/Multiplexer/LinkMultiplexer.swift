@@ -139,11 +139,11 @@ final class LinkMultiplexer: ChannelInboundHandler {
 
   /// Offers files on a new channel whose answers go to `endpoint`, to be checked with `digest`
   /// (SHA-256 whatever was asked when the peer's protocol version predates the choice); returns
-  /// the channel and the digest it uses.
+  /// the channel, the digest it uses and whether the peer takes HOLE frames.
   func openOffer(
     _ files: [OfferedFile], digest requested: DigestAlgorithm = .sha256,
     endpoint: @escaping (OfferSignal) -> Void
-  ) -> EventLoopFuture<(UInt32, DigestAlgorithm)> {
+  ) -> EventLoopFuture<(channel: UInt32, digest: DigestAlgorithm, holes: Bool)> {
     guard let context else { return failedWithoutContext() }
     if let ended { return failed(ended, context) }
     let id = nextChannel
@@ -152,20 +152,21 @@ final class LinkMultiplexer: ChannelInboundHandler {
       return failed(.streamClosed, context)
     }
     nextChannel &+= 2
-    let digest = protocolVersion >= WireProtocol.digestChoiceVersion ? requested : .sha256
+    let current = protocolVersion >= WireProtocol.digestChoiceVersion
+    let digest = current ? requested : .sha256
     write(ResourceMessage.offer(channel: id, files: files, digest: digest).frame, context: context)
-    return context.eventLoop.makeSucceededFuture((id, digest))
+    return context.eventLoop.makeSucceededFuture((id, digest, current))
   }
 
   /// Queues resource frames on an offer channel, in order, and flushes once; the future is the
-  /// last one's. CHUNK frames wait for credit (their whole payload counts); the others only keep
-  /// their place in the channel's order.
+  /// last one's. CHUNK and HOLE frames wait for credit (their whole payload counts); the others
+  /// only keep their place in the channel's order.
   func sendResourceFrames(_ frames: [WireFrame], channel id: UInt32) -> EventLoopFuture<Void> {
     guard let context else { return failedWithoutContext() }
     if let problem = sendingProblem(id) { return failed(problem, context) }
     var last = context.eventLoop.makeSucceededVoidFuture()
     for frame in frames {
-      let size = frame.type == .chunk ? frame.payload.readableBytes : 0
+      let size = frame.type == .chunk || frame.type == .hole ? frame.payload.readableBytes : 0
       last = enqueue(frame, size: size, channel: id, context: context, drainNow: false)
     }
     drain(channel: id)  // one flush for the batch
@@ -318,7 +319,10 @@ final class LinkMultiplexer: ChannelInboundHandler {
       guard flow.consume(size) else { return violation("stream data beyond the granted credit") }
       guard receiveUnread(size) else { return }
       buffer.push(Array(frame.payload.readableBytesView))
-    case .chunk:
+    case .chunk, .hole:
+      guard frame.type == .chunk || protocolVersion >= WireProtocol.digestChoiceVersion else {
+        return violation("a HOLE frame in protocol version \(protocolVersion)")
+      }
       guard case .incomingOffer(let flow, let endpoint, _)? = table[id] else {
         return id % 2 != ownParity ? () : violation("data for an unknown offer")
       }

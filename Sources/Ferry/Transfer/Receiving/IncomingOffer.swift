@@ -390,7 +390,12 @@ final class IncomingOffer: @unchecked Sendable {
     case .chunk:
       var payload = frame.payload
       guard let index = payload.readInteger(as: UInt32.self).map(Int.init) else { return }
-      write(payload, file: index, credit: frame.payload.readableBytes)
+      write(.bytes(payload), file: index, credit: frame.payload.readableBytes)
+    case .hole:
+      guard case .hole(_, let file, let length)? = try? ResourceMessage(frame: frame.flat) else {
+        return abandon(.resource(.cannotWrite("malformed HOLE")), notify: true)
+      }
+      write(.hole(length), file: Int(file), credit: frame.payload.readableBytes)
     case .fileEnd:
       guard case .fileEnd(_, let file, let digest)? = try? ResourceMessage(frame: frame.flat) else {
         return abandon(.resource(.cannotWrite("malformed FILE_END")), notify: true)
@@ -407,7 +412,7 @@ final class IncomingOffer: @unchecked Sendable {
     }
   }
 
-  private func write(_ bytes: ByteBuffer, file index: Int, credit: Int) {
+  private func write(_ piece: StagedFile.Piece, file index: Int, credit: Int) {
     guard remaining.contains(index) else {
       return abandon(
         .resource(.cannotWrite("data for file \(index), which is not expected")), notify: true)
@@ -422,7 +427,7 @@ final class IncomingOffer: @unchecked Sendable {
     }
     guard let file = current else { return }
     do {
-      try file.write(bytes)
+      try file.write(piece)
     } catch {
       return abandon(.resource(error), notify: true)
     }

@@ -21,6 +21,14 @@ final class StagedFile {
     case failed(reason: String)
   }
 
+  /// What comes next in the file.
+  enum Piece {
+    /// Bytes to write.
+    case bytes(ByteBuffer)
+    /// A hole of this many zero bytes, left unwritten (the file stays sparse).
+    case hole(UInt64)
+  }
+
   /// Bytes written between two requests to start their writeback.
   static let writebackStep: UInt64 = 8 << 20
 
@@ -33,6 +41,8 @@ final class StagedFile {
   private var fd: Int32
   private let hasher: BackgroundHasher
   private var flushed: UInt64
+  /// Where the file's last written byte ends: short of ``position`` when it ends in a hole.
+  private var written: UInt64
 
   /// Opens staging file `name` of `staging`, cuts it to `offset` bytes and hashes those.
   ///
@@ -65,6 +75,7 @@ final class StagedFile {
     self.fd = fd
     self.position = offset
     self.flushed = offset
+    self.written = offset
     self.hasher = BackgroundHasher(hasher, size: offered.size - offset, on: queue)
   }
 
@@ -72,17 +83,30 @@ final class StagedFile {
     discard()
   }
 
-  /// Appends `bytes` at ``position``.
+  /// Appends `piece` at ``position``: bytes are written; a hole only moves the position (and
+  /// is hashed as zeros), so that it stays a hole on disk.
   ///
-  /// - Throws: ``ResourceError/integrityCheckFailed(path:)`` when they would make the file
+  /// - Throws: ``ResourceError/integrityCheckFailed(path:)`` when it would make the file
   ///   larger than offered; ``ResourceError/cannotWrite(_:)`` when pwrite(2) fails.
-  func write(_ bytes: ByteBuffer) throws(ResourceError) {
+  func write(_ piece: Piece) throws(ResourceError) {
+    let bytes: ByteBuffer
+    switch piece {
+    case .bytes(let buffer):
+      bytes = buffer
+    case .hole(let length):
+      guard offered.size - position >= length else {
+        throw .integrityCheckFailed(path: offered.path)
+      }
+      hasher.updateZeros(length)
+      position += length
+      return
+    }
     let count = bytes.readableBytes
     guard offered.size - position >= UInt64(count) else {
       throw .integrityCheckFailed(path: offered.path)
     }
     let (fd, start) = (self.fd, position)
-    let written = bytes.withUnsafeReadableBytes { buffer -> Int in
+    let done = bytes.withUnsafeReadableBytes { buffer -> Int in
       var done = 0
       while done < buffer.count {
         let result = pwrite(
@@ -95,9 +119,10 @@ final class StagedFile {
       }
       return done
     }
-    guard written == count else { throw .cannotWrite("\(offered.path): \(errnoText())") }
+    guard done == count else { throw .cannotWrite("\(offered.path): \(errnoText())") }
     hasher.update(bytes)
     position += UInt64(count)
+    written = position
     // Start writing a large file back to disk as it arrives, so that the fsync(2) before it is
     // placed has little left to do (rather than flushing the whole file at the end).
     if position - flushed >= Self.writebackStep {
@@ -114,6 +139,10 @@ final class StagedFile {
   func settle(digest: [UInt8], sender: [UInt8]) -> Settlement {
     defer { discard() }
     guard position == offered.size, hasher.finalize() == digest else { return .corrupt }
+    // A file that ends in a hole: its length, without writing the zeros.
+    if written < position {
+      guard ftruncate(fd, off_t(position)) == 0 else { return .failed(reason: errnoText()) }
+    }
     // The sender's permission bits, narrowed by this process's umask (a sender cannot make a
     // file writable by others where the user would not have).
     let mode = mode_t(offered.mode & 0o777) & ~processUmask
