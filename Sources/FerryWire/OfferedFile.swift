@@ -9,8 +9,14 @@ package struct OfferedFile: Hashable, Sendable {
   /// Nanoseconds part of the modification time (0..999 999 999).
   package var modificationNanoseconds: UInt32
   /// Permission bits (0o7777 at most on the wire; the receiver applies only 0o777, never
-  /// setuid, setgid or sticky).
+  /// setuid, setgid or sticky), plus ``folderBit`` for an empty folder (version 3).
   package var mode: UInt32
+
+  /// The mode bit (S_IFDIR) that makes an entry an empty folder to create: size 0, no data.
+  package static let folderBit: UInt32 = 0o040000
+
+  /// Whether this entry is an empty folder rather than a file.
+  package var isFolder: Bool { mode & Self.folderBit != 0 }
 
   /// Creates a file entry.
   package init(

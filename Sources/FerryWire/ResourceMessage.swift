@@ -104,7 +104,7 @@ package enum ResourceMessage: Hashable, Sendable {
   /// - Throws: ``WireError`` for channel 0, a count of 0 or over ``maximumFiles``, a path
   ///   over 4096 bytes or not UTF-8, a size over ``maximumFileSize`` or sizes adding up to more
   ///   than ``maximumOfferBytes``, a modification time outside ``modificationSecondsRange``,
-  ///   nanoseconds over 999 999 999, a mode over 0o7777, an unknown digest algorithm (or the
+  ///   nanoseconds over 999 999 999, a mode over 0o7777 (but for a folder of size 0), an unknown digest algorithm (or the
   ///   SHA-256 byte, which is never encoded), a digest not of 16 or 32 bytes, an unknown status, a hole of 0 bytes or over ``maximumFileSize``, held files out of order, beyond the offer or not sent from 0, truncation or
   ///   trailing bytes.
   package init(frame: Frame) throws(WireError) {
@@ -137,7 +137,10 @@ package enum ResourceMessage: Hashable, Sendable {
           throw .invalidField(type, "modification time \(seconds)")
         }
         guard nanoseconds < 1_000_000_000 else { throw .invalidField(type, "nanoseconds") }
-        guard mode <= 0o7777 else { throw .invalidField(type, "mode") }
+        // Permission bits, and for an empty folder (of size 0) the folder bit.
+        guard mode <= 0o7777 || (mode & ~0o7777 == OfferedFile.folderBit && size == 0) else {
+          throw .invalidField(type, "mode")
+        }
         files.append(
           OfferedFile(
             path: path, size: size, modificationSeconds: seconds,

@@ -30,7 +30,7 @@ struct CLIResendTests {
   }
 
   @Test(
-    "--checksum sha256 is used at both ends (sha256sum's digests); sent again with xxh3: identical"
+    "--checksum sha256 is used at both ends (sha256sum's digests), empty folders too; again with xxh3: identical"
   )
   func checksumChoice() async throws {
     let destination = try temporaryDirectory("checksum-dst")
@@ -39,6 +39,9 @@ struct CLIResendTests {
     for (index, name) in names.enumerated() {
       try writeFile(folder.appendingPathComponent(name), size: 3000 * index + 11, seed: 3)
     }
+    // An empty folder travels too, with no digest.
+    try FileManager.default.createDirectory(
+      at: folder.appendingPathComponent("empty/inner"), withIntermediateDirectories: true)
     let receiver = try ChildProcess.ferry(
       ["receive", "--yes", "--json", "--dir", destination.path, "--name", "sums"],
       environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
@@ -57,7 +60,17 @@ struct CLIResendTests {
 
     let first = try await send(folder, port: port, home: home, options: ["--checksum", "sha256"])
     #expect(first.status == 0, "\(first.stderr)")
-    let sent = first.events.filter { $0["event"] as? String == "file-done" }
+    let done = first.events.filter { $0["event"] as? String == "file-done" }
+    #expect(done.count == 4)
+    let folderDone = done.first { $0["path"] as? String == "set/empty/inner" }
+    #expect(folderDone?["status"] as? String == "stored", "\(done)")
+    #expect(folderDone?["checksum"] is NSNull)
+    var isFolder: ObjCBool = false
+    #expect(
+      FileManager.default.fileExists(
+        atPath: destination.appendingPathComponent("set/empty/inner").path, isDirectory: &isFolder)
+        && isFolder.boolValue)
+    let sent = done.filter { $0["path"] as? String != "set/empty/inner" }
     #expect(sent.count == 3)
     for event in sent {
       let path = try #require(event["path"] as? String)
@@ -74,7 +87,9 @@ struct CLIResendTests {
     let again = try await send(folder, port: port, home: home)
     #expect(again.status == 0, "\(again.stderr)")
     #expect(again.events.last?["identical"] as? Int == 3, "\(again.events)")
-    for event in again.events.filter({ $0["event"] as? String == "file-done" }) {
+    for event in again.events.filter({
+      $0["event"] as? String == "file-done" && $0["path"] as? String != "set/empty/inner"
+    }) {
       let path = try #require(event["path"] as? String)
       #expect(event["checksum"] as? String == "xxh3-128")
       #expect(event["digest"] as? String == xxh3s[path], "\(event)")

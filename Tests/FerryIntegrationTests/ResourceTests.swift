@@ -185,6 +185,61 @@ struct ResourceTests {
     #expect(try tree(destination.appendingPathComponent("project")) == tree(root))
   }
 
+  @Test(
+    "empty folders are recreated (nested, with their mode); a file or a link in the way fails that entry only"
+  )
+  func emptyFolders() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let source = try temporaryDirectory("folders")
+    let root = source.appendingPathComponent("album")
+    let manager = FileManager.default
+    try manager.createDirectory(
+      at: root.appendingPathComponent("2025/raw/rejects"), withIntermediateDirectories: true)
+    try manager.createDirectory(
+      at: root.appendingPathComponent("private"), withIntermediateDirectories: true)
+    chmod(root.appendingPathComponent("private").path, 0o700)
+    try manager.createDirectory(
+      at: root.appendingPathComponent("taken"), withIntermediateDirectories: true)
+    try manager.createDirectory(
+      at: root.appendingPathComponent("linked"), withIntermediateDirectories: true)
+    try writeFile(root.appendingPathComponent("2025/cover.jpg"), size: 5000, seed: 1)
+    let destination = try temporaryDirectory("folders-dst")
+    let outside = try temporaryDirectory("folders-outside")
+    // In the way: a file where a folder goes, and a link to a folder outside the destination.
+    try writeFile(destination.appendingPathComponent("album/taken"), size: 3, seed: 2)
+    symlink(outside.path, destination.appendingPathComponent("album/linked").path)
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    let items = try ResourceItem.expanding([root])
+    #expect(
+      items.filter(\.isFolder).map(\.path).sorted() == [
+        "album/2025/raw/rejects", "album/linked", "album/private", "album/taken",
+      ])
+    // The entries in the way fail (the transfer reports the first); the others land.
+    do {
+      _ = try await pair.inviter.sendResources(items, to: pair.advertiserPeer).result()
+      Issue.record("a folder in the way of a file or a link went unreported")
+    } catch {
+      #expect("\(error)".contains("album/linked") || "\(error)".contains("album/taken"), "\(error)")
+    }
+    #expect(
+      try sha256(of: destination.appendingPathComponent("album/2025/cover.jpg"))
+        == sha256(of: root.appendingPathComponent("2025/cover.jpg")))
+    let placed = destination.appendingPathComponent("album")
+    var isFolder: ObjCBool = false
+    #expect(
+      manager.fileExists(
+        atPath: placed.appendingPathComponent("2025/raw/rejects").path, isDirectory: &isFolder)
+        && isFolder.boolValue)
+    let mode =
+      try manager.attributesOfItem(atPath: placed.appendingPathComponent("private").path)[
+        .posixPermissions] as? Int
+    #expect(mode == 0o700)
+    // Nothing was created through the link, and the file in the way is untouched.
+    #expect(try manager.contentsOfDirectory(atPath: outside.path).isEmpty)
+    #expect(try Data(contentsOf: placed.appendingPathComponent("taken")).count == 3)
+  }
+
   @Test("the rename policy keeps both files: name (1).ext")
   func conflictRename() async throws {
     let pair = try await ConnectedPair.make()

@@ -55,4 +55,26 @@ struct DigestChoiceWireTests {
       try ResourceMessage(frame: Frame(type: .hole, channel: 3, payload: [0, 0, 0, 0, 1]))
     }
   }
+
+  @Test(
+    "an empty folder is a mode with the folder bit and size 0; with data, or other type bits, it is refused"
+  )
+  func folderEntries() throws {
+    var folder = Self.file
+    folder.size = 0
+    folder.mode = OfferedFile.folderBit | 0o750
+    let message = ResourceMessage.offer(channel: 1, files: [folder], digest: .xxh3)
+    #expect(try ResourceMessage(frame: message.frame) == message)
+    #expect(folder.isFolder && !Self.file.isFolder)
+    for (size, mode): (UInt64, UInt32) in [
+      (1, OfferedFile.folderBit | 0o755), (0, 0o100644), (0, 0o120777),
+      (0, OfferedFile.folderBit | 0o10000),
+    ] {
+      var bad = Self.file
+      (bad.size, bad.mode) = (size, mode)
+      #expect(throws: WireError.self, "\(size) \(String(mode, radix: 8))") {
+        try ResourceMessage(frame: ResourceMessage.offer(channel: 1, files: [bad]).frame)
+      }
+    }
+  }
 }

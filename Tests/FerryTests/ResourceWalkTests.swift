@@ -18,7 +18,7 @@ struct ResourceWalkTests {
     return found
   }
 
-  @Test("files, folders depth first in byte order, sizes; empty folders and links left out")
+  @Test("files, folders depth first in byte order, sizes; empty folders found, links left out")
   func order() throws {
     let root = try scratchFolder("walk")
     try writeText("\(root)/top/b/2.txt", "22")
@@ -36,9 +36,50 @@ struct ResourceWalkTests {
         ResourceItem(url: URL(fileURLWithPath: "\(root)/single.bin"), path: "named.bin"),
       ], skipped: &skipped)
     #expect(
-      found.map(\.0) == ["top/B.txt", "top/a.txt", "top/b/1.txt", "top/b/2.txt", "named.bin"])
-    #expect(found.map(\.1) == [0, 3, 1, 2, 5])
+      found.map(\.0) == [
+        "top/B.txt", "top/a.txt", "top/b/1.txt", "top/b/2.txt", "top/empty", "named.bin",
+      ])
+    #expect(found.map(\.1) == [0, 3, 1, 2, 0, 5])
     #expect(skipped == ["a symbolic link (not followed)"])
+  }
+
+  @Test(
+    "a folder with nothing to send below it is found as an empty folder: nested, only a link, named itself"
+  )
+  func emptyFolders() throws {
+    let root = try scratchFolder("walk")
+    let manager = FileManager.default
+    try manager.createDirectory(atPath: "\(root)/t/a/b/c", withIntermediateDirectories: true)
+    try manager.createDirectory(atPath: "\(root)/t/links", withIntermediateDirectories: true)
+    symlink("/etc", "\(root)/t/links/etc")
+    try writeText("\(root)/t/full/f.txt", "f")
+    try manager.createDirectory(atPath: "\(root)/alone", withIntermediateDirectories: true)
+    var walk = ResourceWalk([
+      ResourceItem(url: URL(fileURLWithPath: "\(root)/t"), path: "t"),
+      ResourceItem(url: URL(fileURLWithPath: "\(root)/alone"), path: "alone"),
+    ])
+    var found: [(String, Bool)] = []
+    while let next = try walk.next() { found.append((next.item.path, next.item.isFolder)) }
+    // Only the deepest empty folder: creating it creates the ones above it.
+    #expect(found.map(\.0) == ["t/a/b/c", "t/full/f.txt", "t/links", "alone"])
+    #expect(found.map(\.1) == [true, false, true, true])
+    let expanded = try ResourceItem.expanding([
+      URL(fileURLWithPath: "\(root)/t"), URL(fileURLWithPath: "\(root)/alone"),
+    ])
+    #expect(expanded.map(\.path) == ["t/a/b/c", "t/full/f.txt", "t/links", "alone"])
+    #expect(expanded.map(\.isFolder) == [true, false, true, true])
+    // A folder item checks as a folder, and a folder is no file item.
+    #expect(try ResourceItem.checked(expanded).count == 4)
+    #expect(throws: ResourceError.self) {
+      _ = try ResourceItem.checked([
+        ResourceItem(url: URL(fileURLWithPath: "\(root)/alone"), path: "alone")
+      ])
+    }
+    #expect(throws: ResourceError.self) {
+      _ = try ResourceItem.checked([
+        ResourceItem(folderAt: URL(fileURLWithPath: "\(root)/t/full/f.txt"), path: "f")
+      ])
+    }
   }
 
   @Test("two spellings of one name in a folder are refused, as the receiver would refuse them")

@@ -44,6 +44,8 @@ public final class Session: Sendable {
     let link: ConnectionLink
     /// Whether this end invited (rather than accepted) the link.
     let invitedHere: Bool
+    /// The protocol version agreed on the link.
+    let version: UInt16
   }
 
   /// Creates a session for `identity`, presented to peers as `displayName`.
@@ -181,6 +183,11 @@ public final class Session: Sendable {
     return member.link
   }
 
+  /// The protocol version agreed with `peer` (1 when it is not connected).
+  func protocolVersion(with peer: PeerID) -> UInt16 {
+    members.withLock { $0[peer.fingerprint]?.version } ?? 1
+  }
+
   /// Disconnects `peer` (GOODBYE, then close); its state becomes notConnected.
   public func disconnect(_ peer: PeerID) {
     let member = members.withLock { $0[peer.fingerprint] }
@@ -287,7 +294,9 @@ public final class Session: Sendable {
       } else if members.count + 1 >= Self.maximumPeers {
         return (.full, nil)
       }
-      let member = Member(peer: peer, link: link, invitedHere: invitedHere)
+      let member = Member(
+        peer: peer, link: link, invitedHere: invitedHere,
+        version: handler.protocolVersion ?? 1)
       return (.adopted, members.updateValue(member, forKey: peer.fingerprint))
     }
     switch outcome {

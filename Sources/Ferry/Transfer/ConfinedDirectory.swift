@@ -104,6 +104,31 @@ struct ConfinedDirectory {
     return URL(fileURLWithPath: parentPath + "/" + target)
   }
 
+  /// Creates the empty folder `path` under the root (and the folders above it) with the
+  /// permission bits `mode & 0o777` (less the umask); a folder already there is kept as it is.
+  /// Walks and checks as ``openDirectory(_:create:)`` does, never following a link.
+  ///
+  /// - Returns: Where the folder is.
+  /// - Throws: ``ResourceError/unsafeDestination(_:)`` when a link or a file is in the way;
+  ///   ``ResourceError/cannotWrite(_:)`` when it cannot be created.
+  func makeFolder(at path: RelativePath, mode: UInt32) throws(ResourceError) -> URL {
+    let parent = try openDirectory(path.components.dropLast(), create: true)
+    defer { close(parent) }
+    let shown = escaped(path.description, keepingUnicode: true)
+    if mkdirat(parent, path.fileName, mode_t(mode & 0o777)) != 0 && errno != EEXIST {
+      throw .cannotWrite("\(shown): \(errnoText())")
+    }
+    let folder = openat(parent, path.fileName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+    guard folder >= 0 else {
+      if errno == ELOOP || errno == ENOTDIR {
+        throw .unsafeDestination("\(shown) is a symbolic link or not a folder")
+      }
+      throw .cannotWrite("\(shown): \(errnoText())")
+    }
+    close(folder)
+    return root.appending(path: path.description)
+  }
+
   /// Whether something (a file, folder or link) is at `path` under the root. Walks the
   /// folders as ``openDirectory(_:create:)`` does, never following a link; a missing or unsafe
   /// folder on the way means nothing is there.

@@ -222,6 +222,17 @@ final class OutgoingOffer: Sendable {
     _ index: Int, from offset: UInt64, channel: UInt32, inFlight: inout InFlight
   ) async throws {
     let file = files[index]
+    if file.isFolder {
+      // An empty folder: nothing to read, only its FILE_END (the digest of no bytes).
+      let digest = ContentHasher(state.withLock { $0.checksum }).finalize()
+      let end = ResourceMessage.fileEnd(channel: channel, file: UInt32(index), digest: digest)
+      return try await inFlight.add(
+        [
+          WireFrame(
+            type: .fileEnd, channel: channel,
+            payload: link.channel.allocator.buffer(bytes: end.frame.payload))
+        ], link: link, channel: channel)
+    }
     let (fd, isSparse) = try openOffered(index)
     defer { close(fd) }
     let chunkSize = TransferMessage.maximumChunkSize

@@ -13,7 +13,7 @@ public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
   case insufficientSpace(needed: Int64, available: Int64)
   /// The received bytes do not hash to what the sender computed.
   case integrityCheckFailed(path: String)
-  /// The offer has more files than allowed.
+  /// The offer has more files than allowed, or none at all (0).
   case tooManyFiles(Int)
   /// A file, or the offer in all, is larger than the protocol allows (2^62 bytes).
   case tooLarge(String)
@@ -32,6 +32,9 @@ public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
         + "\(Quantity.bytes(UInt64(max(0, available)))) free"
     case .integrityCheckFailed(let path):
       return "\(path): the received data is corrupt (SHA-256 mismatch)"
+    case .tooManyFiles(0):
+      return
+        "nothing to offer: no files (empty folders need a receiver that speaks protocol version 3)"
     case .tooManyFiles(let count):
       return "the offer has \(count) files; the limit is \(ProtocolLimits.maximumFilesPerOffer)"
     case .cannotRead(let reason): return "cannot read \(reason)"

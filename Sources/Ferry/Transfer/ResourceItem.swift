@@ -4,17 +4,30 @@ import Foundation
   import Glibc
 #endif
 
-/// One file to send: where it is, and its path at the receiver (relative, `/`-separated).
+/// One file to send — or an empty folder to create — where it is, and its path at the
+/// receiver (relative, `/`-separated).
 public struct ResourceItem: Hashable, Sendable {
-  /// The file on disk.
+  /// The file (or folder) on disk.
   public var url: URL
   /// Its path under the receiver's destination.
   public var path: String
+  /// Whether this is an empty folder for the receiver to create (nothing of its contents is
+  /// sent), rather than a file. A peer older than protocol version 3 is offered no folders.
+  public var isFolder: Bool
 
   /// A file and the path it gets at the receiver.
   public init(url: URL, path: String) {
     self.url = url
     self.path = path
+    self.isFolder = false
+  }
+
+  /// An empty folder, created at `path` under the receiver's destination (its contents, if it
+  /// has any, are not sent: walk it with ``expanding(_:skipped:)`` or ``ResourceWalk``).
+  public init(folderAt url: URL, path: String) {
+    self.url = url
+    self.path = path
+    self.isFolder = true
   }
 
   /// Something ``expanding(_:skipped:)`` left out of a folder, and why.
@@ -26,9 +39,10 @@ public struct ResourceItem: Hashable, Sendable {
   }
 
   /// Expands files and directories into items: a file keeps its name; a directory contributes
-  /// every regular file below it as `dirname/relative/path`. Symbolic links, pipes, sockets and
-  /// devices inside directories are left out and reported to `skipped` (a file named directly
-  /// is read through its link).
+  /// every regular file below it as `dirname/relative/path`, and every folder with nothing to
+  /// send below it as an empty-folder item (``init(folderAt:path:)``). Symbolic links, pipes,
+  /// sockets and devices inside directories are left out and reported to `skipped` (a file
+  /// named directly is read through its link).
   ///
   /// - Throws: ``ResourceError/cannotRead(_:)`` for a missing or unreadable path, a path that
   ///   is neither a regular file nor a directory, or a name inside a folder that is not UTF-8
@@ -48,7 +62,9 @@ public struct ResourceItem: Hashable, Sendable {
         items.append(ResourceItem(url: url, path: base))
       case S_IFDIR:
         var found: [ResourceItem] = []
-        try walk(url.path, relative: base, into: &found, skipped: skipped)
+        if try !walk(url.path, relative: base, into: &found, skipped: skipped) {
+          found.append(ResourceItem(folderAt: url, path: base))
+        }
         items += found.sorted { $0.path < $1.path }
       case let kind:
         throw .cannotRead("\(url.path): \(fileKind(kind)), not a regular file or folder")
@@ -60,7 +76,8 @@ public struct ResourceItem: Hashable, Sendable {
   /// Checks `items` as the receiver will before any peer is asked, so that a bad offer fails
   /// here with a clear error instead of being refused after it was accepted: every path is a
   /// valid ``RelativePath``; no path is offered twice (the same file named twice is kept once);
-  /// no path is both a file and a folder; every file is a regular file; at most
+  /// no path is both a file and a folder; every file is a regular file and every folder item
+  /// a folder; at most
   /// ``ProtocolLimits/maximumFilesPerOffer``.
   ///
   /// - Returns: `items` without repeats of the same file under the same path.
@@ -83,9 +100,10 @@ public struct ResourceItem: Hashable, Sendable {
       guard stat(item.url.path, &status) == 0 else {
         throw .cannotRead("\(item.url.path): \(errnoText().lowercased())")
       }
-      guard status.st_mode & S_IFMT == S_IFREG else {
+      guard status.st_mode & S_IFMT == (item.isFolder ? S_IFDIR : S_IFREG) else {
         throw .cannotRead(
-          "\(item.url.path): \(fileKind(status.st_mode & S_IFMT)), not a regular file")
+          "\(item.url.path): \(fileKind(status.st_mode & S_IFMT)), not a regular "
+            + (item.isFolder ? "folder" : "file"))
       }
       // Readable now, before anyone is asked, not found out after the receiver said yes.
       let probe = open(item.url.path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
@@ -100,7 +118,7 @@ public struct ResourceItem: Hashable, Sendable {
       }
       identities[item.path] = identity
       // Each size is below 2^63 and the total below 2^62 before it: the sum cannot overflow.
-      total += UInt64(max(0, status.st_size))
+      total += item.isFolder ? 0 : UInt64(max(0, status.st_size))
       guard total <= ProtocolLimits.maximumOfferBytes else {
         throw .tooLarge(
           escaped(item.url.path, keepingUnicode: true) + " (with the files before it)")
@@ -118,11 +136,14 @@ public struct ResourceItem: Hashable, Sendable {
   }
 }
 
-/// Appends every regular file below `directory` (symbolic links are not followed).
+/// Appends every regular file below `directory` (symbolic links are not followed), and every
+/// folder with nothing to send below it as an empty folder; returns whether it appended
+/// anything.
 private func walk(
   _ directory: String, relative: String, into items: inout [ResourceItem],
   skipped: (ResourceItem.Skipped) -> Void
-) throws(ResourceError) {
+) throws(ResourceError) -> Bool {
+  let before = items.count
   guard let stream = opendir(directory) else {
     throw .cannotRead("\(directory): \(errnoText().lowercased())")
   }
@@ -140,12 +161,15 @@ private func walk(
         ResourceItem(url: URL(fileURLWithPath: directory + "/" + name), path: relative + "/" + name)
       )
     case S_IFDIR:
-      try walk(
-        directory + "/" + name, relative: relative + "/" + name, into: &items, skipped: skipped)
+      let (folder, path) = (directory + "/" + name, relative + "/" + name)
+      if try !walk(folder, relative: path, into: &items, skipped: skipped) {
+        items.append(ResourceItem(folderAt: URL(fileURLWithPath: folder), path: path))
+      }
     case let kind:
       skipped(ResourceItem.Skipped(path: directory + "/" + name, reason: fileKind(kind)))
     }
   }
+  return items.count > before
 }
 
 /// The name of folder entry `entry` read from `directory`; nil for `.` and `..`.

@@ -11,7 +11,8 @@ import Foundation
 ///
 /// Each entry is a file (found as itself) or a folder (every regular file below it, as
 /// `entry.path/relative/path`; each folder's names in byte order, a folder's files before the
-/// next name's). Symbolic links, pipes, sockets and devices inside folders are left out and
+/// next name's; a folder with nothing to send below it is found as an empty folder,
+/// ``ResourceItem/isFolder``, once its names are walked). Symbolic links, pipes, sockets and devices inside folders are left out and
 /// reported; an entry named directly is read through its link, as ``ResourceItem/expanding(_:skipped:)``
 /// does. Every path found is checked as the receiver will check it (``RelativePath``), and two
 /// names of one folder that are the same name in another spelling (precomposed `é` and
@@ -34,6 +35,8 @@ public struct ResourceWalk {
     let relative: String
     let names: [String]
     var next = 0
+    /// Whether anything below it was found (else it is found itself, as an empty folder).
+    var found = false
   }
 
   private var entries: IndexingIterator<[ResourceItem]>
@@ -72,8 +75,11 @@ public struct ResourceWalk {
       }
       let top = stack.count - 1
       guard stack[top].next < stack[top].names.count else {
-        stack.removeLast()
-        continue
+        // The folder, or something below it, is found: its parent has something to send.
+        let done = stack.removeLast()
+        if !stack.isEmpty { stack[stack.count - 1].found = true }
+        if done.found { continue }
+        return try foundFolder(done)
       }
       let folder = stack[top]
       let name = folder.names[folder.next]
@@ -87,7 +93,9 @@ public struct ResourceWalk {
       }
       switch status.st_mode & S_IFMT {
       case S_IFREG:
-        return try found(onDisk, path: folder.relative + "/" + name, status: status)
+        let file = try found(onDisk, path: folder.relative + "/" + name, status: status)
+        stack[top].found = true
+        return file
       case S_IFDIR:
         try push(onDisk, relative: folder.relative + "/" + name)
       case let kind:
@@ -110,6 +118,19 @@ public struct ResourceWalk {
     return Found(
       item: ResourceItem(url: URL(fileURLWithPath: onDisk), path: path),
       size: UInt64(max(0, status.st_size)))
+  }
+
+  /// A folder with nothing found below it, to be created empty; checked as ``found(_:path:status:)``
+  /// checks a file.
+  private func foundFolder(_ folder: Folder) throws(ResourceError) -> Found {
+    do {
+      _ = try RelativePath(validating: folder.relative)
+    } catch {
+      throw .unsafePath(error)
+    }
+    return Found(
+      item: ResourceItem(folderAt: URL(fileURLWithPath: folder.directory), path: folder.relative),
+      size: 0)
   }
 
   /// Reads folder `directory`'s names, sorted by their bytes, to walk them next.

@@ -65,22 +65,31 @@ extension Session {
     _ items: [ResourceItem], to peer: PeerID, checksum: ChecksumAlgorithm = .xxh3
   ) throws(TransferError) -> ResourceTransfer {
     let link = try link(to: peer)
+    // Empty folders only for a peer that can create them (version 3).
+    let folders = protocolVersion(with: peer) >= WireProtocol.digestChoiceVersion
     var files: [OfferedFile] = []
-    for item in items {
+    var urls: [URL] = []
+    for item in items where folders || !item.isFolder {
       var status = stat()
-      guard stat(item.url.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
-        throw .resource(.cannotRead("\(item.url.path): not a readable regular file"))
+      guard stat(item.url.path, &status) == 0,
+        (status.st_mode & S_IFMT) == (item.isFolder ? S_IFDIR : S_IFREG)
+      else {
+        throw .resource(
+          .cannotRead(
+            "\(item.url.path): not a readable regular \(item.isFolder ? "folder" : "file")"))
       }
       files.append(
         OfferedFile(
-          path: item.path, size: UInt64(status.st_size),
+          path: item.path, size: item.isFolder ? 0 : UInt64(status.st_size),
           modificationSeconds: Int64(status.st_mtim.tv_sec),
           modificationNanoseconds: UInt32(status.st_mtim.tv_nsec),
-          mode: UInt32(status.st_mode & 0o777)))
+          mode: UInt32(status.st_mode & 0o777) | (item.isFolder ? OfferedFile.folderBit : 0)))
+      urls.append(item.url)
     }
+    guard !files.isEmpty else { throw .resource(.tooManyFiles(0)) }
     let progress = TransferProgress(files: files.map { ($0.path, $0.size) })
     let offer = OutgoingOffer(
-      files: files, urls: items.map(\.url), link: link, progress: progress, checksum: checksum,
+      files: files, urls: urls, link: link, progress: progress, checksum: checksum,
       stall: timeouts.transferStall)
     // Weak: the offer holds its progress, and a strong capture kept every finished offer
     // (and its file list) alive for as long as the process ran.

@@ -79,7 +79,7 @@ struct MultiplexerLimitTests {
   }
 
   @Test(
-    "an XXH3 offer or a HOLE from a peer that agreed on version 2 is a protocol error; on 3 they are taken"
+    "an XXH3 offer, a HOLE or a folder from a peer that agreed on version 2 is a protocol error; on 3 they are taken"
   )
   func digestChoiceNeedsVersion3() throws {
     let file = OfferedFile(
@@ -98,6 +98,13 @@ struct MultiplexerLimitTests {
       try holes.offer(1)
       try holes.read(ResourceMessage.hole(channel: 1, file: 0, length: 5).frame)
       #expect((holes.violation?.contains("HOLE") == true) == (version < 3), "\(holes.all)")
+      let folders = try Link()
+      folders.multiplexer.protocolVersion = version
+      folders.multiplexer.onOffer = { _, _, _ in { _ in } }
+      var folder = file
+      folder.mode = OfferedFile.folderBit | 0o755
+      try folders.read(ResourceMessage.offer(channel: 1, files: [folder]).frame)
+      #expect((folders.violation?.contains("folder") == true) == (version < 3), "\(folders.all)")
       if version < 3 {
         #expect(link.violation?.contains("digest choice") == true, "\(link.all)")
         #expect(heard.value.isEmpty)

@@ -375,8 +375,13 @@ final class LinkMultiplexer: ChannelInboundHandler {
     } catch {
       return violation("\(error)")
     }
-    guard digest == .sha256 || protocolVersion >= WireProtocol.digestChoiceVersion else {
-      return violation("a digest choice in a version \(protocolVersion) OFFER")
+    if protocolVersion < WireProtocol.digestChoiceVersion {
+      guard digest == .sha256 else {
+        return violation("a digest choice in a version \(protocolVersion) OFFER")
+      }
+      guard !files.contains(where: \.isFolder) else {
+        return violation("a folder in a version \(protocolVersion) OFFER")
+      }
     }
     guard opensChannel(id, "offer") else { return }
     guard table.incomingOffers < limits.maximumIncomingOffers else {

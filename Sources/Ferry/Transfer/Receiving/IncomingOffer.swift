@@ -413,7 +413,7 @@ final class IncomingOffer: @unchecked Sendable {
   }
 
   private func write(_ piece: StagedFile.Piece, file index: Int, credit: Int) {
-    guard remaining.contains(index) else {
+    guard remaining.contains(index), !offered[index].isFolder else {
       return abandon(
         .resource(.cannotWrite("data for file \(index), which is not expected")), notify: true)
     }
@@ -477,6 +477,9 @@ final class IncomingOffer: @unchecked Sendable {
     if held.contains(index), !heldAnswered.contains(index), current?.index != index {
       return compareHeld(index, digest)
     }
+    if offered[index].isFolder, current == nil {
+      return makeFolder(index, digest: digest)
+    }
     if current == nil {
       guard begin(index) else { return }  // nothing sent: empty, or wholly staged before
     }
@@ -499,6 +502,27 @@ final class IncomingOffer: @unchecked Sendable {
         result: .failure(.resource(.cannotWrite("\(path): \(reason)"))))
     case .settled:
       place(index, from: staging, options: options, digest: FileDigest(checksum, digest))
+    }
+  }
+
+  /// Creates empty folder `index` (its FILE_END carries the digest of no bytes): under the
+  /// destination, or nowhere when the application takes files unplaced (it is then skipped).
+  private func makeFolder(_ index: Int, digest: [UInt8]) {
+    guard let staging, let options else { return }
+    remaining.remove(index)
+    guard digest == ContentHasher(checksum).finalize() else {
+      return conclude(
+        index, .corrupt, reason: "\(checksum.rawValue) digest mismatch",
+        result: .failure(.resource(.integrityCheckFailed(path: offered[index].path))))
+    }
+    guard options.relocate else {
+      return conclude(index, .skipped, reason: "", result: .success(nil))
+    }
+    do throws(ResourceError) {
+      let url = try staging.destination.makeFolder(at: paths[index], mode: offered[index].mode)
+      conclude(index, .stored, reason: "", result: .success(url))
+    } catch {
+      conclude(index, .failed, reason: error.description, result: .failure(.resource(error)))
     }
   }
 
