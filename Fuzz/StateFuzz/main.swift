@@ -113,6 +113,8 @@ func fuzzOne(_ data: [UInt8]) {
     role: .advertiser, localName: "fuzz", timeouts: .init(), budget: budget)
   let channel = EmbeddedChannel()
   let multiplexer = LinkMultiplexer(isInviter: false, budget: budget)
+  // The newest version: digest choices, HOLEs and folders reach the offer code.
+  multiplexer.protocolVersion = WireProtocol.supportedVersions[0]
   multiplexer.onViolation = { [weak handler] reason in handler?.closeForViolation(reason) }
   try! channel.pipeline.syncOperations.addHandlers([
     ByteToMessageHandler(FrameDecoderHandler(budget: budget)), FrameEncoderHandler(), handler,

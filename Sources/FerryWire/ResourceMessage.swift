@@ -33,6 +33,8 @@ package enum ResourceMessage: Hashable, Sendable {
   /// The modification times an offer may carry, in seconds from 1970: about ±8 700 years,
   /// within what `futimens(2)` and every filesystem accept.
   package static let modificationSecondsRange: ClosedRange<Int64> = -(1 << 38)...(1 << 38)
+  /// The longest hole one HOLE frame may describe (1 GiB): the receiver hashes each in one go.
+  package static let maximumHoleSize: UInt64 = 1 << 30
   /// The resume offset meaning "do not send this file".
   package static let skip = UInt64.max
   /// The payload bytes a receiver allows on an offer channel before any CREDIT (8 MiB).
@@ -105,7 +107,7 @@ package enum ResourceMessage: Hashable, Sendable {
   ///   over 4096 bytes or not UTF-8, a size over ``maximumFileSize`` or sizes adding up to more
   ///   than ``maximumOfferBytes``, a modification time outside ``modificationSecondsRange``,
   ///   nanoseconds over 999 999 999, a mode over 0o7777 (but for a folder of size 0), an unknown digest algorithm (or the
-  ///   SHA-256 byte, which is never encoded), a digest not of 16 or 32 bytes, an unknown status, a hole of 0 bytes or over ``maximumFileSize``, held files out of order, beyond the offer or not sent from 0, truncation or
+  ///   SHA-256 byte, which is never encoded), a digest not of 16 or 32 bytes, an unknown status, a hole of 0 bytes or over ``maximumHoleSize``, held files out of order, beyond the offer or not sent from 0, truncation or
   ///   trailing bytes.
   package init(frame: Frame) throws(WireError) {
     let type = frame.type
@@ -200,7 +202,7 @@ package enum ResourceMessage: Hashable, Sendable {
     case .hole:
       let file = try reader.uint32()
       let length = try reader.uint64()
-      guard (1...Self.maximumFileSize).contains(length) else {
+      guard (1...Self.maximumHoleSize).contains(length) else {
         throw .invalidField(type, "hole of \(length) bytes")
       }
       self = .hole(channel: frame.channel, file: file, length: length)

@@ -97,12 +97,9 @@ struct CLIPromptInputTests {
     defer { receiver.signal(SIGKILL) }
     let proxy = CuttableProxy(to: port)
     defer { proxy.stop() }
-    // A: 1 GiB (sparse) through a proxy that will hold it still for a moment.
+    // A: 1 GiB (allocated, never written) through a proxy that will hold it still for a moment.
     let big = try temporaryDirectory("during-big").appendingPathComponent("big.iso")
-    _ = FileManager.default.createFile(atPath: big.path, contents: nil)
-    let handle = try FileHandle(forWritingTo: big)
-    try handle.truncate(atOffset: 1 << 30)
-    try handle.close()
+    try writeAllocated(big, size: Int(1 << 30))
     let first = try send([big], port: proxy.port, name: "first")
     defer { first.signal(SIGKILL) }
     #expect(await receiver.waitForText("Accept? [y/N]"), "\(receiver.transcript)")

@@ -9,13 +9,10 @@ import Testing
 struct CLIResumeGraceTests {
   static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
-  /// A 1 GiB sparse file.
+  /// A 1 GiB file (allocated, never written: quick to read).
   func bigFile(_ label: String) throws -> URL {
     let big = try temporaryDirectory(label).appendingPathComponent("big.iso")
-    _ = FileManager.default.createFile(atPath: big.path, contents: nil)
-    let handle = try FileHandle(forWritingTo: big)
-    try handle.truncate(atOffset: 1 << 30)
-    try handle.close()
+    try writeAllocated(big, size: Int(1 << 30))
     return big
   }
 

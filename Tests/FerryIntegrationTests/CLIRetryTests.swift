@@ -28,11 +28,8 @@ struct CLIRetryTests {
   func receiverRestarts() async throws {
     let destination = try temporaryDirectory("retry-dst")
     let big = try temporaryDirectory("retry-src").appendingPathComponent("big.iso")
-    _ = FileManager.default.createFile(atPath: big.path, contents: nil)
-    let handle = try FileHandle(forWritingTo: big)
     let size = 1 << 30
-    try handle.truncate(atOffset: UInt64(size))
-    try handle.close()
+    try writeAllocated(big, size: size)
     let home = Harness.freshFerryHome()
     var (receiver, port) = try await receiver(port: 0, destination: destination, home: home)
     defer { receiver.signal(SIGKILL) }

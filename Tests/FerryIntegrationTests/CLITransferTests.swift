@@ -54,10 +54,7 @@ struct CLITransferTests {
     let folder = source.appendingPathComponent("a folder with a rather long name")
     try writeFile(folder.appendingPathComponent("small.txt"), size: 1000)
     let big = folder.appendingPathComponent("a big file with a long name as well.iso")
-    _ = FileManager.default.createFile(atPath: big.path, contents: nil)
-    let handle = try FileHandle(forWritingTo: big)
-    try handle.truncate(atOffset: 400 << 20)  // sparse: quick to read, long enough to redraw
-    try handle.close()
+    try writeAllocated(big, size: Int(400 << 20))  // quick to read, long enough to redraw
     let receiver = try ChildProcess.ferry(
       [
         "receive", "--yes", "--once", "--json", "--dir", destination.path, "--service", type,
@@ -128,7 +125,7 @@ struct CLITransferTests {
         == sha256(of: source.appendingPathComponent("note.txt")))
   }
 
-  /// A receiver (`receive --yes --json`) and a sender of a sparse gigabyte to it, started and
+  /// A receiver (`receive --yes --json`) and a sender of a gigabyte (allocated, never written) to it, started and
   /// under way (the receiver has reported progress): a transfer to interrupt.
   func bigTransfer(_ label: String) async throws -> (
     receiver: ChildProcess, sender: ChildProcess, destination: URL
@@ -136,10 +133,7 @@ struct CLITransferTests {
     let type = Harness.uniqueServiceType()
     let destination = try temporaryDirectory("\(label)-dst")
     let big = try temporaryDirectory("\(label)-src").appendingPathComponent("big.iso")
-    _ = FileManager.default.createFile(atPath: big.path, contents: nil)
-    let handle = try FileHandle(forWritingTo: big)
-    try handle.truncate(atOffset: 1 << 30)  // sparse; interrupted long before it is all sent
-    try handle.close()
+    try writeAllocated(big, size: Int(1 << 30))  // interrupted long before it is all sent
     let receiver = try ChildProcess.ferry(
       [
         "receive", "--yes", "--json", "--dir", destination.path, "--service", type, "--name",

@@ -157,6 +157,46 @@ struct ResourceSafetyTests {
     #expect(staged.filter { $0.hasSuffix(".part") }.isEmpty)
   }
 
+  @Test(
+    "a HOLE past the offered size, or data for an empty folder, ends the offer; nothing lands",
+    arguments: [
+      "hole past the end", "hole for a folder", "chunk for a folder", "other digest length",
+    ])
+  func hostileHolesAndFolders(attack: String) async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let destination = try temporaryDirectory("holes")
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    let events = EventRecorder(pair.advertiser.resourceEvents)
+    let channel: UInt32 = 1001  // odd: the inviter's
+    let folderEntry = attack.hasSuffix("folder") || attack.hasPrefix("other")
+    let entry = OfferedFile(
+      path: "x", size: folderEntry ? 0 : 10, modificationSeconds: 0, modificationNanoseconds: 0,
+      mode: folderEntry ? OfferedFile.folderBit | 0o755 : 0o644)
+    try raw(
+      ResourceMessage.offer(channel: channel, files: [entry], digest: .xxh3).frame,
+      from: pair.inviter, to: pair.advertiserPeer)
+    let frame: Frame
+    switch attack {
+    case "hole past the end", "hole for a folder":
+      frame = ResourceMessage.hole(channel: channel, file: 0, length: 11).frame
+    case "chunk for a folder":
+      frame = ResourceMessage.chunk(channel: channel, file: 0, bytes: [1, 2, 3]).frame
+    default:  // a folder's FILE_END with SHA-256's length in an XXH3 offer
+      frame =
+        ResourceMessage.fileEnd(channel: channel, file: 0, digest: Array(repeating: 0, count: 32))
+        .frame
+    }
+    try raw(frame, from: pair.inviter, to: pair.advertiserPeer)
+    guard case .failure? = await firstFinished(events) else {
+      Issue.record("\(attack): no failure: \(events.all.map(\.element))")
+      return
+    }
+    #expect(
+      !FileManager.default.fileExists(atPath: destination.appendingPathComponent("x").path),
+      "\(attack)")
+  }
+
   @Test("cancelling from the sender or the receiver: both see it, nothing lands")
   func cancellation() async throws {
     for side in ["sender", "receiver"] {
@@ -164,10 +204,7 @@ struct ResourceSafetyTests {
       defer { pair.close() }
       let source = try temporaryDirectory("big")
       let big = source.appendingPathComponent("big.bin")
-      _ = FileManager.default.createFile(atPath: big.path, contents: nil)
-      let handle = try FileHandle(forWritingTo: big)
-      try handle.truncate(atOffset: 2 << 30)  // 2 GiB, sparse: far longer than the test
-      try handle.close()
+      try writeAllocated(big, size: Int(2 << 30))  // 2 GiB, far longer than the test
       let destination = try temporaryDirectory("cancel-\(side)")
       pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
       let events = EventRecorder(pair.advertiser.resourceEvents)
@@ -254,10 +291,7 @@ struct ResourceSafetyTests {
     let events = EventRecorder(pair.advertiser.resourceEvents)
     let source = try temporaryDirectory("src")
     let file = source.appendingPathComponent("video.bin")
-    _ = FileManager.default.createFile(atPath: file.path, contents: nil)
-    let handle = try FileHandle(forWritingTo: file)
-    try handle.truncate(atOffset: 6 << 20)
-    try handle.close()
+    try writeAllocated(file, size: Int(6 << 20))
     // Another program fills the disk right after the offer was accepted.
     let filler = Task {
       _ = await events.first {

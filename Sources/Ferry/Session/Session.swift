@@ -183,9 +183,15 @@ public final class Session: Sendable {
     return member.link
   }
 
-  /// The protocol version agreed with `peer` (1 when it is not connected).
-  func protocolVersion(with peer: PeerID) -> UInt16 {
-    members.withLock { $0[peer.fingerprint]?.version } ?? 1
+  /// The link to `peer` and the protocol version agreed on it, read together (a link
+  /// replaced in between would pair one link with another's version).
+  ///
+  /// - Throws: ``TransferError/notConnected(_:)``.
+  func linkAndVersion(to peer: PeerID) throws(TransferError) -> (ConnectionLink, UInt16) {
+    guard let member = members.withLock({ $0[peer.fingerprint] }) else {
+      throw .notConnected(peer)
+    }
+    return (member.link, member.version)
   }
 
   /// Disconnects `peer` (GOODBYE, then close); its state becomes notConnected.

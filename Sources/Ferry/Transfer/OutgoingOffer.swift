@@ -243,27 +243,31 @@ final class OutgoingOffer: Sendable {
     // A resumed prefix is read and hashed, not sent: the digest covers the whole file.
     try await hashPrefix(fd, upTo: offset, into: hasher, index: index)
     var position = offset
+    // Where the data known to start at `position` ends: the whole file, unless it is sparse.
+    var dataEnd = sparse ? offset : file.size
+    var holesSent = false
     progress.advance(index, to: position)
     repeat {
       if let failure = state.withLock({ $0.failure }) { throw failure }
       var frames: [WireFrame] = []
-      // A sparse file's holes go as HOLE frames (hashed as the zeros they read as), its data
-      // as chunks that stop where the next hole starts.
-      var dataEnd = file.size
-      if sparse, position < file.size {
+      // A sparse file's holes go as HOLE frames (at most 1 GiB each, hashed as the zeros they
+      // read as), its data as chunks that stop where the next hole starts.
+      if position < file.size, position >= dataEnd {
         let (data, hole) = Self.nextData(fd, from: position, size: file.size)
         if data > position {
+          let length = min(data - position, ResourceMessage.maximumHoleSize)
           var payload = allocator.buffer(capacity: 12)
           payload.writeInteger(UInt32(index))
-          payload.writeInteger(data - position)
+          payload.writeInteger(length)
           frames.append(WireFrame(type: .hole, channel: channel, payload: payload))
-          await hasher.updateZeros(data - position)
-          prefixRead.add(data - position, ordering: .relaxed)
-          position = data
+          await hasher.updateZeros(length)
+          prefixRead.add(length, ordering: .relaxed)
+          position += length
+          holesSent = true
         }
-        dataEnd = hole
+        dataEnd = position < data ? position : hole  // still in the hole: ask again
       }
-      if position < file.size {
+      if position < dataEnd {
         let want = Int(min(UInt64(chunkSize), dataEnd - position))
         var buffer = allocator.buffer(capacity: 4 + want)
         buffer.writeInteger(UInt32(index))
@@ -274,6 +278,14 @@ final class OutgoingOffer: Sendable {
         frames.append(WireFrame(type: .chunk, channel: channel, payload: buffer))
       }
       if position == file.size {
+        // Holes were never read: the file must still be the one offered (one that shrank
+        // while it was sent would otherwise end in zeros it never held).
+        if holesSent {
+          var status = stat()
+          guard fstat(fd, &status) == 0, file.hasSizeAndTime(of: status) else {
+            throw readFailure(index, "\(urls[index].path) changed while it was being sent")
+          }
+        }
         let digest = await hasher.finalize()
         state.withLock { $0.digests[index] = digest }
         let end = ResourceMessage.fileEnd(channel: channel, file: UInt32(index), digest: digest)
@@ -287,19 +299,37 @@ final class OutgoingOffer: Sendable {
     } while position < file.size
   }
 
-  /// Where the data at or after `position` starts, and the hole after it (SEEK_DATA and
-  /// SEEK_HOLE); both are `size` when only a hole is left, and a filesystem that cannot tell
-  /// says all of it is data.
-  private static func nextData(_ fd: Int32, from position: UInt64, size: UInt64) -> (
+  /// Holes shorter than this are read and sent as the zeros they hold: a frame per small hole,
+  /// and chunks cut short at each, would cost more than the zeros.
+  static let minimumHole: UInt64 = 1 << 20
+
+  /// Where the data at or after `position` starts, and where it ends (SEEK_DATA and
+  /// SEEK_HOLE), holes shorter than ``minimumHole`` counted as data; both are `size` when only
+  /// a hole is left, and a filesystem that cannot tell says all of it is data.
+  static func nextData(_ fd: Int32, from position: UInt64, size: UInt64) -> (
     data: UInt64, hole: UInt64
   ) {
-    let data = ferry_seek_data(fd, off_t(position))
-    guard data >= 0 else { return errno == ENXIO ? (size, size) : (position, size) }
-    let start = min(UInt64(data), size)
-    let hole = ferry_seek_hole(fd, off_t(start))
-    // At least one byte of data: a hole found at `start` itself (a race with a writer) is
-    // read as data, and a changed file is caught by the size checks.
-    return (start, hole > data ? min(UInt64(hole), size) : size)
+    /// The data at or after `offset`; nil when only a hole is left (or the file ends).
+    func seekData(_ offset: UInt64) -> UInt64? {
+      let found = ferry_seek_data(fd, off_t(offset))
+      if found < 0 { return errno == ENXIO ? nil : offset }
+      return min(UInt64(found), size)
+    }
+    guard size - position >= minimumHole, let first = seekData(position) else {
+      return size - position >= minimumHole ? (size, size) : (position, size)
+    }
+    let data = first - position < minimumHole ? position : first
+    var end = first
+    while true {
+      let hole = ferry_seek_hole(fd, off_t(end))
+      // No hole found after the data (a race with a writer, or the end): data to the end.
+      guard hole > off_t(end), UInt64(hole) < size else { return (data, size) }
+      guard let next = seekData(UInt64(hole)) else {
+        return size - UInt64(hole) >= minimumHole ? (data, UInt64(hole)) : (data, size)
+      }
+      if next - UInt64(hole) >= minimumHole { return (data, UInt64(hole)) }
+      end = next
+    }
   }
 
   /// Reads and hashes file `index`'s first `length` bytes (a resumed prefix, or a held file),
@@ -395,7 +425,8 @@ final class OutgoingOffer: Sendable {
     case .offerAccept:
       guard case .offerAccept(_, let offsets, let held)? = try? ResourceMessage(frame: frame.flat),
         offsets.count == files.count,
-        zip(offsets, files).allSatisfy({ $0 == ResourceMessage.skip || $0 <= $1.size })
+        zip(offsets, files).allSatisfy({ $0 == ResourceMessage.skip || $0 <= $1.size }),
+        held.allSatisfy({ !files[Int($0)].isFolder })
       else { return violation("the receiver answered the offer wrongly") }
       let (first, waiter) = state.withLock {
         state -> (Bool, CheckedContinuation<[UInt64], any Error>?) in

@@ -31,10 +31,9 @@ public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
         "not enough space: \(Quantity.bytes(UInt64(max(0, needed)))) needed, "
         + "\(Quantity.bytes(UInt64(max(0, available)))) free"
     case .integrityCheckFailed(let path):
-      return "\(path): the received data is corrupt (SHA-256 mismatch)"
+      return "\(path): the received data is corrupt (digest mismatch)"
     case .tooManyFiles(0):
-      return
-        "nothing to offer: no files (empty folders need a receiver that speaks protocol version 3)"
+      return "nothing to offer: no files"
     case .tooManyFiles(let count):
       return "the offer has \(count) files; the limit is \(ProtocolLimits.maximumFilesPerOffer)"
     case .cannotRead(let reason): return "cannot read \(reason)"

@@ -20,7 +20,10 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
   /// The sender.
   public let peer: PeerID
   /// The files offered: each path (relative to the destination, validated) and size in bytes.
+  /// Empty folders to create are among them (size 0), named in ``folders``.
   public let files: [(path: String, size: UInt64)]
+  /// The paths in ``files`` that are empty folders to create rather than files.
+  public let folders: Set<String>
   /// The bytes of every file together.
   public let totalBytes: UInt64
 
@@ -30,11 +33,12 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
 
   /// - Parameter question: Counts this offer until the application answers or releases it.
   init(
-    peer: PeerID, files: [(path: String, size: UInt64)], question: OpenQuestions.Question? = nil,
-    decide: @escaping @Sendable (Decision) -> Void
+    peer: PeerID, files: [(path: String, size: UInt64)], folders: Set<String> = [],
+    question: OpenQuestions.Question? = nil, decide: @escaping @Sendable (Decision) -> Void
   ) {
     self.peer = peer
     self.files = files
+    self.folders = folders
     self.totalBytes = files.reduce(0) { $0 + $1.size }  // at most 2^62: checked when decoded
     self.question = question
     self.decide = decide

@@ -64,9 +64,10 @@ extension Session {
   func offer(
     _ items: [ResourceItem], to peer: PeerID, checksum: ChecksumAlgorithm = .xxh3
   ) throws(TransferError) -> ResourceTransfer {
-    let link = try link(to: peer)
-    // Empty folders only for a peer that can create them (version 3).
-    let folders = protocolVersion(with: peer) >= WireProtocol.digestChoiceVersion
+    let (link, version) = try linkAndVersion(to: peer)
+    // Empty folders only for a peer that can create them (version 3); an older one gets the
+    // files alone (a `ferry send` summary counts folders apart, so its count still holds).
+    let folders = version >= WireProtocol.digestChoiceVersion
     var files: [OfferedFile] = []
     var urls: [URL] = []
     for item in items where folders || !item.isFolder {

@@ -7,7 +7,7 @@ extension ProgressSnapshot {
     ProgressSnapshot(
       bytes: self.bytes + Int64(clamping: bytes), total: max(total, Int64(clamping: summary.bytes)),
       bytesPerSecond: bytesPerSecond, filesDone: filesDone + files,
-      fileCount: max(fileCount, summary.files), currentFile: currentFile,
+      fileCount: max(fileCount, summary.entries), currentFile: currentFile,
       currentFileBytes: currentFileBytes, currentFileSize: currentFileSize)
   }
 }

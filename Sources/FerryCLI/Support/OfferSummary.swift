@@ -6,8 +6,10 @@ import Foundation
 /// size before anything is transferred. Untrusted on the receiving side: decoded leniently,
 /// shown escaped and truncated.
 struct OfferSummary: Codable, Sendable, Equatable {
-  /// Number of files.
+  /// Number of files (empty folders not included).
   var files: Int
+  /// Number of empty folders to create; nil (from senders before them) means none.
+  var folders: Int?
   /// Total bytes.
   var bytes: UInt64
   /// The first few paths.
@@ -38,13 +40,20 @@ struct OfferSummary: Codable, Sendable, Equatable {
   /// size is announced without holding its paths).
   struct Builder {
     private var files = 0
+    private var folders = 0
     private var bytes: UInt64 = 0
     private var names: [String] = []
     private var overview = TreeOverview()
 
-    /// Counts one more file. Sizes are each at most 2^63 and the caller stops above 2^62 in
-    /// all, so the sum cannot overflow.
-    mutating func add(_ path: String, size: UInt64) {
+    /// Counts one more file, or empty folder (which is counted apart, named in no list but its
+    /// top-level entry's). Sizes are each at most 2^63 and the caller stops above 2^62 in all,
+    /// so the sum cannot overflow.
+    mutating func add(_ path: String, size: UInt64, isFolder: Bool = false) {
+      if isFolder {
+        folders += 1
+        overview.add(path, hidden: false)
+        return
+      }
       files += 1
       bytes += size
       if names.count < OfferSummary.shownNames { names.append(path) }
@@ -57,18 +66,24 @@ struct OfferSummary: Codable, Sendable, Equatable {
     /// The summary of every file counted.
     var summary: OfferSummary {
       OfferSummary(
-        files: files, bytes: bytes, names: names,
+        files: files, folders: folders, bytes: bytes, names: names,
         roots: overview.roots.reduce(0) { $0 + $1.utf8.count } <= OfferSummary.maximumRootBytes
           ? overview.roots : nil,
         hidden: overview.hidden)
     }
   }
 
-  private init(files: Int, bytes: UInt64, names: [String], roots: [String]?, hidden: Int) {
+  private init(
+    files: Int, folders: Int, bytes: UInt64, names: [String], roots: [String]?, hidden: Int
+  ) {
     (self.files, self.bytes, self.names, self.roots, self.hidden) = (
       files, bytes, names, roots, hidden
     )
+    self.folders = folders > 0 ? folders : nil
   }
+
+  /// Files and empty folders together: the entries of the batch's offers.
+  var entries: Int { files + (folders ?? 0) }
 
   /// The summary of a text sent alone.
   init(text: String) {
@@ -91,14 +106,15 @@ struct OfferSummary: Codable, Sendable, Equatable {
   static func decode(_ bytes: [UInt8]) -> OfferSummary? {
     guard let summary = try? JSONDecoder().decode(OfferSummary.self, from: Data(bytes)),
       (0...Int(Int32.max)).contains(summary.files),
+      (0...Int(Int32.max)).contains(summary.folders ?? 0),
       summary.bytes <= ProtocolLimits.maximumOfferBytes,
       summary.names.count <= min(summary.files, shownNames),
       summary.names.allSatisfy({ $0.utf8.count <= RelativePath.maximumBytes }),
-      (summary.roots?.count ?? 0) <= summary.files,
+      (summary.roots?.count ?? 0) <= summary.entries,
       (summary.roots ?? []).allSatisfy({ $0.utf8.count <= RelativePath.maximumBytes }),
       (0...summary.files).contains(summary.hidden ?? 0),
       // A text comes alone, and is short.
-      summary.text.map({ $0.utf8.count <= maximumTextBytes && summary.files == 0 }) ?? true
+      summary.text.map({ $0.utf8.count <= maximumTextBytes && summary.entries == 0 }) ?? true
     else { return nil }
     return summary
   }
@@ -106,12 +122,14 @@ struct OfferSummary: Codable, Sendable, Equatable {
   /// What the offers admitted under a summary added up to so far.
   struct Tally: Sendable, Equatable {
     var files = 0
+    var folders = 0
     var bytes: UInt64 = 0
     var hidden = 0
 
     static func + (lhs: Tally, rhs: Tally) -> Tally {
       Tally(
-        files: lhs.files + rhs.files, bytes: lhs.bytes + rhs.bytes, hidden: lhs.hidden + rhs.hidden)
+        files: lhs.files + rhs.files, folders: lhs.folders + rhs.folders,
+        bytes: lhs.bytes + rhs.bytes, hidden: lhs.hidden + rhs.hidden)
     }
   }
 
@@ -119,16 +137,21 @@ struct OfferSummary: Codable, Sendable, Equatable {
   /// of the same batch admitted before it (`before`; a batch of more files than one offer
   /// carries comes as consecutive offers): the first one starts with the names the summary
   /// showed, in order (all of them: a summary that shows fewer names than it could hides
-  /// nothing behind "… and N more"); together they have no more files, bytes or hidden
-  /// files than announced; nothing lies outside the top-level entries it listed. What a
-  /// person said yes to is then what is written.
+  /// nothing behind "… and N more"); together they have no more files, empty folders
+  /// (`folders`, the offer's paths that are folders), bytes or hidden files than announced;
+  /// nothing lies outside the top-level entries it listed. What a person said yes to is then
+  /// what is written.
   ///
   /// - Returns: The tally with this offer counted, or nil when it is not admitted.
-  func admits(_ files: [(path: String, size: UInt64)], after before: Tally = Tally()) -> Tally? {
-    guard let roots, let hidden, !files.isEmpty,
+  func admits(
+    _ entries: [(path: String, size: UInt64)], folders: Set<String> = [],
+    after before: Tally = Tally()
+  ) -> Tally? {
+    guard let roots, let hidden, !entries.isEmpty,
       names.count == min(self.files, Self.shownNames)
     else { return nil }
-    if before.files == 0 {
+    let files = entries.filter { !folders.contains($0.path) }
+    if before.files == 0, !files.isEmpty {
       // Byte for byte: two spellings that look alike are not the name that was shown.
       guard files.count >= names.count,
         files.prefix(names.count).map({ Array($0.path.utf8) }) == names.map({ Array($0.utf8) })
@@ -138,10 +161,13 @@ struct OfferSummary: Codable, Sendable, Equatable {
     let overview = TreeOverview(files.map(\.path))
     let tally =
       before
-      + Tally(files: files.count, bytes: files.reduce(0) { $0 + $1.size }, hidden: overview.hidden)
+      + Tally(
+        files: files.count, folders: entries.count - files.count,
+        bytes: files.reduce(0) { $0 + $1.size }, hidden: overview.hidden)
     let listed = Set(roots.map { Array($0.utf8) })
-    guard tally.files <= self.files, tally.bytes <= bytes, tally.hidden <= hidden,
-      overview.roots.allSatisfy({ listed.contains(Array($0.utf8)) })
+    guard tally.files <= self.files, tally.folders <= self.folders ?? 0, tally.bytes <= bytes,
+      tally.hidden <= hidden,
+      TreeOverview(entries.map(\.path)).roots.allSatisfy({ listed.contains(Array($0.utf8)) })
     else { return nil }
     return tally
   }

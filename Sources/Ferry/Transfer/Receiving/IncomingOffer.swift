@@ -146,7 +146,8 @@ final class IncomingOffer: @unchecked Sendable {
     case .asking(let open, let deliver):
       phase = .deciding
       let question = ResourceOffer(
-        peer: peer, files: offered.map { ($0.path, $0.size) }, question: open
+        peer: peer, files: offered.map { ($0.path, $0.size) },
+        folders: Set(offered.filter(\.isFolder).map(\.path)), question: open
       ) {
         [weak self] decision in
         guard let self else { return }
@@ -263,7 +264,7 @@ final class IncomingOffer: @unchecked Sendable {
         let name = names[index]
         // The same content already there (size and time first, then the digest) is neither
         // sent nor written, whatever the conflict policy: that is for different content.
-        if holdsFiles, options.relocate,
+        if holdsFiles, options.relocate, !file.isFolder,
           staging.destination.holdsFile(
             at: paths[index], matching: file, from: peer.fingerprint.bytes)
         {

@@ -69,10 +69,12 @@ final class Approvals: Sendable {
   /// Whether `files`, offered by `fingerprint`, are the next part of the batch its summary
   /// announced (``OfferSummary/admits(_:after:)``), with no other part being received: it is
   /// then counted as the part being received.
-  func admit(_ fingerprint: Fingerprint, _ files: [(path: String, size: UInt64)]) -> Bool {
+  func admit(
+    _ fingerprint: Fingerprint, _ files: [(path: String, size: UInt64)], folders: Set<String>
+  ) -> Bool {
     approvals.withLock { approvals in
       guard let approval = approvals[fingerprint], approval.admitted == nil,
-        let tally = approval.summary?.admits(files, after: approval.done)
+        let tally = approval.summary?.admits(files, folders: folders, after: approval.done)
       else { return false }
       approvals[fingerprint]?.admitted = tally
       return true
@@ -99,8 +101,9 @@ final class Approvals: Sendable {
       if let admitted = approval.admitted { approval.done = admitted }
       approval.admitted = nil
       approvals[fingerprint] = approval
-      guard let summary = approval.summary, approval.done.files > 0 else { return false }
-      return approval.done.files < summary.files
+      let done = approval.done
+      guard let summary = approval.summary, done.files + done.folders > 0 else { return false }
+      return done.files < summary.files || done.folders < summary.folders ?? 0
     }
   }
 

@@ -72,7 +72,7 @@ struct InvitationPrompt: Sendable {
     } else if let summary {
       lines += Self.listing(
         count: summary.files, bytes: summary.bytes, names: summary.names, roots: summary.roots,
-        hidden: summary.hidden)
+        hidden: summary.hidden, folders: summary.folders ?? 0)
     } else {
       lines.append("(it did not say what)")
     }
@@ -196,9 +196,10 @@ struct InvitationPrompt: Sendable {
   /// `N files, SIZE:` and the first names (escaped), with `… and N more`; when names are not
   /// all shown, the top-level entries they are in; and how many files are hidden.
   static func listing(
-    count: Int, bytes: UInt64, names: [String], roots: [String]?, hidden: Int?
+    count: Int, bytes: UInt64, names: [String], roots: [String]?, hidden: Int?, folders: Int = 0
   ) -> [String] {
-    var lines = ["\(Quantity.count(count, "file")), \(Quantity.bytes(bytes)):"]
+    let empty = folders > 0 ? ", \(Quantity.count(folders, "empty folder"))" : ""
+    var lines = ["\(Quantity.count(count, "file"))\(empty), \(Quantity.bytes(bytes)):"]
     lines += names.prefix(shownNames).map { "  " + printable($0) }
     if count > min(names.count, shownNames) {
       lines.append("  … and \(count - min(names.count, shownNames)) more")

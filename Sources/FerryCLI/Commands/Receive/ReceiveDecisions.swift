@@ -49,7 +49,7 @@ struct ReceiveDecisions: Sendable {
     var resumed: Approvals.Approval?
     var byPolicy = false
     let isConnected = session.connectedPeers.contains { $0.fingerprint == invitation.fingerprint }
-    if oneFile, let summary, summary.text == nil, summary.files != 1 {
+    if oneFile, let summary, summary.text == nil, summary.entries != 1 || summary.files != 1 {
       prompt.warn(invitation)
       accept = false
       reason =
@@ -179,14 +179,14 @@ struct ReceiveDecisions: Sendable {
     guard isTheOne else {
       return decline(offer, "this receiver takes one offer (--once)", counts: false)
     }
-    if oneFile && offer.files.count != 1 {
+    if oneFile && (offer.files.count != 1 || !offer.folders.isEmpty) {
       return decline(offer, "this receiver takes one file (--stdout)", counts: true)
     }
     let first = approval.offers == 0
     let question: InvitationPrompt.OfferQuestion
     // Counted as the batch's next part when it is one, also under a policy (so that --once
     // waits for the whole batch).
-    let inBatch = approvals.admit(offer.peer.fingerprint, offer.files)
+    let inBatch = approvals.admit(offer.peer.fingerprint, offer.files, folders: offer.folders)
     if approval.byPolicy || inBatch {
       return accept(offer)
     } else if first, let summary = approval.summary {

@@ -30,7 +30,7 @@ struct SendBatch: Sendable {
     var walk = ResourceWalk(entries)
     do {
       while let found = try walk.next(skipped: skipped) {
-        builder.add(found.item.path, size: found.size)
+        builder.add(found.item.path, size: found.size, isFolder: found.item.isFolder)
         guard builder.totalBytes <= ProtocolLimits.maximumOfferBytes else {
           throw SendPaths.failure(
             .tooLarge(DisplayText.escaping(found.item.url.path) + " (with the files before it)"))
@@ -44,22 +44,22 @@ struct SendBatch: Sendable {
       throw CLIFailure(status: .usage, message: "\(error)", code: .cannotRead)
     }
     let summary = builder.summary
-    guard summary.files > 0 else {
-      throw CLIFailure(
-        status: .usage, message: "nothing to send: the folders are empty", code: .empty)
+    // Empty folders are sent too: only entries that name nothing at all leave nothing.
+    guard summary.entries > 0 else {
+      throw CLIFailure(status: .usage, message: "nothing to send", code: .empty)
     }
     self.entries = entries
     self.summary = summary
   }
 
   /// The batch's parts, walked again from the start.
-  func parts() -> Parts { Parts(walk: ResourceWalk(entries), announced: summary.files) }
+  func parts() -> Parts { Parts(walk: ResourceWalk(entries), announced: summary.entries) }
 
   /// The batch's files, ``SendBatch/partSize`` at a time.
   struct Parts {
     fileprivate var walk: ResourceWalk
     fileprivate let announced: Int
-    /// Files handed out so far.
+    /// Files and empty folders handed out so far.
     private(set) var files = 0
 
     /// The next part, or nil when the batch is all sent.
