@@ -27,6 +27,8 @@ func escaped(_ string: String, keepingUnicode: Bool = false) -> String {
 
 /// Whether `scalar` must not reach a terminal as it is (see ``escaped(_:keepingUnicode:)``).
 func isHidden(_ scalar: Unicode.Scalar, atStart: Bool) -> Bool {
+  // Printable ASCII first, without a Unicode table lookup: most of what is shown.
+  if (0x20..<0x7F).contains(scalar.value) { return false }
   switch scalar.properties.generalCategory {
   case .control, .format, .lineSeparator, .paragraphSeparator, .privateUse, .unassigned,
     .surrogate:
@@ -63,6 +65,8 @@ public enum DisplayText {
   /// breaks and `\` and `"` stay as they are. For lines that mix a program's own words with
   /// text from peers, as a last guard before they are printed.
   public static func terminalSafe(_ text: String) -> String {
+    // Printable ASCII and newlines need nothing: the text as it is (once per file shown).
+    if text.utf8.allSatisfy({ (0x20..<0x7F).contains($0) || $0 == 0x0A }) { return text }
     var out = ""
     for scalar in text.unicodeScalars {
       if scalar != "\n" && isHidden(scalar, atStart: false) {

@@ -61,6 +61,13 @@ enum JSONValue: Sendable, Equatable {
 
   private func writeString(_ string: String, to out: inout String) {
     out += "\""
+    // Most strings (paths, digests, names) are printable ASCII with nothing to escape: one
+    // append, not one per character.
+    if string.utf8.allSatisfy({ (0x20..<0x7F).contains($0) && $0 != 0x22 && $0 != 0x5C }) {
+      out += string
+      out += "\""
+      return
+    }
     for scalar in string.unicodeScalars {
       switch scalar {
       case "\"": out += "\\\""

@@ -721,7 +721,8 @@ final class IncomingOffer: @unchecked Sendable {
   /// `text` as the peer may read it: this machine's own paths (the destination's location) are
   /// left out, so a sender learns nothing but paths relative to what it offered.
   private func forPeer(_ text: String) -> String {
-    guard let root = options?.destination.path, !root.isEmpty else { return text }
+    // Most acknowledgements carry no reason: nothing to search (once per file).
+    guard !text.isEmpty, let root = options?.destination.path, !root.isEmpty else { return text }
     return text.replacing(root + "/", with: "").replacing(root, with: "the destination")
   }
 }
