@@ -43,6 +43,10 @@ struct InvitationLoopbackTests {
       await inviterStates.first { $0.state == .connected && $0.peer == connectedPeer } != nil)
     #expect(
       await advertiserStates.first { $0.state == .connected && $0.peer == invitation.peer } != nil)
+    // The accepting side reports connecting too, first: as MultipeerConnectivity does.
+    #expect(
+      advertiserStates.all.prefix(2).map(\.element.state) == [.connecting, .connected],
+      "\(advertiserStates.all.map(\.element))")
 
     inviterSession.disconnect(connectedPeer)
     let gone = await advertiserStates.first { $0.state == .notConnected }

@@ -29,6 +29,43 @@ struct MessageAndStreamTests {
     #expect(reply?.peer == pair.advertiserPeer)
   }
 
+  @Test("Data in, Data out: the Data forms send and read the same bytes")
+  func dataForms() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let payload = Data("zoë ✓".utf8) + Data([0, 255])
+    try await pair.inviter.send(payload, to: [pair.advertiserPeer])
+    var iterator = pair.advertiser.messages.makeAsyncIterator()
+    let message = try #require(try await iterator.next())
+    #expect(message.bytes == payload)
+    #expect(message.data == [UInt8](payload))
+  }
+
+  @Test("two readers of messages at once: each message reaches one of them, none hangs")
+  func twoReaders() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let readers = (0..<2).map { _ in
+      Task {
+        var got: [String] = []
+        for try await message in pair.advertiser.messages {
+          let text = String(decoding: message.data, as: UTF8.self)
+          if text == "end" { break }
+          got.append(text)
+        }
+        return got
+      }
+    }
+    try await Task.sleep(for: .milliseconds(100))
+    for index in 0..<100 {
+      try await pair.inviter.send(Array("m\(index)".utf8), to: [pair.advertiserPeer])
+    }
+    // One end marker per reader.
+    for _ in 0..<2 { try await pair.inviter.send(Array("end".utf8), to: [pair.advertiserPeer]) }
+    let all = try await readers[0].value + readers[1].value
+    #expect(all.sorted() == (0..<100).map { "m\($0)" }.sorted())
+  }
+
   @Test("a 1 MiB message is the limit; bigger, or to a stranger, is a typed error")
   func limits() async throws {
     let pair = try await ConnectedPair.make()

@@ -156,6 +156,22 @@ struct ResourceConsentTests {
     // A cleanup that removes everything older than a second leaves the handed-over file.
     try StagingArea(destination: destination).removeStale(olderThan: .seconds(1))
     #expect(try sha256(of: staged) == sha256(of: file))
+    // The same file sent again, the first copy not moved yet: a second file, the first kept.
+    let before = events.all.count
+    _ = try await pair.inviter.sendResource(at: file, named: "old.txt", to: pair.advertiserPeer)
+      .result()
+    let again = await events.first(after: before) {
+      if case .finished(_, _, .success(_?), _) = $0 { return true }
+      return false
+    }
+    guard case .finished(_, _, .success(let second?), _)? = again?.record.element else {
+      Issue.record("no second staged file reported")
+      return
+    }
+    #expect(second != staged)
+    #expect(second.lastPathComponent.hasSuffix(".received"))
+    #expect(try sha256(of: staged) == sha256(of: file))
+    #expect(try sha256(of: second) == sha256(of: file))
   }
 
   @Test("a receiver's failure reasons name the file as offered, never where the receiver keeps it")

@@ -33,14 +33,16 @@ struct PeerIDTests {
     }
   }
 
-  @Test("peers are equal only when name and fingerprint are")
+  @Test("peers are equal, and hash alike, exactly when their fingerprints are: names aside")
   func equality() throws {
     let other = try Fingerprint(bytes: Array(repeating: 0xCD, count: 32))
-    #expect(
-      try PeerID(displayName: "a", fingerprint: fingerprint)
-        == PeerID(displayName: "a", fingerprint: fingerprint))
-    #expect(
-      try PeerID(displayName: "a", fingerprint: fingerprint)
-        != PeerID(displayName: "a", fingerprint: other))
+    let alice = try PeerID(displayName: "alice", fingerprint: fingerprint)
+    // Avahi renamed a clash: the discovered "alice #2" is the connected "alice".
+    let renamed = try PeerID(displayName: "alice #2", fingerprint: fingerprint)
+    #expect(alice == renamed)
+    #expect(alice.hashValue == renamed.hashValue)
+    #expect(Set([alice, renamed]).count == 1)
+    #expect(alice != (try PeerID(displayName: "alice", fingerprint: other)))
+    #expect(alice.displayName != renamed.displayName)
   }
 }

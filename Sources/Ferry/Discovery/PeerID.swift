@@ -2,7 +2,10 @@
 /// fingerprint of its identity certificate.
 ///
 /// The display name is what people read; the fingerprint is the real key. Two peers with the same
-/// name and different fingerprints are different peers (and, for a known name, a warning sign).
+/// name and different fingerprints are different peers (and, for a known name, a warning sign);
+/// two with the same fingerprint are one peer whatever their names (a peer discovered as
+/// `alice #2`, after Avahi renamed a clash, is the connected `alice`). Equality and hashing
+/// are therefore by fingerprint alone; compare ``displayName`` where the name itself matters.
 public struct PeerID: Hashable, Sendable, CustomStringConvertible {
   /// The longest display name in UTF-8 bytes: one DNS label, since the name is also the mDNS
   /// service instance name.
@@ -41,6 +44,16 @@ public struct PeerID: Hashable, Sendable, CustomStringConvertible {
     if displayName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
       throw .controlCharacterInDisplayName(escaped(displayName, keepingUnicode: true))
     }
+  }
+
+  /// Whether both are the same peer: the same fingerprint (names aside).
+  public static func == (lhs: PeerID, rhs: PeerID) -> Bool {
+    lhs.fingerprint == rhs.fingerprint
+  }
+
+  /// Hashes the fingerprint alone, as ``==`` compares it.
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(fingerprint)
   }
 
   /// The display name (control, format and other invisible characters escaped) followed by

@@ -335,7 +335,7 @@ public final class Session: Sendable {
 
   /// Reports a second link's progress only while the peer has no link: a peer connected by
   /// one link is not "connecting" or "not connected" because another was tried.
-  private func reportUnlessConnected(_ peer: PeerID, _ state: PeerState, reason: String? = nil) {
+  func reportUnlessConnected(_ peer: PeerID, _ state: PeerState, reason: String? = nil) {
     guard members.withLock({ $0[peer.fingerprint] == nil }) else { return }
     report(peer, state, reason: reason)
   }

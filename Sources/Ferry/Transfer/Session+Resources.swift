@@ -18,7 +18,8 @@ extension Session {
   }
 
   /// Offers waiting for a decision, after ``askAboutResourceOffers()``. Finishes after
-  /// ``close()``. One reader.
+  /// ``close()``. Several readers share them (each offer goes to one), as with every stream
+  /// of a session.
   public var resourceOffers: AsyncStream<ResourceOffer> {
     transfers.offers
   }

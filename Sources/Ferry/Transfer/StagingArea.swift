@@ -1,3 +1,4 @@
+import CFerrySystem
 import Crypto
 import FerryWire
 import Foundation
@@ -211,9 +212,15 @@ final class StagingArea: Sendable {
   ///
   /// - Throws: ``ResourceError/cannotWrite(_:)`` when the rename fails.
   func handOver(_ name: String) throws(ResourceError) -> URL {
-    let received = String(name.dropLast(Self.partSuffix.count)) + Self.receivedSuffix
-    guard renameat(fd, name, fd, received) == 0 else {
-      throw .cannotWrite("staging file \(name): \(errnoText())")
+    let stem = String(name.dropLast(Self.partSuffix.count))
+    var received = stem + Self.receivedSuffix
+    // Never over a file handed over before and not yet moved by the application (the same
+    // file sent twice has the same staging name): the second one gets a name of its own.
+    while ferry_rename_noreplace(fd, name, fd, received) != 0 {
+      guard errno == EEXIST else { throw .cannotWrite("staging file \(name): \(errnoText())") }
+      received =
+        stem + "-" + Hex.lowercase((0..<6).map { _ in UInt8.random(in: 0...255) })
+        + Self.receivedSuffix
     }
     removeMeta(name)
     return destination.root.appendingPathComponent(Self.directoryName)

@@ -1,14 +1,17 @@
 import Synchronization
 
-/// A single-consumer async buffer whose consumption is reported back: the receiving side of a
-/// flow-controlled channel. The link pushes what arrives; each element the application takes
-/// calls `onConsumed`, which grants the sender credit for it. A slow consumer therefore slows
-/// the sender instead of growing this buffer without bound.
+/// An async buffer whose consumption is reported back: the receiving side of a flow-controlled
+/// channel. The link pushes what arrives; each element the application takes calls
+/// `onConsumed`, which grants the sender credit for it. A slow consumer therefore slows the
+/// sender instead of growing this buffer without bound. Several readers may wait at once, as
+/// with `AsyncStream`: each element goes to one of them, the longest waiting first.
 final class CreditedBuffer<Element: Sendable>: Sendable {
   private struct State {
     var elements: [Element] = []
     var head = 0
-    var waiter: CheckedContinuation<Element?, any Error>?
+    /// Readers waiting, in the order they came, each with the number of its call.
+    var waiters: [(call: UInt64, continuation: CheckedContinuation<Element?, any Error>)] = []
+    var calls: UInt64 = 0
     var end: Result<Void, TransferError>?
   }
 
@@ -23,10 +26,7 @@ final class CreditedBuffer<Element: Sendable>: Sendable {
   func push(_ element: Element) {
     let waiter = state.withLock { state -> CheckedContinuation<Element?, any Error>? in
       guard state.end == nil else { return nil }
-      if let waiter = state.waiter {
-        state.waiter = nil
-        return waiter
-      }
+      if !state.waiters.isEmpty { return state.waiters.removeFirst().continuation }
       state.elements.append(element)
       return nil
     }
@@ -49,21 +49,27 @@ final class CreditedBuffer<Element: Sendable>: Sendable {
 
   /// Ends the sequence: cleanly, or with an error once the buffered elements are taken.
   func finish(_ end: Result<Void, TransferError> = .success(())) {
-    let waiter = state.withLock { state -> CheckedContinuation<Element?, any Error>? in
-      guard state.end == nil else { return nil }
+    let waiters = state.withLock { state -> [CheckedContinuation<Element?, any Error>] in
+      guard state.end == nil else { return [] }
       state.end = end
-      defer { state.waiter = nil }
-      return state.waiter
+      defer { state.waiters = [] }
+      return state.waiters.map(\.continuation)
     }
-    switch end {
-    case .success: waiter?.resume(returning: nil)
-    case .failure(let error): waiter?.resume(throwing: error)
+    for waiter in waiters {
+      switch end {
+      case .success: waiter.resume(returning: nil)
+      case .failure(let error): waiter.resume(throwing: error)
+      }
     }
   }
 
   /// The next element, nil at a clean end; throws the error the sequence ended with.
   func next() async throws -> Element? {
-    try await withTaskCancellationHandler {
+    let call = state.withLock { state in
+      state.calls += 1
+      return state.calls
+    }
+    return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
         let outcome = state.withLock { state -> Result<Element?, TransferError>? in
           if state.head < state.elements.count {
@@ -79,7 +85,9 @@ final class CreditedBuffer<Element: Sendable>: Sendable {
           case .success?: return .success(nil)
           case .failure(let error)?: return .failure(error)
           case nil:
-            state.waiter = continuation
+            // Cancelled before it could wait (the handler found nothing to cancel): not kept.
+            if Task.isCancelled { return .failure(.cancelled) }
+            state.waiters.append((call, continuation))
             return nil
           }
         }
@@ -87,6 +95,8 @@ final class CreditedBuffer<Element: Sendable>: Sendable {
         case .success(let element)?:
           if let element { onConsumed(element) }
           continuation.resume(returning: element)
+        case .failure(.cancelled)? where Task.isCancelled:
+          continuation.resume(throwing: CancellationError())
         case .failure(let error)?:
           continuation.resume(throwing: error)
         case nil:
@@ -94,9 +104,10 @@ final class CreditedBuffer<Element: Sendable>: Sendable {
         }
       }
     } onCancel: {
-      let waiter = state.withLock { state in
-        defer { state.waiter = nil }
-        return state.waiter
+      // This reader's wait only: the others keep theirs.
+      let waiter = state.withLock { state -> CheckedContinuation<Element?, any Error>? in
+        guard let index = state.waiters.firstIndex(where: { $0.call == call }) else { return nil }
+        return state.waiters.remove(at: index).continuation
       }
       waiter?.resume(throwing: CancellationError())
     }

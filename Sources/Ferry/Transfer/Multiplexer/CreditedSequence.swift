@@ -1,6 +1,7 @@
 import Synchronization
 
-/// The application's view of a ``CreditedBuffer``.
+/// The application's view of a credited buffer: data that gives its sender credit back as it
+/// is taken. Several iterators may wait at once; each element goes to one of them.
 public struct CreditedSequence<Element: Sendable>: AsyncSequence, Sendable {
   let buffer: CreditedBuffer<Element>
 
