@@ -95,6 +95,44 @@ struct LocalAvahiTests {
     }
   }
 
+  @Test("a Browser stopped and started again finds the peers again, on a new events sequence")
+  func browserRestarts() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let (advertiser, _, _) = try await startAdvertiser("restart-me", type: type)
+    defer { advertiser.stop() }
+    let browser = try Browser(serviceType: type)
+    defer { browser.stop() }
+    _ = try await discover("restart-me", with: EventRecorder(browser.events))
+    browser.stop()
+    #expect(!browser.isBrowsing)
+    #expect(browser.peers.isEmpty)
+    try browser.start()
+    try browser.start()  // already browsing: nothing more
+    #expect(browser.isBrowsing)
+    let second = EventRecorder(browser.events)
+    _ = try await discover("restart-me", with: second)
+    #expect(browser.peers.map(\.name) == ["restart-me"])
+    // The second run's sequence ends with it: its reader is not left waiting.
+    browser.stop()
+    for _ in 0..<500 where !second.isFinished { try await Task.sleep(for: .milliseconds(10)) }
+    #expect(second.isFinished)
+  }
+
+  @Test("two readers of a Browser's events at once stop the process loudly, never hang")
+  func browserSecondReader() async {
+    await #expect(processExitsWith: .failure) {
+      // Only the second reader may end it: a browser that cannot start exits cleanly.
+      guard let type = try? ServiceType("two-readers"),
+        let browser = try? Browser(serviceType: type)
+      else { exit(0) }
+      let first = Task { for try await _ in browser.events {} }
+      let second = Task { for try await _ in browser.events {} }
+      try await Task.sleep(for: .seconds(5))
+      first.cancel()
+      second.cancel()
+    }
+  }
+
   @Test("two Advertisers with the same name both appear, one renamed the Avahi way")
   func collidingNames() async throws {
     let type = try ServiceType(Harness.uniqueServiceType())

@@ -11,19 +11,33 @@ import Synchronization
 /// ```
 ///
 /// Browsing starts when the browser is created and runs until ``stop()`` (or the browser is
-/// released). A peer seen on several interfaces or IP versions is reported once, with all its
-/// addresses. If avahi-daemon restarts, every peer is reported lost and found again when the
-/// daemon is back.
+/// released); ``start()`` browses again after a stop (as MultipeerConnectivity apps do when a
+/// peer is lost), each run with an ``events`` sequence of its own. A peer seen on several
+/// interfaces or IP versions is reported once, with all its addresses. If avahi-daemon
+/// restarts, every peer is reported lost and found again when the daemon is back.
 public final class Browser: Sendable {
   /// The service type browsed.
   public let serviceType: ServiceType
-  /// Peers as they are found, change and are lost. Finishes after ``stop()``; throws
-  /// ``DiscoveryError/browsingFailed(reason:)`` if avahi-daemon stops browsing.
-  public let events: AsyncThrowingStream<BrowserEvent, any Error>
 
-  private let continuation: AsyncThrowingStream<BrowserEvent, any Error>.Continuation
-  private let engine: AvahiServiceBrowser
-  private let connection: Mutex<AvahiConnection?>
+  /// Peers as they are found, change and are lost, in the current run (or the last one, after
+  /// ``stop()``). Finishes at ``stop()``; throws ``DiscoveryError/browsingFailed(reason:)`` if
+  /// avahi-daemon stops browsing. After ``start()`` it is a new sequence: read it again. One
+  /// reader at a time: a second one waiting at once stops the process (the rule of
+  /// `AsyncThrowingStream`, "attempt to await next() on more than one task").
+  public var events: AsyncThrowingStream<BrowserEvent, any Error> {
+    run.withLock { $0.events }
+  }
+
+  /// One run of browsing, from a start to a stop.
+  private struct Run {
+    let events: AsyncThrowingStream<BrowserEvent, any Error>
+    let continuation: AsyncThrowingStream<BrowserEvent, any Error>.Continuation
+    let engine: AvahiServiceBrowser
+    /// Nil once stopped.
+    var connection: AvahiConnection?
+  }
+
+  private let run: Mutex<Run>
 
   /// Connects to avahi-daemon and starts browsing.
   ///
@@ -32,9 +46,16 @@ public final class Browser: Sendable {
   ///   bus is not running.
   public init(serviceType: ServiceType = .ferry) throws(DiscoveryError) {
     self.serviceType = serviceType
+    self.run = Mutex(try Self.begin(serviceType))
+  }
+
+  deinit {
+    stop()
+  }
+
+  /// Connects to avahi-daemon and browses `serviceType`: a new run.
+  private static func begin(_ serviceType: ServiceType) throws(DiscoveryError) -> Run {
     let (events, continuation) = AsyncThrowingStream<BrowserEvent, any Error>.makeStream()
-    self.events = events
-    self.continuation = continuation
     let engine = AvahiServiceBrowser(
       serviceType: serviceType,
       report: { event in
@@ -45,31 +66,62 @@ public final class Browser: Sendable {
         FerryLogging.logger.notice("browsing \(serviceType) failed: \(reason)")
         continuation.finish(throwing: DiscoveryError.browsingFailed(reason: reason))
       })
-    self.engine = engine
-    let connection = try AvahiConnection { event in engine.handle(event) }
-    connection.withLock { _ in engine.connection = connection }
-    self.connection = Mutex(connection)
-  }
-
-  deinit {
-    stop()
-  }
-
-  /// The peers found and not lost so far, sorted by name.
-  public var peers: [DiscoveredPeer] {
-    engine.peers
-  }
-
-  /// Stops browsing, disconnects from avahi-daemon and finishes ``events``. Idempotent.
-  public func stop() {
-    let connection = self.connection.withLock { connection in
-      defer { connection = nil }
-      return connection
+    let connection: AvahiConnection
+    do {
+      connection = try AvahiConnection { event in engine.handle(event) }
+    } catch {
+      continuation.finish(throwing: error)
+      throw error
     }
-    if let connection {
-      connection.withLock { _ in engine.stop() }
+    connection.withLock { _ in engine.connection = connection }
+    return Run(events: events, continuation: continuation, engine: engine, connection: connection)
+  }
+
+  /// The peers found and not lost so far in the current run, sorted by name (none when
+  /// stopped).
+  public var peers: [DiscoveredPeer] {
+    run.withLock { $0.connection == nil ? [] : $0.engine.peers }
+  }
+
+  /// Whether it is browsing (created or started, and not stopped since).
+  public var isBrowsing: Bool {
+    run.withLock { $0.connection != nil }
+  }
+
+  /// Browses again after ``stop()``, with a new ``events`` sequence; does nothing while
+  /// browsing.
+  ///
+  /// - Throws: ``DiscoveryError/discoveryUnavailable(reason:)`` when avahi-daemon or the system
+  ///   bus is not running (it stays stopped).
+  public func start() throws(DiscoveryError) {
+    guard !isBrowsing else { return }
+    let next = try Self.begin(serviceType)
+    // A start racing another: the first one's run stays, the second one's is let go.
+    let extra = run.withLock { run -> Run? in
+      guard run.connection == nil else { return next }
+      run = next
+      return nil
+    }
+    if let extra { Self.end(extra) }
+  }
+
+  /// Stops browsing, disconnects from avahi-daemon and finishes ``events``. Idempotent; the
+  /// browser can ``start()`` again.
+  public func stop() {
+    let stopped = run.withLock { run -> Run? in
+      guard run.connection != nil else { return nil }
+      defer { run.connection = nil }
+      return run
+    }
+    if let stopped { Self.end(stopped) }
+  }
+
+  /// Ends a run (outside the lock: closing joins Avahi's thread).
+  private static func end(_ run: Run) {
+    if let connection = run.connection {
+      connection.withLock { _ in run.engine.stop() }
       connection.close()
     }
-    continuation.finish()
+    run.continuation.finish()
   }
 }

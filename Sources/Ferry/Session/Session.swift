@@ -23,7 +23,9 @@ public final class Session: Sendable {
   public let myPeer: PeerID
   /// The connection timers.
   public let timeouts: ConnectionTimeouts
-  /// Every peer state change, in order. Finishes after ``close()``.
+  /// Every peer state change, in order. Finishes after ``close()``. Several readers may wait
+  /// at once (`AsyncStream`'s rule): each change goes to one of them, so one reader that wants
+  /// them all must be the only one.
   public let stateChanges: AsyncStream<PeerStateChange>
 
   /// What one peer may make this session hold.

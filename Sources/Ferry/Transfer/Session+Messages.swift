@@ -4,14 +4,14 @@ import NIOCore
 extension Session {
   /// Data messages from every peer, in arrival order per peer. Each message taken gives its
   /// sender credit for another; a session that does not read slows its senders down rather
-  /// than buffering without bound. Several readers may iterate it at once, as with
-  /// `AsyncStream`: each message goes to one of them (the one waiting longest), none is lost
-  /// and no reader hangs.
+  /// than buffering without bound. Several readers may iterate it at once: each message goes
+  /// to one of them (the one waiting longest), none is lost and no reader hangs.
   public var messages: CreditedSequence<ReceivedMessage> {
     CreditedSequence(buffer: transfers.messages)
   }
 
-  /// Streams opened by peers. Several readers share them as ``messages`` does.
+  /// Streams opened by peers. Several readers may wait at once (`AsyncStream`'s rule): each
+  /// stream goes to one of them.
   public var incomingStreams: AsyncStream<IncomingStream> {
     transfers.streams
   }

@@ -18,13 +18,15 @@ extension Session {
   }
 
   /// Offers waiting for a decision, after ``askAboutResourceOffers()``. Finishes after
-  /// ``close()``. Several readers share them (each offer goes to one), as with every stream
-  /// of a session.
+  /// ``close()``. Several readers may wait at once (`AsyncStream`'s rule): each offer goes to
+  /// one of them.
   public var resourceOffers: AsyncStream<ResourceOffer> {
     transfers.offers
   }
 
-  /// Files arriving from peers: offers, each file's start and end, each offer's end.
+  /// Files arriving from peers: offers, each file's start and end, each offer's end. Several
+  /// readers may wait at once (`AsyncStream`'s rule): each event goes to one of them, so one
+  /// reader that wants them all must be the only one.
   public var resourceEvents: AsyncStream<ResourceEvent> {
     transfers.resourceEvents
   }

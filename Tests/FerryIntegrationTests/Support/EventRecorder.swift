@@ -28,6 +28,9 @@ final class EventRecorder<Element: Sendable>: Sendable {
   /// Everything received so far.
   var all: [Record] { records.withLock { $0 } }
 
+  /// Whether the sequence ended.
+  var isFinished: Bool { finished.withLock { $0.done } }
+
   /// The error the sequence ended with, if any.
   var failure: String? { finished.withLock { $0.error } }
 
