@@ -17,8 +17,7 @@ let identity = Identity.generate()
 let session = try Session(identity: identity, displayName: name)
 
 if arguments[0] == "host" {
-  let advertiser = try Advertiser(
-    identity: identity, displayName: name, serviceType: try ServiceType("ferry-chat"))
+  let advertiser = try Advertiser(session: session, serviceType: try ServiceType("ferry-chat"))
   print("hosting as \(try await advertiser.start()); waiting for people to join")
   Task {
     for await invitation in advertiser.invitations {

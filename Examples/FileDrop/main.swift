@@ -7,7 +7,9 @@ import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let identity = Identity.generate()
-let session = try Session(identity: identity, displayName: "filedrop-\(getpid())")
+let name = arguments.first == "receive" ? "drop box" : "filedrop-\(getpid())"
+// One identity and one name: the advertiser is made from the session.
+let session = try Session(identity: identity, displayName: name)
 let type = try ServiceType("ferry-drop")
 
 func bar(_ snapshot: ProgressSnapshot) -> String {
@@ -21,7 +23,7 @@ func bar(_ snapshot: ProgressSnapshot) -> String {
 switch arguments.first {
 case "receive" where arguments.count == 2:
   session.receiveResources(ReceiveOptions(destination: URL(fileURLWithPath: arguments[1])))
-  let advertiser = try Advertiser(identity: identity, displayName: "drop box", serviceType: type)
+  let advertiser = try Advertiser(session: session, serviceType: type)
   print("receiving as \(try await advertiser.start()) into \(arguments[1])")
   Task {
     for await invitation in advertiser.invitations { try? await invitation.accept(into: session) }

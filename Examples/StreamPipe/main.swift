@@ -11,11 +11,12 @@ guard arguments.count == 2 else {
   exit(2)
 }
 let identity = Identity.generate()
-let session = try Session(identity: identity, displayName: "stream-\(getpid())")
+let session = try Session(
+  identity: identity, displayName: arguments[0] == "listen" ? arguments[1] : "stream-\(getpid())")
 let type = try ServiceType("ferry-pipe")
 
 if arguments[0] == "listen" {
-  let advertiser = try Advertiser(identity: identity, displayName: arguments[1], serviceType: type)
+  let advertiser = try Advertiser(session: session, serviceType: type)
   _ = try await advertiser.start()
   Task {
     for await invitation in advertiser.invitations { try? await invitation.accept(into: session) }

@@ -118,21 +118,6 @@ struct LocalAvahiTests {
     #expect(second.isFinished)
   }
 
-  @Test("two readers of a Browser's events at once stop the process loudly, never hang")
-  func browserSecondReader() async {
-    await #expect(processExitsWith: .failure) {
-      // Only the second reader may end it: a browser that cannot start exits cleanly.
-      guard let type = try? ServiceType("two-readers"),
-        let browser = try? Browser(serviceType: type)
-      else { exit(0) }
-      let first = Task { for try await _ in browser.events {} }
-      let second = Task { for try await _ in browser.events {} }
-      try await Task.sleep(for: .seconds(5))
-      first.cancel()
-      second.cancel()
-    }
-  }
-
   @Test("two Advertisers with the same name both appear, one renamed the Avahi way")
   func collidingNames() async throws {
     let type = try ServiceType(Harness.uniqueServiceType())

@@ -7,8 +7,8 @@ import Testing
 /// What a second reader of a session's event streams gets: the documented contract. A
 /// session's `AsyncStream`s (state changes, resource events, offers, incoming streams) and its
 /// messages (CreditedBufferTests) take several readers at once, each element going to one of
-/// them; a browser's events (an `AsyncThrowingStream`) stop the process on a second reader
-/// waiting at once (LocalAvahiTests).
+/// them; a browser's events (an `AsyncThrowingStream`) take one reader at a time (a second one
+/// waiting at once stops the process, that type's rule, as its doc comment says).
 @Suite("A second reader of a session's event streams")
 struct StreamReadersTests {
   /// What the readers saw, together.

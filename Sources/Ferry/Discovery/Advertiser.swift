@@ -153,6 +153,27 @@ public final class Advertiser: Sendable {
       listener: listener)
   }
 
+  /// Prepares an advertiser for `session`: its identity and display name, so that inviters
+  /// see the same peer the session shows once connected (one local identity for both, as
+  /// MultipeerConnectivity's one `MCPeerID`). Nothing happens until ``start()``.
+  ///
+  /// - Parameters: As ``init(identity:displayName:serviceType:port:discoveryInfo:knownPeers:maximumPendingInvitations:maximumPendingInvitationsPerAddress:timeouts:)``;
+  ///   the session's timeouts unless others are given.
+  /// - Throws: ``DiscoveryError/invalidDiscoveryInfo(_:)`` when the pairs break a TXT rule.
+  public convenience init(
+    session: Session, serviceType: ServiceType = .ferry, port: UInt16 = 0,
+    discoveryInfo: [String: String] = [:], knownPeers: KnownPeers? = nil,
+    maximumPendingInvitations: Int = 8, maximumPendingInvitationsPerAddress: Int = 2,
+    timeouts: ConnectionTimeouts? = nil
+  ) throws(DiscoveryError) {
+    try self.init(
+      identity: session.identity, displayName: session.myPeer.displayName,
+      serviceType: serviceType, port: port, discoveryInfo: discoveryInfo, knownPeers: knownPeers,
+      maximumPendingInvitations: maximumPendingInvitations,
+      maximumPendingInvitationsPerAddress: maximumPendingInvitationsPerAddress,
+      timeouts: timeouts ?? session.timeouts)
+  }
+
   private init(
     peer: PeerID, serviceType: ServiceType, port: UInt16, discoveryInfo: [String: String],
     listener: InvitationListener?

@@ -1,6 +1,7 @@
 import Ferry
 import Foundation
 import Synchronization
+import Testing
 
 /// A fresh identity in memory.
 func makeIdentity() -> Identity {
@@ -13,11 +14,14 @@ func startAdvertiser(
   timeouts: ConnectionTimeouts = .init()
 ) async throws -> (advertiser: Advertiser, session: Session, identity: Identity) {
   let identity = makeIdentity()
-  let advertiser = try Advertiser(
-    identity: identity, displayName: name, serviceType: type, knownPeers: knownPeers,
-    maximumPendingInvitations: maximumPending, timeouts: timeouts)
-  _ = try await advertiser.start()
   let session = try Session(identity: identity, displayName: name, timeouts: timeouts)
+  // One identity and name for both, taken from the session.
+  let advertiser = try Advertiser(
+    session: session, serviceType: type, knownPeers: knownPeers,
+    maximumPendingInvitations: maximumPending)
+  _ = try await advertiser.start()
+  #expect(advertiser.peer == session.myPeer)
+  #expect(advertiser.peer.displayName == session.myPeer.displayName)
   return (advertiser, session, identity)
 }
 
