@@ -55,9 +55,11 @@ struct HostGuestTests {
     #expect(received.data == Array(text.utf8))
   }
 
-  @Test("host and guest invite each other at the same moment: one link stays, both connected")
+  @Test(
+    "host and guest invite each other at the same moment, 50 times: one link stays, both connected"
+  )
   func simultaneousConnect() async throws {
-    for round in 0..<6 {
+    for round in 0..<50 {
       let host = try await Node("host")
       let guest = try await Node("guest")
       defer {

@@ -70,8 +70,6 @@ public final class Invitation: Sendable, CustomStringConvertible {
         handler.decline(.sessionFull, reason: "the session is full")
         return .sessionFull
       }
-      // As on the inviting side: connecting, then connected (unless another link connects it).
-      session.reportUnlessConnected(peer, .connecting)
       // Adopt before ACCEPT leaves: the inviter's loop may act on ACCEPT at once, and by then
       // this session must already list the peer.
       switch session.adopt(peer, link: link, handler: handler, invitedHere: false) {
@@ -84,7 +82,6 @@ public final class Invitation: Sendable, CustomStringConvertible {
         handler.disconnect(reason: "connected already, by this end's invitation")
       case .full:
         handler.decline(.sessionFull, reason: "the session is full")
-        session.reportUnlessConnected(peer, .notConnected, reason: "the session is full")
         return .sessionFull
       }
       return nil

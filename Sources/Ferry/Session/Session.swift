@@ -324,8 +324,13 @@ public final class Session: Sendable {
       self?.linkEnded(peer, link: link, reason: reason, onPurpose: handler.endedOnPurpose)
     }
     attachTransfers(of: link, to: peer, version: handler.protocolVersion ?? 1)
-    // A replaced link's peer stayed connected: said once.
+    // A replaced link's peer stayed connected: said once. The accepting end says connecting
+    // first, as the inviting end did when the handshake began (as MultipeerConnectivity does),
+    // here where no other link of the peer can report in between.
     if previous == nil {
+      if !invitedHere {
+        continuation.yield(PeerStateChange(peer: peer, state: .connecting, reason: nil))
+      }
       continuation.yield(PeerStateChange(peer: peer, state: .connected, reason: nil))
     }
     return .adopted
@@ -337,7 +342,7 @@ public final class Session: Sendable {
 
   /// Reports a second link's progress only while the peer has no link: a peer connected by
   /// one link is not "connecting" or "not connected" because another was tried.
-  func reportUnlessConnected(_ peer: PeerID, _ state: PeerState, reason: String? = nil) {
+  private func reportUnlessConnected(_ peer: PeerID, _ state: PeerState, reason: String? = nil) {
     guard members.withLock({ $0[peer.fingerprint] == nil }) else { return }
     report(peer, state, reason: reason)
   }
