@@ -89,7 +89,7 @@ public final class Browser: Sendable {
   }
 
   /// Browses again after ``stop()``, with a new ``events`` sequence; does nothing while
-  /// browsing.
+  /// browsing (after ``DiscoveryError/browsingFailed(reason:)`` too: call ``stop()`` first).
   ///
   /// - Throws: ``DiscoveryError/discoveryUnavailable(reason:)`` when avahi-daemon or the system
   ///   bus is not running (it stays stopped).

@@ -305,7 +305,18 @@ public final class Session: Sendable {
       let member = Member(
         peer: peer, link: link, invitedHere: invitedHere,
         version: handler.protocolVersion ?? 1)
-      return (.adopted, members.updateValue(member, forKey: peer.fingerprint))
+      let previous = members.updateValue(member, forKey: peer.fingerprint)
+      // A replaced link's peer stayed connected: said once. The accepting end says connecting
+      // first, as the inviting end did when the handshake began (as MultipeerConnectivity
+      // does). Said under the lock, as every change of this peer's membership is, so that no
+      // other link's report can come in between.
+      if previous == nil {
+        if !invitedHere {
+          continuation.yield(PeerStateChange(peer: peer, state: .connecting, reason: nil))
+        }
+        continuation.yield(PeerStateChange(peer: peer, state: .connected, reason: nil))
+      }
+      return (.adopted, previous)
     }
     switch outcome {
     case .full:
@@ -324,15 +335,6 @@ public final class Session: Sendable {
       self?.linkEnded(peer, link: link, reason: reason, onPurpose: handler.endedOnPurpose)
     }
     attachTransfers(of: link, to: peer, version: handler.protocolVersion ?? 1)
-    // A replaced link's peer stayed connected: said once. The accepting end says connecting
-    // first, as the inviting end did when the handshake began (as MultipeerConnectivity does),
-    // here where no other link of the peer can report in between.
-    if previous == nil {
-      if !invitedHere {
-        continuation.yield(PeerStateChange(peer: peer, state: .connecting, reason: nil))
-      }
-      continuation.yield(PeerStateChange(peer: peer, state: .connected, reason: nil))
-    }
     return .adopted
   }
 
@@ -343,8 +345,10 @@ public final class Session: Sendable {
   /// Reports a second link's progress only while the peer has no link: a peer connected by
   /// one link is not "connecting" or "not connected" because another was tried.
   private func reportUnlessConnected(_ peer: PeerID, _ state: PeerState, reason: String? = nil) {
-    guard members.withLock({ $0[peer.fingerprint] == nil }) else { return }
-    report(peer, state, reason: reason)
+    // Checked and said under one lock: an adoption cannot slip in between.
+    members.withLock { members in
+      if members[peer.fingerprint] == nil { report(peer, state, reason: reason) }
+    }
   }
 
   /// Whether `peer`'s last link ended on purpose (a GOODBYE, a violation), not lost.
@@ -364,12 +368,10 @@ public final class Session: Sendable {
         closed.remove(peer.fingerprint)
       }
     }
-    let removed = members.withLock { members -> Bool in
-      guard members[peer.fingerprint]?.link === link else { return false }
+    // Removed and said under one lock, so that a new link's connected cannot come first.
+    members.withLock { members in
+      guard members[peer.fingerprint]?.link === link else { return }
       members[peer.fingerprint] = nil
-      return true
-    }
-    if removed {
       continuation.yield(
         PeerStateChange(
           peer: peer, state: .notConnected, reason: reason, closedOnPurpose: onPurpose))

@@ -216,7 +216,7 @@ final class StagingArea: Sendable {
     var received = stem + Self.receivedSuffix
     // Never over a file handed over before and not yet moved by the application (the same
     // file sent twice has the same staging name): the second one gets a name of its own.
-    while ferry_rename_noreplace(fd, name, fd, received) != 0 {
+    while renameNoReplace(fd, name, fd, received) != 0 {
       guard errno == EEXIST else { throw .cannotWrite("staging file \(name): \(errnoText())") }
       received =
         stem + "-" + Hex.lowercase((0..<6).map { _ in UInt8.random(in: 0...255) })

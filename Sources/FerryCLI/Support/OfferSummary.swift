@@ -17,7 +17,7 @@ struct OfferSummary: Codable, Sendable, Equatable {
   /// Every top-level entry (a path's first component), in order; nil when they do not fit
   /// in ``maximumRootBytes`` (the first offer is then asked about on its real files).
   var roots: [String]?
-  /// How many files have a hidden component (one starting with `.`).
+  /// How many files and empty folders have a hidden component (one starting with `.`).
   var hidden: Int?
   /// `ferry send --text`: a text sent alone (no files), shown by the receiver once accepted.
   var text: String?
@@ -45,13 +45,13 @@ struct OfferSummary: Codable, Sendable, Equatable {
     private var names: [String] = []
     private var overview = TreeOverview()
 
-    /// Counts one more file, or empty folder (which is counted apart, named in no list but its
-    /// top-level entry's). Sizes are each at most 2^63 and the caller stops above 2^62 in all,
-    /// so the sum cannot overflow.
+    /// Counts one more file, or empty folder (which is counted apart and named in no list but
+    /// its top-level entry's; a hidden one counts as hidden). Sizes are each at most 2^63 and
+    /// the caller stops above 2^62 in all, so the sum cannot overflow.
     mutating func add(_ path: String, size: UInt64, isFolder: Bool = false) {
       if isFolder {
         folders += 1
-        overview.add(path, hidden: false)
+        overview.add(path)
         return
       }
       files += 1
@@ -112,7 +112,7 @@ struct OfferSummary: Codable, Sendable, Equatable {
       summary.names.allSatisfy({ $0.utf8.count <= RelativePath.maximumBytes }),
       (summary.roots?.count ?? 0) <= summary.entries,
       (summary.roots ?? []).allSatisfy({ $0.utf8.count <= RelativePath.maximumBytes }),
-      (0...summary.files).contains(summary.hidden ?? 0),
+      (0...summary.entries).contains(summary.hidden ?? 0),
       // A text comes alone, and is short.
       summary.text.map({ $0.utf8.count <= maximumTextBytes && summary.entries == 0 }) ?? true
     else { return nil }
@@ -151,14 +151,16 @@ struct OfferSummary: Codable, Sendable, Equatable {
       names.count == min(self.files, Self.shownNames)
     else { return nil }
     let files = entries.filter { !folders.contains($0.path) }
-    if before.files == 0, !files.isEmpty {
-      // Byte for byte: two spellings that look alike are not the name that was shown.
-      guard files.count >= names.count,
-        files.prefix(names.count).map({ Array($0.path.utf8) }) == names.map({ Array($0.utf8) })
+    // The batch's first files are the names shown, in order, whichever parts they come in
+    // (empty folders may come first). Byte for byte: two spellings that look alike are not
+    // the name that was shown.
+    if before.files < names.count {
+      let shown = names[before.files..<min(names.count, before.files + files.count)]
+      guard files.prefix(shown.count).map({ Array($0.path.utf8) }) == shown.map({ Array($0.utf8) })
       else { return nil }
     }
     // Each size is ≤ 2^62 and an offer's total too (the library checked): no overflow.
-    let overview = TreeOverview(files.map(\.path))
+    let overview = TreeOverview(entries.map(\.path))
     let tally =
       before
       + Tally(
@@ -166,8 +168,7 @@ struct OfferSummary: Codable, Sendable, Equatable {
         bytes: files.reduce(0) { $0 + $1.size }, hidden: overview.hidden)
     let listed = Set(roots.map { Array($0.utf8) })
     guard tally.files <= self.files, tally.folders <= self.folders ?? 0, tally.bytes <= bytes,
-      tally.hidden <= hidden,
-      TreeOverview(entries.map(\.path)).roots.allSatisfy({ listed.contains(Array($0.utf8)) })
+      tally.hidden <= hidden, overview.roots.allSatisfy({ listed.contains(Array($0.utf8)) })
     else { return nil }
     return tally
   }

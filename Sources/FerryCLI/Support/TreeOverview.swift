@@ -16,13 +16,12 @@ struct TreeOverview: Sendable {
     for path in paths { add(path) }
   }
 
-  /// Counts one more path: its top-level entry, and whether it is hidden unless `hidden` is
-  /// false (an empty folder, which is no hidden file).
-  mutating func add(_ path: String, hidden countsHidden: Bool = true) {
+  /// Counts one more path.
+  mutating func add(_ path: String) {
     let bytes = Array(path.utf8)
     let root = Array(bytes.prefix { $0 != UInt8(ascii: "/") })
     if seen.insert(root).inserted { roots.append(String(decoding: root, as: UTF8.self)) }
     let components = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
-    if countsHidden, components.contains(where: { $0.first == UInt8(ascii: ".") }) { hidden += 1 }
+    if components.contains(where: { $0.first == UInt8(ascii: ".") }) { hidden += 1 }
   }
 }

@@ -201,8 +201,11 @@ struct InvitationPrompt: Sendable {
     let empty = folders > 0 ? ", \(Quantity.count(folders, "empty folder"))" : ""
     var lines = ["\(Quantity.count(count, "file"))\(empty), \(Quantity.bytes(bytes)):"]
     lines += names.prefix(shownNames).map { "  " + printable($0) }
-    if count > min(names.count, shownNames) {
-      lines.append("  … and \(count - min(names.count, shownNames)) more")
+    // Where they all go: whenever some are not named (more files, or empty folders).
+    if count > min(names.count, shownNames) || folders > 0 {
+      if count > min(names.count, shownNames) {
+        lines.append("  … and \(count - min(names.count, shownNames)) more")
+      }
       if let roots {
         let shown = roots.prefix(shownRoots).map { printable($0) }.joined(separator: ", ")
         let more = roots.count > shownRoots ? " and \(roots.count - shownRoots) more" : ""
@@ -213,8 +216,9 @@ struct InvitationPrompt: Sendable {
       }
     }
     if let hidden, hidden > 0 {
-      lines.append(
-        "  including \(Quantity.count(hidden, "hidden file")) (a name starting with \".\")")
+      let plural = hidden == 1 ? "" : "s"
+      let what = folders > 0 ? "hidden file\(plural) or folder\(plural)" : "hidden file\(plural)"
+      lines.append("  including \(hidden) \(what) (a name starting with \".\")")
     } else if hidden == nil {
       lines.append("  (the sender did not say whether any file is hidden)")
     }
