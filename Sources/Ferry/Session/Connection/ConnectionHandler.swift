@@ -212,7 +212,26 @@ final class ConnectionHandler: ChannelInboundHandler {
 
   /// Closes a connected link with GOODBYE; the link is reported ended at once.
   func disconnect(reason: String) {
-    perform(machine.disconnect(reason: reason))
+    perform(machine.disconnect(reason: reason), closingGently: true)
+  }
+
+  /// The longest a link closed on purpose waits, after its GOODBYE, for the peer to close its
+  /// side (``closeGently(_:)``).
+  static let lingerLimit: TimeAmount = .seconds(2)
+
+  /// Closes after a GOODBYE without losing it: the output is closed once everything queued
+  /// before it is written (TLS close_notify, then FIN), and the whole channel when the peer
+  /// closes its side, or after ``lingerLimit``. Closing at once would drop the writes still
+  /// queued (a RESET saying why a transfer stopped) and, with the peer's frames unread on the
+  /// socket, make the kernel answer with a TCP reset, which can make the peer drop what it had
+  /// not read yet.
+  private func closeGently(_ context: ChannelHandlerContext) {
+    let channel = context.channel
+    let timer = context.eventLoop.scheduleTask(in: Self.lingerLimit) {
+      channel.close(promise: nil)
+    }
+    channel.closeFuture.whenComplete { _ in timer.cancel() }
+    context.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
   }
 
   /// Closes the link because the peer broke the protocol or one of its limits: GOODBYE with
@@ -224,14 +243,17 @@ final class ConnectionHandler: ChannelInboundHandler {
 
   // MARK: Performing actions
 
-  private func perform(_ actions: [ConnectionStateMachine.Action], forwarding data: NIOAny? = nil) {
+  private func perform(
+    _ actions: [ConnectionStateMachine.Action], forwarding data: NIOAny? = nil,
+    closingGently: Bool = false
+  ) {
     guard let context else { return }
     for action in actions {
       switch action {
       case .send(let message):
         send(message, context: context)
       case .close:
-        context.close(promise: nil)
+        if closingGently { closeGently(context) } else { context.close(promise: nil) }
       case .cancelDeadline:
         deadline?.cancel()
         deadline = nil
