@@ -179,10 +179,7 @@ public final class Session: Sendable {
 
   /// The link to a connected peer.
   func link(to peer: PeerID) throws(TransferError) -> ConnectionLink {
-    guard let member = members.withLock({ $0[peer.fingerprint] }) else {
-      throw .notConnected(peer)
-    }
-    return member.link
+    try linkAndVersion(to: peer).0
   }
 
   /// The link to `peer` and the protocol version agreed on it, read together (a link

@@ -7,6 +7,8 @@ struct ContentHasher {
   private enum State {
     case sha256(SHA256)
     case xxh3(XXH3State)
+    /// Only while a state is taken out to be updated (``update(_:)``): never seen outside it.
+    case updating
   }
 
   private var state: State
@@ -21,15 +23,20 @@ struct ContentHasher {
 
   /// Hashes `bytes` after the bytes given before.
   mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    // Each state is taken out (`.updating` in its place) so that it is uniquely referenced:
+    // updated in place, not copied (SHA256 is copy-on-write too).
     switch state {
     case .sha256(var hasher):
+      state = .updating
       hasher.update(bufferPointer: bytes)
       state = .sha256(hasher)
     case .xxh3(var hasher):
-      state = .sha256(SHA256())  // drops the enum's reference, so the state is unique
+      state = .updating
       if !isKnownUniquelyReferenced(&hasher) { hasher = hasher.copy() }
       hasher.update(bytes)
       state = .xxh3(hasher)
+    case .updating:
+      preconditionFailure("a hasher updated while it is being updated")
     }
   }
 
@@ -44,6 +51,7 @@ struct ContentHasher {
     switch state {
     case .sha256(let hasher): return Array(hasher.finalize())
     case .xxh3(let hasher): return hasher.digest()
+    case .updating: preconditionFailure("a hasher read while it is being updated")
     }
   }
 }

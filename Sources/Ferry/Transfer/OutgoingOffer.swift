@@ -190,13 +190,9 @@ final class OutgoingOffer: Sendable {
     try await hashPrefix(fd, upTo: files[index].size, into: hasher, index: index)
     let digest = await hasher.finalize()
     state.withLock { $0.digests[index] = digest }
-    let end = ResourceMessage.fileEnd(channel: channel, file: UInt32(index), digest: digest).frame
     try await inFlight.add(
-      [
-        WireFrame(
-          type: .fileEnd, channel: channel,
-          payload: link.channel.allocator.buffer(bytes: end.payload))
-      ], link: link, channel: channel)
+      [frame(.fileEnd(channel: channel, file: UInt32(index), digest: digest))], link: link,
+      channel: channel)
     // At once, not batched: the receiver starts comparing while the next file is hashed.
     try await inFlight.submitNow(link: link, channel: channel)
   }
@@ -225,13 +221,9 @@ final class OutgoingOffer: Sendable {
     if file.isFolder {
       // An empty folder: nothing to read, only its FILE_END (the digest of no bytes).
       let digest = ContentHasher(state.withLock { $0.checksum }).finalize()
-      let end = ResourceMessage.fileEnd(channel: channel, file: UInt32(index), digest: digest)
       return try await inFlight.add(
-        [
-          WireFrame(
-            type: .fileEnd, channel: channel,
-            payload: link.channel.allocator.buffer(bytes: end.frame.payload))
-        ], link: link, channel: channel)
+        [frame(.fileEnd(channel: channel, file: UInt32(index), digest: digest))], link: link,
+        channel: channel)
     }
     let (fd, isSparse) = try openOffered(index)
     defer { close(fd) }
@@ -256,10 +248,7 @@ final class OutgoingOffer: Sendable {
         let (data, hole) = Self.nextData(fd, from: position, size: file.size)
         if data > position {
           let length = min(data - position, ResourceMessage.maximumHoleSize)
-          var payload = allocator.buffer(capacity: 12)
-          payload.writeInteger(UInt32(index))
-          payload.writeInteger(length)
-          frames.append(WireFrame(type: .hole, channel: channel, payload: payload))
+          frames.append(frame(.hole(channel: channel, file: UInt32(index), length: length)))
           await hasher.updateZeros(length)
           prefixRead.add(length, ordering: .relaxed)
           position += length
@@ -288,11 +277,7 @@ final class OutgoingOffer: Sendable {
         }
         let digest = await hasher.finalize()
         state.withLock { $0.digests[index] = digest }
-        let end = ResourceMessage.fileEnd(channel: channel, file: UInt32(index), digest: digest)
-          .frame
-        frames.append(
-          WireFrame(type: .fileEnd, channel: channel, payload: allocator.buffer(bytes: end.payload))
-        )
+        frames.append(frame(.fileEnd(channel: channel, file: UInt32(index), digest: digest)))
       }
       try await inFlight.add(frames, link: link, channel: channel)
       progress.advance(index, to: position)
@@ -302,6 +287,11 @@ final class OutgoingOffer: Sendable {
   /// Holes shorter than this are read and sent as the zeros they hold: a frame per small hole,
   /// and chunks cut short at each, would cost more than the zeros.
   static let minimumHole: UInt64 = 1 << 20
+
+  /// `message` encoded for the link (FILE_END and HOLE: small frames, copied once).
+  private func frame(_ message: ResourceMessage) -> WireFrame {
+    WireFrame(message.frame, allocator: link.channel.allocator)
+  }
 
   /// Where the data at or after `position` starts, and where it ends (SEEK_DATA and
   /// SEEK_HOLE), holes shorter than ``minimumHole`` counted as data; both are `size` when only
