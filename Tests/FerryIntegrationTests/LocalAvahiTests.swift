@@ -118,6 +118,48 @@ struct LocalAvahiTests {
     #expect(second.isFinished)
   }
 
+  @Test(
+    "an Advertiser stopped and started again is found again on its port, with new sequences that take new invitations"
+  )
+  func advertiserRestarts() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let (advertiser, hostSession, _) = try await startAdvertiser("adv-again", type: type)
+    defer { advertiser.stop() }
+    let firstPort = advertiser.port
+    #expect(advertiser.isAdvertising)
+    let browser = try Browser(serviceType: type)
+    defer { browser.stop() }
+    let events = EventRecorder(browser.events)
+    _ = try await discover("adv-again", with: events)
+
+    let firstInvitations = advertiser.invitations
+    let firstEvents = EventRecorder(advertiser.events)
+    advertiser.stop()
+    #expect(!advertiser.isAdvertising)
+    #expect(await events.first(where: { $0.isLost("adv-again") }) != nil)
+    // The stopped run's sequences end: their readers are not left waiting.
+    var drained = firstInvitations.makeAsyncIterator()
+    #expect(await drained.next() == nil)
+    for _ in 0..<500 where !firstEvents.isFinished { try await Task.sleep(for: .milliseconds(10)) }
+    #expect(firstEvents.isFinished)
+
+    let name = try await advertiser.start()
+    #expect(name == "adv-again")
+    #expect(advertiser.isAdvertising)
+    #expect(advertiser.port == firstPort, "a restarted advertiser keeps its port while it is free")
+    let found = try await discover("adv-again", with: events)
+    #expect(found.port == firstPort)
+
+    let guest = try Session(identity: makeIdentity(), displayName: "guest-again")
+    defer { guest.close() }
+    async let invited = browser.invite(found, to: guest, context: [7])
+    var invitations = advertiser.invitations.makeAsyncIterator()
+    let invitation = try #require(await invitations.next())
+    #expect(invitation.context == [7])
+    try await invitation.accept(into: hostSession)
+    #expect(try await invited.fingerprint == hostSession.myPeer.fingerprint)
+  }
+
   @Test("two Advertisers with the same name both appear, one renamed the Avahi way")
   func collidingNames() async throws {
     let type = try ServiceType(Harness.uniqueServiceType())

@@ -27,20 +27,52 @@ public final class Advertiser: Sendable {
   /// The TCP port published in the SRV record (for a listening advertiser: known once
   /// ``start()`` has bound it).
   public var port: UInt16 { core.state.withLock { $0.port } }
-  /// Invitations received, for an advertiser created with an identity; finishes after ``stop()``
-  /// (and at once for a publish-only advertiser).
-  public let invitations: AsyncStream<Invitation>
+  /// Invitations received in the current run (or the last one, after ``stop()``), for an
+  /// advertiser created with an identity; finishes after ``stop()`` (and at once for a
+  /// publish-only advertiser). After ``start()`` following a stop it is a new sequence: read it
+  /// again. Several readers may wait at once: each invitation goes to one of them, in order.
+  public var invitations: AsyncStream<Invitation> {
+    core.state.withLock { $0.run.invitations }
+  }
   /// The TXT record published: `v`, `fp` and the application's pairs.
   public let discoveryInfo: DiscoveryInfo
   /// What happens to the publication after ``start()``: renames, daemon restarts, failures.
-  /// Finishes after ``stop()``.
-  public let events: AsyncStream<AdvertiserEvent>
+  /// Finishes after ``stop()``; a new sequence after ``start()`` following a stop. Several
+  /// readers split the events between them.
+  public var events: AsyncStream<AdvertiserEvent> {
+    core.state.withLock { $0.run.events }
+  }
 
-  private let listener: InvitationListener?
+  /// Makes the listener of each run (nil for a publish-only advertiser).
+  private let makeListener: (@Sendable () -> InvitationListener)?
   private let core: Core
+
+  /// One run, from a start (or creation) to a stop: its event stream and its listener.
+  private struct Run {
+    let generation: UInt64
+    let events: AsyncStream<AdvertiserEvent>
+    let continuation: AsyncStream<AdvertiserEvent>.Continuation
+    let listener: InvitationListener?
+    let invitations: AsyncStream<Invitation>
+
+    init(generation: UInt64, listener: InvitationListener?) {
+      self.generation = generation
+      (events, continuation) = AsyncStream.makeStream(
+        of: AdvertiserEvent.self, bufferingPolicy: .unbounded)
+      self.listener = listener
+      if let listener {
+        invitations = listener.invitations
+      } else {
+        let (stream, finished) = AsyncStream<Invitation>.makeStream()
+        finished.finish()
+        invitations = stream
+      }
+    }
+  }
 
   private struct State {
     var port: UInt16
+    var run: Run
     var listening = false
     var connection: AvahiConnection?
     var publication: AvahiPublication?
@@ -49,23 +81,23 @@ public final class Advertiser: Sendable {
     var stopped = false
   }
 
-  /// What the poll thread reaches: the state and the events' continuation.
+  /// What the poll thread reaches: the state, whose run holds the events' continuation.
   private final class Core: Sendable {
     let state: Mutex<State>
-    let continuation: AsyncStream<AdvertiserEvent>.Continuation
     let serviceType: ServiceType
 
-    init(
-      state: State, continuation: AsyncStream<AdvertiserEvent>.Continuation,
-      serviceType: ServiceType
-    ) {
+    init(state: State, serviceType: ServiceType) {
       self.state = Mutex(state)
-      self.continuation = continuation
       self.serviceType = serviceType
     }
 
-    /// Runs on the poll thread.
-    func publicationReported(_ event: AvahiPublication.Event) {
+    /// Runs on the poll thread; `generation` is the run the publication belongs to (a report
+    /// from a stopped run is dropped).
+    func publicationReported(_ event: AvahiPublication.Event, generation: UInt64) {
+      let current = state.withLock { state -> AsyncStream<AdvertiserEvent>.Continuation? in
+        state.run.generation == generation && !state.stopped ? state.run.continuation : nil
+      }
+      guard let continuation = current else { return }
       switch event {
       case .established(let name):
         let waiter = state.withLock { state in
@@ -111,7 +143,7 @@ public final class Advertiser: Sendable {
   ) throws(DiscoveryError) {
     try self.init(
       peer: peer, serviceType: serviceType, port: port, discoveryInfo: discoveryInfo,
-      listener: nil)
+      makeListener: nil)
   }
 
   /// Prepares an advertiser that listens for invitations; nothing happens until ``start()``.
@@ -144,13 +176,14 @@ public final class Advertiser: Sendable {
     } catch {
       throw .invalidDisplayName(error)
     }
-    let listener = InvitationListener(
-      identity: identity, displayName: displayName, timeouts: timeouts, knownPeers: knownPeers,
-      maximumPending: maximumPendingInvitations,
-      maximumPendingPerAddress: maximumPendingInvitationsPerAddress)
     try self.init(
       peer: peer, serviceType: serviceType, port: port, discoveryInfo: discoveryInfo,
-      listener: listener)
+      makeListener: {
+        InvitationListener(
+          identity: identity, displayName: displayName, timeouts: timeouts,
+          knownPeers: knownPeers, maximumPending: maximumPendingInvitations,
+          maximumPendingPerAddress: maximumPendingInvitationsPerAddress)
+      })
   }
 
   /// Prepares an advertiser for `session`: its identity and display name, so that inviters
@@ -176,7 +209,7 @@ public final class Advertiser: Sendable {
 
   private init(
     peer: PeerID, serviceType: ServiceType, port: UInt16, discoveryInfo: [String: String],
-    listener: InvitationListener?
+    makeListener: (@Sendable () -> InvitationListener)?
   ) throws(DiscoveryError) {
     self.peer = peer
     self.serviceType = serviceType
@@ -185,18 +218,9 @@ public final class Advertiser: Sendable {
     } catch {
       throw .invalidDiscoveryInfo(error)
     }
-    self.listener = listener
-    let (events, continuation) = AsyncStream.makeStream(
-      of: AdvertiserEvent.self, bufferingPolicy: .unbounded)
-    self.events = events
-    self.core = Core(state: State(port: port), continuation: continuation, serviceType: serviceType)
-    if let listener {
-      invitations = listener.invitations
-    } else {
-      let (stream, finished) = AsyncStream<Invitation>.makeStream()
-      finished.finish()
-      invitations = stream
-    }
+    self.makeListener = makeListener
+    let run = Run(generation: 0, listener: makeListener?())
+    self.core = Core(state: State(port: port, run: run), serviceType: serviceType)
   }
 
   deinit {
@@ -209,37 +233,80 @@ public final class Advertiser: Sendable {
     core.state.withLock { $0.publishedName }
   }
 
+  /// Whether it is advertising or listening: started (by ``start()`` or ``listen()``) and not
+  /// stopped since.
+  public var isAdvertising: Bool {
+    core.state.withLock { state in
+      !state.stopped && (state.listening || state.publication != nil)
+    }
+  }
+
   /// Starts the TLS listener without publishing anything, so that peers who know the address
   /// can invite this one even when avahi-daemon is not running. Calling it again (or calling
-  /// ``start()`` afterwards) keeps the same listener.
+  /// ``start()`` afterwards) keeps the same listener. After ``stop()`` it begins a new run, on
+  /// the port of the last one when that port is still free.
   ///
   /// - Returns: The bound TCP port (0 for a publish-only advertiser, which has no listener).
   /// - Throws: ``DiscoveryError/portInUse(port:)`` when another program holds the port,
   ///   ``DiscoveryError/cannotListen(port:reason:)`` when it cannot be bound otherwise;
-  ///   ``DiscoveryError/stopped`` after ``stop()``.
+  ///   ``DiscoveryError/stopped`` when ``stop()`` is called meanwhile.
   @discardableResult
   public func listen() async throws(DiscoveryError) -> UInt16 {
-    guard let listener else { return 0 }
-    let (requested, listening, stopped) = core.state.withLock {
-      ($0.port, $0.listening, $0.stopped)
+    let restartedFrom = restartIfStopped()
+    let (listener, requested, listening, generation) = core.state.withLock {
+      ($0.run.listener, $0.port, $0.listening, $0.run.generation)
     }
-    if stopped { throw .stopped }
+    guard let listener else { return 0 }
     if listening { return requested }
     do {
-      let bound = try await listener.start(port: requested)
-      core.state.withLock {
-        $0.port = bound
-        $0.listening = true
+      let bound: UInt16
+      if let restartedFrom, restartedFrom != 0 {
+        // The last run's port, so that peers holding its address still reach this one.
+        if let again = try? await listener.start(port: restartedFrom) {
+          bound = again
+        } else {
+          bound = try await listener.start(port: 0)
+        }
+      } else {
+        bound = try await listener.start(port: requested)
       }
+      let current = core.state.withLock { state in
+        guard state.run.generation == generation, !state.stopped else { return false }
+        state.port = bound
+        state.listening = true
+        return true
+      }
+      if !current { throw DiscoveryError.stopped }
       return bound
+    } catch let error as DiscoveryError {
+      throw error
     } catch {
       throw listenFailure(error, port: requested)
     }
   }
 
+  /// Begins a new run after ``stop()``: a new listener, event stream and invitation stream.
+  ///
+  /// - Returns: The last run's bound port when a new run began, nil when none was stopped.
+  private func restartIfStopped() -> UInt16? {
+    guard let lastPort = core.state.withLock({ $0.stopped ? $0.port : nil }) else { return nil }
+    let listener = makeListener?()
+    let began = core.state.withLock { state -> Bool in
+      guard state.stopped else { return false }  // another call began it meanwhile
+      state.run = Run(generation: state.run.generation + 1, listener: listener)
+      state.stopped = false
+      state.listening = false
+      state.publishedName = nil
+      return true
+    }
+    if !began { listener?.stop() }
+    return began ? lastPort : nil
+  }
+
   /// Starts the listener (if any and not yet started by ``listen()``), connects to
   /// avahi-daemon, publishes the service and waits until it is established on the network
-  /// (typically under a second: Avahi probes the name first).
+  /// (typically under a second: Avahi probes the name first). After ``stop()`` it begins a new
+  /// run, with new ``events`` and ``invitations`` sequences.
   ///
   /// If avahi-daemon is unavailable the listener keeps running (until ``stop()``), so
   /// invitations by direct address still arrive.
@@ -249,8 +316,9 @@ public final class Advertiser: Sendable {
   /// - Throws: ``DiscoveryError/discoveryUnavailable(reason:)`` when avahi-daemon or the system
   ///   bus is not running; ``DiscoveryError/registrationFailed(reason:)`` when the daemon refuses
   ///   the service; ``DiscoveryError/portInUse(port:)`` or
-  ///   ``DiscoveryError/cannotListen(port:reason:)`` when the port cannot be bound; ``DiscoveryError/stopped`` when ``stop()`` is called (or the task is cancelled)
-  ///   before the service is established or when called twice.
+  ///   ``DiscoveryError/cannotListen(port:reason:)`` when the port cannot be bound;
+  ///   ``DiscoveryError/stopped`` when ``stop()`` is called (or the task is cancelled) before
+  ///   the service is established, or when the service is already published.
   public func start() async throws(DiscoveryError) -> String {
     try await listen()
     do {
@@ -272,38 +340,44 @@ public final class Advertiser: Sendable {
     }
   }
 
-  /// Withdraws the service (peers see it removed within about a second) and disconnects from
-  /// avahi-daemon. Idempotent.
+  /// Withdraws the service (peers see it removed within about a second), disconnects from
+  /// avahi-daemon, stops listening and finishes this run's ``events`` and ``invitations``
+  /// (invitations already taken stay answerable). Idempotent; ``start()`` or ``listen()``
+  /// begins a new run.
   public func stop() {
-    let (connection, publication, waiter) = core.state.withLock { state in
+    let (connection, publication, waiter, run) = core.state.withLock { state in
+      let wasRunning = !state.stopped
       state.stopped = true
       defer {
         state.connection = nil
         state.publication = nil
         state.waiter = nil
       }
-      return (state.connection, state.publication, state.waiter)
+      return (state.connection, state.publication, state.waiter, wasRunning ? state.run : nil)
     }
     if let connection, let publication {
       connection.withLock { _ in publication.withdraw() }
       connection.close()
     }
-    listener?.stop()
+    run?.listener?.stop()
     waiter?.resume(throwing: DiscoveryError.stopped)
-    core.continuation.finish()
+    run?.continuation.finish()
   }
 
   private func begin(waiter: CheckedContinuation<String, any Error>) throws(DiscoveryError) {
+    let generation = core.state.withLock { $0.run.generation }
     let publication = AvahiPublication(
       name: peer.displayName, type: serviceType.dnsSDType, port: self.port,
       txt: discoveryInfo.encodedEntries
-    ) { [core] event in
+    ) { [core, generation] event in
       // The core, never self: were the poll thread to hold the last reference to the
       // advertiser, its deinit (which stops and joins the poll thread) would run there.
-      core.publicationReported(event)
+      core.publicationReported(event, generation: generation)
     }
     try core.state.withLock { state throws(DiscoveryError) in
-      guard !state.stopped, state.publication == nil else { throw .stopped }
+      guard !state.stopped, state.publication == nil, state.run.generation == generation else {
+        throw .stopped
+      }
       state.waiter = waiter
       state.publication = publication
     }
