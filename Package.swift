@@ -13,6 +13,7 @@ let package = Package(
   platforms: [.macOS(.v15)],
   products: [
     .library(name: "Ferry", targets: ["Ferry"]),
+    .library(name: "FerryMultipeer", targets: ["FerryMultipeer"]),
     .executable(name: "ferry", targets: ["FerryCLI"]),
   ],
   dependencies: [
@@ -52,6 +53,8 @@ let package = Package(
       ],
       swiftSettings: instrumented
     ),
+    // MultipeerConnectivity's API over Ferry, so that an app ports by changing one import.
+    .target(name: "FerryMultipeer", dependencies: ["Ferry"]),
     .executableTarget(
       name: "FerryCLI",
       dependencies: [
@@ -84,6 +87,19 @@ let package = Package(
       name: "ferry-example-batch",
       dependencies: ["Ferry"],
       path: "Examples/BatchSender"
+    ),
+    // The seed's file transfer written with FerryMultipeer as an iOS developer would: the
+    // sender in Swift 5 language mode, the receiver in Swift 6, so that both modes build.
+    .executableTarget(
+      name: "ferry-example-mpc-send",
+      dependencies: ["FerryMultipeer"],
+      path: "Examples/MultipeerSender",
+      swiftSettings: [.swiftLanguageMode(.v5)]
+    ),
+    .executableTarget(
+      name: "ferry-example-mpc-receive",
+      dependencies: ["FerryMultipeer"],
+      path: "Examples/MultipeerReceiver"
     ),
     .executableTarget(
       name: "ferry-state-fuzz",
@@ -118,7 +134,11 @@ let package = Package(
     ),
     .testTarget(
       name: "FerryIntegrationTests",
-      dependencies: ["Ferry", "FerryWire"]
+      dependencies: ["Ferry", "FerryWire", "FerryMultipeer"]
+    ),
+    .testTarget(
+      name: "FerryMultipeerTests",
+      dependencies: ["FerryMultipeer", "Ferry"]
     ),
   ],
   swiftLanguageModes: [.v6]

@@ -92,6 +92,32 @@ public struct Identity: Sendable {
     return try! Identity(certificate: certificate, privateKey: key)
   }
 
+  /// Builds an identity from the PEM texts ``certificatePEM`` and ``privateKeyPEM`` wrote, as
+  /// an application restores an identity it keeps (in its keychain or an archive).
+  ///
+  /// - Throws: ``IdentityError/corrupted(path:reason:)`` (with path "<memory>") when either
+  ///   text does not parse or the key is not the certificate's.
+  public init(certificatePEM: String, privateKeyPEM: String) throws(IdentityError) {
+    let key: P256.Signing.PrivateKey
+    do {
+      key = try P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM)
+    } catch {
+      throw .corrupted(path: "<memory>", reason: "not a P-256 private key in PEM")
+    }
+    let certificate: Certificate
+    do {
+      certificate = try Certificate(pemEncoded: certificatePEM)
+    } catch {
+      throw .corrupted(path: "<memory>", reason: "not an X.509 certificate in PEM")
+    }
+    try self.init(certificate: certificate, privateKey: key)
+  }
+
+  /// The PEM (PKCS#8) of the private key: a secret, to be stored as one.
+  public var privateKeyPEM: String {
+    privateKey.pemRepresentation
+  }
+
   /// The PEM of the certificate.
   public var certificatePEM: String {
     // Serializing a certificate that was parsed or built cannot fail.

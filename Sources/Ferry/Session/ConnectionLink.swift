@@ -8,11 +8,14 @@ final class ConnectionLink: Sendable {
 
   /// When the peer last sent anything on this link.
   let activity: LinkActivity
+  /// The certificate the peer presented in the TLS handshake.
+  let peerCertificate: PeerCertificateSlot
 
   /// Call on the channel's event loop.
   init(channel: Channel, handler: ConnectionHandler, multiplexer: LinkMultiplexer) {
     self.channel = channel
     self.activity = handler.activity
+    self.peerCertificate = handler.peerCertificate
     self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
     self.multiplexer = NIOLoopBound(multiplexer, eventLoop: channel.eventLoop)
   }

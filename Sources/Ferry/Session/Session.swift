@@ -95,6 +95,12 @@ public final class Session: Sendable {
     members.withLock { $0.values.map(\.peer) }.sorted { $0.displayName < $1.displayName }
   }
 
+  /// The certificate (DER) `peer` presented in the TLS handshake of its link, nil when it is
+  /// not connected. Its SHA-256 is `peer.fingerprint`. Any thread.
+  public func certificateDER(of peer: PeerID) -> [UInt8]? {
+    members.withLock { $0[peer.fingerprint]?.link.peerCertificate.value }
+  }
+
   /// The verification code this peer and `peer` both display.
   public func verificationCode(with peer: PeerID) -> VerificationCode {
     VerificationCode(myPeer.fingerprint, peer.fingerprint)

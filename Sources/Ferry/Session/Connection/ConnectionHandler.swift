@@ -42,6 +42,8 @@ final class ConnectionHandler: ChannelInboundHandler {
   /// When the peer last sent anything, readable from any thread (``Session`` asks whether a
   /// link is alive).
   let activity = LinkActivity()
+  /// The certificate the peer presented, once the TLS handshake completed.
+  let peerCertificate = PeerCertificateSlot()
   /// Why this end refused the peer's certificate, set by the TLS handler's verification.
   private var certificateRefusal: String?
   /// ``FerryLogging/logger`` when the connection opened, with its remote address and (once
@@ -124,7 +126,9 @@ final class ConnectionHandler: ChannelInboundHandler {
   func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
     if case TLSUserEvent.handshakeCompleted(let negotiated) = event, machine.isInTLSHandshake {
       let certificate = try? context.pipeline.syncOperations.nioSSL_peerCertificate()
-      let fingerprint = (try? certificate?.toDERBytes()).map { Fingerprint(sha256Of: $0) }
+      let der = try? certificate?.toDERBytes()
+      if let der { peerCertificate.record(der) }
+      let fingerprint = der.map { Fingerprint(sha256Of: $0) }
       perform(machine.tlsCompleted(peer: fingerprint, alpn: negotiated))
     }
     context.fireUserInboundEventTriggered(event)
