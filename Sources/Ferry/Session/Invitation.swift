@@ -79,7 +79,7 @@ public final class Invitation: Sendable, CustomStringConvertible {
         // Both invited each other: the link this end invited is the one both keep. Accept
         // this one (the inviter's end then settles the same way) and close it.
         _ = handler.accept()
-        handler.disconnect(reason: "connected already, by this end's invitation")
+        handler.disconnect(reason: Session.crossedReason)
       case .full:
         handler.decline(.sessionFull, reason: "the session is full")
         return .sessionFull

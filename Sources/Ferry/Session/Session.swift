@@ -331,7 +331,7 @@ public final class Session: Sendable {
     case .adopted:
       break
     }
-    previous?.link.onHandler { $0.disconnect(reason: "replaced by a new connection") }
+    previous?.link.onHandler { $0.disconnect(reason: Self.replacedReason) }
     closedOnPurpose.withLock { _ = $0.remove(peer.fingerprint) }
     handler.onLinkEnded = { [weak self, unowned handler] reason in
       // On the loop, in the turn that ended the link: recorded before any transfer on it fails.
@@ -340,6 +340,13 @@ public final class Session: Sendable {
     attachTransfers(of: link, to: peer, version: handler.protocolVersion ?? 1)
     return .adopted
   }
+
+  /// The GOODBYE reason of a link replaced by a newer one to the same peer (both ends keep
+  /// the newer link: the peer that reads it is about to adopt that link, or has).
+  package static let replacedReason = "replaced by a new connection"
+  /// The GOODBYE reason of an accepted link closed because both peers invited each other and
+  /// the other link stays.
+  package static let crossedReason = "connected already, by this end's invitation"
 
   func report(_ peer: PeerID, _ state: PeerState, reason: String? = nil) {
     continuation.yield(PeerStateChange(peer: peer, state: state, reason: reason))

@@ -133,8 +133,9 @@ open class MCNearbyServiceAdvertiser: NSObject, @unchecked Sendable {
       Task {
         do {
           try await invitation.accept(into: session.ferrySession)
+          session.attemptEnded(peer, failed: false)
         } catch {
-          session.attemptFailed(peer)
+          session.attemptEnded(peer, failed: true)
         }
       }
     }

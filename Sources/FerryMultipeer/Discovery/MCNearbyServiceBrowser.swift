@@ -118,7 +118,7 @@ open class MCNearbyServiceBrowser: NSObject, @unchecked Sendable {
     let discovered = state.withLock { $0.found[peerID.ferryPeer.fingerprint]?.peer }
     session.attemptBegan(peerID)
     guard let discovered, let browser = state.withLock({ $0.browser }) else {
-      session.attemptFailed(peerID)
+      session.attemptEnded(peerID, failed: true)
       return
     }
     let seconds = timeout > 0 ? min(timeout, 120) : 30
@@ -128,8 +128,9 @@ open class MCNearbyServiceBrowser: NSObject, @unchecked Sendable {
         _ = try await browser.invite(
           discovered, to: session.ferrySession, context: context,
           timeout: .milliseconds(Int64(seconds * 1000)))
+        session.attemptEnded(peerID, failed: false)
       } catch {
-        session.attemptFailed(peerID)
+        session.attemptEnded(peerID, failed: true)
       }
     }
   }

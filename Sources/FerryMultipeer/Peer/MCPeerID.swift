@@ -66,7 +66,7 @@ open class MCPeerID: NSObject, NSCopying, NSSecureCoding, Codable, @unchecked Se
     (try? PeerID.validate(displayName: displayName)) != nil
   }
 
-  /// The SHA-256 fingerprint of the peer's certificate, in hex: what makes two peers the same
+  /// The SHA-256 fingerprint of the peer's certificate, in upper-case hex: what makes two peers the same
   /// one (not in Apple's API).
   public var fingerprint: String { ferryPeer.fingerprint.hexString }
 
@@ -174,7 +174,6 @@ open class MCPeerID: NSObject, NSCopying, NSSecureCoding, Codable, @unchecked Se
   ) -> (String, PeerID, Identity?)? {
     guard let displayName, let fingerprint,
       let parsed = try? Fingerprint(parsing: fingerprint),
-      parsed.hexString == fingerprint.lowercased(),
       let peer = try? PeerID(displayName: displayName, fingerprint: parsed)
     else { return nil }
     switch (certificate, privateKey) {

@@ -143,15 +143,15 @@ open class MCSession: NSObject, @unchecked Sendable {
     state.withLock { $0.gate.isConnected(peer.ferryPeer.fingerprint) }
   }
 
-  /// An invitation to or from `peer` began.
+  /// An invitation to or from `peer` began; end it with ``attemptEnded(_:failed:)``.
   func attemptBegan(_ peer: MCPeerID) {
     _ = object(for: peer.ferryPeer, preferring: peer)
-    gate { $0.connecting(peer.ferryPeer) }
+    gate { $0.attemptBegan(peer.ferryPeer) }
   }
 
-  /// An invitation to or from `peer` failed.
-  func attemptFailed(_ peer: MCPeerID) {
-    gate { $0.attemptFailed(peer.ferryPeer) }
+  /// An invitation to or from `peer` ended, in failure or not.
+  func attemptEnded(_ peer: MCPeerID, failed: Bool) {
+    gate { $0.attemptEnded(peer.ferryPeer, failed: failed) }
   }
 
   /// Runs one gate transition under the lock and performs its steps, in order, on the queue.
@@ -200,6 +200,12 @@ open class MCSession: NSObject, @unchecked Sendable {
       pending.done()
     case .disconnect(let peer):
       ferrySession.disconnect(peer)
+    case .awaitReplacement(let peer, let token):
+      let this = WeakReference(self)
+      Task {
+        try? await Task.sleep(for: PeerGate<Pending>.replacementGrace)
+        this.object?.gate { $0.replacementExpired(peer, token: token) }
+      }
     }
   }
 }

@@ -21,6 +21,10 @@ struct PeerGate<Event> {
     case awaitingCertificate(question: UInt64, held: [Event])
     /// `connected` delivered: events go straight through.
     case connected
+    /// Connected, and the peer closed the link saying it keeps a newer one to this peer (two
+    /// invitations crossed): still connected for the delegate while Ferry adopts the newer
+    /// link, for at most ``replacementGrace``; `token` tells the expiry of this wait apart.
+    case replaced(token: UInt64)
     /// Was connected and is gone: late events of the ended link still go through, in order.
     case ended
     /// Its certificate was declined: its events are dropped until it connects again.
@@ -39,50 +43,93 @@ struct PeerGate<Event> {
     case drop(Event)
     /// Close the link to the peer (its certificate was declined).
     case disconnect(PeerID)
+    /// Call ``replacementExpired(_:token:)`` after ``replacementGrace``.
+    case awaitReplacement(PeerID, token: UInt64)
   }
 
+  /// How long a peer whose link was replaced stays connected waiting for the newer link.
+  static var replacementGrace: Duration { .seconds(2) }
+
   private(set) var phases: [Fingerprint: Phase] = [:]
+  /// Invitations to or from each peer still under way. While one is, a failed attempt or
+  /// Ferry's `notConnected` for a link that never connected is not reported: two apps that
+  /// invite each other at once make two attempts, one of which loses, and the other one
+  /// decides.
+  private var attempts: [Fingerprint: Int] = [:]
   private var questions: UInt64 = 0
+  /// Peers asked about whose link the peer replaced before the answer: the wait's token.
+  private var replacing: [Fingerprint: UInt64] = [:]
 
   /// The peers whose `connected` was delivered and not yet followed by `notConnected`.
   var connected: [Fingerprint] {
-    phases.compactMap { fingerprint, phase in
-      if case .connected = phase { return fingerprint }
-      return nil
-    }
+    phases.keys.filter { isConnected($0) }
   }
 
   /// Whether `fingerprint`'s `connected` was delivered (and it has not left since).
   func isConnected(_ fingerprint: Fingerprint) -> Bool {
-    if case .connected = phases[fingerprint] { return true }
-    return false
-  }
-
-  /// An invitation to or from `peer` began (before Ferry reports anything).
-  mutating func connecting(_ peer: PeerID) -> [Step] {
-    switch phases[peer.fingerprint] ?? .idle {
-    case .idle, .ended, .refused:
-      phases[peer.fingerprint] = .connecting(held: [])
-      return [.report(peer, .connecting)]
-    case .connecting, .awaitingCertificate, .connected:
-      return []
+    switch phases[fingerprint] {
+    case .connected, .replaced: true
+    default: false
     }
   }
 
-  /// An invitation to or from `peer` failed: `notConnected`, unless it connected anyway (a
-  /// crossed invitation kept the other link).
-  mutating func attemptFailed(_ peer: PeerID) -> [Step] {
-    guard case .connecting(let held) = phases[peer.fingerprint] else { return [] }
+  /// An invitation to or from `peer` began (before Ferry reports anything); end it with
+  /// ``attemptEnded(_:failed:)``.
+  mutating func attemptBegan(_ peer: PeerID) -> [Step] {
+    attempts[peer.fingerprint, default: 0] += 1
+    return connecting(peer)
+  }
+
+  /// An invitation to or from `peer` ended: `notConnected` when it failed, no other attempt
+  /// is under way and the peer did not connect anyway (a crossed invitation kept the other
+  /// link).
+  mutating func attemptEnded(_ peer: PeerID, failed: Bool) -> [Step] {
+    let left = max(0, attempts[peer.fingerprint, default: 0] - 1)
+    attempts[peer.fingerprint] = left == 0 ? nil : left
+    guard failed, left == 0, case .connecting(let held) = phases[peer.fingerprint] else {
+      return []
+    }
     phases[peer.fingerprint] = .idle
     return [.report(peer, .notConnected)] + held.map { .drop($0) }
   }
 
-  /// Ferry reported `state` for `peer`.
-  mutating func ferryReported(_ state: PeerState, for peer: PeerID) -> [Step] {
+  /// Ferry reported `peer` connecting, or an event came before its state.
+  private mutating func connecting(_ peer: PeerID) -> [Step] {
+    switch phases[peer.fingerprint] ?? .idle {
+    case .idle, .ended, .refused:
+      phases[peer.fingerprint] = .connecting(held: [])
+      return [.report(peer, .connecting)]
+    case .connecting, .awaitingCertificate, .connected, .replaced:
+      return []
+    }
+  }
+
+  /// Ferry reported `state` for `peer`; `replacedByPeer` when the peer closed the link
+  /// saying it keeps a newer one (``Session/replacedReason``).
+  mutating func ferryReported(_ state: PeerState, for peer: PeerID, replacedByPeer: Bool = false)
+    -> [Step]
+  {
     let phase = phases[peer.fingerprint] ?? .idle
     switch (state, phase) {
     case (.connecting, _):
       return connecting(peer)
+    case (.connected, .replaced):
+      phases[peer.fingerprint] = .connected  // the newer link: the same peer, still connected
+      return []
+    case (.notConnected, .connected) where replacedByPeer:
+      questions += 1
+      phases[peer.fingerprint] = .replaced(token: questions)
+      return [.awaitReplacement(peer, token: questions)]
+    case (.notConnected, .replaced):
+      phases[peer.fingerprint] = .ended
+      return [.report(peer, .notConnected)]
+    case (.notConnected, .awaitingCertificate(let question, _)) where replacedByPeer:
+      // The question stands: the newer link has the same certificate.
+      replacing[peer.fingerprint] = question
+      return [.awaitReplacement(peer, token: question)]
+    case (.connected, .awaitingCertificate):
+      replacing[peer.fingerprint] = nil
+      return []
     case (.connected, .idle), (.connected, .ended), (.connected, .refused):
       questions += 1
       phases[peer.fingerprint] = .awaitingCertificate(question: questions, held: [])
@@ -91,7 +138,10 @@ struct PeerGate<Event> {
       questions += 1
       phases[peer.fingerprint] = .awaitingCertificate(question: questions, held: held)
       return [.askCertificate(peer, question: questions)]
-    case (.connected, .awaitingCertificate), (.connected, .connected):
+    case (.connected, .connected):
+      return []
+    case (.notConnected, .connecting) where attempts[peer.fingerprint, default: 0] > 0:
+      // One link of an attempt under way failed; the attempt's own end decides.
       return []
     case (.notConnected, .connecting(let held)), (.notConnected, .awaitingCertificate(_, let held)):
       phases[peer.fingerprint] = .idle
@@ -104,6 +154,22 @@ struct PeerGate<Event> {
     }
   }
 
+  /// The grace of a replaced link ended: `notConnected` unless the newer link came.
+  mutating func replacementExpired(_ peer: PeerID, token: UInt64) -> [Step] {
+    switch phases[peer.fingerprint] {
+    case .replaced(let waiting) where waiting == token:
+      phases[peer.fingerprint] = .ended
+      return [.report(peer, .notConnected)]
+    case .awaitingCertificate(let question, let held)
+    where question == token && replacing[peer.fingerprint] == token:
+      replacing[peer.fingerprint] = nil
+      phases[peer.fingerprint] = .idle
+      return [.report(peer, .notConnected)] + held.map { .drop($0) }
+    default:
+      return []
+    }
+  }
+
   /// The delegate answered certificate question `question` about `peer`.
   mutating func certificateAnswered(_ accepted: Bool, for peer: PeerID, question: UInt64)
     -> [Step]
@@ -111,8 +177,10 @@ struct PeerGate<Event> {
     guard case .awaitingCertificate(let asked, let held) = phases[peer.fingerprint],
       asked == question
     else { return [] }
+    let waiting = replacing.removeValue(forKey: peer.fingerprint)
     if accepted {
-      phases[peer.fingerprint] = .connected
+      // Still waiting for the newer link: connected, until the wait says otherwise.
+      phases[peer.fingerprint] = waiting.map { .replaced(token: $0) } ?? .connected
       return [.report(peer, .connected)] + held.map { .deliver($0) }
     }
     phases[peer.fingerprint] = .refused
@@ -123,7 +191,7 @@ struct PeerGate<Event> {
   /// connected, or dropped when its certificate was declined.
   mutating func received(_ event: Event, from peer: PeerID) -> [Step] {
     switch phases[peer.fingerprint] ?? .idle {
-    case .connected, .ended:
+    case .connected, .ended, .replaced:
       return [.deliver(event)]
     case .idle:
       phases[peer.fingerprint] = .connecting(held: [event])
@@ -139,14 +207,5 @@ struct PeerGate<Event> {
     case .refused:
       return [.drop(event)]
     }
-  }
-
-  /// The session closed: every peer not yet `notConnected` becomes so.
-  mutating func closeAll(_ peers: [PeerID]) -> [Step] {
-    var steps: [Step] = []
-    for peer in peers {
-      steps += ferryReported(.notConnected, for: peer)
-    }
-    return steps
   }
 }

@@ -11,7 +11,12 @@ enum SessionBridge {
     let changes = ferry.stateChanges
     Task { [weak session] in
       for await change in changes {
-        session?.gate { $0.ferryReported(change.state, for: change.peer) }
+        let replaced = [Session.replacedReason, Session.crossedReason].contains {
+          change.reason?.hasSuffix($0) == true
+        }
+        session?.gate {
+          $0.ferryReported(change.state, for: change.peer, replacedByPeer: replaced)
+        }
       }
     }
 
