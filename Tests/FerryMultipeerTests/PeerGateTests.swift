@@ -99,17 +99,18 @@ struct PeerGateTests {
     #expect(describe(both.attemptEnded(alice, failed: true)) == ["alice notConnected"])
   }
 
-  @Test("after notConnected, late data of the ended link still arrives; a new link asks again")
+  @Test("after notConnected, late data of the ended link still arrives; a new link's waits")
   func endedThenAgain() {
     var gate = PeerGate<String>()
     let asked = gate.ferryReported(.connected, for: alice)
     _ = gate.certificateAnswered(true, for: alice, question: question(asked)!)
     #expect(describe(gate.ferryReported(.notConnected, for: alice)) == ["alice notConnected"])
     #expect(describe(gate.ferryReported(.notConnected, for: alice)).isEmpty)
-    #expect(describe(gate.received("late", from: alice)) == ["deliver late"])
+    #expect(describe(gate.received("late", from: alice, linkAlive: false)) == ["deliver late"])
     #expect(gate.connected.isEmpty)
-    #expect(
-      describe(gate.ferryReported(.connected, for: alice)) == ["alice connecting", "ask alice"])
+    // A new link's first event waits for its connected.
+    #expect(describe(gate.received("new", from: alice)) == ["alice connecting"])
+    #expect(describe(gate.ferryReported(.connected, for: alice)) == ["ask alice"])
   }
 
   @Test("notConnected while the certificate question is open drops what waited")
@@ -143,5 +144,26 @@ struct PeerGateTests {
     guard case .awaitReplacement(_, let second) = again[0] else { return }
     #expect(describe(gate.replacementExpired(alice, token: second)) == ["alice notConnected"])
     #expect(!gate.isConnected(alice.fingerprint))
+  }
+
+  @Test("events of a link that ended before it was reported are dropped, not held for ever")
+  func deadLink() {
+    var gate = PeerGate<String>()
+    #expect(describe(gate.received("orphan", from: alice, linkAlive: false)) == ["drop orphan"])
+    _ = gate.attemptBegan(alice)
+    #expect(describe(gate.received("gone", from: alice, linkAlive: false)) == ["drop gone"])
+  }
+
+  @Test("more than 256 events waiting for one peer disconnect it")
+  func heldCap() {
+    var gate = PeerGate<String>()
+    _ = gate.attemptBegan(alice)
+    for index in 0..<PeerGate<String>.maximumHeld {
+      #expect(describe(gate.received("m\(index)", from: alice)).isEmpty)
+    }
+    let steps = describe(gate.received("one too many", from: alice))
+    #expect(steps.prefix(2) == ["disconnect alice", "alice notConnected"])
+    #expect(steps.count == 2 + PeerGate<String>.maximumHeld + 1)
+    #expect(describe(gate.drainAll()).isEmpty)
   }
 }

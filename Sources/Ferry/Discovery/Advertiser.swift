@@ -321,6 +321,7 @@ public final class Advertiser: Sendable {
   ///   the service is established, or when the service is already published.
   public func start() async throws(DiscoveryError) -> String {
     try await listen()
+    let generation = core.state.withLock { $0.run.generation }
     do {
       return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { waiter in
@@ -331,7 +332,8 @@ public final class Advertiser: Sendable {
           }
         }
       } onCancel: {
-        stop()
+        // This run only: a task cancelled late must not stop a run begun after it.
+        stop(generation: generation)
       }
     } catch let error as DiscoveryError {
       throw error
@@ -345,7 +347,18 @@ public final class Advertiser: Sendable {
   /// (invitations already taken stay answerable). Idempotent; ``start()`` or ``listen()``
   /// begins a new run.
   public func stop() {
+    stop(generation: nil)
+  }
+
+  /// Stops the run `generation` (any run when nil).
+  private func stop(generation: UInt64?) {
     let (connection, publication, waiter, run) = core.state.withLock { state in
+      if let generation, generation != state.run.generation {
+        return (
+          AvahiConnection?.none, AvahiPublication?.none,
+          CheckedContinuation<String, any Error>?.none, Run?.none
+        )
+      }
       let wasRunning = !state.stopped
       state.stopped = true
       defer {

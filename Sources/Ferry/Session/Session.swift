@@ -95,6 +95,11 @@ public final class Session: Sendable {
     members.withLock { $0.values.map(\.peer) }.sorted { $0.displayName < $1.displayName }
   }
 
+  /// Whether `peer` (by fingerprint) is connected now. Any thread.
+  public func isConnected(_ peer: PeerID) -> Bool {
+    members.withLock { $0[peer.fingerprint] != nil }
+  }
+
   /// The certificate (DER) `peer` presented in the TLS handshake of its link, nil when it is
   /// not connected. Its SHA-256 is `peer.fingerprint`. Any thread.
   public func certificateDER(of peer: PeerID) -> [UInt8]? {
@@ -347,6 +352,12 @@ public final class Session: Sendable {
   /// The GOODBYE reason of an accepted link closed because both peers invited each other and
   /// the other link stays.
   package static let crossedReason = "connected already, by this end's invitation"
+  /// The GOODBYE reason of an invited link the inviter closes because both peers invited each
+  /// other and the peer's link stays.
+  package static let keptPeersLinkReason = "connected already, by the peer's invitation"
+  /// Every GOODBYE reason that says the link was superseded by another link between the same
+  /// two peers.
+  package static let supersededReasons = [replacedReason, crossedReason, keptPeersLinkReason]
 
   func report(_ peer: PeerID, _ state: PeerState, reason: String? = nil) {
     continuation.yield(PeerStateChange(peer: peer, state: state, reason: reason))
@@ -438,7 +449,7 @@ public final class Session: Sendable {
         return peer
       case .alreadyConnected:
         // The peer's own invitation of this end is the link both keep.
-        handler.disconnect(reason: "connected already, by the peer's invitation")
+        handler.disconnect(reason: Self.keptPeersLinkReason)
         return peer
       case .full:
         handler.disconnect(reason: "the session is full")

@@ -68,7 +68,8 @@ open class MCNearbyServiceAdvertiser: NSObject, @unchecked Sendable {
   }
 
   /// Publishes the peer and starts taking invitations; does nothing while advertising.
-  /// Failures reach `advertiser(_:didNotStartAdvertisingPeer:)`.
+  /// Failures reach `advertiser(_:didNotStartAdvertisingPeer:)`, after which nothing runs and
+  /// a later call tries again.
   open func startAdvertisingPeer() {
     let advertiser: Advertiser
     switch ferry {
@@ -87,8 +88,11 @@ open class MCNearbyServiceAdvertiser: NSObject, @unchecked Sendable {
         } catch .stopped {
           return
         } catch {
-          // Without avahi-daemon the listener still runs: invitations by address arrive.
+          // Not advertising: nothing runs, and a later start tries again.
+          advertiser.stop()
+          this.object?.runEnded()
           this.object?.report(MCError(error))
+          return
         }
         for await invitation in advertiser.invitations {
           guard let advertiser = this.object else {
@@ -110,6 +114,11 @@ open class MCNearbyServiceAdvertiser: NSObject, @unchecked Sendable {
     }
     run?.cancel()
     if case .success(let advertiser) = ferry { advertiser.stop() }
+  }
+
+  /// The run under way ended by itself (it could not start).
+  private func runEnded() {
+    state.withLock { $0.run = nil }
   }
 
   private func report(_ error: MCError) {

@@ -87,6 +87,8 @@ open class MCNearbyServiceBrowser: NSObject, @unchecked Sendable {
           }
         } catch {
           if !Task.isCancelled {
+            // Browsing stopped: a later start tries again.
+            this.object?.stopBrowsingForPeers()
             this.object?.report(MCError(.unavailable, "\(error)", underlying: error))
           }
         }
@@ -123,7 +125,7 @@ open class MCNearbyServiceBrowser: NSObject, @unchecked Sendable {
     }
     let seconds = timeout > 0 ? min(timeout, 120) : 30
     let context = context ?? Data()
-    Task {
+    let task = Task {
       do {
         _ = try await browser.invite(
           discovered, to: session.ferrySession, context: context,
@@ -133,6 +135,7 @@ open class MCNearbyServiceBrowser: NSObject, @unchecked Sendable {
         session.attemptEnded(peerID, failed: true)
       }
     }
+    session.track(task, for: peerID)
   }
 
   private func report(_ error: MCError) {

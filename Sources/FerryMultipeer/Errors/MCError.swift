@@ -16,7 +16,7 @@ public let MCErrorDomain = "MCErrorDomain"
 /// ```
 ///
 /// `userInfo` holds a description (`NSLocalizedDescriptionKey`) and, when the error comes from
-/// Ferry, the Ferry error (`NSUnderlyingErrorKey`).
+/// Ferry, an `NSError` with the Ferry error's text (`NSUnderlyingErrorKey`).
 public struct MCError: CustomNSError, Hashable, Sendable, CustomStringConvertible {
   /// MultipeerConnectivity's error codes.
   public enum Code: Int, Sendable, Hashable {
@@ -41,7 +41,7 @@ public struct MCError: CustomNSError, Hashable, Sendable, CustomStringConvertibl
   public let code: Code
   /// What went wrong, for people.
   public let message: String
-  /// The Ferry error behind it, if any.
+  /// The text of the Ferry error behind it, if any.
   public let underlying: String?
 
   /// Makes an error with a message.
@@ -58,7 +58,10 @@ public struct MCError: CustomNSError, Hashable, Sendable, CustomStringConvertibl
   /// The description, and the Ferry error's text.
   public var errorUserInfo: [String: Any] {
     var info: [String: Any] = [NSLocalizedDescriptionKey: description]
-    if let underlying { info[NSUnderlyingErrorKey] = underlying }
+    if let underlying {
+      info[NSUnderlyingErrorKey] = NSError(
+        domain: "Ferry", code: 0, userInfo: [NSLocalizedDescriptionKey: underlying])
+    }
     return info
   }
 

@@ -2,12 +2,15 @@ import Ferry
 import Foundation
 
 extension MCSession {
-  /// Sends `data` to each of `peerIDs`, in call order (the order of two calls from different
-  /// threads is the order they returned in). Returns once the message is queued.
+  /// Sends `data` to each of `peerIDs`, in call order for each peer (the order of two calls
+  /// from different threads is the order they returned in). Returns once the message is
+  /// queued; each peer has a queue of its own, so a peer that stops reading holds up only its
+  /// own messages. `.unreliable` drops the message for a peer whose queue is not empty.
   ///
   /// - Throws: ``MCError`` `notConnected` when a peer is not connected (nothing is sent to
   ///   any); `invalidParameter` when `peerIDs` is empty or `data` is over 1 MiB (Ferry's
-  ///   message limit: send more as a stream or a resource).
+  ///   message limit: send more as a stream or a resource); `unknown` when 8 MiB are already
+  ///   queued for a peer (it is not reading).
   public func send(_ data: Data, toPeers peerIDs: [MCPeerID], with mode: MCSessionSendDataMode)
     throws
   {
@@ -20,8 +23,7 @@ extension MCSession {
     for peer in peerIDs where !isConnected(peer) {
       throw MCError(.notConnected, "\(peer.displayName) is not connected")
     }
-    outgoing.yield(
-      OutgoingMessage(data: data, peers: peerIDs.map(\.ferryPeer), mode: mode.ferryMode))
+    try outgoing.enqueue(data, to: peerIDs.map(\.ferryPeer), mode: mode.ferryMode)
   }
 
   /// Sends the file at `resourceURL` to `peerID` under `resourceName`, verified end to end.
@@ -30,6 +32,7 @@ extension MCSession {
   ///   when it could not start; then `completionHandler` gets the error.
   /// - Parameter completionHandler: Called once, on the session's queue: nil when the peer has
   ///   the whole file, verified; else an ``MCError``.
+  @discardableResult
   public func sendResource(
     at resourceURL: URL, withName resourceName: String, toPeer peerID: MCPeerID,
     withCompletionHandler completionHandler: ((Error?) -> Void)? = nil

@@ -13,8 +13,8 @@ import Synchronization
 /// ```
 ///
 /// Every connection is mutual TLS 1.3 (``MCEncryptionPreference`` changes nothing). Every
-/// resource a connected peer sends is accepted, into a private temporary folder the session
-/// removes when it is released. Delegate calls arrive on the session's own serial queue, in
+/// resource a connected peer sends is accepted (once the delegate has heard it `connected`),
+/// into a private temporary folder the session removes when it is released. Delegate calls arrive on the session's own serial queue, in
 /// order (``MCSessionDelegate``); the methods can be called from any thread.
 open class MCSession: NSObject, @unchecked Sendable {
   /// This peer.
@@ -29,7 +29,7 @@ open class MCSession: NSObject, @unchecked Sendable {
   let queue: DispatchQueue
   let state: Mutex<State>
   let resourceFolder: URL
-  let outgoing: AsyncStream<OutgoingMessage>.Continuation
+  let outgoing: OutgoingMessages
 
   /// What the lock guards.
   struct State {
@@ -37,8 +37,11 @@ open class MCSession: NSObject, @unchecked Sendable {
     var gate = PeerGate<Pending>()
     /// The object the delegate knows each peer by.
     var peers: [Fingerprint: MCPeerID] = [:]
-    /// Connection attempts under way (from ``connectPeer(_:withNearbyConnectionData:)``).
+    /// Connection attempts under way (``MCNearbyServiceBrowser/invitePeer(_:to:withContext:timeout:)``,
+    /// ``connectPeer(_:withNearbyConnectionData:)``), cancelled by ``disconnect()``.
     var attempts: [Fingerprint: Task<Void, Never>] = [:]
+    /// The unpublished listener of the nearby-connection API, once used.
+    var nearby: NearbyListener?
   }
 
   /// An event from a peer, waiting for the gate: how to tell the delegate, and whom to tell
@@ -46,13 +49,6 @@ open class MCSession: NSObject, @unchecked Sendable {
   struct Pending: Sendable {
     let deliver: @Sendable (MCSession, (any MCSessionDelegate)?) -> Void
     let done: @Sendable () -> Void
-  }
-
-  /// A message queued by ``send(_:toPeers:with:)``, in call order.
-  struct OutgoingMessage: Sendable {
-    let data: Data
-    let peers: [PeerID]
-    let mode: SendMode
   }
 
   /// The session's delegate (held weakly). Any thread.
@@ -93,17 +89,26 @@ open class MCSession: NSObject, @unchecked Sendable {
     queue = DispatchQueue(label: "FerryMultipeer.MCSession.\(myPeerID.displayName)")
     state = Mutex(State())
     resourceFolder = ReceivedResources.makeFolder()
-    let (messages, outgoing) = AsyncStream<OutgoingMessage>.makeStream()
-    self.outgoing = outgoing
+    let stillConnected = Mutex<WeakReference<MCSession>?>(nil)
+    let ferry = ferrySession
+    outgoing = OutgoingMessages(ferry: ferry) { peer in
+      stillConnected.withLock { $0 }?.object?.isConnected(MCPeerID(remote: peer)) ?? false
+    }
     super.init()
-    ferrySession.receiveResources(ReceiveOptions(destination: resourceFolder, relocate: false))
-    SessionBridge.start(self, sending: messages)
+    // Offers are asked about, so that only peers the delegate let in can write files.
+    ferrySession.askAboutResourceOffers()
+    stillConnected.withLock { $0 = WeakReference(self) }
+    SessionBridge.start(self)
   }
 
   deinit {
-    outgoing.finish()
-    let attempts = state.withLock { $0.attempts.values }
+    // What waited for a peer's connected: its senders (the message task) go on.
+    let waiting = state.withLock { $0.gate.drainAll() }
+    for case .drop(let pending) in waiting { pending.done() }
+    outgoing.finishAll()
+    let (attempts, nearby) = state.withLock { ($0.attempts.values, $0.nearby) }
     for attempt in attempts { attempt.cancel() }
+    nearby?.stop()
     ferrySession.close()
     ReceivedResources.removeFolder(resourceFolder)
   }
@@ -143,6 +148,14 @@ open class MCSession: NSObject, @unchecked Sendable {
     state.withLock { $0.gate.isConnected(peer.ferryPeer.fingerprint) }
   }
 
+  /// `task` connects to `peer`: ``disconnect()`` cancels it.
+  func track(_ task: Task<Void, Never>, for peer: MCPeerID) {
+    let replaced = state.withLock {
+      $0.attempts.updateValue(task, forKey: peer.ferryPeer.fingerprint)
+    }
+    replaced?.cancel()
+  }
+
   /// An invitation to or from `peer` began; end it with ``attemptEnded(_:failed:)``.
   func attemptBegan(_ peer: MCPeerID) {
     _ = object(for: peer.ferryPeer, preferring: peer)
@@ -160,7 +173,19 @@ open class MCSession: NSObject, @unchecked Sendable {
       for step in transition(&state.gate) {
         perform(step, peers: state.peers)
       }
+      for gone in state.gate.prune(keeping: Self.rememberedPeers) {
+        state.peers[gone] = nil
+      }
     }
+  }
+
+  /// Peers the session keeps state for once they are neither connecting nor connected.
+  static let rememberedPeers = 256
+
+  /// An event from `peer` for the gate (on a bridge task).
+  func received(_ pending: Pending, from peer: PeerID) {
+    let alive = ferrySession.isConnected(peer)
+    gate { $0.received(pending, from: peer, linkAlive: alive) }
   }
 
   /// Performs one step (under the lock: only queues work, never calls the application).
@@ -190,6 +215,11 @@ open class MCSession: NSObject, @unchecked Sendable {
         } else {
           handler(true)
         }
+      }
+      // Unanswered in time: declined (what waits for the answer must not wait for ever).
+      Task {
+        try? await Task.sleep(for: PeerGate<Pending>.certificateTimeout)
+        handler(false)
       }
     case .deliver(let pending):
       queue.async { [self] in

@@ -47,6 +47,10 @@ struct PeerGate<Event> {
     case awaitReplacement(PeerID, token: UInt64)
   }
 
+  /// How long the delegate has to answer a certificate question: then the peer is declined
+  /// (events wait for the answer, so an unanswered question must not hold them for ever).
+  static var certificateTimeout: Duration { .seconds(30) }
+
   /// How long a peer whose link was replaced stays connected waiting for the newer link.
   static var replacementGrace: Duration { .seconds(2) }
 
@@ -144,6 +148,7 @@ struct PeerGate<Event> {
       // One link of an attempt under way failed; the attempt's own end decides.
       return []
     case (.notConnected, .connecting(let held)), (.notConnected, .awaitingCertificate(_, let held)):
+      replacing[peer.fingerprint] = nil
       phases[peer.fingerprint] = .idle
       return [.report(peer, .notConnected)] + held.map { .drop($0) }
     case (.notConnected, .connected):
@@ -188,24 +193,80 @@ struct PeerGate<Event> {
   }
 
   /// Data, a stream or a resource event from `peer`: delivered, held until the peer is
-  /// connected, or dropped when its certificate was declined.
-  mutating func received(_ event: Event, from peer: PeerID) -> [Step] {
+  /// connected, or dropped when its certificate was declined. `linkAlive` says whether Ferry
+  /// lists the peer now: an event of a link that ended before it was reported connected is
+  /// dropped (nothing would ever release it), and an event after `notConnected` is held for
+  /// the new link when one is up, else delivered late. At most ``maximumHeld`` events wait for
+  /// one peer: one more disconnects it.
+  mutating func received(_ event: Event, from peer: PeerID, linkAlive: Bool = true) -> [Step] {
     switch phases[peer.fingerprint] ?? .idle {
-    case .connected, .ended, .replaced:
+    case .connected, .replaced:
       return [.deliver(event)]
-    case .idle:
+    case .ended where !linkAlive:
+      return [.deliver(event)]
+    case .idle, .ended:
+      guard linkAlive else { return [.drop(event)] }
       phases[peer.fingerprint] = .connecting(held: [event])
       return [.report(peer, .connecting)]
     case .connecting(var held):
+      guard linkAlive else { return [.drop(event)] }
+      guard held.count < Self.maximumHeld else { return overflow(peer, held: held + [event]) }
       held.append(event)
       phases[peer.fingerprint] = .connecting(held: held)
       return []
     case .awaitingCertificate(let question, var held):
+      guard linkAlive else { return [.drop(event)] }
+      guard held.count < Self.maximumHeld else { return overflow(peer, held: held + [event]) }
       held.append(event)
       phases[peer.fingerprint] = .awaitingCertificate(question: question, held: held)
       return []
     case .refused:
       return [.drop(event)]
     }
+  }
+
+  /// Events one peer may have waiting for its `connected`.
+  static var maximumHeld: Int { 256 }
+
+  /// Too many events wait for `peer`: it is disconnected and they are dropped.
+  private mutating func overflow(_ peer: PeerID, held: [Event]) -> [Step] {
+    replacing[peer.fingerprint] = nil
+    phases[peer.fingerprint] = .refused
+    return [.disconnect(peer), .report(peer, .notConnected)] + held.map { .drop($0) }
+  }
+
+  /// Everything waiting, for a session that is going away: each is to be dropped.
+  mutating func drainAll() -> [Step] {
+    var steps: [Step] = []
+    for (fingerprint, phase) in phases {
+      switch phase {
+      case .connecting(let held), .awaitingCertificate(_, let held):
+        steps += held.map { .drop($0) }
+        phases[fingerprint] = .idle
+      default:
+        continue
+      }
+    }
+    return steps
+  }
+
+  /// Forgets peers that are neither connecting nor connected, when more than `keep` peers are
+  /// known (peers that come and go with new identities must not grow the table for ever).
+  ///
+  /// - Returns: The fingerprints forgotten.
+  mutating func prune(keeping keep: Int) -> [Fingerprint] {
+    guard phases.count > keep else { return [] }
+    let gone = phases.compactMap { fingerprint, phase -> Fingerprint? in
+      switch phase {
+      case .idle, .ended, .refused: fingerprint
+      default: nil
+      }
+    }
+    for fingerprint in gone {
+      phases[fingerprint] = nil
+      attempts[fingerprint] = nil
+      replacing[fingerprint] = nil
+    }
+    return gone
   }
 }

@@ -26,8 +26,32 @@ enum ReceivedResources {
     try? FileManager.default.removeItem(at: folder)
   }
 
-  /// Tells the delegate about one of Ferry's resource events, through the gate.
-  static func forward(_ event: ResourceEvent, to session: MCSession) {
+  /// Accepts `offer` once the delegate has heard its peer `connected` (a resource sent right
+  /// after connecting may arrive while the certificate question is still open); declines it
+  /// when the peer leaves or is turned away first, or after the offer's decision time.
+  static func decide(_ offer: ResourceOffer, for session: MCSession, options: ReceiveOptions)
+    async
+  {
+    let deadline = ContinuousClock.now + ResourceOffer.decisionTimeout - .seconds(1)
+    let peer = MCPeerID(remote: offer.peer)
+    while offer.isPending {
+      if session.isConnected(peer) {
+        offer.accept(options)
+        return
+      }
+      guard session.ferrySession.isConnected(offer.peer), ContinuousClock.now < deadline else {
+        break
+      }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    offer.decline(reason: "not connected")
+  }
+
+  /// Tells the delegate about one of Ferry's resource events, through the gate; `handled`
+  /// is called once the delegate has had it (or at once, for events it does not hear of).
+  static func forward(
+    _ event: ResourceEvent, to session: MCSession, handled: @escaping @Sendable () -> Void
+  ) {
     switch event {
     case .started(let name, let peer, let progress):
       let resourceName = ResourceName.unescape(name)
@@ -36,8 +60,8 @@ enum ReceivedResources {
           delegate?.session(
             session, didStartReceivingResourceWithName: resourceName,
             fromPeer: session.object(for: peer), with: progress)
-        }, done: {})
-      session.gate { $0.received(pending, from: peer) }
+        }, done: handled)
+      session.received(pending, from: peer)
     case .finished(let name, let peer, let result, _):
       let resourceName = ResourceName.unescape(name)
       let url: URL?
@@ -59,10 +83,11 @@ enum ReceivedResources {
         done: {
           // Not moved by the delegate (or never shown to it): deleted, as on Apple's platforms.
           if let url { unlink(url.path) }
+          handled()
         })
-      session.gate { $0.received(pending, from: peer) }
+      session.received(pending, from: peer)
     case .offerRefused, .offerReceived, .offerFinished, .identical, .staleStagingRemoved:
-      break
+      handled()
     }
   }
 }

@@ -3,15 +3,14 @@ import Foundation
 
 /// The tasks that read a Ferry session's streams and feed an ``MCSession``'s gate: one per
 /// stream, each holding the session weakly (so that releasing it closes the Ferry session,
-/// which ends the streams and the tasks), plus the one that sends queued messages in order.
+/// which ends the streams and the tasks). Sending is ``OutgoingMessages``'.
 enum SessionBridge {
-  static func start(_ session: MCSession, sending messages: AsyncStream<MCSession.OutgoingMessage>)
-  {
+  static func start(_ session: MCSession) {
     let ferry = session.ferrySession
     let changes = ferry.stateChanges
     Task { [weak session] in
       for await change in changes {
-        let replaced = [Session.replacedReason, Session.crossedReason].contains {
+        let replaced = Session.supersededReasons.contains {
           change.reason?.hasSuffix($0) == true
         }
         session?.gate {
@@ -35,7 +34,7 @@ enum SessionBridge {
                   session, didReceive: data, fromPeer: session.object(for: message.peer))
               },
               done: { handled.resume() })
-            session.gate { $0.received(pending, from: message.peer) }
+            session.received(pending, from: message.peer)
           }
         }
       } catch {
@@ -60,23 +59,31 @@ enum SessionBridge {
               fromPeer: session.object(for: stream.peer))
           },
           done: {})
-        session.gate { $0.received(pending, from: stream.peer) }
+        session.received(pending, from: stream.peer)
+      }
+    }
+
+    let offers = ferry.resourceOffers
+    let options = ReceiveOptions(destination: session.resourceFolder, relocate: false)
+    Task { [weak session] in
+      for await offer in offers {
+        guard let session else {
+          offer.decline(reason: "the session was released")
+          continue
+        }
+        // At most SessionLimits.maximumIncomingOffers wait here; nothing is written before.
+        Task { await ReceivedResources.decide(offer, for: session, options: options) }
       }
     }
 
     let resources = ferry.resourceEvents
     Task { [weak session] in
       for await event in resources {
-        guard let session else { continue }
-        ReceivedResources.forward(event, to: session)
-      }
-    }
-
-    Task {
-      for await message in messages {
-        // Errors past the checks send(_:toPeers:with:) made at once (a peer that left
-        // meanwhile) reach the delegate as that peer's notConnected.
-        _ = try? await ferry.send(message.data, to: message.peers, mode: message.mode)
+        // One event at a time, each after the delegate has had the one before.
+        await withCheckedContinuation { (handled: CheckedContinuation<Void, Never>) in
+          guard let session else { return handled.resume() }
+          ReceivedResources.forward(event, to: session) { handled.resume() }
+        }
       }
     }
   }

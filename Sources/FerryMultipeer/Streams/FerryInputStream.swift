@@ -50,11 +50,11 @@ final class FerryInputStream: InputStream {
   }
 
   override func schedule(in aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {
-    events.schedule(in: aRunLoop)
+    events.schedule(in: aRunLoop, forMode: mode)
   }
 
   override func remove(from aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {
-    events.remove(from: aRunLoop)
+    events.remove(from: aRunLoop, forMode: mode)
   }
 
   override func getBuffer(

@@ -2,12 +2,18 @@ import Foundation
 import Synchronization
 
 /// The stream delegate and run loops of one ``FerryInputStream`` or ``FerryOutputStream``, and
-/// the delivery of `Stream.Event`s to them: each event is performed on every run loop the
-/// stream is scheduled in (none: no events, as with Apple's streams). Thread-safe.
+/// the delivery of `Stream.Event`s to them: each event goes to every (run loop, mode) the
+/// stream is scheduled in (none: no events, as with Apple's streams), as a one-shot timer,
+/// which wakes a run loop that is waiting (`RunLoop.perform` does not, on Linux). Thread-safe.
 final class StreamEvents: Sendable {
+  private struct Schedule: Hashable {
+    let runLoop: ObjectIdentifier
+    let mode: RunLoop.Mode
+  }
+
   private struct State {
     var delegate: WeakReference<any StreamDelegate>?
-    var runLoops: [ObjectIdentifier: UncheckedBox<RunLoop>] = [:]
+    var schedules: [Schedule: UncheckedBox<RunLoop>] = [:]
   }
 
   private let state = Mutex(State())
@@ -21,26 +27,29 @@ final class StreamEvents: Sendable {
     }
   }
 
-  /// Events go to `runLoop` from now on.
-  func schedule(in runLoop: RunLoop) {
+  /// Events go to `runLoop` in `mode` from now on.
+  func schedule(in runLoop: RunLoop, forMode mode: RunLoop.Mode) {
     let box = UncheckedBox(runLoop)
-    state.withLock { $0.runLoops[ObjectIdentifier(runLoop)] = box }
+    state.withLock { $0.schedules[Schedule(runLoop: ObjectIdentifier(runLoop), mode: mode)] = box }
   }
 
-  /// Events no longer go to `runLoop`.
-  func remove(from runLoop: RunLoop) {
-    state.withLock { $0.runLoops[ObjectIdentifier(runLoop)] = nil }
+  /// Events no longer go to `runLoop` in `mode`.
+  func remove(from runLoop: RunLoop, forMode mode: RunLoop.Mode) {
+    _ = state.withLock {
+      $0.schedules.removeValue(forKey: Schedule(runLoop: ObjectIdentifier(runLoop), mode: mode))
+    }
   }
 
-  /// Delivers `event` about `stream` to the delegate on each scheduled run loop.
+  /// Delivers `event` about `stream` to the delegate on each scheduled run loop and mode.
   func emit(_ event: Stream.Event, from stream: Stream) {
-    let runLoops = state.withLock { Array($0.runLoops.values) }
+    let schedules = state.withLock { Array($0.schedules) }
     let target = UncheckedBox((stream, self))
-    for runLoop in runLoops {
-      runLoop.value.perform {
+    for (schedule, runLoop) in schedules {
+      let timer = Timer(timeInterval: 0, repeats: false) { _ in
         let (stream, events) = target.value
         events.delegate?.stream(stream, handle: event)
       }
+      runLoop.value.add(timer, forMode: schedule.mode)
     }
   }
 }
