@@ -119,6 +119,11 @@ let package = Package(
       dependencies: ["Ferry", "FerryWire"],
       path: "Tests/TestPeer"
     ),
+    .executableTarget(
+      name: "ferry-test-mpc-peer",
+      dependencies: ["FerryMultipeer"],
+      path: "Tests/TestMultipeerPeer"
+    ),
     .testTarget(
       name: "FerryTests",
       dependencies: [
