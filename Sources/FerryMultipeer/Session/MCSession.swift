@@ -171,6 +171,15 @@ open class MCSession: NSObject, @unchecked Sendable {
   func gate(_ transition: (inout PeerGate<Pending>) -> [PeerGate<Pending>.Step]) {
     state.withLock { state in
       for step in transition(&state.gate) {
+        // Every peer the delegate hears of gets its object now (connectedPeers lists it).
+        switch step {
+        case .report(let peer, _), .askCertificate(let peer, _):
+          if state.peers[peer.fingerprint] == nil {
+            state.peers[peer.fingerprint] = MCPeerID(remote: peer)
+          }
+        default:
+          break
+        }
         perform(step, peers: state.peers)
       }
       for gone in state.gate.prune(keeping: Self.rememberedPeers) {
