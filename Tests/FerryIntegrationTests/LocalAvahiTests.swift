@@ -38,6 +38,29 @@ struct LocalAvahiTests {
     print("avahi-browse no longer lists \(name) \(seconds(.now - stoppedAt)) s after stop()")
   }
 
+  @Test(
+    "a service on a host that never answers: its resolvers time out, it is never reported, and the Browser goes on"
+  )
+  func unresolvableHost() async throws {
+    let type = try ServiceType(Harness.uniqueServiceType())
+    let browser = try Browser(serviceType: type)
+    defer { browser.stop() }
+    let events = EventRecorder(browser.events)
+    // A host name with no address record: every resolution of the instance times out, and
+    // the retry for any address family is made after the first resolver is freed (it once
+    // read the freed resolver's name, and libdbus aborted the process).
+    let ghost = try ChildProcess(
+      "/usr/bin/avahi-publish-service",
+      ["-H", "ghost-\(Int.random(in: 1000...9999)).local", "-s", "ghost", type.dnsSDType, "9"])
+    defer { ghost.signal(SIGKILL) }
+    try await Task.sleep(for: .seconds(12))
+    #expect(!events.all.contains { $0.element.isFound("ghost") })
+    let real = try ChildProcess(
+      "/usr/bin/avahi-publish-service", ["-s", "real", type.dnsSDType, "10"])
+    defer { real.signal(SIGKILL) }
+    #expect(await events.first { $0.isFound("real") } != nil)
+  }
+
   @Test("the Browser finds a service published by avahi-publish-service and loses it on exit")
   func browserFindsForeignPublisher() async throws {
     let type = try ServiceType(Harness.uniqueServiceType())

@@ -190,13 +190,21 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       // is never reported.
       resolvers.removeValue(forKey: key)
       let client = avahi_service_resolver_get_client(resolver)
+      // `name` and `domain` belong to the resolver: copied before it is freed (using them
+      // after made libdbus abort the process on the garbage it then read).
+      let serviceName = String(cString: name)
+      let serviceDomain = String(cString: domain)
       avahi_service_resolver_free(resolver)
       // The host may lack an address of the instance's family (e.g. it publishes only AAAA
       // records over IPv4): ask once more for any family before giving up.
       if resolvingAnyFamily.insert(key).inserted, unresolved.contains(key),
-        let retry = newResolver(
-          client, interface, family, name, domain,
-          addressFamily: AvahiProtocol(AVAHI_PROTO_UNSPEC))
+        let retry = serviceName.withCString({ name in
+          serviceDomain.withCString { domain in
+            newResolver(
+              client, interface, family, name, domain,
+              addressFamily: AvahiProtocol(AVAHI_PROTO_UNSPEC))
+          }
+        })
       {
         resolvers[key] = retry
         return
