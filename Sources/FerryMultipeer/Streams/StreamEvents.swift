@@ -2,9 +2,10 @@ import Foundation
 import Synchronization
 
 /// The stream delegate and run loops of one ``FerryInputStream`` or ``FerryOutputStream``, and
-/// the delivery of `Stream.Event`s to them: each event goes to every (run loop, mode) the
-/// stream is scheduled in (none: no events, as with Apple's streams), as a one-shot timer,
-/// which wakes a run loop that is waiting (`RunLoop.perform` does not, on Linux). Thread-safe.
+/// the delivery of `Stream.Event`s to them: each event is performed on every (run loop, mode)
+/// the stream is scheduled in (none: no events, as with Apple's streams), in order, with a
+/// one-shot timer that wakes a run loop that is waiting (`RunLoop.perform` alone does not, on
+/// Linux). Thread-safe.
 final class StreamEvents: Sendable {
   private struct Schedule: Hashable {
     let runLoop: ObjectIdentifier
@@ -45,11 +46,12 @@ final class StreamEvents: Sendable {
     let schedules = state.withLock { Array($0.schedules) }
     let target = UncheckedBox((stream, self))
     for (schedule, runLoop) in schedules {
-      let timer = Timer(timeInterval: 0, repeats: false) { _ in
+      runLoop.value.perform(inModes: [schedule.mode]) {
         let (stream, events) = target.value
         events.delegate?.stream(stream, handle: event)
       }
-      runLoop.value.add(timer, forMode: schedule.mode)
+      // perform only queues the block: a timer due now wakes a loop that waits.
+      runLoop.value.add(Timer(timeInterval: 0, repeats: false) { _ in }, forMode: schedule.mode)
     }
   }
 }
