@@ -138,15 +138,8 @@ open class MCNearbyServiceAdvertiser: NSObject, @unchecked Sendable {
         invitation.decline()
         return
       }
-      session.attemptBegan(peer)
-      Task {
-        do {
-          try await invitation.accept(into: session.ferrySession)
-          session.attemptEnded(peer, failed: false)
-        } catch {
-          session.attemptEnded(peer, failed: true)
-        }
-      }
+      let ferry = session.ferrySession
+      session.attempt(with: peer) { try await invitation.accept(into: ferry) }
     }
     queue.async { [self] in
       guard let delegate else { return handler(false, nil) }

@@ -118,22 +118,16 @@ open class MCNearbyServiceBrowser: NSObject, @unchecked Sendable {
     timeout: TimeInterval
   ) {
     let discovered = state.withLock { $0.found[peerID.ferryPeer.fingerprint]?.peer }
-    session.attemptBegan(peerID)
-    guard let discovered, let browser = state.withLock({ $0.browser }) else {
-      session.attemptEnded(peerID, failed: true)
-      return
-    }
+    let browser = state.withLock { $0.browser }
     let seconds = timeout > 0 ? min(timeout, 120) : 30
     let context = context ?? Data()
-    let task = Task {
-      do {
-        _ = try await browser.invite(
-          discovered, to: session.ferrySession, context: context,
-          timeout: .milliseconds(Int64(seconds * 1000)))
-        session.attemptEnded(peerID, failed: false)
-      } catch {
-        session.attemptEnded(peerID, failed: true)
+    let ferry = session.ferrySession
+    let task = session.attempt(with: peerID) {
+      guard let discovered, let browser else {
+        throw MCError(.notConnected, "\(peerID.displayName) was not found by this browser")
       }
+      _ = try await browser.invite(
+        discovered, to: ferry, context: context, timeout: .milliseconds(Int64(seconds * 1000)))
     }
     session.track(task, for: peerID)
   }

@@ -35,32 +35,31 @@ extension MCSession {
   /// `connecting`, then `connected` or `notConnected`. Data that is not valid connection data,
   /// or that names another peer, ends in `notConnected`.
   public func connectPeer(_ peerID: MCPeerID, withNearbyConnectionData data: Data) {
-    attemptBegan(peerID)
     guard let (peer, port, addresses) = NearbyConnectionData.decode(data),
       peer.fingerprint == peerID.ferryPeer.fingerprint
     else {
-      attemptEnded(peerID, failed: true)
+      attempt(with: peerID) {
+        throw MCError(.invalidParameter, "not connection data of \(peerID.displayName)")
+      }
       return
     }
     let listener = nearbyListener()
     listener.expect(peer.fingerprint)
     let ferry = ferrySession
     let this = WeakReference(self)
-    let task = Task {
+    let task = attempt(with: peerID) {
       // Listening first, so that the peer's own invitation can reach this session.
       if let session = this.object { _ = try? await listener.listen(for: session) }
-      var connected = false
       for address in addresses where !Task.isCancelled {
         do {
           _ = try await ferry.invite(
             host: address, port: port, expecting: peer.fingerprint, timeout: .seconds(30))
-          connected = true
-          break
+          return
         } catch {
           continue
         }
       }
-      this.object?.attemptEnded(peerID, failed: !connected)
+      throw MCError(.notConnected, "\(peerID.displayName) could not be reached")
     }
     track(task, for: peerID)
   }

@@ -92,7 +92,7 @@ open class MCSession: NSObject, @unchecked Sendable {
     let stillConnected = Mutex<WeakReference<MCSession>?>(nil)
     let ferry = ferrySession
     outgoing = OutgoingMessages(ferry: ferry) { peer in
-      stillConnected.withLock { $0 }?.object?.isConnected(MCPeerID(remote: peer)) ?? false
+      stillConnected.withLock { $0 }?.object?.isConnected(peer) ?? false
     }
     super.init()
     // Offers are asked about, so that only peers the delegate let in can write files.
@@ -145,7 +145,13 @@ open class MCSession: NSObject, @unchecked Sendable {
 
   /// Whether `peer` is connected as the delegate knows it.
   func isConnected(_ peer: MCPeerID) -> Bool {
-    state.withLock { $0.gate.isConnected(peer.ferryPeer.fingerprint) }
+    isConnected(peer.ferryPeer)
+  }
+
+  /// Whether `peer` is connected as the delegate knows it (for the polling paths, which have
+  /// Ferry's peer and need no object).
+  func isConnected(_ peer: PeerID) -> Bool {
+    state.withLock { $0.gate.isConnected(peer.fingerprint) }
   }
 
   /// `task` connects to `peer`: ``disconnect()`` cancels it.
@@ -156,14 +162,36 @@ open class MCSession: NSObject, @unchecked Sendable {
     replaced?.cancel()
   }
 
+  /// Runs one invitation to or from `peer`: the delegate hears `connecting` now, and
+  /// `notConnected` if `body` throws and no other attempt connects the peer. Holds the session
+  /// weakly: releasing it ends what its delegate hears.
+  ///
+  /// - Returns: The task running `body` (``track(_:for:)`` it when ``disconnect()`` should
+  ///   cancel it).
+  @discardableResult
+  func attempt(with peer: MCPeerID, _ body: @escaping @Sendable () async throws -> Void)
+    -> Task<Void, Never>
+  {
+    attemptBegan(peer)
+    let this = WeakReference(self)
+    return Task {
+      do {
+        try await body()
+        this.object?.attemptEnded(peer, failed: false)
+      } catch {
+        this.object?.attemptEnded(peer, failed: true)
+      }
+    }
+  }
+
   /// An invitation to or from `peer` began; end it with ``attemptEnded(_:failed:)``.
-  func attemptBegan(_ peer: MCPeerID) {
+  private func attemptBegan(_ peer: MCPeerID) {
     _ = object(for: peer.ferryPeer, preferring: peer)
     gate { $0.attemptBegan(peer.ferryPeer) }
   }
 
   /// An invitation to or from `peer` ended, in failure or not.
-  func attemptEnded(_ peer: MCPeerID, failed: Bool) {
+  private func attemptEnded(_ peer: MCPeerID, failed: Bool) {
     gate { $0.attemptEnded(peer.ferryPeer, failed: failed) }
   }
 

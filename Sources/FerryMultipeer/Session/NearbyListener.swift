@@ -45,15 +45,9 @@ final class NearbyListener: Sendable {
           invitation.decline(reason: "not expected")
           continue
         }
-        let peer = session.object(for: invitation.peer)
-        session.attemptBegan(peer)
-        Task {
-          do {
-            try await invitation.accept(into: session.ferrySession)
-            session.attemptEnded(peer, failed: false)
-          } catch {
-            session.attemptEnded(peer, failed: true)
-          }
+        let ferry = session.ferrySession
+        session.attempt(with: session.object(for: invitation.peer)) {
+          try await invitation.accept(into: ferry)
         }
       }
     }

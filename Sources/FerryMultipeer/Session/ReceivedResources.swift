@@ -33,9 +33,8 @@ enum ReceivedResources {
     async
   {
     let deadline = ContinuousClock.now + ResourceOffer.decisionTimeout - .seconds(1)
-    let peer = MCPeerID(remote: offer.peer)
     while offer.isPending {
-      if session.isConnected(peer) {
+      if session.isConnected(offer.peer) {
         offer.accept(options)
         return
       }
