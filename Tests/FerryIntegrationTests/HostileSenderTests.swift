@@ -192,6 +192,38 @@ struct HostileSenderTests {
     #expect(receiver.outside.isEmpty)
   }
 
+  @Test(
+    "consent is a budget: a part failed by a drop or a stall never writes its files twice",
+    arguments: ["drop", "stall"])
+  func replayedParts(variant: String) async throws {
+    let receiver = try await AttackedReceiver.start([], terminal: true)
+    defer { receiver.process.signal(SIGKILL) }
+    // The stall variant waits out the receiver's stall limit (60 s) once.
+    let rounds = variant == "drop" ? 6 : 2
+    let attack = Task {
+      try await HostilePeer.attack(
+        port: receiver.port, "replay",
+        [
+          "--variant", variant, "--count", "\(rounds)", "--size", "100000", "--seconds", "90",
+          "--wait", "30",
+        ])
+    }
+    #expect(await receiver.process.waitForText("Accept? [y/N]"), "\(receiver.process.transcript)")
+    receiver.process.type("y\n")
+    let results = try await attack.value
+    let roundsSeen = results.filter { $0["event"] as? String == "round" }
+    #expect(roundsSeen.count == rounds, "\(results)")
+    let stored = results.first { $0["event"] as? String == "stored" }?["files"] as? Int
+    #expect(stored == 2, "one yes for 3 files wrote \(stored ?? -1): \(results)")
+    #expect(receiver.received == ["a.txt", "b.txt"], "\(receiver.received)")
+    // One question in all: the replays were neither written nor asked about.
+    #expect(
+      receiver.process.transcript.components(separatedBy: "Verification code:").count - 1 == 1,
+      "\(receiver.process.transcript)")
+    #expect(receiver.outside.isEmpty, "\(receiver.outside)")
+    #expect(receiver.process.isRunning, "\(receiver.process.stderr)")
+  }
+
   @Test("item 3: a scripted --once receiver takes one offer and declines the next")
   func consentOnce() async throws {
     let receiver = try await AttackedReceiver.start(["--yes", "--once", "--json"])

@@ -565,6 +565,66 @@ def scenario_early_frame(args):
 
 # --- Attacking `ferry send` (this side receives) ---------------------------------------------
 
+def scenario_replay(args):
+    """One approval spent many times? Announces three files (a.txt, b.txt, c.txt, --size bytes
+    each) and, for --count rounds, offers all three with new content (a new mtime, so none is
+    the receiver's copy), sends a.txt and b.txt whole and then fails the part before c.txt:
+    --variant drop closes the connection and comes back with the same invitation (same key,
+    name and summary); --variant stall goes silent on the same link, answering PINGs, until the
+    receiver resets the part as stalled, and offers again on a new channel of it. Reports each
+    round's answer and acknowledgements, and how many files were acknowledged stored."""
+    names = ["a.txt", "b.txt", "c.txt"]
+    context = summary(3, 3 * args.size, names)
+    stored = 0
+    link = None
+    channel = 1
+    for round_number in range(args.count):
+        if link is None:
+            link, answer = invited(args, context=context, wait=args.wait)
+            report(event="answer", round=round_number, **answer)
+            if answer["frame"] != "ACCEPT":
+                break
+            channel = 1
+        data = bytes([round_number % 256]) * args.size
+        mtime = 1_700_000_000 + 1000 * (round_number + 1)
+        link.send(offer(channel, [(name, len(data), mtime, 0, 0o644) for name in names]))
+        kind, got, payload = link.expect({OFFER_ACCEPT, RESET}, timeout=args.wait)
+        result = describe(kind, got, payload)
+        if kind != OFFER_ACCEPT:
+            report(event="offer", round=round_number, **result)
+            if args.variant == "drop":
+                link.close()
+                link = None
+            channel += 2
+            continue
+        acks = []
+        for index in (0, 1):
+            if result["offsets"][index] != SKIP:
+                send_file(link, channel, index, data)
+        expected = sum(1 for index in (0, 1) if result["offsets"][index] != SKIP)
+        while len(acks) < expected:
+            kind, got, payload = link.expect({FILE_ACK, RESET}, timeout=args.wait)
+            if kind != FILE_ACK:
+                break
+            acks.append(reason_of(kind, payload)[0])
+        stored += sum(1 for status in acks if status == 0)
+        report(event="round", round=round_number, offsets=result["offsets"], acks=acks)
+        if round_number == args.count - 1:
+            break
+        if args.variant == "drop":
+            link.close()
+            link = None
+            time.sleep(0.5)
+        else:
+            try:
+                kind, got, payload = link.expect({RESET}, timeout=args.seconds)
+                report(event="reset", round=round_number, **describe(kind, got, payload))
+            except TimeoutError:
+                report(event="reset", round=round_number, after=None)
+            channel += 2
+    report(event="stored", files=stored)
+
+
 def serve(args, handle):
     """Listens on 127.0.0.1 (--port, or any), prints `listening` with the port and the
     certificate's fingerprint, accepts one connection, does the handshake and calls
@@ -736,7 +796,7 @@ SCENARIOS = {
     "twin": scenario_twin,
     "reasons": scenario_reasons, "corrupt": scenario_corrupt, "mode": scenario_mode,
     "early-frame": scenario_early_frame, "hidden": scenario_hidden,
-    "withdraw": scenario_withdraw, "stall": scenario_stall,
+    "withdraw": scenario_withdraw, "stall": scenario_stall, "replay": scenario_replay,
 }
 SERVES = {
     "decline": serve_decline, "goodbye": serve_goodbye, "refuse": serve_refuse,

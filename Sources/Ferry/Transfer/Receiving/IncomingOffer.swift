@@ -276,6 +276,11 @@ final class IncomingOffer: @unchecked Sendable {
           offsets.append(ResourceMessage.skip)
           continue
         }
+        // Consent is spent once: a file received before under it is never written again.
+        if receivedBefore(index, options) {
+          offsets.append(ResourceMessage.skip)
+          continue
+        }
         let length = fresh.contains(index) ? 0 : staging.stagedLength(name)
         let offset = length <= file.size ? length : 0
         offsets.append(offset)
@@ -547,12 +552,18 @@ final class IncomingOffer: @unchecked Sendable {
         result: .success(options.destination.appending(path: offered[index].path)),
         digest: FileDigest(checksum, digest))
     }
-    if options.conflictPolicy == .skip {
+    if options.conflictPolicy == .skip || receivedBefore(index, options) {
       remaining.remove(index)
       return conclude(index, .skipped, reason: "", result: .success(nil))
     }
     queueAck(
       ResourceMessage.fileAck(channel: channel, file: UInt32(index), .differs, reason: "").frame)
+  }
+
+  /// Whether file `index` was received before under the same consent
+  /// (``ReceiveOptions/receivedBefore``).
+  private func receivedBefore(_ index: Int, _ options: ReceiveOptions) -> Bool {
+    !options.receivedBefore.isEmpty && options.receivedBefore.contains(offered[index].path)
   }
 
   /// Moves settled file `index` where it belongs: under the destination (``ConfinedDirectory``,

@@ -6,6 +6,13 @@ import Synchronization
 /// after the other, as long as together they stay within it (a batch of more files than one
 /// offer carries arrives as consecutive offers); any other offer needs its own yes.
 ///
+/// Consent is a budget, spent once: every file settled under an approval (stored, created,
+/// found identical, skipped) counts against it whatever later happens to its part. A part that
+/// fails — its link dropped, it stalled, it was cut — counts the files it settled; offered
+/// again (on the same link or a new one), only its files not settled yet are admitted against
+/// what is left, and the ones settled before are never written again
+/// (``ReceiveOptions/receivedBefore``).
+///
 /// An approval also remembers whether its batch ended (received, declined, cancelled) or its
 /// link was lost first: a sender that lost its link comes back with the same invitation, and
 /// within the resume grace (`--resume-grace`) is accepted without asking again.
@@ -26,13 +33,51 @@ final class Approvals: Sendable {
     let code: VerificationCode
     /// Offers from it seen since.
     var offers = 0
-    /// What the offers of the batch received so far added up to (carried over to a sender
-    /// that comes back: it resumes with the offer it was sending).
+    /// What is spent of the budget: the parts received whole, and what the parts that failed
+    /// settled before they did (carried over to a sender that comes back).
     var done = OfferSummary.Tally()
-    /// With the offer being received counted (nil: none is); one at a time.
-    var admitted: OfferSummary.Tally?
+    /// Paths settled by parts that failed: offered again, they are never written again.
+    var settled = Set<String>()
+    /// How many of its parts failed (a stall, a drop, a cut) without coming back.
+    var failures = 0
+    /// The part being received, or the last one.
+    var part = PartState.none
     /// Where its batch stands.
     var batch = Batch.underWay
+  }
+
+  /// One offer admitted as a part of an approved batch.
+  struct Part: Sendable {
+    /// The budget spent once this part is received whole.
+    let tally: OfferSummary.Tally
+    /// Its entries (files and empty folders) not settled before, and their sizes.
+    let sizes: [String: UInt64]
+    /// Those of its entries that are empty folders.
+    let folders: Set<String>
+    /// Its entries settled so far.
+    var settled = Set<String>()
+
+    /// What its settled entries add up to.
+    var settledTally: OfferSummary.Tally {
+      let files = settled.filter { !folders.contains($0) }
+      return OfferSummary.Tally(
+        files: files.count, folders: settled.count - files.count,
+        bytes: files.reduce(0) { $0 + (sizes[$1] ?? 0) },
+        hidden: TreeOverview(Array(settled)).hidden)
+    }
+  }
+
+  /// Where an approval's parts stand.
+  enum PartState: Sendable {
+    /// None was admitted yet.
+    case none
+    /// One is being received.
+    case receiving(Part)
+    /// The last one was received whole.
+    case finished
+    /// The last one failed; what it settled is counted. Its files settled late (their events
+    /// come after the failure) are counted as they come.
+    case failed(Part)
   }
 
   /// Where an approved batch stands.
@@ -45,38 +90,113 @@ final class Approvals: Sendable {
     case ended
   }
 
+  /// What ``admit(_:_:folders:)`` decided about one offer.
+  struct Admission: Sendable {
+    /// Whether it is the next part of the approved batch (within what is left of it).
+    let admitted: Bool
+    /// Its paths settled before under the same approval: never written again.
+    let receivedBefore: Set<String>
+  }
+
   private let approvals = Mutex<[Fingerprint: Approval]>([:])
 
-  /// How many times one person's yes is carried over to a sender that comes back: a sender
-  /// that keeps dropping its own link is asked again after that.
+  /// How many times one person's yes is carried over to a sender that comes back, and how many
+  /// of its parts may fail and be offered again: a sender that keeps dropping its own link or
+  /// stalling is asked again after that.
   static let maximumResumes = 10
 
   /// Records that `invitation` was accepted, announcing `summary`; `resumes`: how many times
   /// the approval it carries over was carried over before (0 for a new one).
-  /// `carrying`: the approval it carries over, whose batch it goes on with.
+  /// `carrying`: the approval it carries over, whose batch (and spent budget) it goes on with.
   func record(
     _ invitation: Invitation, summary: OfferSummary?, byPolicy: Bool, carrying: Approval? = nil
   ) {
     approvals.withLock {
-      $0[invitation.fingerprint] = Approval(
+      var approval = Approval(
         summary: summary, name: invitation.peer.displayName,
         resumes: carrying.map { $0.resumes + 1 } ?? 0, byPolicy: byPolicy,
-        status: invitation.status, code: invitation.verificationCode,
-        done: carrying?.done ?? OfferSummary.Tally())
+        status: invitation.status, code: invitation.verificationCode)
+      if var carrying {
+        Self.closePart(of: &carrying, failed: true)
+        approval.done = carrying.done
+        approval.settled = carrying.settled
+        approval.failures = carrying.failures
+      }
+      $0[invitation.fingerprint] = approval
     }
   }
 
   /// Whether `files`, offered by `fingerprint`, are the next part of the batch its summary
-  /// announced (``OfferSummary/admits(_:after:)``), with no other part being received: it is
-  /// then counted as the part being received.
+  /// announced (``OfferSummary/admits(_:folders:after:)``), with no other part being received,
+  /// fewer than ``maximumResumes`` parts failed and the batch not ended (a part that failed on
+  /// a link still up is offered again on it): it is then counted as
+  /// the part being received. Entries settled before under the same approval are left out of
+  /// the count and returned, to be answered without being written.
   func admit(
     _ fingerprint: Fingerprint, _ files: [(path: String, size: UInt64)], folders: Set<String>
-  ) -> Bool {
+  ) -> Admission {
     approvals.withLock { approvals in
-      guard let approval = approvals[fingerprint], approval.admitted == nil,
-        let tally = approval.summary?.admits(files, folders: folders, after: approval.done)
-      else { return false }
-      approvals[fingerprint]?.admitted = tally
+      guard var approval = approvals[fingerprint] else {
+        return Admission(admitted: false, receivedBefore: [])
+      }
+      let again = Set(files.lazy.map(\.path).filter { approval.settled.contains($0) })
+      let refused = Admission(admitted: false, receivedBefore: again)
+      if case .receiving = approval.part { return refused }
+      if case .ended = approval.batch { return refused }
+      guard approval.failures < Self.maximumResumes, let summary = approval.summary else {
+        return refused
+      }
+      let fresh = again.isEmpty ? files : files.filter { !again.contains($0.path) }
+      let tally: OfferSummary.Tally?
+      if fresh.isEmpty {
+        // Only files it settled before: nothing is written, nothing more is spent.
+        tally = again.isEmpty ? nil : approval.done
+      } else {
+        tally = summary.admits(fresh, folders: folders, after: approval.done)
+      }
+      guard let tally else { return refused }
+      var sizes: [String: UInt64] = [:]
+      for file in fresh { sizes[file.path] = file.size }
+      approval.part = .receiving(
+        Part(tally: tally, sizes: sizes, folders: folders.filter { sizes[$0] != nil }))
+      approvals[fingerprint] = approval
+      return Admission(admitted: true, receivedBefore: again)
+    }
+  }
+
+  /// File (or empty folder) `path` of `fingerprint`'s part was settled: stored, created, found
+  /// identical or skipped. It counts against the approval whatever happens to its part.
+  func settled(_ fingerprint: Fingerprint, path: String) {
+    approvals.withLock { approvals in
+      guard var approval = approvals[fingerprint] else { return }
+      switch approval.part {
+      case .receiving(var part):
+        guard part.sizes[path] != nil else { return }
+        part.settled.insert(path)
+        approval.part = .receiving(part)
+      case .failed(var part):
+        // Its event came after the part failed: counted now.
+        guard part.sizes[path] != nil, part.settled.insert(path).inserted else { return }
+        approval.done =
+          approval.done
+          + OfferSummary.Tally(
+            files: part.folders.contains(path) ? 0 : 1,
+            folders: part.folders.contains(path) ? 1 : 0,
+            bytes: part.folders.contains(path) ? 0 : part.sizes[path] ?? 0,
+            hidden: TreeOverview([path]).hidden)
+        approval.settled.insert(path)
+        approval.part = .failed(part)
+      case .none, .finished:
+        return
+      }
+      approvals[fingerprint] = approval
+    }
+  }
+
+  /// Whether a part of `fingerprint`'s batch is being received (its end not reported yet).
+  func isReceivingPart(_ fingerprint: Fingerprint) -> Bool {
+    approvals.withLock { approvals in
+      guard case .receiving? = approvals[fingerprint]?.part else { return false }
       return true
     }
   }
@@ -85,25 +205,42 @@ final class Approvals: Sendable {
   /// parts before this one added up to (for one progress total).
   func part(of fingerprint: Fingerprint) -> (summary: OfferSummary, before: OfferSummary.Tally)? {
     approvals.withLock { approvals in
-      guard let approval = approvals[fingerprint], approval.admitted != nil,
+      guard let approval = approvals[fingerprint], case .receiving = approval.part,
         let summary = approval.summary
       else { return nil }
       return (summary, approval.done)
     }
   }
 
-  /// The part of `fingerprint`'s batch being received ended with every file settled.
+  /// The part of `fingerprint`'s batch being received ended: with every file settled
+  /// (`failed` false), or not (what it settled is counted all the same).
   ///
   /// - Returns: Whether more of the batch is to come (fewer files received than announced).
-  func partFinished(_ fingerprint: Fingerprint) -> Bool {
+  func partEnded(_ fingerprint: Fingerprint, failed: Bool) -> Bool {
     approvals.withLock { approvals in
       guard var approval = approvals[fingerprint] else { return false }
-      if let admitted = approval.admitted { approval.done = admitted }
-      approval.admitted = nil
+      Self.closePart(of: &approval, failed: failed)
       approvals[fingerprint] = approval
       let done = approval.done
-      guard let summary = approval.summary, done.files + done.folders > 0 else { return false }
+      guard !failed, let summary = approval.summary, done.files + done.folders > 0 else {
+        return false
+      }
       return done.files < summary.files || done.folders < summary.folders ?? 0
+    }
+  }
+
+  /// Ends the part being received, if one is: received whole, its tally is what is spent;
+  /// failed, what it settled is.
+  private static func closePart(of approval: inout Approval, failed: Bool) {
+    guard case .receiving(let part) = approval.part else { return }
+    if failed {
+      approval.done = approval.done + part.settledTally
+      approval.settled.formUnion(part.settled)
+      approval.failures += 1
+      approval.part = .failed(part)
+    } else {
+      approval.done = part.tally
+      approval.part = .finished
     }
   }
 
@@ -132,7 +269,8 @@ final class Approvals: Sendable {
     }
     return approvals.withLock { approvals in
       guard let approval = approvals[invitation.fingerprint], approval.summary == summary,
-        approval.name == invitation.peer.displayName, approval.resumes < Self.maximumResumes
+        approval.name == invitation.peer.displayName, approval.resumes < Self.maximumResumes,
+        approval.failures < Self.maximumResumes
       else { return nil }
       switch approval.batch {
       case .underWay: return isConnected ? approval : nil
@@ -142,19 +280,24 @@ final class Approvals: Sendable {
     }
   }
 
-  /// The link to `fingerprint` was lost (a drop, a stall, a close): an unfinished batch may
-  /// come back within the grace.
+  /// The link to `fingerprint` was lost (a drop, a stall, a close): the part being received
+  /// failed, and an unfinished batch may come back within the grace.
   func linkLost(_ fingerprint: Fingerprint) {
     approvals.withLock { approvals in
-      // The part being received comes again from its start when the sender is back.
-      approvals[fingerprint]?.admitted = nil
-      guard case .underWay? = approvals[fingerprint]?.batch else { return }
-      approvals[fingerprint]?.batch = .lost(.now)
+      guard var approval = approvals[fingerprint] else { return }
+      Self.closePart(of: &approval, failed: true)
+      if case .underWay = approval.batch { approval.batch = .lost(.now) }
+      approvals[fingerprint] = approval
     }
   }
 
-  /// The batch from `fingerprint` ended: nothing of it is resumed without asking.
+  /// The batch from `fingerprint` ended: nothing of it is resumed or admitted without asking.
   func ended(_ fingerprint: Fingerprint) {
-    approvals.withLock { $0[fingerprint]?.batch = .ended }
+    approvals.withLock { approvals in
+      guard var approval = approvals[fingerprint] else { return }
+      Self.closePart(of: &approval, failed: true)
+      approval.batch = .ended
+      approvals[fingerprint] = approval
+    }
   }
 }

@@ -16,7 +16,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       two is required. Without avahi-daemon it still listens, and senders reach it with \
       'ferry send --address HOST:PORT' (fix the port with --port).
 
-      Files are written to a staging folder inside --dir, verified (SHA-256) and then moved \
+      Files are written to a staging folder inside --dir, verified (XXH3-128, or SHA-256 when the sender asks) and then moved \
       into place; nothing partial ever appears in --dir itself. The folder is checked before \
       anything is advertised: it must exist (--mkdir creates it) and be writable.
 

@@ -186,9 +186,19 @@ struct ReceiveDecisions: Sendable {
     let question: InvitationPrompt.OfferQuestion
     // Counted as the batch's next part when it is one, also under a policy (so that --once
     // waits for the whole batch).
-    let inBatch = approvals.admit(offer.peer.fingerprint, offer.files, folders: offer.folders)
-    if approval.byPolicy || inBatch {
-      return accept(offer)
+    // Files it settled before under this approval are never written again, whoever decides.
+    var admission = approvals.admit(offer.peer.fingerprint, offer.files, folders: offer.folders)
+    if !admission.admitted, approvals.isReceivingPart(offer.peer.fingerprint) {
+      // The part before may have ended with its report still on its way (the session's offers
+      // and its events are two streams): wait for it, a bounded while, and decide again.
+      let deadline = ContinuousClock.now + Self.partEndWait
+      while approvals.isReceivingPart(offer.peer.fingerprint), ContinuousClock.now < deadline {
+        try? await Task.sleep(for: .milliseconds(20))
+      }
+      admission = approvals.admit(offer.peer.fingerprint, offer.files, folders: offer.folders)
+    }
+    if approval.byPolicy || admission.admitted {
+      return accept(offer, receivedBefore: admission.receivedBefore)
     } else if first, let summary = approval.summary {
       question = .differsFrom(summary)
     } else {
@@ -213,8 +223,14 @@ struct ReceiveDecisions: Sendable {
     }
   }
 
-  private func accept(_ offer: ResourceOffer) {
+  /// How long an offer waits for the end of the part before it to be reported.
+  static let partEndWait: Duration = .seconds(2)
+
+  /// Accepts `offer`; its paths in `receivedBefore` are answered without being written.
+  private func accept(_ offer: ResourceOffer, receivedBefore: Set<String> = []) {
     gate?.decided(accepted: true)
+    var options = options
+    options.receivedBefore = receivedBefore
     offer.accept(options)
   }
 

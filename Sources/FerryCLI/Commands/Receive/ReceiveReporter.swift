@@ -33,6 +33,7 @@ struct ReceiveReporter: Sendable {
     case .started:
       break
     case .finished(let name, let peer, .success(let url), let digest):
+      approvals.settled(peer.fingerprint, path: name)
       // --stdout: the verified (staged) file goes to standard output, not into place.
       let toOutput = sink != nil && url != nil
       if toOutput, let url { sink?.received(url) }
@@ -54,6 +55,7 @@ struct ReceiveReporter: Sendable {
         )
       }
     case .identical(let name, let peer, let url, let digest):
+      approvals.settled(peer.fingerprint, path: name)
       // --stdout --dir D: D already holds it; that copy is written out (and stays).
       sink?.received(url, remove: false)
       output.event(
@@ -125,7 +127,7 @@ struct ReceiveReporter: Sendable {
       let sender = transfer.peer.fingerprint
       let lost = error.map { RetryPolicy.isRetryable($0) } ?? false
       // A batch of more files than one offer carries goes on with its next offer.
-      let more = error == nil && approvals.partFinished(sender)
+      let more = approvals.partEnded(sender, failed: error != nil)
       if lost { approvals.linkLost(sender) } else if !more { approvals.ended(sender) }
       guard let gate else { return }
       if more {
