@@ -78,6 +78,8 @@ struct ConfigFileTests {
       ("[receive]\ndir = \"a\u{1B}[2J\"\n", 2, "control character"),
       ("[receive]\ndir = \"a\\u001b\"\n", 2, "printable character"),
       ("[receive]\ndir = \"a\\q\"\n", 2, "not an escape"),
+      ("[receive]\nname = \"a\\nb\"\n", 2, "is a control character"),
+      ("[receive]\nname = \"a\\tb\"\n", 2, "is a control character"),
       ("[receive]\ndir = \"a\" \"b\"\n", 2, "unexpected text"),
       ("[receive]\nresume_grace = 1e999\n", 2, "not a number"),
       ("[receive]\nresume_grace = nan\n", 2, "not a value"),

@@ -133,8 +133,12 @@ struct ConfigParser {
         switch escaped {
         case UInt8(ascii: "\""): result.append(escaped)
         case UInt8(ascii: "\\"): result.append(escaped)
-        case UInt8(ascii: "n"): result.append(0x0A)
-        case UInt8(ascii: "t"): result.append(0x09)
+        case UInt8(ascii: "n"), UInt8(ascii: "t"), UInt8(ascii: "r"), UInt8(ascii: "b"),
+          UInt8(ascii: "f"), UInt8(ascii: "e"):
+          // TOML's escapes for control characters: none is allowed in a value here.
+          throw fail(
+            "'\\\(Character(Unicode.Scalar(escaped)))' is a control character: not allowed in a string"
+          )
         case UInt8(ascii: "u"), UInt8(ascii: "U"):
           result.append(contentsOf: try unicodeEscape(digits: escaped == UInt8(ascii: "u") ? 4 : 8))
         default:
