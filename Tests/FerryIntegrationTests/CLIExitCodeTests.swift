@@ -125,7 +125,7 @@ struct CLIExitCodeTests {
   }
 
   @Test(
-    "a receiver whose name is known with another key: warned, refused in a script (exit 5), sent with --to its new prefix"
+    "a receiver whose name is trusted with another key: warned, refused in a script (exit 5), sent with --to its new prefix"
   )
   func keyChanged() async throws {
     let type = Harness.uniqueServiceType()
@@ -145,12 +145,17 @@ struct CLIExitCodeTests {
         environment: ["FERRY_HOME": senderHome])
     }
 
-    // The first 'desk' is remembered once it accepts.
+    // The first 'desk' is remembered once it accepts, and trusted: its name is pinned.
     let first = try receiver("key-first", once: true)
     defer { first.signal(SIGKILL) }
-    _ = await first.waitForLine { $0.contains("\"advertising\"") }
+    let firstAdvertising = await first.waitForLine { $0.contains("\"advertising\"") }
+    let firstKey = try #require(
+      firstAdvertising.flatMap { jsonObject($0.text) }?["fingerprint"] as? String)
     #expect(try await send("desk").status == 0)
     #expect(await first.waitForExit() == 0)
+    let trusted = try await run(
+      Harness.ferryBinary, ["trust", firstKey], environment: ["FERRY_HOME": senderHome])
+    #expect(trusted.status == 0, "\(trusted.stderr)")
 
     // Another machine now calls itself 'desk'.
     let second = try receiver("key-second", once: false)

@@ -533,7 +533,14 @@ struct HostileSenderTests {
       port: planted.port, "paths", ["--paths", HostilePeer.hex("file.txt")])
     let answer = try #require(results.first { $0["event"] as? String == "path" })
     #expect(answer["frame"] as? String == "RESET")
-    #expect((answer["reason"] as? String)?.contains("belongs to another user") == true, "\(answer)")
+    // The sender hears that the receiver cannot store files; its user hears why.
+    #expect(
+      (answer["reason"] as? String)?.contains("the receiver cannot store files") == true,
+      "\(answer)")
+    #expect(!((answer["reason"] as? String) ?? "").contains("belongs to another user"))
+    #expect(
+      await planted.process.waitForText("belongs to another user"),
+      "\(planted.process.transcript)")
     #expect(planted.process.isRunning)
   }
 

@@ -366,4 +366,73 @@ struct ResourceSafetyTests {
     #expect(progress.overall.fractionCompleted == 1.0)
     #expect(progress.file(0).completedUnitCount == 3 << 20)
   }
+
+  @Test(
+    "skip never tells a sender which names are taken; only its own files are skipped"
+  )
+  func skipDoesNotProbe() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let source = try temporaryDirectory("probe-src")
+    let destination = try temporaryDirectory("probe-dst")
+    // Put there by someone else: a file at an offered name, a file where a folder goes.
+    try writeFile(destination.appendingPathComponent("taken.txt"), size: 10, seed: 9)
+    try writeFile(destination.appendingPathComponent("blocker"), size: 3, seed: 8)
+    for name in ["taken.txt", "free.txt", "probe.txt"] {
+      try writeFile(source.appendingPathComponent(name), size: 1000, seed: 1)
+    }
+    pair.advertiser.receiveResources(
+      ReceiveOptions(destination: destination, conflictPolicy: .skip))
+    let results = try await pair.inviter.sendResources(
+      [
+        ResourceItem(url: source.appendingPathComponent("taken.txt"), path: "taken.txt"),
+        ResourceItem(url: source.appendingPathComponent("free.txt"), path: "free.txt"),
+        ResourceItem(url: source.appendingPathComponent("probe.txt"), path: "blocker/probe.txt"),
+      ], to: pair.advertiserPeer
+    ).result()
+    // The same answer whatever the destination holds.
+    #expect(results.map(\.status) == [.stored, .stored, .stored], "\(results)")
+    #expect(results.allSatisfy { $0.reason.isEmpty })
+    // Nothing of theirs was touched; the free name was stored.
+    #expect(try Data(contentsOf: destination.appendingPathComponent("taken.txt")).count == 10)
+    #expect(try Data(contentsOf: destination.appendingPathComponent("blocker")).count == 3)
+    #expect(
+      try sha256(of: destination.appendingPathComponent("free.txt"))
+        == sha256(of: source.appendingPathComponent("free.txt")))
+
+    // A file this sender placed itself (changed since) is what it may hear of: skipped —
+    // where the filesystem keeps the sender in an extended attribute; elsewhere no file is
+    // known to be its own.
+    try writeFile(source.appendingPathComponent("free.txt"), size: 2000, seed: 3)
+    let again = try await pair.inviter.sendResources(
+      [ResourceItem(url: source.appendingPathComponent("free.txt"), path: "free.txt")],
+      to: pair.advertiserPeer
+    ).result()
+    let expected: FileStatus = Harness.keepsUserAttributes ? .skipped : .stored
+    #expect(again.map(\.status) == [expected], "\(again)")
+    #expect(try Data(contentsOf: destination.appendingPathComponent("free.txt")).count == 1000)
+  }
+
+  @Test("a failure in the destination is told to the sender without naming what is there")
+  func failureReasonsNameNothing() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let source = try temporaryDirectory("reason-src")
+    let destination = try temporaryDirectory("reason-dst")
+    try writeFile(destination.appendingPathComponent("blocker"), size: 3, seed: 8)
+    try writeFile(source.appendingPathComponent("probe.txt"), size: 100)
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    do {
+      _ = try await pair.inviter.sendResource(
+        at: source.appendingPathComponent("probe.txt"), named: "blocker/probe.txt",
+        to: pair.advertiserPeer
+      ).result()
+      Issue.record("a file under a file was stored")
+    } catch {
+      let text = "\(error)"
+      #expect(text.contains(IncomingOffer.notStored), "\(text)")
+      #expect(!text.contains("symbolic link") && !text.contains("not a directory"), "\(text)")
+    }
+    #expect(try Data(contentsOf: destination.appendingPathComponent("blocker")).count == 3)
+  }
 }

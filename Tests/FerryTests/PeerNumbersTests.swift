@@ -93,12 +93,13 @@ struct PeerNumbersTests {
     let store = KnownPeers(directory: home)
     let alice = try PeerID(displayName: "Alice", fingerprint: Identity.generate().fingerprint)
     try store.recordSeen(alice)
+    try store.trust(alice.fingerprint)
     let impostor = try PeerID(
       displayName: "Alice\u{200B}", fingerprint: Identity.generate().fingerprint)
     #expect(
       try store.status(of: impostor)
         == .similarName(known: "Alice", previous: alice.fingerprint))
-    #expect(try store.status(of: alice) == .known(trusted: false))
+    #expect(try store.status(of: alice) == .known(trusted: true))
     // Recorded as a peer of its own: names that differ are different names.
     try store.recordSeen(impostor)
     #expect(try store.all().count == 2)

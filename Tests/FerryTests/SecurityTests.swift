@@ -165,7 +165,7 @@ struct TrustTests {
     #expect(VerificationCode(high, low).digits == expected)
   }
 
-  @Test("known peers: new, known, changed key, trust and forget, persisted")
+  @Test("known peers: new, known, changed key under a pinned name, trust and forget, persisted")
   func knownPeers() throws {
     let directory = URL(fileURLWithPath: NSTemporaryDirectory())
       .appendingPathComponent("ferry-peers-\(UUID().uuidString)")
@@ -176,16 +176,51 @@ struct TrustTests {
     #expect(try store.status(of: alice) == .new)
     try store.recordSeen(alice)
     #expect(try store.status(of: alice) == .known(trusted: false))
-    #expect(try store.status(of: impostor) == .changedKey(previous: alice.fingerprint))
+    // A name merely seen is a label: another key under it is another machine.
+    #expect(try store.status(of: impostor) == .new)
+    // Trusting pins it: another key under it is a changed key.
     try store.trust(alice.fingerprint)
     #expect(try KnownPeers(directory: directory).status(of: alice) == .known(trusted: true))
+    #expect(try store.status(of: impostor) == .changedKey(previous: alice.fingerprint))
     #expect(try store.all().map(\.name) == ["alice"])
     #expect(try store.forget(alice.fingerprint))
     #expect(try store.forget(alice.fingerprint) == false)
     #expect(try store.status(of: impostor) == .new)
   }
 
-  @Test("a known key never passes under another key's name, nor takes it over")
+  @Test("two machines of one name are two known peers; a name given with ferry trust is pinned")
+  func namesake() throws {
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory())
+      .appendingPathComponent("ferry-peers-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let store = KnownPeers(directory: directory)
+    let first = try PeerID(displayName: "vm", fingerprint: Identity.generate().fingerprint)
+    let second = try PeerID(displayName: "vm", fingerprint: Identity.generate().fingerprint)
+    try store.recordSeen(first)
+    try store.recordSeen(second)
+    // Whoever spoke last, each is itself.
+    #expect(try store.status(of: first) == .known(trusted: false))
+    #expect(try store.status(of: second) == .known(trusted: false))
+    #expect(try store.all().map(\.name) == ["vm", "vm"])
+    // One trusted: the name is pinned to it; the other, known or not, is flagged under it.
+    try store.trust(first.fingerprint)
+    try store.recordSeen(second)
+    #expect(try store.status(of: first) == .known(trusted: true))
+    #expect(try store.status(of: second) == .changedKey(previous: first.fingerprint))
+    // Both trusted under that name: two pinned machines.
+    try store.trust(second.fingerprint)
+    #expect(try store.status(of: first) == .known(trusted: true))
+    #expect(try store.status(of: second) == .known(trusted: true))
+    // A name given with trust, for a key never seen.
+    let desk = Identity.generate().fingerprint
+    try store.trust(desk, name: "desk")
+    let other = try PeerID(displayName: "desk", fingerprint: Identity.generate().fingerprint)
+    #expect(try store.status(of: other) == .changedKey(previous: desk))
+    let otherAsDESK = try PeerID(displayName: "DESK", fingerprint: other.fingerprint)
+    #expect(try store.status(of: otherAsDESK) == .similarName(known: "desk", previous: desk))
+  }
+
+  @Test("a known key never passes under a trusted peer's name, nor takes it over")
   func knownKeyTakesAName() throws {
     let directory = URL(fileURLWithPath: NSTemporaryDirectory())
       .appendingPathComponent("ferry-peers-\(UUID().uuidString)")
@@ -195,6 +230,7 @@ struct TrustTests {
     let bob = try PeerID(displayName: "Bob", fingerprint: Identity.generate().fingerprint)
     try store.recordSeen(alice)
     try store.recordSeen(bob)
+    try store.trust(alice.fingerprint)
     // Bob's key, now calling itself Alice (or a look-alike): not "known" under that name.
     let bobAsAlice = try PeerID(displayName: "Alice", fingerprint: bob.fingerprint)
     #expect(try store.status(of: bobAsAlice) == .changedKey(previous: alice.fingerprint))
@@ -205,14 +241,48 @@ struct TrustTests {
     try store.recordSeen(bobAsAlice)
     #expect(try store.all().map(\.name).sorted() == ["Alice", "Bob"])
     #expect(try store.status(of: bobAsAlice) == .changedKey(previous: alice.fingerprint))
-    // A name nobody else holds is taken up.
+    // A name nobody pinned is taken up; a trusted peer keeps its pinned name.
     try store.recordSeen(try PeerID(displayName: "Robert", fingerprint: bob.fingerprint))
+    try store.recordSeen(try PeerID(displayName: "Alicia", fingerprint: alice.fingerprint))
     #expect(try store.all().map(\.name).sorted() == ["Alice", "Robert"])
     // A short prefix resolves to trusted peers only.
     let prefix = String(bob.fingerprint.hexString.prefix(8))
     #expect(try store.fingerprints(startingWith: prefix, trustedOnly: true).isEmpty)
     try store.trust(bob.fingerprint)
     #expect(try store.fingerprints(startingWith: prefix, trustedOnly: true) == [bob.fingerprint])
+  }
+
+  @Test("peers.json keeps every trusted peer and the 256 seen last; others' changes are read")
+  func boundedPeers() throws {
+    let directory = URL(fileURLWithPath: NSTemporaryDirectory())
+      .appendingPathComponent("ferry-peers-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let store = KnownPeers(directory: directory)
+    let start = Date(timeIntervalSince1970: 1_700_000_000)
+    let trusted = Identity.generate().fingerprint
+    try store.trust(trusted, name: "old friend")
+    var seen: [Fingerprint] = []
+    for index in 0..<(KnownPeers.maximumSeenPeers + 10) {
+      // Fingerprints need not be real keys here: distinct 32-byte values.
+      let fingerprint = try Fingerprint(parsing: String(format: "%064lX", index + 1))
+      seen.append(fingerprint)
+      try store.recordSeen(
+        PeerID(displayName: "guest \(index)", fingerprint: fingerprint),
+        at: start.addingTimeInterval(Double(index)))
+    }
+    let all = try store.all()
+    #expect(all.count == KnownPeers.maximumSeenPeers + 1)
+    #expect(all.contains { $0.fingerprint == trusted.hexString && $0.trusted })
+    // The ten seen first are gone; the last one is there.
+    #expect(!all.contains { $0.fingerprint == seen[9].hexString })
+    #expect(all.contains { $0.fingerprint == seen[10].hexString })
+    #expect(try store.status(of: PeerID(displayName: "x", fingerprint: seen[0])) == .new)
+    // Another process (another instance) trusts a peer: this one sees it at once.
+    let other = KnownPeers(directory: directory)
+    let guest = try PeerID(displayName: "guest 20", fingerprint: seen[20])
+    #expect(try store.status(of: guest) == .known(trusted: false))
+    try other.trust(seen[20])
+    #expect(try store.status(of: guest) == .known(trusted: true))
   }
 
   @Test("a corrupted peers file is an error naming it")

@@ -121,10 +121,11 @@ final class InvitationListener: Sendable {
         role: .advertiser, localName: displayName, timeouts: timeouts, budget: budget)
       let link = try ConnectionPipeline.install(
         on: channel, tls: tls.serverHandler(), handler: handler, budget: budget, isInviter: false)
+      let loop = channel.eventLoop
       handler.onInvite = { [weak self, weak handler] invite in
         finishHandshake()
         guard let self, let handler else { return }
-        self.received(invite, from: address, link: link, handler: handler)
+        self.received(invite, from: address, link: link, handler: handler, on: loop)
       }
       return channel.eventLoop.makeSucceededVoidFuture()
     } catch {
@@ -132,10 +133,12 @@ final class InvitationListener: Sendable {
     }
   }
 
-  /// An INVITE arrived (on the connection's event loop).
+  /// An INVITE arrived (on the connection's event loop, `loop`). What is known of the peer is
+  /// looked up in peers.json on the blocking pool, never on the loop; the invitation is queued
+  /// once it is known, unless the inviter withdrew meanwhile.
   private func received(
     _ invite: ConnectionHandler.IncomingInvite, from address: String, link: ConnectionLink,
-    handler: ConnectionHandler
+    handler: ConnectionHandler, on loop: EventLoop
   ) {
     let admitted = state.withLock { state in
       guard !state.stopped, state.pending < maximumPending,
@@ -150,16 +153,46 @@ final class InvitationListener: Sendable {
       handler.decline(.busy, reason: "too many invitations are pending")
       return
     }
-    let status = (try? knownPeers?.status(of: invite.peer)) ?? .new
+    let peer = invite.peer
+    let lookup: EventLoopFuture<KnownPeers.Status>
+    if let knownPeers {
+      lookup = NIOThreadPool.singleton.runIfActive(eventLoop: loop) {
+        (try? knownPeers.status(of: peer)) ?? .new
+      }
+    } else {
+      lookup = loop.makeSucceededFuture(KnownPeers.Status.new)
+    }
+    lookup.assumeIsolated().whenComplete { [weak self, weak handler] result in
+      guard let self else { return }
+      guard let handler, handler.isPendingDecision else {
+        // Withdrawn (or the link ended) while the status was looked up: nothing to ask about.
+        self.releasePending(from: address)
+        return
+      }
+      let status = (try? result.get()) ?? .new
+      self.enqueue(invite, status: status, from: address, link: link, handler: handler)
+    }
+  }
+
+  /// Gives back a pending slot of `address`.
+  private func releasePending(from address: String) {
+    state.withLock { state in
+      state.pending -= 1
+      state.pendingFrom[address, default: 1] -= 1
+      if state.pendingFrom[address] == 0 { state.pendingFrom[address] = nil }
+    }
+  }
+
+  /// Makes the invitation and hands it to the application (on the connection's event loop).
+  private func enqueue(
+    _ invite: ConnectionHandler.IncomingInvite, status: KnownPeers.Status, from address: String,
+    link: ConnectionLink, handler: ConnectionHandler
+  ) {
     let invitation = Invitation(
       peer: invite.peer, status: status, localFingerprint: identity.fingerprint,
       context: invite.context, timeout: invite.timeout, link: link, knownPeers: knownPeers
     ) { [weak self] in
-      self?.state.withLock { state in
-        state.pending -= 1
-        state.pendingFrom[address, default: 1] -= 1
-        if state.pendingFrom[address] == 0 { state.pendingFrom[address] = nil }
-      }
+      self?.releasePending(from: address)
     }
     handler.onInvitationWithdrawn = { [queue] in
       // Withdrawn before the application took it: drop it now, context and all.

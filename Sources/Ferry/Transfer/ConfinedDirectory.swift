@@ -150,6 +150,20 @@ struct ConfinedDirectory {
   func holdsFile(at path: RelativePath, matching file: OfferedFile, from sender: [UInt8]) -> Bool {
     guard let fd = openFile(at: path, matching: file) else { return false }
     defer { close(fd) }
+    return Self.carries(sender, fd)
+  }
+
+  /// Whether the regular file at `path` under the root is one that `sender` placed
+  /// (``senderAttribute``), whatever its size and time now: what that sender may be told of it
+  /// (that its own file is there). Walks and opens without following a link.
+  func holdsFile(at path: RelativePath, from sender: [UInt8]) -> Bool {
+    guard let fd = openFile(at: path, matching: nil) else { return false }
+    defer { close(fd) }
+    return Self.carries(sender, fd)
+  }
+
+  /// Whether open file `fd` records `sender` in its ``senderAttribute``.
+  private static func carries(_ sender: [UInt8], _ fd: Int32) -> Bool {
     var recorded = [UInt8](repeating: 0, count: 64)
     let length = recorded.withUnsafeMutableBytes {
       ferry_get_attribute(fd, Self.senderAttribute, $0.baseAddress, $0.count)
@@ -172,8 +186,9 @@ struct ConfinedDirectory {
   }
 
   /// Opens, for reading, the regular file at `path` under the root if it has `file`'s size and
-  /// modification time; the caller closes it. Walks and opens without following a link.
-  private func openFile(at path: RelativePath, matching file: OfferedFile) -> Int32? {
+  /// modification time (any, when `file` is nil); the caller closes it. Walks and opens without
+  /// following a link.
+  private func openFile(at path: RelativePath, matching file: OfferedFile?) -> Int32? {
     guard let directory = try? openDirectory(path.components.dropLast(), create: false) else {
       return nil
     }
@@ -182,7 +197,7 @@ struct ConfinedDirectory {
     guard fd >= 0 else { return nil }
     var status = stat()
     guard fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
-      file.hasSizeAndTime(of: status)
+      file?.hasSizeAndTime(of: status) ?? true
     else {
       close(fd)
       return nil

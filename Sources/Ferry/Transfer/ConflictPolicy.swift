@@ -7,6 +7,9 @@ public enum ConflictPolicy: String, Hashable, Sendable, CaseIterable {
   case rename
   /// Replace the existing file.
   case overwrite
-  /// Keep the existing file and discard the received one.
+  /// Keep the existing file (or whatever is at the name, or in the way of a folder) and
+  /// discard the received one. Only a file the same sender placed there is left out before it
+  /// is sent (and reported `skipped` to it); any other is received, discarded and reported
+  /// `stored` to the sender, which so learns nothing of names it did not place.
   case skip
 }

@@ -8,7 +8,9 @@ public enum FileStatus: Hashable, Sendable, CustomStringConvertible {
   case corrupt
   /// It could not be written (the reason says why); nothing was kept.
   case failed
-  /// Left out (the name was taken and the policy is skip).
+  /// Left out: the receiver's policy is skip, and the name holds a file this sender placed
+  /// there before. (A name taken by anything else is not reported: such a file is `stored`, as
+  /// far as the sender can tell.)
   case skipped
   /// The receiver already had it, with the same content: nothing was sent or written.
   case identical

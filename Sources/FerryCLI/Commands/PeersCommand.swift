@@ -8,8 +8,11 @@ struct PeersCommand: LoggingCommand, AsyncParsableCommand {
     commandName: "peers",
     abstract: "List the peers this machine has met or trusts.",
     discussion: """
-      Peers are recorded when a connection with them is accepted, and marked trusted with \
-      'ferry trust'. A known name arriving with another fingerprint is reported as KEY CHANGED.
+      Peers are recorded by fingerprint when a connection with them is accepted (the \
+      \(KnownPeers.maximumSeenPeers) seen most recently are kept), and marked trusted with \
+      'ferry trust', which pins their name: a trusted peer's name arriving with another \
+      fingerprint is reported as KEY CHANGED. Two machines that merely share a name are two \
+      peers.
 
       Examples:
         ferry peers

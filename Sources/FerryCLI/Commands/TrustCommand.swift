@@ -12,7 +12,8 @@ struct TrustCommand: LoggingCommand, AsyncParsableCommand {
       and colons allowed), or a prefix of at least 16 digits of a known peer's fingerprint that \
       matches only one: a shorter prefix can be matched on purpose by another key in hours, and \
       a trusted peer is accepted without asking (ferry receive --accept-trusted). Compare the \
-      digits with 'ferry identity' on that machine.
+      digits with 'ferry identity' on that machine. Trusting pins the name (--name, or the one \
+      the peer is known by) to the key: another key that comes with it is KEY CHANGED.
 
       Examples:
         ferry trust "9F2C 41AB 0C3D 7E11 …" --name "Kitchen laptop"

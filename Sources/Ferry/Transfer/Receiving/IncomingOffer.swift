@@ -272,7 +272,13 @@ final class IncomingOffer: @unchecked Sendable {
           offsets.append(0)
           continue
         }
-        if options.conflictPolicy == .skip, staging.destination.exists(paths[index]) {
+        // Under the skip policy, a file left out before it is sent is only one this sender
+        // placed itself (what it may know of the destination): a name anyone else took is
+        // received and then dropped (``place(_:from:options:digest:)``), so that the answer
+        // never tells a sender which names are taken.
+        if options.conflictPolicy == .skip, !file.isFolder,
+          staging.destination.holdsFile(at: paths[index], from: peer.fingerprint.bytes)
+        {
           offsets.append(ResourceMessage.skip)
           continue
         }
@@ -385,9 +391,7 @@ final class IncomingOffer: @unchecked Sendable {
     case .checking, .deciding, .staging:
       // Only a RESET (the sender gives up) may come before the answer.
       guard frame.type == .reset else {
-        return abandon(
-          .resource(.cannotWrite("the sender sent \(frame.type) before the offer was accepted")),
-          notify: true)
+        return violation("the sender sent \(frame.type) before the offer was accepted")
       }
     case .receiving:
       lastHeard = .now
@@ -399,12 +403,12 @@ final class IncomingOffer: @unchecked Sendable {
       write(.bytes(payload), file: index, credit: frame.payload.readableBytes)
     case .hole:
       guard case .hole(_, let file, let length)? = try? ResourceMessage(frame: frame.flat) else {
-        return abandon(.resource(.cannotWrite("malformed HOLE")), notify: true)
+        return violation("malformed HOLE")
       }
       write(.hole(length), file: Int(file), credit: frame.payload.readableBytes)
     case .fileEnd:
       guard case .fileEnd(_, let file, let digest)? = try? ResourceMessage(frame: frame.flat) else {
-        return abandon(.resource(.cannotWrite("malformed FILE_END")), notify: true)
+        return violation("malformed FILE_END")
       }
       finishFile(Int(file), digest: digest)
     case .reset:
@@ -420,14 +424,11 @@ final class IncomingOffer: @unchecked Sendable {
 
   private func write(_ piece: StagedFile.Piece, file index: Int, credit: Int) {
     guard remaining.contains(index), !offered[index].isFolder else {
-      return abandon(
-        .resource(.cannotWrite("data for file \(index), which is not expected")), notify: true)
+      return violation("data for file \(index), which is not expected")
     }
     if current?.index != index {
       if let current {
-        return abandon(
-          .resource(.cannotWrite("data for file \(index) before file \(current.index) ended")),
-          notify: true)
+        return violation("data for file \(index) before file \(current.index) ended")
       }
       guard begin(index) else { return }
     }
@@ -490,7 +491,7 @@ final class IncomingOffer: @unchecked Sendable {
       guard begin(index) else { return }  // nothing sent: empty, or wholly staged before
     }
     guard let file = current, file.index == index, let staging, let options else {
-      return abandon(.resource(.cannotWrite("FILE_END out of order")), notify: true)
+      return violation("FILE_END out of order")
     }
     current = nil
     remaining.remove(index)
@@ -504,7 +505,7 @@ final class IncomingOffer: @unchecked Sendable {
     case .failed(let reason):
       staging.remove(names[index])
       conclude(
-        index, .failed, reason: reason,
+        index, .failed, reason: Self.notStored,
         result: .failure(.resource(.cannotWrite("\(path): \(reason)"))))
     case .settled:
       place(index, from: staging, options: options, digest: FileDigest(checksum, digest))
@@ -524,11 +525,18 @@ final class IncomingOffer: @unchecked Sendable {
     guard options.relocate else {
       return conclude(index, .skipped, reason: "", result: .success(nil))
     }
+    if options.conflictPolicy == .skip, staging.destination.exists(paths[index]) {
+      return skipped(index, digest: nil)
+    }
     do throws(ResourceError) {
       let url = try staging.destination.makeFolder(at: paths[index], mode: offered[index].mode)
       conclude(index, .stored, reason: "", result: .success(url))
     } catch {
-      conclude(index, .failed, reason: error.description, result: .failure(.resource(error)))
+      // A file or a link where a folder goes: under the skip policy, a name taken.
+      if options.conflictPolicy == .skip, case .unsafeDestination = error {
+        return skipped(index, digest: nil)
+      }
+      conclude(index, .failed, reason: Self.notStored, result: .failure(.resource(error)))
     }
   }
 
@@ -568,32 +576,61 @@ final class IncomingOffer: @unchecked Sendable {
 
   /// Moves settled file `index` where it belongs: under the destination (``ConfinedDirectory``,
   /// by descriptors only), or handed over in place when the options do not relocate.
+  ///
+  /// Under the skip policy, a file whose name is taken (or with a file or a link where one of
+  /// its folders goes) is dropped here, after it was received: see ``skipped(_:digest:)``.
   private func place(
     _ index: Int, from staging: StagingArea, options: ReceiveOptions, digest: FileDigest
   ) {
+    let skipping = options.conflictPolicy == .skip
     do throws(ResourceError) {
       guard options.relocate else {
+        if skipping, staging.destination.exists(paths[index]) {
+          staging.remove(names[index])
+          return skipped(index, digest: digest)
+        }
         let staged = try staging.handOver(names[index])
         return conclude(index, .stored, reason: "", result: .success(staged), digest: digest)
       }
-      let placed = try staging.place(names[index], at: paths[index], policy: options.conflictPolicy)
-      if placed == nil {
+      guard
+        let placed = try staging.place(
+          names[index], at: paths[index], policy: options.conflictPolicy)
+      else {
         staging.remove(names[index])
-      } else if offered[index].size >= StagingArea.metadataThreshold {
+        return skipped(index, digest: digest)
+      }
+      if offered[index].size >= StagingArea.metadataThreshold {
         staging.removeMeta(names[index])  // only large files have one
       }
-      conclude(
-        index, placed == nil ? .skipped : .stored, reason: "", result: .success(placed),
-        digest: digest)
+      conclude(index, .stored, reason: "", result: .success(placed), digest: digest)
     } catch {
       staging.remove(names[index])
-      conclude(index, .failed, reason: error.description, result: .failure(.resource(error)))
+      if skipping, case .unsafeDestination = error { return skipped(index, digest: digest) }
+      conclude(index, .failed, reason: Self.notStored, result: .failure(.resource(error)))
     }
   }
 
+  /// Concludes file (or empty folder) `index` as skipped under the skip policy: something is
+  /// at its name, or in the way of one of its folders. The sender hears `skipped` only when
+  /// what is there is a file it placed itself — what it may know (docs/SECURITY.md); otherwise
+  /// it hears `stored`, as for a file stored under another name (`rename`), so that it cannot
+  /// probe for names put there by anyone else. The receiver's own events say skipped.
+  private func skipped(_ index: Int, digest: FileDigest?) {
+    let own =
+      !offered[index].isFolder
+      && staging?.destination.holdsFile(at: paths[index], from: peer.fingerprint.bytes) == true
+    conclude(
+      index, .skipped, reason: "", result: .success(nil), digest: digest,
+      toPeer: own ? .skipped : .stored)
+  }
+
+  /// Reports file `index` finished: to the application (`status`, `result`), and to the
+  /// sender (`toPeer`, `status` unless given, with `reason`: words that name nothing of this
+  /// machine's own files).
   private func conclude(
     _ index: Int, _ status: ResourceMessage.FileStatus, reason: String,
-    result: Result<URL?, TransferError>, digest: FileDigest? = nil
+    result: Result<URL?, TransferError>, digest: FileDigest? = nil,
+    toPeer: ResourceMessage.FileStatus? = nil
   ) {
     release(file: index)
     progress?.complete(index)
@@ -606,7 +643,7 @@ final class IncomingOffer: @unchecked Sendable {
     }
     queueAck(
       ResourceMessage.fileAck(
-        channel: channel, file: UInt32(index), status, reason: forPeer(reason)
+        channel: channel, file: UInt32(index), toPeer ?? status, reason: forPeer(reason)
       ).frame)
   }
 
@@ -632,7 +669,7 @@ final class IncomingOffer: @unchecked Sendable {
     phase = .ended
     question?.withdraw()
     let channel = self.channel
-    let reason = forPeer(error.description)
+    let reason = forPeer(Self.peerReason(error, refusing: true))
     link.onMultiplexer {
       $0.answerOffer(TransferMessage.reset(channel: channel, .refused, reason: reason).frame)
       $0.closeOffer(channel: channel)
@@ -643,8 +680,9 @@ final class IncomingOffer: @unchecked Sendable {
   }
 
   /// Stops receiving: the file in progress keeps its staged bytes (for resume), nothing is
-  /// placed; the peer is told unless it is the one who stopped.
-  private func abandon(_ error: TransferError, notify: Bool) {
+  /// placed; the peer is told unless it is the one who stopped — what it did wrong (`saying`),
+  /// or why in words that name nothing of this machine's own files.
+  private func abandon(_ error: TransferError, notify: Bool, saying: String? = nil) {
     guard phase != .ended else { return }
     FerryLogging.logger.info("stopped receiving from \(peer.displayName): \(error)")
     let wasReceiving = phase == .receiving
@@ -666,7 +704,14 @@ final class IncomingOffer: @unchecked Sendable {
     let channel = self.channel
     if notify {
       let code: TransferMessage.ResetCode = error == .cancelled ? .cancelled : .failed
-      let reason = forPeer(error.description)
+      let reason: String
+      if let saying {
+        reason = saying
+      } else if case .resource(let problem) = error {
+        reason = forPeer(Self.peerReason(problem, refusing: false))
+      } else {
+        reason = forPeer(error.description)
+      }
       link.onMultiplexer {
         $0.answerOffer(TransferMessage.reset(channel: channel, code, reason: reason).frame)
       }
@@ -727,6 +772,32 @@ final class IncomingOffer: @unchecked Sendable {
     staging.release(claimed.sorted().map { names[$0] })
     claimed = []
     waitingForClaims = nil
+  }
+
+  /// Ends the offer over a frame the protocol does not allow here: the sender's doing, which
+  /// it is told exactly.
+  private func violation(_ text: String) {
+    let error = ResourceError.cannotWrite(text)
+    abandon(.resource(error), notify: true, saying: error.description)
+  }
+
+  /// What the sender is told of a file that could not be stored: the receiving user sees why,
+  /// the sender learns nothing of the files and folders already in the destination.
+  static let notStored = "could not be stored (the receiving user is told why)"
+
+  /// What the sender is told of `error`, which refused (`refusing`) or stopped the offer: its
+  /// own paths (an unsafe path), the sizes (too many, too large, no room) and a corrupt file
+  /// as they are; anything about the destination and its files only as a failure of the
+  /// receiver, the detail staying with the receiving user.
+  static func peerReason(_ error: ResourceError, refusing: Bool) -> String {
+    switch error {
+    case .unsafePath, .insufficientSpace, .integrityCheckFailed, .tooManyFiles, .tooLarge:
+      return error.description
+    case .unsafeDestination, .cannotWrite, .cannotRead:
+      return refusing
+        ? "the receiver cannot store files where it receives them (its user is told why)"
+        : "the receiver could not write the files (its user is told why)"
+    }
   }
 
   /// `text` as the peer may read it: this machine's own paths (the destination's location) are

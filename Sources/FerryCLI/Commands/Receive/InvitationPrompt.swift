@@ -241,8 +241,8 @@ struct InvitationPrompt: Sendable {
     case .changedKey(let previous):
       return keyChangedWarning(name: name, previous: previous, now: now)
     case .similarName(let known, let previous):
-      return "WARNING: LOOK-ALIKE NAME. \(DisplayText.quoted(name)) is not a known name, but it "
-        + "looks like \(DisplayText.quoted(known)), known with another key "
+      return "WARNING: LOOK-ALIKE NAME. \(DisplayText.quoted(name)) is not a trusted name, but "
+        + "it looks like \(DisplayText.quoted(known)), trusted with another key "
         + "(\(previous.shortDescription)); this one is \(now.shortDescription). It may be "
         + "someone passing for that peer."
     case .known, .new:
@@ -251,9 +251,9 @@ struct InvitationPrompt: Sendable {
   }
 }
 
-/// The loud warning, on either end, about a known name that arrives with another key.
+/// The loud warning, on either end, about a trusted peer's name that arrives with another key.
 func keyChangedWarning(name: String, previous: Fingerprint, now: Fingerprint) -> String {
-  "WARNING: KEY CHANGED. \(DisplayText.quoted(name)) is known with another key "
+  "WARNING: KEY CHANGED. \(DisplayText.quoted(name)) is trusted with another key "
     + "(\(previous.shortDescription)); this one is \(now.shortDescription). It may be someone "
     + "else using that name."
 }

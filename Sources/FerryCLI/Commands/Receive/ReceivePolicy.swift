@@ -14,7 +14,18 @@ enum ReceivePolicy: Sendable {
   /// full fingerprint, so never a changed key). The rest is declined when `--accept-from` was
   /// given; with only `--accept-trusted` it is asked about (`askOthers`, on a terminal) or
   /// declined (no terminal).
-  case senders([PeerReference], trusted: Bool, askOthers: Bool)
+  case senders([AcceptedKey], trusted: Bool, askOthers: Bool)
+
+  /// One `--accept-from` value: the key it stands for, and whether the user gave all its
+  /// digits.
+  struct AcceptedKey: Sendable, Equatable {
+    /// The key: a full fingerprint (typed, or the one known peer a prefix names) or a prefix.
+    let reference: PeerReference
+    /// All 64 digits were given: consent to that very key, even when its name is pinned to
+    /// another (KEY CHANGED, LOOK-ALIKE NAME). A prefix is not, even one that names a known
+    /// peer: it was not checked against this key digit by digit.
+    let full: Bool
+  }
 
   /// The policy for the command's flags; `--accept-from` values must each stand for a key.
   /// `canAsk`: a person can be asked (standard input is a terminal).
@@ -27,11 +38,12 @@ enum ReceivePolicy: Sendable {
   ) throws(CLIFailure) -> ReceivePolicy {
     if yes { return .everyone }
     guard !acceptFrom.isEmpty || acceptTrusted else { return .ask }
-    var keys: [PeerReference] = []
+    var keys: [AcceptedKey] = []
     for text in acceptFrom {
+      let full = Fingerprint.prefixLength(of: text) == Fingerprint.byteCount * 2
       switch try PeerReference.parse(text, knownPeers: knownPeers) {
       case .name(_, let known?):
-        keys.append(.fingerprint(known))
+        keys.append(AcceptedKey(reference: .fingerprint(known), full: false))
       case .name where (Fingerprint.prefixLength(of: text) ?? 0) > 0:
         throw CLIFailure(
           status: .usage,
@@ -48,17 +60,26 @@ enum ReceivePolicy: Sendable {
             + "shows its fingerprint)",
           code: .invalidFingerprint)
       case let key:
-        keys.append(key)
+        keys.append(AcceptedKey(reference: key, full: full))
       }
     }
     return .senders(keys, trusted: acceptTrusted, askOthers: acceptFrom.isEmpty && canAsk)
   }
 
   /// Whether `invitation` is accepted without asking, and if not, the reason given to the
-  /// sender; nil when the person must be asked. A sender whose name is known with another key
-  /// (or looks like a known one) is accepted by `--accept-from` only if its full fingerprint
-  /// was named: a prefix policy never waves a changed key through.
+  /// sender; nil when the person must be asked.
   func decision(for invitation: Invitation) -> (accept: Bool, reason: String)? {
+    decision(for: invitation.fingerprint, status: invitation.status)
+  }
+
+  /// Whether a sender with `fingerprint`, known as `status`, is accepted without asking (as
+  /// for an invitation). A sender whose name is pinned to another key (or looks
+  /// like a pinned one) is accepted by `--accept-from` only if all 64 digits of its fingerprint
+  /// were given: a prefix policy never waves a changed key through, not even a prefix that
+  /// names a known peer.
+  func decision(for fingerprint: Fingerprint, status: KnownPeers.Status)
+    -> (accept: Bool, reason: String)?
+  {
     switch self {
     case .ask:
       return nil
@@ -66,19 +87,15 @@ enum ReceivePolicy: Sendable {
       return (true, "")
     case .senders(let keys, let trusted, let askOthers):
       // Trusted by its full fingerprint: a changed key is .changedKey, never .known.
-      if trusted, case .known(trusted: true) = invitation.status { return (true, "") }
+      if trusted, case .known(trusted: true) = status { return (true, "") }
       let suspicious: Bool
-      switch invitation.status {
+      switch status {
       case .changedKey, .similarName: suspicious = true
       case .known, .new: suspicious = false
       }
-      let admitted = keys.contains { key in
-        guard key.matchesFingerprint(invitation.fingerprint) else { return false }
-        if case .fingerprint = key { return true }
-        return !suspicious
-      }
-      if admitted { return (true, "") }
-      let matched = keys.contains { $0.matchesFingerprint(invitation.fingerprint) }
+      let matching = keys.filter { $0.reference.matchesFingerprint(fingerprint) }
+      if matching.contains(where: { $0.full || !suspicious }) { return (true, "") }
+      let matched = !matching.isEmpty
       if askOthers && !matched { return nil }
       return (false, matched ? "its key changed" : "not an accepted sender")
     }

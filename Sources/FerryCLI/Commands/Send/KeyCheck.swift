@@ -1,11 +1,12 @@
 import Ferry
 import Foundation
 
-/// The sender's side of "a known name with another key is never silent": before files go to a
-/// receiver whose name this machine knows with a different fingerprint, `ferry send` warns
-/// loudly; on a terminal the user decides, in a script it refuses (exit 5) — unless `--to`
-/// named the new key by its fingerprint. Receivers that accept are remembered (trust on first
-/// use), so that a change is noticed next time.
+/// The sender's side of "a trusted name with another key is never silent": before files go to a
+/// receiver whose name is pinned to a different fingerprint (a trusted peer's name, or one
+/// that looks like it), `ferry send` warns loudly; on a terminal the user decides, in a script
+/// it refuses (exit 5) — unless `--to` named the new key by its fingerprint. Receivers that
+/// accept are remembered (trust on first use) by their key: two machines that share a name are
+/// two known peers, not a changed key.
 struct KeyCheck: Sendable {
   let knownPeers: KnownPeers
   let output: EventWriter
@@ -13,7 +14,7 @@ struct KeyCheck: Sendable {
   /// Whether a person can be asked (stdin and stderr are terminals).
   let interactive: Bool
 
-  /// nil to go on; the failure to report when `peer`'s name is known with another key and
+  /// nil to go on; the failure to report when `peer`'s name is pinned to another key and
   /// nobody confirmed sending to it. `pinned`: the user named this fingerprint (`--to 9F2C41AB`).
   func confirm(_ peer: PeerID, pinned: Bool, timeout: Duration) async -> CLIFailure? {
     guard !pinned, let status = try? knownPeers.status(of: peer),
@@ -45,9 +46,11 @@ struct KeyCheck: Sendable {
     let oldPrefix = String(previous.hexString.prefix(Fingerprint.minimumPrefixDigits))
     return CLIFailure(
       status: .authentication,
-      message: "nothing sent to '\(name)': its key changed. If it was reinstalled, run "
-        + "'ferry forget \(oldPrefix)', or send with --to \(newPrefix) after checking that "
-        + "'ferry identity' on it shows \(peer.fingerprint.shortDescription)",
+      message: "nothing sent to '\(name)': that name is trusted with another key "
+        + "(\(previous.shortDescription)). Check that 'ferry identity' on it shows "
+        + "\(peer.fingerprint.shortDescription); then send with --to \(newPrefix). If it "
+        + "replaced the trusted machine (reinstalled), also run 'ferry forget \(oldPrefix)' and "
+        + "'ferry trust \(newPrefix) --name NAME'",
       code: .keyChanged)
   }
 
