@@ -105,4 +105,57 @@ struct HostileFollowUpTests {
     #expect(
       reset?.text.contains("the sender saw no progress") == true, "\(hostile.stdout)")
   }
+
+  @Test(
+    "a silent sender with a held file loses the offer once the receiver hashed its own copy",
+    .enabled(
+      if: Harness.keepsUserAttributes,
+      "the temporary folder's filesystem keeps no user extended attributes"))
+  func silentSenderWithHeldFile() async throws {
+    let type = Harness.uniqueServiceType()
+    let destination = try temporaryDirectory("held-stall-dest")
+    let peer = try ChildProcess(
+      Harness.testPeerBinary, ["receive", "held-stall", type, destination.path],
+      environment: [
+        "FERRY_HOME": Harness.freshFerryHome(), "FERRY_TEST_STALL_SECONDS": "3",
+        "FERRY_TEST_OFFERS": "2",
+      ])
+    defer { peer.signal(SIGKILL) }
+    let listening = try #require(
+      await peer.waitForLine { $0.contains("\"listening\"") }.flatMap { jsonObject($0.text) },
+      "\(peer.stderr)")
+    // 128 MiB held: the receiver used to wait 3 s + 12.8 s for its digest.
+    let results = try await HostilePeer.attack(
+      port: try #require(listening["port"] as? Int), "held-stall",
+      [
+        "--versions", "1,2", "--size", "\(128 << 20)", "--sizes", "\(64 << 20)", "--seconds",
+        "40",
+      ])
+    let offer = try #require(results.first { $0["event"] as? String == "offer" }, "\(results)")
+    #expect(offer["held"] as? [Int] == [0], "\(results)")
+    let ended = try #require(results.first { $0["event"] as? String == "ended" }, "\(results)")
+    #expect(ended["frame"] as? String == "RESET", "\(results)")
+    #expect((ended["reason"] as? String)?.contains("no progress for 3 s") == true, "\(results)")
+    #expect((ended["after"] as? Double ?? 99) < 10, "\(results)")
+  }
+
+  @Test(
+    "a receiver that calls every file held and never answers is given up on in time")
+  func receiverThatHoldsEverything() async throws {
+    let (hostile, port, fingerprint) = try await HostilePeer.serve(
+      "held", ["--versions", "1,2", "--seconds", "40", "--hold", "1"])
+    defer { hostile.signal(SIGKILL) }
+    // 128 MiB: the sender used to wait 3 s + 12.8 s for the answer.
+    let file = try temporaryDirectory("held-src").appendingPathComponent("big.bin")
+    try writeAllocated(file, size: 128 << 20)
+    let sender = try ChildProcess(
+      Harness.testPeerBinary, ["send", "127.0.0.1", "\(port)", fingerprint, file.path],
+      environment: ["FERRY_HOME": Harness.freshFerryHome(), "FERRY_TEST_STALL_SECONDS": "3"])
+    defer { sender.signal(SIGKILL) }
+    let failed = await sender.waitForLine(timeout: .seconds(40)) { $0.contains("\"error\"") }
+    #expect(failed?.text.contains("no progress for 3 s") == true, "\(sender.stdout)")
+    let reset = await hostile.waitForLine(timeout: .seconds(10)) { $0.contains("\"reset\"") }
+    let after = reset.flatMap { jsonObject($0.text)?["after"] as? Double } ?? 99
+    #expect(after < 10, "\(hostile.stdout)")
+  }
 }

@@ -54,6 +54,27 @@ struct HostileReceiverTests {
       "\(mode): \(json.stdout)")
   }
 
+  @Test("faked progress (one more byte held each attempt) never keeps --retry-for going")
+  func fakedProgress() async throws {
+    let (peer, port, fingerprint) = try await HostilePeer.serve(
+      "fake-progress", ["--connections", "200", "--seconds", "60"])
+    defer { peer.signal(SIGKILL) }
+    let started = ContinuousClock.now
+    let result = try await run(
+      Harness.ferryBinary,
+      [
+        "send", "--address", "127.0.0.1:\(port)", "--to", fingerprint, "--timeout", "10",
+        "--retry-for", "10", "--json", try source(1 << 20).path,
+      ],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()], timeout: .seconds(120))
+    let took = ContinuousClock.now - started
+    #expect(result.status != 0, "\(result.stderr)")
+    let attempts = peer.stdoutLines.filter { $0.text.contains("\"attempt\"") }.count
+    // 10 s without progress, waits of 1, 2, 4, 8 s: a handful of attempts, never one per byte.
+    #expect(took < .seconds(45), "gave up after \(took): \(attempts) attempts")
+    #expect((1...8).contains(attempts), "\(attempts) attempts: \(peer.stdout)")
+  }
+
   @Test("item 2/6: a receiver answering with impossible offsets fails the send cleanly")
   func badAccept() async throws {
     let (peer, port, fingerprint) = try await HostilePeer.serve("bad-accept", ["--hold", "2"])

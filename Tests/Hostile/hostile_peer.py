@@ -179,6 +179,11 @@ def describe(kind, channel, payload):
         (count,) = struct.unpack(">I", payload[:4])
         out["offsets"] = [struct.unpack(">Q", payload[4 + 8 * i:12 + 8 * i])[0]
                           for i in range(count)]
+        rest = payload[4 + 8 * count:]
+        if len(rest) >= 4:
+            (held,) = struct.unpack(">I", rest[:4])
+            out["held"] = [struct.unpack(">I", rest[4 + 4 * i:8 + 4 * i])[0]
+                           for i in range(held)]
     return out
 
 
@@ -214,11 +219,16 @@ def connect(args, name=None, source=None):
         (args.host, args.port), timeout=10,
         source_address=(source, 0) if source else None)
     link = Link(context.wrap_socket(raw))
-    link.send(hello(name if name is not None else args.name))
+    link.send(hello(name if name is not None else args.name, versions(args)))
     kind, _, _ = link.expect({HELLO})
     if kind != HELLO:
         raise Closed("no HELLO")
     return link
+
+
+def versions(args):
+    """The protocol versions this side offers in its HELLO (--versions, e.g. 1,2)."""
+    return tuple(int(version) for version in args.versions.split(","))
 
 
 def invited(args, context=None, timeout_ms=30000, name=None, source=None, wait=60.0):
@@ -236,6 +246,28 @@ def send_file(link, channel, index, data, digest=None):
     for start in range(0, len(data), 256 << 10):
         link.send(chunk(channel, index, data[start:start + (256 << 10)]))
     link.send(file_end(channel, index, digest or hashlib.sha256(data).digest()))
+
+
+def send_zeros(link, channel, index, size):
+    """`size` zero bytes of file `index` as CHUNKs, within the channel's credit (its 8 MiB
+    window, then what CREDIT frames grant), answering PINGs; then its FILE_END (SHA-256)."""
+    piece, digest = b"\0" * (256 << 10), hashlib.sha256()
+    credit, sent = 8 << 20, 0
+    while sent < size:
+        data = piece[:min(len(piece), size - sent)]
+        while credit < 4 + len(data):
+            kind, got, payload = link.frame(30)
+            if kind == PING:
+                link.send(frame(PONG, 0, payload))
+            elif kind == CREDIT and got == channel:
+                credit += struct.unpack(">I", payload[:4])[0]
+            elif kind in (RESET, GOODBYE):
+                raise Closed("%s while sending" % NAMES[kind])
+        link.send(chunk(channel, index, data))
+        credit -= 4 + len(data)
+        digest.update(data)
+        sent += len(data)
+    link.send(file_end(channel, index, digest.digest()))
 
 
 def offer_one(link, channel, path, data, mtime=1_700_000_000, mode=0o644, digest=None):
@@ -380,6 +412,38 @@ def scenario_stall(args):
     link.send(offer(1, [("stalled.bin", args.size, 1_700_000_000, 0, 0o644)]))
     kind, got, payload = link.expect({OFFER_ACCEPT, RESET})
     report(event="offer", **describe(kind, got, payload))
+    started = time.monotonic()
+    try:
+        kind, got, payload = link.expect({RESET}, timeout=args.seconds)
+        report(event="ended", after=round(time.monotonic() - started, 1),
+               **describe(kind, got, payload))
+    except TimeoutError:
+        report(event="ended", after=None)
+
+
+def scenario_held_stall(args):
+    """Places held.bin (--size zero bytes) with a first offer, so that the receiver holds it
+    from this sender (needs --versions 1,2), then offers it again with other.bin (--sizes bytes)
+    and, once that offer is accepted with held.bin held, sends nothing more (answering PINGs)
+    for --seconds; reports the RESET or GOODBYE it gets and when."""
+    link, answer = invited(args)
+    report(event="answer", **answer)
+    if answer["frame"] != "ACCEPT":
+        return
+    entry = ("held.bin", args.size, 1_700_000_000, 0, 0o644)
+    link.send(offer(1, [entry]))
+    kind, got, payload = link.expect({OFFER_ACCEPT, RESET})
+    if kind != OFFER_ACCEPT:
+        report(event="first", **describe(kind, got, payload))
+        return
+    send_zeros(link, 1, 0, args.size)
+    kind, got, payload = link.expect({FILE_ACK, RESET}, timeout=60)
+    report(event="first", **describe(kind, got, payload))
+    link.send(offer(3, [entry, ("other.bin", int(args.sizes), 1_700_000_000, 0, 0o644)]))
+    kind, got, payload = link.expect({OFFER_ACCEPT, RESET})
+    report(event="offer", **describe(kind, got, payload))
+    if kind != OFFER_ACCEPT:
+        return
     started = time.monotonic()
     try:
         kind, got, payload = link.expect({RESET}, timeout=args.seconds)
@@ -638,17 +702,29 @@ def serve(args, handle):
     listener.bind(("127.0.0.1", args.port))
     listener.listen(4)
     report(event="listening", port=listener.getsockname()[1], fingerprint=args.fingerprint)
-    raw, _ = listener.accept()
-    link = Link(context.wrap_socket(raw, server_side=True))
-    link.send(hello(args.name))
-    kind, _, payload = link.expect({HELLO})
-    kind, _, payload = link.expect({INVITE})
-    timeout, length = struct.unpack(">II", payload[:8])
-    report(event="invited", timeout_ms=timeout, context=payload[8:8 + length].decode("utf-8", "replace"))
-    try:
-        handle(link, args)
-    except (Closed, TimeoutError, OSError) as error:
-        report(event="closed", reason=str(error))
+    # --connections N: the same answer to N connections in turn (a sender that retries);
+    # args.attempt counts them from 1.
+    for attempt in range(1, args.connections + 1):
+        args.attempt = attempt
+        listener.settimeout(args.seconds if attempt > 1 else None)
+        try:
+            raw, _ = listener.accept()
+        except socket.timeout:
+            report(event="no-more-attempts", attempts=attempt - 1)
+            break
+        try:
+            link = Link(context.wrap_socket(raw, server_side=True))
+            link.send(hello(args.name, versions(args)))
+            kind, _, payload = link.expect({HELLO})
+            kind, _, payload = link.expect({INVITE})
+            timeout, length = struct.unpack(">II", payload[:8])
+            report(event="invited", attempt=attempt, timeout_ms=timeout,
+                   context=payload[8:8 + length].decode("utf-8", "replace"))
+            handle(link, args)
+        except (Closed, TimeoutError, OSError, ssl.SSLError) as error:
+            report(event="closed", reason=str(error))
+        if attempt < args.connections:
+            link.close()
     time.sleep(args.hold)
 
 
@@ -773,6 +849,35 @@ def serve_stall(link, args):
            **describe(kind, got, payload))
 
 
+def serve_held(link, args):
+    """Accepts the offer calling every file held (needs --versions 1,2), then reads everything
+    and answers nothing (no CREDIT, no FILE_ACK), answering PINGs; reports the RESET the
+    sender sends and how long after the OFFER_ACCEPT."""
+    link.send(frame(ACCEPT))
+    channel, files = receive_offer(link)
+    link.send(frame(OFFER_ACCEPT, channel, struct.pack(">I", len(files))
+                    + b"".join(struct.pack(">Q", 0) for _ in files)
+                    + struct.pack(">I", len(files))
+                    + b"".join(struct.pack(">I", index) for index in range(len(files)))))
+    started = time.monotonic()
+    kind, got, payload = link.expect({RESET}, timeout=args.seconds)
+    report(event="reset", after=round(time.monotonic() - started, 1),
+           **describe(kind, got, payload))
+
+
+def serve_fake_progress(link, args):
+    """Faked progress against `--retry-for`: accepts the offer saying it holds one byte more of
+    each file than on the attempt before (attempt N: N bytes), reads nothing, and drops the
+    connection after a moment, so that the sender retries. Reports each attempt."""
+    link.send(frame(ACCEPT))
+    channel, files = receive_offer(link)
+    link.send(frame(OFFER_ACCEPT, channel, struct.pack(">I", len(files))
+                    + b"".join(struct.pack(">Q", min(args.attempt, size)) for _, size in files)))
+    time.sleep(0.2)
+    report(event="attempt", attempt=args.attempt, offset=args.attempt)
+    link.close()
+
+
 def serve_capture_reset(link, args):
     """Accepts the offer only once the file --wait-for exists (the test changes the sender's
     file meanwhile); reports the RESET the sender then sends."""
@@ -797,12 +902,14 @@ SCENARIOS = {
     "reasons": scenario_reasons, "corrupt": scenario_corrupt, "mode": scenario_mode,
     "early-frame": scenario_early_frame, "hidden": scenario_hidden,
     "withdraw": scenario_withdraw, "stall": scenario_stall, "replay": scenario_replay,
+    "held-stall": scenario_held_stall,
 }
 SERVES = {
     "decline": serve_decline, "goodbye": serve_goodbye, "refuse": serve_refuse,
     "bad-ack": serve_bad_ack, "bad-accept": serve_bad_accept,
     "credit-overflow": serve_credit_overflow, "no-read": serve_no_read,
     "capture-reset": serve_capture_reset, "stall": serve_stall, "twice": serve_twice,
+    "held": serve_held, "fake-progress": serve_fake_progress,
 }
 
 
@@ -829,6 +936,8 @@ def main():
     parser.add_argument("--source", default=None)
     parser.add_argument("--wait-for", default="")
     parser.add_argument("--variant", default="")
+    parser.add_argument("--connections", type=int, default=1)
+    parser.add_argument("--versions", default="1")
     args = parser.parse_args()
     args.cert, args.key, args.fingerprint = identity(args.home)
     if args.mode == "identity":

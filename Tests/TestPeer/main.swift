@@ -6,7 +6,8 @@
 //       ANSWER: accept | decline:REASON | ignore | accept-after:SECONDS
 //   ferry-test-peer invite HOST PORT [FINGERPRINT|-] [NAME]
 //   ferry-test-peer send HOST PORT FINGERPRINT PATH...   (identity from $FERRY_HOME)
-//   ferry-test-peer receive NAME SERVICE DIR     (accepts one offer into DIR, then exits)
+//   ferry-test-peer receive NAME SERVICE DIR     (accepts one offer into DIR, then exits;
+//                                                 FERRY_TEST_OFFERS=N: N offers)
 //   ferry-test-peer echo NAME SERVICE    (echoes messages; answers each stream, read slowly (20 ms a chunk),
 //                                         with "stream NAME BYTES SHA256" as a message)
 // FERRY_TEST_STALL_SECONDS sets the send and receive sessions' ConnectionTimeouts.transferStall.
@@ -139,13 +140,15 @@ do {
     session.receiveResources(ReceiveOptions(destination: URL(fileURLWithPath: arguments[3])))
     let advertiser = try await advertise(arguments[1], on: arguments[2], into: session)
     acceptAll(advertiser, into: session)
+    var offers = ProcessInfo.processInfo.environment["FERRY_TEST_OFFERS"].flatMap { Int($0) } ?? 1
     for await event in session.resourceEvents {
       if case .offerFinished(let transfer, let error) = event {
         emit([
           "event": "received", "files": transfer.files.count, "bytes": Int(transfer.totalBytes),
           "error": error.map { "\($0)" } ?? "",
         ])
-        break
+        offers -= 1
+        if offers <= 0 { break }
       }
     }
     advertiser.stop()

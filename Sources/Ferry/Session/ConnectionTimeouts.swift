@@ -18,12 +18,6 @@ public struct ConnectionTimeouts: Hashable, Sendable {
   /// this on both ends, so that one connection cannot hold a prompt or a pending slot longer.
   public static let maximumInvitationTimeout: Duration = .seconds(120)
 
-  /// The extra time a peer may take to hash `bytes` of held files (at 10 MiB/s, a slow disk)
-  /// before the transfer counts as stalled.
-  static func hashingAllowance(_ bytes: UInt64) -> Duration {
-    .seconds(Int64(clamping: bytes / (10 << 20)))
-  }
-
   /// The defaults: 5 s handshake, PING every 2 s, dead after 7 s of silence (so a vanished peer
   /// is noticed within 9 s), transfers abandoned after 60 s without progress.
   public init() {}

@@ -173,15 +173,17 @@ struct ConfinedDirectory {
 
   /// The `checksum` digest of the regular file at `path` under the root when its size and
   /// modification time are `file`'s (the cheap check first: only then is it read); nil
-  /// otherwise, or when it cannot be read. Walks and opens without following a link.
+  /// otherwise, when it cannot be read, or when `proceed` (asked before each MiB) says to stop.
+  /// Walks and opens without following a link.
   func digest(
-    ofFileAt path: RelativePath, matching file: OfferedFile, checksum: ChecksumAlgorithm
+    ofFileAt path: RelativePath, matching file: OfferedFile, checksum: ChecksumAlgorithm,
+    while proceed: () -> Bool = { true }
   ) -> [UInt8]? {
     guard let fd = openFile(at: path, matching: file) else { return nil }
     defer { close(fd) }
     var hasher = ContentHasher(checksum)
     // Short: it shrank since the fstat, or cannot be read.
-    guard hashPrefix(of: fd, length: file.size, into: &hasher) else { return nil }
+    guard hashPrefix(of: fd, length: file.size, into: &hasher, while: proceed) else { return nil }
     return hasher.finalize()
   }
 

@@ -3,11 +3,15 @@ import Foundation
 
 /// Reads the first `length` bytes of `fd` with pread(2), 1 MiB at a time, into `hasher`.
 /// Returns false when the file ends sooner or cannot be read (errno says which: 0 for a short
-/// file).
-func hashPrefix(of fd: Int32, length: UInt64, into hasher: inout ContentHasher) -> Bool {
+/// file), or when `proceed` (asked before each MiB) says to stop.
+func hashPrefix(
+  of fd: Int32, length: UInt64, into hasher: inout ContentHasher,
+  while proceed: () -> Bool = { true }
+) -> Bool {
   var buffer = [UInt8](repeating: 0, count: Int(min(length, 1 << 20)))
   var position: UInt64 = 0
   while position < length {
+    guard proceed() else { return false }
     let want = Int(min(UInt64(buffer.count), length - position))
     let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(position)) }
     if count < 0 && errno == EINTR { continue }

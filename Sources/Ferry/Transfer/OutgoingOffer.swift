@@ -43,6 +43,12 @@ final class OutgoingOffer: Sendable {
     var resend: [Int] = []
     /// Held files asked for already (each may be asked for once).
     var asked: Set<Int> = []
+    /// How long this side took to hash each held file whose digest it sent: about as long as
+    /// the receiver takes to hash its own copy.
+    var hashTimes: [Int: Duration] = [:]
+    /// The bytes of each file this attempt sent (from its offset, or from 0 for a held file
+    /// sent whole).
+    var sent: [Int: Range<UInt64>] = [:]
     var cancelled = false
     /// What the receiver is told when this side fails: only paths relative to the offer.
     var reasonForPeer: String?
@@ -132,20 +138,19 @@ final class OutgoingOffer: Sendable {
     return state.withLock { state in (0..<files.count).compactMap { state.results[$0] } }
   }
 
-  /// How much of the offer the receiver is known to hold: what it had staged (its resume
-  /// offsets) plus every file it stored or found identical. A retrying send makes progress only
-  /// when this grows from one attempt to the next (it is bounded by the offer's size).
-  var bytesDelivered: UInt64 {
+  /// What this attempt came to, file by file, for a retrying send's idea of progress
+  /// (``SendProgress``): where the receiver said each file starts, whether it stored it (or
+  /// found it identical), and which of its bytes were sent.
+  var delivery: [SendProgress.File] {
     state.withLock { state in
-      guard let offsets = state.offsets else { return 0 }
-      var total: UInt64 = 0
-      for (index, offset) in offsets.enumerated() {
-        switch state.results[index]?.status {
-        case .stored?, .identical?: total += files[index].size
-        default: if offset != ResourceMessage.skip { total += min(offset, files[index].size) }
-        }
+      files.indices.map { index in
+        let offset = state.offsets.map { $0[index] }
+        let status = state.results[index]?.status
+        return SendProgress.File(
+          path: files[index].path, size: files[index].size,
+          offset: offset == ResourceMessage.skip ? nil : offset,
+          stored: status == .stored || status == .identical, sent: state.sent[index])
       }
-      return total
     }
   }
 
@@ -187,9 +192,14 @@ final class OutgoingOffer: Sendable {
     defer { close(fd) }
     let hasher = BackgroundHasher(
       ContentHasher(state.withLock { $0.checksum }), size: files[index].size, on: hashQueue)
+    let started = ContinuousClock.now
     try await hashPrefix(fd, upTo: files[index].size, into: hasher, index: index)
     let digest = await hasher.finalize()
-    state.withLock { $0.digests[index] = digest }
+    let took = ContinuousClock.now - started
+    state.withLock {
+      $0.digests[index] = digest
+      $0.hashTimes[index] = took
+    }
     try await inFlight.add(
       [frame(.fileEnd(channel: channel, file: UInt32(index), digest: digest))], link: link,
       channel: channel)
@@ -239,6 +249,7 @@ final class OutgoingOffer: Sendable {
     var dataEnd = sparse ? offset : file.size
     var holesSent = false
     progress.advance(index, to: position)
+    state.withLock { $0.sent[index] = offset..<offset }
     repeat {
       if let failure = state.withLock({ $0.failure }) { throw failure }
       var frames: [WireFrame] = []
@@ -281,6 +292,7 @@ final class OutgoingOffer: Sendable {
       }
       try await inFlight.add(frames, link: link, channel: channel)
       progress.advance(index, to: position)
+      state.withLock { $0.sent[index] = offset..<position }
     } while position < file.size
   }
 
@@ -376,9 +388,13 @@ final class OutgoingOffer: Sendable {
   }
 
   /// Fails the offer when the receiver shows no progress — no credit taken up by new data, no
-  /// answer, no acknowledgement (and this side is not busy reading a resumed prefix) — for ``ConnectionTimeouts/transferStall`` (and, before its
-  /// answer, for ``ResourceOffer/decisionTimeout`` more): a receiver that keeps its link alive
-  /// and does nothing would otherwise hold this send for ever. Ends when cancelled.
+  /// answer, no acknowledgement (and this side is not busy reading a resumed prefix or a held
+  /// file) — for ``ConnectionTimeouts/transferStall`` (and, before its answer, for
+  /// ``ResourceOffer/decisionTimeout`` more): a receiver that keeps its link alive and does
+  /// nothing would otherwise hold this send for ever. While held files wait for their answer,
+  /// it waits as long again as this side took to hash them (the receiver hashes its own copies
+  /// too): bounded by this side's own work, never by what the receiver claims. Ends when
+  /// cancelled.
   private func watchForStall(channel: UInt32) async {
     func mark() -> UInt64 {
       bytesSent.load(ordering: .relaxed) &+ framesHeard.load(ordering: .relaxed)
@@ -394,12 +410,12 @@ final class OutgoingOffer: Sendable {
       }
       let (answered, comparing) = state.withLock { state in
         // Held files whose digest was sent and not yet answered: the receiver hashes them.
-        let pending = state.held.filter { state.digests[$0] != nil && state.results[$0] == nil }
-        return (state.offsets != nil, pending.reduce(UInt64(0)) { $0 + files[$1].size })
+        let pending = state.hashTimes.filter {
+          state.results[$0.key] == nil && !state.asked.contains($0.key)
+        }
+        return (state.offsets != nil, pending.values.reduce(Duration.zero, +))
       }
-      let limit =
-        (answered ? stall : ResourceOffer.decisionTimeout + stall)
-        + ConnectionTimeouts.hashingAllowance(comparing)
+      let limit = (answered ? stall : ResourceOffer.decisionTimeout + stall) + comparing
       if ContinuousClock.now - since >= limit {
         fail(.stalled(limit))
         abandon(channel: channel, .stalled(limit))

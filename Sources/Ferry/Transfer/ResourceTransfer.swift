@@ -24,8 +24,9 @@ public final class ResourceTransfer: Sendable {
   /// File bytes actually sent so far (less than the total when the receiver resumed).
   public var bytesSent: UInt64 { offer.bytesSent.load(ordering: .relaxed) }
 
-  /// How much of the offer the receiver is known to hold (``OutgoingOffer/bytesDelivered``).
-  var bytesDelivered: UInt64 { offer.bytesDelivered }
+  /// What the receiver said it holds of each file, and what was sent of it
+  /// (``OutgoingOffer/delivery``).
+  var delivery: [SendProgress.File] { offer.delivery }
 
   /// Waits for the end: every file's verdict.
   ///

@@ -3,6 +3,7 @@ import Dispatch
 import FerryWire
 import Foundation
 import NIOCore
+import Synchronization
 
 /// Receives one offer — its protocol: validates its paths, gets it decided (at once, or by the
 /// application), reserves its space, answers with resume offsets, then takes the sender's
@@ -10,7 +11,8 @@ import NIOCore
 /// hands credit back and gathers FILE_ACKs. The disk side of each file is a ``StagedFile``;
 /// placing it is the ``StagingArea``'s and its ``ConfinedDirectory``'s. All state lives on
 /// `executor` (disk I/O never runs on the event loop); frames arrive from the loop in order and
-/// are handled in order.
+/// are handled in order. Held files are hashed here on ``DetachedWork`` (a few at once in the
+/// process), beside the executor.
 final class IncomingOffer: @unchecked Sendable {
   /// Where the offer is in its life.
   private enum Phase: Equatable {
@@ -50,8 +52,20 @@ final class IncomingOffer: @unchecked Sendable {
   /// Files the destination holds with the offered size and time: the sender sends such a file's
   /// digest first, and the file itself (its space reserved then) only if the content differs.
   private var held: Set<Int> = []
-  /// Held files whose digest-first FILE_END was answered.
+  /// Held files whose digest-first FILE_END came.
   private var heldAnswered: Set<Int> = []
+  /// Held files still to hash here, the next one last: this side hashes its own copies while
+  /// the sender hashes its files, in the same order, so that each digest is compared as it comes.
+  private var heldToHash: [Int] = []
+  /// Whether a held file of this offer is being hashed here (or waits for its turn to be).
+  private var hashingHeld = false
+  /// This side's digests of held files whose digest has not come from the sender yet (empty for
+  /// a file that could not be read or changed: it differs).
+  private var ownDigests: [Int: [UInt8]] = [:]
+  /// The sender's digests of held files that came before this side's own.
+  private var awaitingOwn: [Int: [UInt8]] = [:]
+  /// Set when the offer ends: the held file being hashed is left (any thread).
+  private let hashingStopped = Atomic<Bool>(false)
   /// Files whose staging name another offer still holds, while this one waits for it.
   private var waitingForClaims: Set<Int>?
   /// Files staged under a name of their own, from nothing (their usual name stayed held).
@@ -66,7 +80,8 @@ final class IncomingOffer: @unchecked Sendable {
   private var firstFailure: TransferError?
   private var pendingCredit = 0
   private var pendingAcks: [Frame] = []
-  /// When the sender last sent something for this offer (while receiving).
+  /// When the sender last sent something for this offer (while receiving), or this side last
+  /// finished hashing one of its held files.
   private var lastHeard = ContinuousClock.now
   private let stall: Duration
   /// Whether the sender speaks held files (protocol version 2 or later).
@@ -361,25 +376,59 @@ final class IncomingOffer: @unchecked Sendable {
       held: held.sorted().map { UInt32($0) }
     ).frame
     link.onMultiplexer { $0.answerOffer(accept) }
+    heldToHash = held.sorted(by: >)
+    hashNextHeld()
     if remaining.isEmpty { finishOffer(error: nil) }
   }
 
   /// Abandons the offer when the sender sends nothing for ``ConnectionTimeouts/transferStall``
   /// while files are still expected: it would otherwise hold its reservation, its staged file
-  /// and its descriptor for as long as it keeps the link alive.
+  /// and its descriptor for as long as it keeps the link alive. Only this side's own work stops
+  /// the clock — hashing the offer's held files (``hashNextHeld()``), bounded by their size —
+  /// never what the sender claims to be doing: it hashes the same files meanwhile.
   private func watchForStall() {
     executor.run(after: stall / 4) { [weak self] in
       guard let self, self.phase == .receiving else { return }
-      // Held files whose digest has not come: the sender hashes them before it sends it.
-      let hashing = self.held.subtracting(self.heldAnswered).reduce(UInt64(0)) {
-        $0 + self.offered[$1].size
-      }
-      let limit = self.stall + ConnectionTimeouts.hashingAllowance(hashing)
-      guard ContinuousClock.now - self.lastHeard < limit else {
-        return self.abandon(.stalled(limit), notify: true)
+      guard self.hashingHeld || ContinuousClock.now - self.lastHeard < self.stall else {
+        return self.abandon(.stalled(self.stall), notify: true)
       }
       self.watchForStall()
     }
+  }
+
+  /// Hashes the next held file that still waits for its comparison, off this executor
+  /// (``OfferExecutor/runDetached(_:)``): the offer's frames and timers never wait for it. A
+  /// held file the sender chose to send whole instead is passed over.
+  private func hashNextHeld() {
+    hashingHeld = false
+    guard phase == .receiving, let staging else { return }
+    while let index = heldToHash.popLast() {
+      guard remaining.contains(index), promised[index] == nil else { continue }
+      hashingHeld = true
+      let (destination, path, file) = (staging.destination, paths[index], offered[index])
+      let checksum = self.checksum
+      executor.runDetached { [weak self] in
+        guard let self else { return }
+        let digest = destination.digest(
+          ofFileAt: path, matching: file, checksum: checksum,
+          while: { !self.hashingStopped.load(ordering: .relaxed) })
+        self.executor.run { self.heldHashed(index, digest ?? []) }
+      }
+      return
+    }
+  }
+
+  /// This side's digest of held file `index` (empty when it could not be read): compared at once
+  /// when the sender's came first. The sender's silence counts from here again.
+  private func heldHashed(_ index: Int, _ digest: [UInt8]) {
+    guard phase == .receiving else { return }
+    lastHeard = .now
+    if let theirs = awaitingOwn.removeValue(forKey: index) {
+      answerHeld(index, theirs: theirs, there: digest)
+    } else if remaining.contains(index) {
+      ownDigests[index] = digest
+    }
+    hashNextHeld()
   }
 
   // MARK: Receiving
@@ -462,6 +511,12 @@ final class IncomingOffer: @unchecked Sendable {
   /// Opens file `index`'s staging file at its offset (hashing what it already holds).
   private func begin(_ index: Int) -> Bool {
     guard let staging else { return false }
+    guard awaitingOwn[index] == nil else {
+      abandon(
+        .resource(.cannotWrite("data for file \(index) before its digest was compared")),
+        notify: true)
+      return false
+    }
     do {
       if held.contains(index), promised[index] == nil {
         // A held file whose content differs after all: it is sent whole, and needs its room.
@@ -540,19 +595,31 @@ final class IncomingOffer: @unchecked Sendable {
     }
   }
 
-  /// The sender's digest of held file `index` (sent before, and instead of, its bytes) against
-  /// what the destination holds: the same content is ``ResourceMessage/FileStatus/identical``
+  /// The sender's digest of held file `index` (sent before, and instead of, its bytes): compared
+  /// now if this side has hashed its own copy, or as soon as it has (``heldHashed(_:_:)``).
+  private func compareHeld(_ index: Int, _ digest: [UInt8]) {
+    heldAnswered.insert(index)
+    guard let there = ownDigests.removeValue(forKey: index) else {
+      awaitingOwn[index] = digest
+      return
+    }
+    answerHeld(index, theirs: digest, there: there)
+  }
+
+  /// The sender's digest of held file `index` (`theirs`) against this side's digest of what the
+  /// destination holds (`there`): the same content is ``ResourceMessage/FileStatus/identical``
   /// and nothing is written; other content is skipped under the skip policy, and otherwise
   /// asked for whole (``ResourceMessage/FileStatus/differs``). Only the sender learns the
   /// outcome, never the destination's digest.
-  private func compareHeld(_ index: Int, _ digest: [UInt8]) {
-    heldAnswered.insert(index)
-    guard let staging, let options else { return }
-    let there = staging.destination.digest(
-      ofFileAt: paths[index], matching: offered[index], checksum: checksum)
-    // Comparing takes long for large files: the sender hears of it at once, not in 20 ms.
+  private func answerHeld(_ index: Int, theirs digest: [UInt8], there: [UInt8]) {
+    guard remaining.contains(index), let staging, let options else { return }
+    // The sender may be waiting for this answer alone: it hears of it at once, not in 20 ms.
     defer { flushAcks() }
-    if there == digest {
+    // Hashed maybe well before the digest came: the file must still have the same size and time.
+    if there == digest,
+      staging.destination.holdsFile(
+        at: paths[index], matching: offered[index], from: peer.fingerprint.bytes)
+    {
       remaining.remove(index)
       staging.remove(names[index])  // a partial staged by an earlier attempt, and its .meta
       return conclude(
@@ -732,6 +799,7 @@ final class IncomingOffer: @unchecked Sendable {
 
   /// Ends an accepted offer: flushes, releases what it held and reports it.
   private func finish(error: TransferError?) {
+    hashingStopped.store(true, ordering: .relaxed)
     progress?.finish()
     var flushFailure: TransferError?
     if let staging, ferry_syncfs(staging.fd) != 0 {

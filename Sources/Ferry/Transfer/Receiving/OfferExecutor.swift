@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// Where an offer's work runs, in order and off the event loop: a serial `DispatchQueue`, or (in
 /// tests and the fuzzer, next to an `EmbeddedChannel`) the caller's own thread.
@@ -7,6 +8,17 @@ protocol OfferExecutor: Sendable {
   func run(_ work: @escaping @Sendable () -> Void)
   /// Runs `work` after `delay`.
   func run(after delay: Duration, _ work: @escaping @Sendable () -> Void)
+  /// Runs long `work` (hashing a held file) outside this executor's order, so that the offer's
+  /// frames and timers do not wait for it; `work` hands its result back with ``run(_:)``.
+  func runDetached(_ work: @escaping @Sendable () -> Void)
+}
+
+extension OfferExecutor {
+  /// An executor of the caller's own thread runs detached work as it runs delayed work: later,
+  /// on that thread.
+  func runDetached(_ work: @escaping @Sendable () -> Void) {
+    run(after: .zero, work)
+  }
 }
 
 extension DispatchQueue: OfferExecutor {
@@ -19,5 +31,57 @@ extension DispatchQueue: OfferExecutor {
       delay.components.seconds * 1_000_000_000 + delay.components.attoseconds
       / 1_000_000_000
     asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds)), execute: work)
+  }
+
+  /// On ``DetachedWork/shared``: at most ``DetachedWork/width`` such jobs at once in the process.
+  func runDetached(_ work: @escaping @Sendable () -> Void) {
+    DetachedWork.shared.submit(work)
+  }
+}
+
+/// The long work of every incoming offer in the process (hashing held files), at most
+/// ``width`` jobs at once and the rest waiting in the order given: however many offers peers
+/// open, this side hashes on that many threads at most.
+final class DetachedWork: Sendable {
+  static let shared = DetachedWork(width: 2)
+
+  /// Jobs running at once.
+  let width: Int
+  private let state = Mutex(State())
+
+  private struct State {
+    var running = 0
+    var waiting: [@Sendable () -> Void] = []
+  }
+
+  init(width: Int) {
+    self.width = max(1, width)
+  }
+
+  /// Runs `work` on a global queue now, or once one of the jobs running ends.
+  func submit(_ work: @escaping @Sendable () -> Void) {
+    let now = state.withLock { state -> Bool in
+      guard state.running < width else {
+        state.waiting.append(work)
+        return false
+      }
+      state.running += 1
+      return true
+    }
+    if now { launch(work) }
+  }
+
+  private func launch(_ work: @escaping @Sendable () -> Void) {
+    DispatchQueue.global().async {
+      work()
+      let next = self.state.withLock { state -> (@Sendable () -> Void)? in
+        guard !state.waiting.isEmpty else {
+          state.running -= 1
+          return nil
+        }
+        return state.waiting.removeFirst()
+      }
+      if let next { self.launch(next) }
+    }
   }
 }

@@ -4,9 +4,11 @@
 /// ``isRetryable(_:)-(InvitationError)``: only a dropped, unreachable or stalled link is, never a
 /// refusal, a cancel or an authentication failure.
 public struct RetryPolicy: Sendable, Hashable {
-  /// How long to keep trying after the last progress — an attempt after which the receiver
-  /// holds more of the files than after any earlier one (staged bytes, files stored or found
-  /// identical); zero never retries.
+  /// How long to keep trying after the last progress — bytes this sender sent that the
+  /// receiver confirmed holding (resuming from them in a later attempt, or storing their
+  /// file), at least 1 MiB (or a 1 024th of the offer, when that is more) beyond the most
+  /// confirmed before; what a receiver claims beyond what was sent to it never counts. Bytes
+  /// sent but not yet confirmed earn one more attempt. Zero never retries.
   public var retryFor: Duration
   /// The wait before the first retry; each next one doubles it.
   public var firstDelay: Duration
@@ -15,6 +17,10 @@ public struct RetryPolicy: Sendable, Hashable {
   /// The fraction of each wait drawn at random (0.2: ±20 %), so that senders that lost the same
   /// receiver do not all come back at once.
   public var jitter: Double
+  /// The most attempts in all (sending, or reconnecting), however they end: 1 000 by default.
+  /// Progress already has a bound (the offer's size); this one holds even for a receiver that
+  /// confirms a little more each time.
+  public var maximumAttempts: Int = 1_000
 
   /// A policy: by default 60 s without progress, waits of 1, 2, 4, 8 then 15 s, ±20 %.
   public init(

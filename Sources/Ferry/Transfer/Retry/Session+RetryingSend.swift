@@ -3,9 +3,10 @@ extension Session {
   /// or cannot be made again, tries again: waits as `policy` says, calls `reconnect` for the
   /// peer (which must prove the same key: pin it), and offers the same files, which resume from
   /// what the receiver staged (and are not sent again where it already has them). Gives up
-  /// when `policy.retryFor` passes without progress, or at once for what is never retried (a
-  /// decline, an authentication failure, a cancel at either end, a refused offer, a file
-  /// error).
+  /// when `policy.retryFor` passes without progress (bytes sent here that the receiver
+  /// confirmed holding: ``RetryPolicy/retryFor``), after `policy.maximumAttempts`, or at once for
+  /// what is never retried (a decline, an authentication failure, a cancel at either end, a
+  /// refused offer, a file error).
   ///
   /// - Parameters:
   ///   - checksum: The digest each file is checked with (as for ``sendResources(_:to:checksum:)``).
@@ -24,10 +25,12 @@ extension Session {
   ) async throws(RetriedSendError) -> [FileResult] {
     var target = peer
     var attempt = 0
-    var lastProgress = ContinuousClock.now
-    // Progress is the receiver holding more than after any earlier attempt (bounded by the
-    // offer's size, so a receiver that keeps failing cannot keep this going for ever).
-    var delivered: UInt64 = 0
+    var progress = SendProgress()
+    // The last progress (or the start), and what `policy.retryFor` counts from: that, or the
+    // end of an attempt that sent new bytes, which only the next attempt's offer can confirm
+    // (once: bytes the receiver never confirms do not keep the send going).
+    var progressed = ContinuousClock.now
+    var since = progressed
     while true {
       attempt += 1
       let failure: TransferError
@@ -36,8 +39,13 @@ extension Session {
       {
       case .success(let results):
         return results
-      case .failure(let error, let reached):
-        if reached > delivered { (delivered, lastProgress) = (reached, .now) }
+      case .failure(let error, let delivery):
+        switch progress.record(delivery) {
+        case .progress: (progressed, since) = (.now, .now)
+        case .unconfirmed where since == progressed: since = .now
+        case .unconfirmed, .none: since = progressed
+        case .unknown: break
+        }
         // A link the peer (or this side, for a violation) closed on purpose is not lost.
         guard RetryPolicy.isRetryable(error), !linkWasClosedOnPurpose(target) else {
           throw .transfer(error)
@@ -49,7 +57,9 @@ extension Session {
       while true {
         let delay = policy.delay(beforeRetry: attempt)
         if Task.isCancelled { throw .transfer(.cancelled) }
-        guard ContinuousClock.now + delay - lastProgress <= policy.retryFor else { throw last }
+        guard attempt < policy.maximumAttempts,
+          ContinuousClock.now + delay - since <= policy.retryFor
+        else { throw last }
         events(.retrying(attempt: attempt, delay: delay, reason: last.description))
         do {
           try await Task.sleep(for: delay)
@@ -58,7 +68,7 @@ extension Session {
         }
         let again: PeerID
         do {
-          let left = policy.retryFor - (ContinuousClock.now - lastProgress)
+          let left = policy.retryFor - (ContinuousClock.now - since)
           again = try await reconnect(max(left, .milliseconds(500)))
         } catch {
           guard RetryPolicy.isRetryable(error) else { throw .invitation(error) }
@@ -88,7 +98,7 @@ extension Session {
     do {
       transfer = try sendResources(items, to: target, checksum: checksum)
     } catch {
-      return .failure(error, delivered: 0)
+      return .failure(error, delivery: [])
     }
     events(.sending(transfer, attempt: attempt))
     let outcome = await withTaskCancellationHandler {
@@ -103,7 +113,7 @@ extension Session {
     }
     switch outcome {
     case .success(let results): return .success(results)
-    case .failure(let error): return .failure(error, delivered: transfer.bytesDelivered)
+    case .failure(let error): return .failure(error, delivery: transfer.delivery)
     }
   }
 }
@@ -111,5 +121,5 @@ extension Session {
 /// How one attempt of a retrying send ended.
 private enum AttemptOutcome {
   case success([FileResult])
-  case failure(TransferError, delivered: UInt64)
+  case failure(TransferError, delivery: [SendProgress.File])
 }
