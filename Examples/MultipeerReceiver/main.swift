@@ -4,8 +4,9 @@
 //   swift run ferry-example-mpc-receive SERVICE NAME DIR
 //
 // Advertises as NAME, accepts every invitation (printing its context, as an app's alert
-// would show it), moves each received file from its temporary URL into DIR, answers a data
-// message with "echo:<message>" and counts a stream's bytes. One line per delegate call.
+// would show it), moves each received file from its temporary URL into DIR under a name not
+// taken there (never replacing or deleting anything), answers a data message with
+// "echo:<message>" and counts a stream's bytes. One line per delegate call.
 import FerryMultipeer
 import Foundation
 
@@ -103,15 +104,34 @@ final class Receiver: NSObject, MCSessionDelegate, MCNearbyServiceAdvertiserDele
       return
     }
     // The temporary file is deleted once this returns: move it now.
-    let target = folder.appendingPathComponent(
-      resourceName.replacingOccurrences(of: "/", with: "_"))
     do {
-      try? FileManager.default.removeItem(at: target)
-      try FileManager.default.moveItem(at: localURL, to: target)
+      let target = try place(localURL, as: resourceName)
       say("received \(peerID.displayName) \(resourceName) \(target.path)")
     } catch {
       say("failed \(peerID.displayName) \(resourceName) \(error)")
     }
+  }
+
+  /// Moves `file` into the folder under a name made from `resourceName`, the sender's text:
+  /// one file name (no `/`, never `.` or `..`) that nothing in the folder has yet: `name`,
+  /// else `name (2)`, `name (3)`… Nothing in the folder is ever replaced or deleted.
+  func place(_ file: URL, as resourceName: String) throws -> URL {
+    var base = resourceName.replacingOccurrences(of: "/", with: "_")
+    if base.isEmpty || base == "." || base == ".." { base = "_" + base }
+    let files = FileManager.default
+    for attempt in 1...1000 {
+      let name = attempt == 1 ? base : "\(base) (\(attempt))"
+      let target = folder.appendingPathComponent(name, isDirectory: false)
+      // Taken, by a file, a folder or a link (even one to nothing).
+      let taken =
+        files.fileExists(atPath: target.path)
+        || (try? files.attributesOfItem(atPath: target.path)) != nil
+      if taken { continue }
+      // moveItem fails rather than replace an item made there meanwhile.
+      try files.moveItem(at: file, to: target)
+      return target
+    }
+    throw CocoaError(.fileWriteFileExists)
   }
 }
 

@@ -184,6 +184,32 @@ struct MultipeerLoopbackTests {
     #expect(guest.session.connectedPeers.isEmpty)
   }
 
+  @Test("Apple's usual flow: browsing stopped as soon as the peer is found, then it is invited")
+  func stopBrowsingThenInvite() async throws {
+    let type = serviceType()
+    let host = App("mc-stop-host", type: type)
+    let guest = App("mc-stop-guest", type: type)
+    defer {
+      host.stop()
+      guest.stop()
+    }
+    host.advertiser.startAdvertisingPeer()
+    let found = try await guest.find("mc-stop-host")
+    // Most apps stop browsing at once; the peer found stays invitable.
+    guest.browser.stopBrowsingForPeers()
+    guest.browser.invitePeer(found, to: guest.session, withContext: nil, timeout: 30)
+    #expect(await guest.waitState("mc-stop-host", .connected), "\(guest.recorder.calls)")
+    #expect(await host.waitState("mc-stop-guest", .connected), "\(host.recorder.calls)")
+    // Advertising stopped once connected leaves the session connected.
+    host.advertiser.stopAdvertisingPeer()
+    try guest.session.send(Data("after the stops".utf8), toPeers: [found], with: .reliable)
+    #expect(
+      await host.recorder.wait { calls in
+        calls.contains(.data("mc-stop-guest", Data("after the stops".utf8)))
+      })
+    #expect(guest.recorder.states(of: "mc-stop-host") == [.connecting, .connected])
+  }
+
   @Test("declined, unanswered (timed out) and certificate-refused invitations end in notConnected")
   func refusals() async throws {
     let type = serviceType()

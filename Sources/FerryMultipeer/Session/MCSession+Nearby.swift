@@ -47,7 +47,7 @@ extension MCSession {
     listener.expect(peer.fingerprint)
     let ferry = ferrySession
     let this = WeakReference(self)
-    let task = attempt(with: peerID) {
+    attempt(with: peerID, tracked: true) {
       // Listening first, so that the peer's own invitation can reach this session.
       if let session = this.object { _ = try? await listener.listen(for: session) }
       for address in addresses where !Task.isCancelled {
@@ -61,15 +61,14 @@ extension MCSession {
       }
       throw MCError(.notConnected, "\(peerID.displayName) could not be reached")
     }
-    track(task, for: peerID)
   }
 
   /// Stops connecting to `peerID` (a connection already made stays): its invitations are
   /// declined from now on.
   public func cancelConnectPeer(_ peerID: MCPeerID) {
     let fingerprint = peerID.ferryPeer.fingerprint
-    let task = state.withLock { $0.attempts.removeValue(forKey: fingerprint) }
-    task?.cancel()
+    let attempt = state.withLock { $0.attempts.removeValue(forKey: fingerprint) }
+    attempt?.task.cancel()
     state.withLock { $0.nearby }?.forget(fingerprint)
   }
 

@@ -14,8 +14,11 @@ import Synchronization
 ///
 /// Every connection is mutual TLS 1.3 (``MCEncryptionPreference`` changes nothing). Every
 /// resource a connected peer sends is accepted (once the delegate has heard it `connected`),
-/// into a private temporary folder the session removes when it is released. Delegate calls arrive on the session's own serial queue, in
-/// order (``MCSessionDelegate``); the methods can be called from any thread.
+/// into a private temporary folder the session removes when it is released. Delegate calls
+/// arrive on the session's own serial queue, in order (``MCSessionDelegate``); the methods can
+/// be called from any thread, delegate calls included. Set the delegate before the session is
+/// first used (invited, or handed to an invitation handler): a call made while there is none
+/// is lost, as on Apple's platforms.
 open class MCSession: NSObject, @unchecked Sendable {
   /// This peer.
   public let myPeerID: MCPeerID
@@ -37,11 +40,22 @@ open class MCSession: NSObject, @unchecked Sendable {
     var gate = PeerGate<Pending>()
     /// The object the delegate knows each peer by.
     var peers: [Fingerprint: MCPeerID] = [:]
-    /// Connection attempts under way (``MCNearbyServiceBrowser/invitePeer(_:to:withContext:timeout:)``,
-    /// ``connectPeer(_:withNearbyConnectionData:)``), cancelled by ``disconnect()``.
-    var attempts: [Fingerprint: Task<Void, Never>] = [:]
+    /// Invitations this session sends, under way
+    /// (``MCNearbyServiceBrowser/invitePeer(_:to:withContext:timeout:)``,
+    /// ``connectPeer(_:withNearbyConnectionData:)``): the latest for each peer, cancelled by
+    /// ``disconnect()``; each leaves when it ends.
+    var attempts: [Fingerprint: Attempt] = [:]
+    /// The token of the latest attempt begun.
+    var lastAttempt: UInt64 = 0
     /// The unpublished listener of the nearby-connection API, once used.
     var nearby: NearbyListener?
+  }
+
+  /// One invitation under way: its token (which tells it from a later one to the same peer)
+  /// and its task.
+  struct Attempt: Sendable {
+    let token: UInt64
+    let task: Task<Void, Never>
   }
 
   /// An event from a peer, waiting for the gate: how to tell the delegate, and whom to tell
@@ -106,8 +120,8 @@ open class MCSession: NSObject, @unchecked Sendable {
     let waiting = state.withLock { $0.gate.drainAll() }
     for case .drop(let pending) in waiting { pending.done() }
     outgoing.finishAll()
-    let (attempts, nearby) = state.withLock { ($0.attempts.values, $0.nearby) }
-    for attempt in attempts { attempt.cancel() }
+    let (attempts, nearby) = state.withLock { (Array($0.attempts.values), $0.nearby) }
+    for attempt in attempts { attempt.task.cancel() }
     nearby?.stop()
     ferrySession.close()
     ReceivedResources.removeFolder(resourceFolder)
@@ -127,7 +141,7 @@ open class MCSession: NSObject, @unchecked Sendable {
       defer { state.attempts = [:] }
       return Array(state.attempts.values)
     }
-    for attempt in attempts { attempt.cancel() }
+    for attempt in attempts { attempt.task.cancel() }
     ferrySession.disconnect()
   }
 
@@ -154,66 +168,88 @@ open class MCSession: NSObject, @unchecked Sendable {
     state.withLock { $0.gate.isConnected(peer.fingerprint) }
   }
 
-  /// `task` connects to `peer`: ``disconnect()`` cancels it.
-  func track(_ task: Task<Void, Never>, for peer: MCPeerID) {
-    let replaced = state.withLock {
-      $0.attempts.updateValue(task, forKey: peer.ferryPeer.fingerprint)
-    }
-    replaced?.cancel()
-  }
-
   /// Runs one invitation to or from `peer`: the delegate hears `connecting` now, and
   /// `notConnected` if `body` throws and no other attempt connects the peer. Holds the session
-  /// weakly: releasing it ends what its delegate hears.
+  /// weakly: releasing it ends what its delegate hears. Any thread.
   ///
-  /// - Returns: The task running `body` (``track(_:for:)`` it when ``disconnect()`` should
-  ///   cancel it).
+  /// - Parameter tracked: Whether it is an invitation this session sends: ``disconnect()``
+  ///   and ``cancelConnectPeer(_:)`` cancel it, and it cancels the one still under way to the
+  ///   same peer.
+  /// - Returns: The task running `body`.
   @discardableResult
-  func attempt(with peer: MCPeerID, _ body: @escaping @Sendable () async throws -> Void)
-    -> Task<Void, Never>
-  {
+  func attempt(
+    with peer: MCPeerID, tracked: Bool = false,
+    _ body: @escaping @Sendable () async throws -> Void
+  ) -> Task<Void, Never> {
     attemptBegan(peer)
     let this = WeakReference(self)
-    return Task {
-      do {
-        try await body()
-        this.object?.attemptEnded(peer, failed: false)
-      } catch {
-        this.object?.attemptEnded(peer, failed: true)
+    let fingerprint = peer.ferryPeer.fingerprint
+    let (task, replaced) = state.withLock { state -> (Task<Void, Never>, Attempt?) in
+      state.lastAttempt += 1
+      let token = state.lastAttempt
+      // Made under the lock, so that it is listed before it can end and leave the list.
+      let task = Task {
+        do {
+          try await body()
+          this.object?.attemptEnded(peer, token: token, failed: false)
+        } catch {
+          this.object?.attemptEnded(peer, token: token, failed: true)
+        }
       }
+      guard tracked else { return (task, nil) }
+      let attempt = Attempt(token: token, task: task)
+      return (task, state.attempts.updateValue(attempt, forKey: fingerprint))
     }
+    // Cancelled once the lock is released: cancelling runs cancellation handlers at once.
+    replaced?.task.cancel()
+    return task
   }
 
-  /// An invitation to or from `peer` began; end it with ``attemptEnded(_:failed:)``.
+  /// An invitation to or from `peer` began; end it with ``attemptEnded(_:token:failed:)``.
   private func attemptBegan(_ peer: MCPeerID) {
     _ = object(for: peer.ferryPeer, preferring: peer)
     gate { $0.attemptBegan(peer.ferryPeer) }
   }
 
-  /// An invitation to or from `peer` ended, in failure or not.
-  private func attemptEnded(_ peer: MCPeerID, failed: Bool) {
+  /// The invitation `token` to or from `peer` ended, in failure or not.
+  private func attemptEnded(_ peer: MCPeerID, token: UInt64, failed: Bool) {
+    let fingerprint = peer.ferryPeer.fingerprint
+    state.withLock { state in
+      if state.attempts[fingerprint]?.token == token { state.attempts[fingerprint] = nil }
+    }
     gate { $0.attemptEnded(peer.ferryPeer, failed: failed) }
   }
 
-  /// Runs one gate transition under the lock and performs its steps, in order, on the queue.
+  /// Runs one gate transition under the lock, where its delegate calls are queued, in order;
+  /// the rest of its steps (dropping events, closing links) runs once the lock is released, so
+  /// that no lock is held while Ferry's session or a sender waiting for its event is called.
   func gate(_ transition: (inout PeerGate<Pending>) -> [PeerGate<Pending>.Step]) {
-    state.withLock { state in
+    let (dropped, disconnected) = state.withLock { state -> ([Pending], [PeerID]) in
+      var dropped: [Pending] = []
+      var disconnected: [PeerID] = []
       for step in transition(&state.gate) {
-        // Every peer the delegate hears of gets its object now (connectedPeers lists it).
         switch step {
         case .report(let peer, _), .askCertificate(let peer, _):
+          // Every peer the delegate hears of gets its object now (connectedPeers lists it).
           if state.peers[peer.fingerprint] == nil {
             state.peers[peer.fingerprint] = MCPeerID(remote: peer)
           }
-        default:
-          break
+          enqueue(step, peers: state.peers)
+        case .drop(let pending):
+          dropped.append(pending)
+        case .disconnect(let peer):
+          disconnected.append(peer)
+        case .deliver, .awaitReplacement:
+          enqueue(step, peers: state.peers)
         }
-        perform(step, peers: state.peers)
       }
       for gone in state.gate.prune(keeping: Self.rememberedPeers) {
         state.peers[gone] = nil
       }
+      return (dropped, disconnected)
     }
+    for peer in disconnected { ferrySession.disconnect(peer) }
+    for pending in dropped { pending.done() }
   }
 
   /// Peers the session keeps state for once they are neither connecting nor connected.
@@ -225,8 +261,9 @@ open class MCSession: NSObject, @unchecked Sendable {
     gate { $0.received(pending, from: peer, linkAlive: alive) }
   }
 
-  /// Performs one step (under the lock: only queues work, never calls the application).
-  private func perform(_ step: PeerGate<Pending>.Step, peers: [Fingerprint: MCPeerID]) {
+  /// Queues one step's work (under the lock: only queues it, on the delegate queue or a new
+  /// task, and never calls the application or Ferry's session).
+  private func enqueue(_ step: PeerGate<Pending>.Step, peers: [Fingerprint: MCPeerID]) {
     func object(_ peer: PeerID) -> MCPeerID {
       peers[peer.fingerprint] ?? MCPeerID(remote: peer)
     }
@@ -238,13 +275,14 @@ open class MCSession: NSObject, @unchecked Sendable {
       }
     case .askCertificate(let peer, let question):
       let peerObject = object(peer)
-      let certificate = ferrySession.certificateDER(of: peer).map { Data($0) }
       let answered = Atomic<Bool>(false)
       let handler: @Sendable (Bool) -> Void = { [weak self] accepted in
         guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
         self?.gate { $0.certificateAnswered(accepted, for: peer, question: question) }
       }
       queue.async { [self] in
+        // Read here, with no lock held (nil when the link is gone by now).
+        let certificate = ferrySession.certificateDER(of: peer).map { Data($0) }
         if let delegate {
           delegate.session(
             self, didReceiveCertificate: certificate.map { [$0] }, fromPeer: peerObject,
@@ -263,16 +301,14 @@ open class MCSession: NSObject, @unchecked Sendable {
         pending.deliver(self, delegate)
         pending.done()
       }
-    case .drop(let pending):
-      pending.done()
-    case .disconnect(let peer):
-      ferrySession.disconnect(peer)
     case .awaitReplacement(let peer, let token):
       let this = WeakReference(self)
       Task {
         try? await Task.sleep(for: PeerGate<Pending>.replacementGrace)
         this.object?.gate { $0.replacementExpired(peer, token: token) }
       }
+    case .drop, .disconnect:
+      break  // performed by gate(_:), once the lock is released
     }
   }
 }

@@ -28,7 +28,9 @@ public protocol MCSessionDelegate: NSObjectProtocol {
     fromPeer peerID: MCPeerID, with progress: Progress)
 
   /// A resource arrived, verified, at `localURL` (a temporary file: move it before returning,
-  /// or it is deleted), or failed with `error` (then `localURL` is nil).
+  /// or it is deleted), or failed with `error` (then `localURL` is nil). `resourceName` is the
+  /// sender's text, as in the start call: never empty, `.` or `..`, never with NUL, but it may
+  /// hold `/` or name a file that exists, so never move onto it unchecked.
   func session(
     _ session: MCSession, didFinishReceivingResourceWithName resourceName: String,
     fromPeer peerID: MCPeerID, at localURL: URL?, withError error: (any Error)?)

@@ -7,6 +7,9 @@ import Synchronization
 final class NearbyListener: Sendable {
   private let advertiser: Advertiser
   private let expected = Mutex<Set<Fingerprint>>([])
+  /// The listen every call awaits (two binding at once would open two ports, one of them
+  /// never closed); nil again after it failed, so that a later call tries again.
+  private let binding = Mutex<Task<UInt16, any Error>?>(nil)
   private let started = Atomic<Bool>(false)
 
   init(session: MCSession) {
@@ -28,11 +31,25 @@ final class NearbyListener: Sendable {
   ///
   /// - Throws: ``MCError`` when the port cannot be bound.
   func listen(for session: MCSession) async throws -> UInt16 {
+    let advertiser = self.advertiser
+    let task = binding.withLock { binding -> Task<UInt16, any Error> in
+      if let binding { return binding }
+      let task = Task { () async throws -> UInt16 in
+        do throws(DiscoveryError) {
+          return try await advertiser.listen()
+        } catch {
+          throw MCError(error)
+        }
+      }
+      binding = task
+      return task
+    }
     let port: UInt16
     do {
-      port = try await advertiser.listen()
+      port = try await task.value
     } catch {
-      throw MCError(error)
+      binding.withLock { if $0 == task { $0 = nil } }
+      throw error
     }
     guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return port }
     let invitations = advertiser.invitations
