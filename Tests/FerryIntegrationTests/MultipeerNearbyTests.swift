@@ -90,16 +90,23 @@ struct MultipeerNearbyTests {
 /// The iOS way to use streams: scheduled in a run loop, driven by the delegate's events.
 @Suite("FerryMultipeer streams in a run loop", .timeLimit(.minutes(2)))
 struct MultipeerRunLoopStreamTests {
-  /// Writes `total` bytes when told there is space, reads when told there are bytes; records
-  /// every event. Runs on the thread whose run loop the streams are scheduled in.
+  /// Writes `total` bytes when told there is space, reads when told there are bytes (all of
+  /// them, or one piece an event when `piecewise`); records every event. Runs on the thread
+  /// whose run loop the streams are scheduled in.
   final class Pump: NSObject, StreamDelegate, @unchecked Sendable {
     let total: Int
+    let piecewise: Bool
     var written = 0
     var read = 0
     var events: [String] = []
     var finished = false
+    /// Called once the input ended and was closed.
+    var onFinish: (() -> Void)?
 
-    init(total: Int) { self.total = total }
+    init(total: Int, piecewise: Bool = false) {
+      self.total = total
+      self.piecewise = piecewise
+    }
 
     func stream(_ stream: Stream, handle event: Stream.Event) {
       if let output = stream as? OutputStream {
@@ -124,12 +131,14 @@ struct MultipeerRunLoopStreamTests {
             let count = input.read(&buffer, maxLength: buffer.count)
             if count <= 0 { break }
             read += count
+            if piecewise { break }  // the stream tells again while bytes are left
           }
         }
         if event.contains(.endEncountered) {
           events.append("in end")
           input.close()
           finished = true
+          onFinish?()
         }
       }
     }

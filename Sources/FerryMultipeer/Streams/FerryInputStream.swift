@@ -8,7 +8,9 @@ import Foundation
 /// (``streamError`` says why). While the buffer is full, nothing more is read from the peer,
 /// whose writes then wait: a slow reader slows the writer down. `close()` before the end
 /// cancels the stream at the peer. Scheduled in a run loop, the delegate hears
-/// `openCompleted`, `hasBytesAvailable`, `endEncountered` and `errorOccurred`. Thread-safe.
+/// `openCompleted`, `hasBytesAvailable` (again after a read that leaves bytes, as with Apple's
+/// streams, so a delegate may read one piece an event), `endEncountered` (once everything
+/// buffered was read) and `errorOccurred`; nothing after `close()`. Thread-safe.
 final class FerryInputStream: InputStream {
   /// Bytes buffered before the task stops reading from the peer.
   static let capacity = 1 << 20
@@ -24,6 +26,8 @@ final class FerryInputStream: InputStream {
   private var status: Stream.Status = .notOpen
   private var ended = false
   private var failure: MCError?
+  /// `endEncountered` was emitted (or is not to be: closed).
+  private var endReported = false
 
   init(_ incoming: IncomingStream) {
     self.incoming = incoming
@@ -111,13 +115,24 @@ final class FerryInputStream: InputStream {
 
   /// The end of the stream (`error` nil) or its failure.
   private func finished(_ error: MCError?) {
-    condition.withLock {
+    let event = condition.withLock { () -> Stream.Event? in
       // The status changes once the reader has taken what is buffered.
       ended = true
       failure = error
       condition.broadcast()
+      guard status == .open else { return nil }  // closed by the reader: no more events
+      if error != nil { return .errorOccurred }
+      return takeEndReport() ? .endEncountered : nil  // else by the read that empties it
     }
-    events.emit(error == nil ? .endEncountered : .errorOccurred, from: self)
+    if let event { events.emit(event, from: self) }
+  }
+
+  /// Whether `endEncountered` is due now (ended cleanly, everything read) and not yet emitted;
+  /// marks it emitted. Under `condition`.
+  private func takeEndReport() -> Bool {
+    guard ended && failure == nil && buffered == 0 && !endReported else { return false }
+    endReported = true
+    return true
   }
 
   /// Bytes buffered and not read. Under `condition`.
@@ -138,8 +153,10 @@ final class FerryInputStream: InputStream {
       return status == .atEnd ? 0 : -1
     }
     if buffered == 0 {  // ended, and everything read
+      let end = takeEndReport()
       status = failure == nil ? .atEnd : .error
       condition.unlock()
+      if end { events.emit(.endEncountered, from: self) }
       return failure == nil ? 0 : -1
     }
     let count = min(length, buffered)
@@ -147,8 +164,16 @@ final class FerryInputStream: InputStream {
       target.update(from: source.baseAddress! + head, count: count)
     }
     head += count
+    // The delegate hears of what is left, or of the end once nothing is.
+    var next: Stream.Event?
+    if takeEndReport() {
+      next = .endEncountered
+    } else if buffered > 0 {
+      next = .hasBytesAvailable
+    }
     condition.unlock()
     space.yield()
+    if let next { events.emit(next, from: self) }
     return count
   }
 
@@ -158,10 +183,12 @@ final class FerryInputStream: InputStream {
         status = .closed
         buffer = []
         head = 0
+        endReported = true
         condition.broadcast()
       }
       return !ended
     }
+    events.removeAll()
     space.yield()
     if cancel { incoming.cancel(reason: "closed by the reader") }
   }

@@ -8,7 +8,7 @@ import Foundation
 /// or cancelled it: ``streamError`` says why) or was closed. `close()` returns at once; what
 /// was written is still sent, then the stream ends at the peer — also when the stream is
 /// released without `close()`. Scheduled in a run loop, the delegate hears `openCompleted`,
-/// `hasSpaceAvailable` and `errorOccurred`. Thread-safe.
+/// `hasSpaceAvailable` and `errorOccurred`, and nothing after `close()`. Thread-safe.
 final class FerryOutputStream: OutputStream {
   private let session: Session
   private let name: String
@@ -86,5 +86,6 @@ final class FerryOutputStream: OutputStream {
 
   override func close() {
     output.close()
+    events.removeAll()
   }
 }
