@@ -16,9 +16,8 @@ public struct ReceiveOptions: Sendable {
   public var staleAfter: Duration
   /// Paths, as offered, that this offer may not write: files already received under the same
   /// consent (an earlier part of the batch, or an attempt that failed after placing them). Such
-  /// a file is answered ``FileStatus/identical`` when the destination holds the same content,
-  /// and ``FileStatus/skipped`` otherwise — never written a second time, whatever the conflict
-  /// policy. Compared as Swift strings do (canonically equivalent spellings match: a look-alike
+  /// a file is answered ``FileStatus/skipped`` before any byte of it is sent — never written a
+  /// second time, whatever the conflict policy. Compared as Swift strings do (canonically equivalent spellings match: a look-alike
   /// of a received name is skipped too). Empty by default.
   public var receivedBefore: Set<String> = []
 

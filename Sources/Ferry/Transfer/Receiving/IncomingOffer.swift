@@ -277,6 +277,12 @@ final class IncomingOffer: @unchecked Sendable {
       var needed: UInt64 = 0
       for (index, file) in offered.enumerated() {
         let name = names[index]
+        // Consent is spent once: a file received before under it is never written again, and
+        // never held either (a held file may be sent whole).
+        if receivedBefore(index, options) {
+          offsets.append(ResourceMessage.skip)
+          continue
+        }
         // The same content already there (size and time first, then the digest) is neither
         // sent nor written, whatever the conflict policy: that is for different content.
         if holdsFiles, options.relocate, !file.isFolder,
@@ -294,11 +300,6 @@ final class IncomingOffer: @unchecked Sendable {
         if options.conflictPolicy == .skip, !file.isFolder,
           staging.destination.holdsFile(at: paths[index], from: peer.fingerprint.bytes)
         {
-          offsets.append(ResourceMessage.skip)
-          continue
-        }
-        // Consent is spent once: a file received before under it is never written again.
-        if receivedBefore(index, options) {
           offsets.append(ResourceMessage.skip)
           continue
         }
