@@ -48,8 +48,6 @@ final class Approvals: Sendable {
 
   /// One offer admitted as a part of an approved batch.
   struct Part: Sendable {
-    /// The paths of the offer it is, in order: its end is told apart from another offer's.
-    let offered: [String]
     /// The budget spent once this part is received whole.
     let tally: OfferSummary.Tally
     /// Its entries (files and empty folders) not settled before, and their sizes.
@@ -58,9 +56,6 @@ final class Approvals: Sendable {
     let folders: Set<String>
     /// Its entries settled so far.
     var settled = Set<String>()
-    /// The transfer that carries it, once reported (``bind(_:to:)``): only that transfer's end
-    /// ends it.
-    var transfer: ObjectIdentifier?
 
     /// What its settled entries add up to.
     var settledTally: OfferSummary.Tally {
@@ -165,9 +160,7 @@ final class Approvals: Sendable {
       var sizes: [String: UInt64] = [:]
       for file in fresh { sizes[file.path] = file.size }
       approval.part = .receiving(
-        Part(
-          offered: files.map(\.path), tally: tally, sizes: sizes,
-          folders: folders.filter { sizes[$0] != nil }))
+        Part(tally: tally, sizes: sizes, folders: folders.filter { sizes[$0] != nil }))
       approvals[fingerprint] = approval
       return Admission(admitted: true, receivedBefore: again)
     }
@@ -221,37 +214,14 @@ final class Approvals: Sendable {
     }
   }
 
-  /// `transfer` began: when it carries the part of its sender's batch being received (its
-  /// files are that offer's, and no transfer carries the part yet), it is that part's.
-  func bind(_ transfer: IncomingTransfer) {
-    approvals.withLock { approvals in
-      let fingerprint = transfer.peer.fingerprint
-      guard var approval = approvals[fingerprint], case .receiving(var part) = approval.part,
-        part.transfer == nil, part.offered.elementsEqual(transfer.files.lazy.map(\.path))
-      else { return }
-      part.transfer = ObjectIdentifier(transfer)
-      approval.part = .receiving(part)
-      approvals[fingerprint] = approval
-    }
-  }
-
-  /// `transfer` ended: with every file settled (`failed` false), or not (what it settled is
-  /// counted all the same). It ends its sender's part only when it carries that part (bound to
-  /// it, or not bound yet and of the same files): another offer's end (one approved apart, or
-  /// a link's late report) leaves the part alone.
+  /// The part of `fingerprint`'s batch being received ended: with every file settled
+  /// (`failed` false), or not (what it settled is counted all the same).
   ///
-  /// - Returns: Whether more of the batch is to come (it did not fail, and fewer files were
-  ///   received than announced).
-  func partEnded(_ transfer: IncomingTransfer, failed: Bool) -> Bool {
+  /// - Returns: Whether more of the batch is to come (fewer files received than announced).
+  func partEnded(_ fingerprint: Fingerprint, failed: Bool) -> Bool {
     approvals.withLock { approvals in
-      let fingerprint = transfer.peer.fingerprint
       guard var approval = approvals[fingerprint] else { return false }
-      if case .receiving(let part) = approval.part {
-        let carries =
-          part.transfer.map { $0 == ObjectIdentifier(transfer) }
-          ?? part.offered.elementsEqual(transfer.files.lazy.map(\.path))
-        if carries { Self.closePart(of: &approval, failed: failed) }
-      }
+      Self.closePart(of: &approval, failed: failed)
       approvals[fingerprint] = approval
       let done = approval.done
       guard !failed, let summary = approval.summary, done.files + done.folders > 0 else {
@@ -314,14 +284,14 @@ final class Approvals: Sendable {
     }
   }
 
-  /// The link to `fingerprint` was lost (a drop, a stall, a close): an unfinished batch may
-  /// come back within the grace. The part being received is ended by its own transfer's end
-  /// (``partEnded(_:failed:)``), never here: a late report of an old link must not end the
-  /// part a new link carries.
+  /// The link to `fingerprint` was lost (a drop, a stall, a close): the part being received
+  /// failed, and an unfinished batch may come back within the grace.
   func linkLost(_ fingerprint: Fingerprint) {
     approvals.withLock { approvals in
-      guard case .underWay? = approvals[fingerprint]?.batch else { return }
-      approvals[fingerprint]?.batch = .lost(.now)
+      guard var approval = approvals[fingerprint] else { return }
+      Self.closePart(of: &approval, failed: true)
+      if case .underWay = approval.batch { approval.batch = .lost(.now) }
+      approvals[fingerprint] = approval
     }
   }
 

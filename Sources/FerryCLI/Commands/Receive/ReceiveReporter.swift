@@ -21,7 +21,6 @@ struct ReceiveReporter: Sendable {
   func report(_ event: ResourceEvent) {
     switch event {
     case .offerReceived(let transfer):
-      approvals.bind(transfer)
       gate?.receiving(transfer)
       incoming.add(transfer)
       output.event(
@@ -128,7 +127,7 @@ struct ReceiveReporter: Sendable {
       let sender = transfer.peer.fingerprint
       let lost = error.map { RetryPolicy.isRetryable($0) } ?? false
       // A batch of more files than one offer carries goes on with its next offer.
-      let more = approvals.partEnded(transfer, failed: error != nil)
+      let more = approvals.partEnded(sender, failed: error != nil)
       if lost { approvals.linkLost(sender) } else if !more { approvals.ended(sender) }
       guard let gate else { return }
       if more {
