@@ -287,6 +287,18 @@ def offer_one(link, channel, path, data, mtime=1_700_000_000, mode=0o644, digest
     return answer
 
 
+def report_reset(link, seconds, event="ended", **fields):
+    """Stays silent (answering PINGs) until the other end sends RESET, for at most `seconds`;
+    reports it and after how long (`after`: None when none came)."""
+    started = time.monotonic()
+    try:
+        kind, got, payload = link.expect({RESET}, timeout=seconds)
+        report(event=event, after=round(time.monotonic() - started, 1), **fields,
+               **describe(kind, got, payload))
+    except TimeoutError:
+        report(event=event, after=None, **fields)
+
+
 def scenario_paths(args):
     """Offers one file per path (hex-encoded bytes in --paths), each on its own channel of one
     accepted connection; reports each answer. A path that closes the connection (invalid
@@ -412,13 +424,7 @@ def scenario_stall(args):
     link.send(offer(1, [("stalled.bin", args.size, 1_700_000_000, 0, 0o644)]))
     kind, got, payload = link.expect({OFFER_ACCEPT, RESET})
     report(event="offer", **describe(kind, got, payload))
-    started = time.monotonic()
-    try:
-        kind, got, payload = link.expect({RESET}, timeout=args.seconds)
-        report(event="ended", after=round(time.monotonic() - started, 1),
-               **describe(kind, got, payload))
-    except TimeoutError:
-        report(event="ended", after=None)
+    report_reset(link, args.seconds)
 
 
 def scenario_held_stall(args):
@@ -444,13 +450,7 @@ def scenario_held_stall(args):
     report(event="offer", **describe(kind, got, payload))
     if kind != OFFER_ACCEPT:
         return
-    started = time.monotonic()
-    try:
-        kind, got, payload = link.expect({RESET}, timeout=args.seconds)
-        report(event="ended", after=round(time.monotonic() - started, 1),
-               **describe(kind, got, payload))
-    except TimeoutError:
-        report(event="ended", after=None)
+    report_reset(link, args.seconds)
 
 
 def scenario_streams(args):
@@ -680,11 +680,7 @@ def scenario_replay(args):
             link = None
             time.sleep(0.5)
         else:
-            try:
-                kind, got, payload = link.expect({RESET}, timeout=args.seconds)
-                report(event="reset", round=round_number, **describe(kind, got, payload))
-            except TimeoutError:
-                report(event="reset", round=round_number, after=None)
+            report_reset(link, args.seconds, event="reset", round=round_number)
             channel += 2
     report(event="stored", files=stored)
 
