@@ -2,6 +2,9 @@ import Foundation
 
 /// An offer being received.
 public final class IncomingTransfer: Sendable {
+  /// The offer it receives: the ``ResourceOffer/id`` the application decided on, when it was
+  /// asked.
+  public let id: OfferID
   /// The sender.
   public let peer: PeerID
   /// The files: path relative to the destination, and size.
@@ -13,9 +16,10 @@ public final class IncomingTransfer: Sendable {
   let cancelAction: @Sendable () -> Void
 
   init(
-    peer: PeerID, files: [(path: String, size: UInt64)], progress: TransferProgress,
-    cancel: @escaping @Sendable () -> Void
+    id: OfferID = .next(), peer: PeerID, files: [(path: String, size: UInt64)],
+    progress: TransferProgress, cancel: @escaping @Sendable () -> Void
   ) {
+    self.id = id
     self.peer = peer
     self.files = files
     self.progress = progress

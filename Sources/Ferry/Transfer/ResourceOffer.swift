@@ -17,6 +17,8 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
     case decline(String)
   }
 
+  /// This offer; the ``IncomingTransfer`` that receives it once accepted has the same.
+  public let id: OfferID
   /// The sender.
   public let peer: PeerID
   /// The files offered: each path (relative to the destination, validated) and size in bytes.
@@ -33,9 +35,11 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
 
   /// - Parameter question: Counts this offer until the application answers or releases it.
   init(
-    peer: PeerID, files: [(path: String, size: UInt64)], folders: Set<String> = [],
-    question: OpenQuestions.Question? = nil, decide: @escaping @Sendable (Decision) -> Void
+    id: OfferID = .next(), peer: PeerID, files: [(path: String, size: UInt64)],
+    folders: Set<String> = [], question: OpenQuestions.Question? = nil,
+    decide: @escaping @Sendable (Decision) -> Void
   ) {
+    self.id = id
     self.peer = peer
     self.files = files
     self.folders = folders

@@ -29,6 +29,8 @@ final class IncomingOffer: @unchecked Sendable {
   }
 
   private let channel: UInt32
+  /// What the application's ``ResourceOffer`` and ``IncomingTransfer`` of this offer share.
+  private let id = OfferID.next()
   private let peer: PeerID
   private let link: ConnectionLink
   private let offered: [OfferedFile]
@@ -161,7 +163,7 @@ final class IncomingOffer: @unchecked Sendable {
     case .asking(let open, let deliver):
       phase = .deciding
       let question = ResourceOffer(
-        peer: peer, files: offered.map { ($0.path, $0.size) },
+        id: id, peer: peer, files: offered.map { ($0.path, $0.size) },
         folders: Set(offered.filter(\.isFolder).map(\.path)), question: open
       ) {
         [weak self] decision in
@@ -353,7 +355,7 @@ final class IncomingOffer: @unchecked Sendable {
     let progress = TransferProgress(files: offered.map { ($0.path, $0.size) })
     self.progress = progress
     let transfer = IncomingTransfer(
-      peer: peer, files: offered.map { ($0.path, $0.size) }, progress: progress
+      id: id, peer: peer, files: offered.map { ($0.path, $0.size) }, progress: progress
     ) { [weak self] in
       self?.cancelFromApplication()
     }

@@ -48,6 +48,11 @@ final class Approvals: Sendable {
 
   /// One offer admitted as a part of an approved batch.
   struct Part: Sendable {
+    /// The offer it is: only the end of the transfer that carries it ends it (another offer's
+    /// end — one approved apart, or an old link's late report — leaves it alone).
+    let offer: OfferID
+    /// Whether its transfer began (``started(_:)``): until then, its link's loss ends it.
+    var started = false
     /// The budget spent once this part is received whole.
     let tally: OfferSummary.Tally
     /// Its entries (files and empty folders) not settled before, and their sizes.
@@ -90,7 +95,7 @@ final class Approvals: Sendable {
     case ended
   }
 
-  /// What ``admit(_:_:folders:)`` decided about one offer.
+  /// What ``admit(_:_:folders:offer:)`` decided about one offer.
   struct Admission: Sendable {
     /// Whether it is the next part of the approved batch (within what is left of it).
     let admitted: Bool
@@ -111,18 +116,29 @@ final class Approvals: Sendable {
   func record(
     _ invitation: Invitation, summary: OfferSummary?, byPolicy: Bool, carrying: Approval? = nil
   ) {
+    record(
+      invitation.peer, status: invitation.status, code: invitation.verificationCode,
+      summary: summary, byPolicy: byPolicy, carrying: carrying)
+  }
+
+  /// Records that `peer`, known as `status`, was accepted with `code` on both screens (what
+  /// ``record(_:summary:byPolicy:carrying:)`` takes from its invitation).
+  func record(
+    _ peer: PeerID, status: KnownPeers.Status, code: VerificationCode, summary: OfferSummary?,
+    byPolicy: Bool, carrying: Approval? = nil
+  ) {
     approvals.withLock {
       var approval = Approval(
-        summary: summary, name: invitation.peer.displayName,
+        summary: summary, name: peer.displayName,
         resumes: carrying.map { $0.resumes + 1 } ?? 0, byPolicy: byPolicy,
-        status: invitation.status, code: invitation.verificationCode)
+        status: status, code: code)
       if var carrying {
         Self.closePart(of: &carrying, failed: true)
         approval.done = carrying.done
         approval.settled = carrying.settled
         approval.failures = carrying.failures
       }
-      $0[invitation.fingerprint] = approval
+      $0[peer.fingerprint] = approval
     }
   }
 
@@ -133,7 +149,8 @@ final class Approvals: Sendable {
   /// the part being received. Entries settled before under the same approval are left out of
   /// the count and returned, to be answered without being written.
   func admit(
-    _ fingerprint: Fingerprint, _ files: [(path: String, size: UInt64)], folders: Set<String>
+    _ fingerprint: Fingerprint, _ files: [(path: String, size: UInt64)], folders: Set<String>,
+    offer: OfferID
   ) -> Admission {
     approvals.withLock { approvals in
       guard var approval = approvals[fingerprint] else {
@@ -160,7 +177,9 @@ final class Approvals: Sendable {
       var sizes: [String: UInt64] = [:]
       for file in fresh { sizes[file.path] = file.size }
       approval.part = .receiving(
-        Part(tally: tally, sizes: sizes, folders: folders.filter { sizes[$0] != nil }))
+        Part(
+          offer: offer, tally: tally, sizes: sizes,
+          folders: folders.filter { sizes[$0] != nil }))
       approvals[fingerprint] = approval
       return Admission(admitted: true, receivedBefore: again)
     }
@@ -214,20 +233,51 @@ final class Approvals: Sendable {
     }
   }
 
-  /// The part of `fingerprint`'s batch being received ended: with every file settled
-  /// (`failed` false), or not (what it settled is counted all the same).
-  ///
-  /// - Returns: Whether more of the batch is to come (fewer files received than announced).
-  func partEnded(_ fingerprint: Fingerprint, failed: Bool) -> Bool {
+  /// How a transfer's end stands to its sender's batch (``partEnded(_:failed:)``).
+  struct PartEnd: Sendable {
+    /// Whether the transfer carried the part being received (and ended it).
+    let wasThePart: Bool
+    /// Whether more of the batch is to come: the transfer did not fail, and fewer files were
+    /// received than announced.
+    let more: Bool
+  }
+
+  /// `transfer` began: if it carries the part being received, that part's link is now the
+  /// transfer's to end.
+  func started(_ transfer: IncomingTransfer) {
     approvals.withLock { approvals in
-      guard var approval = approvals[fingerprint] else { return false }
-      Self.closePart(of: &approval, failed: failed)
+      let fingerprint = transfer.peer.fingerprint
+      guard var approval = approvals[fingerprint], case .receiving(var part) = approval.part,
+        part.offer == transfer.id
+      else { return }
+      part.started = true
+      approval.part = .receiving(part)
       approvals[fingerprint] = approval
+    }
+  }
+
+  /// `transfer` ended: with every file settled (`failed` false), or not (what it settled is
+  /// counted all the same). It ends its sender's part only when it is the transfer of that
+  /// part's offer.
+  func partEnded(_ transfer: IncomingTransfer, failed: Bool) -> PartEnd {
+    approvals.withLock { approvals in
+      let fingerprint = transfer.peer.fingerprint
+      guard var approval = approvals[fingerprint] else {
+        return PartEnd(wasThePart: false, more: false)
+      }
+      var wasThePart = false
+      if case .receiving(let part) = approval.part, part.offer == transfer.id {
+        Self.closePart(of: &approval, failed: failed)
+        approvals[fingerprint] = approval
+        wasThePart = true
+      }
       let done = approval.done
       guard !failed, let summary = approval.summary, done.files + done.folders > 0 else {
-        return false
+        return PartEnd(wasThePart: wasThePart, more: false)
       }
-      return done.files < summary.files || done.folders < summary.folders ?? 0
+      return PartEnd(
+        wasThePart: wasThePart,
+        more: done.files < summary.files || done.folders < summary.folders ?? 0)
     }
   }
 
@@ -284,12 +334,16 @@ final class Approvals: Sendable {
     }
   }
 
-  /// The link to `fingerprint` was lost (a drop, a stall, a close): the part being received
-  /// failed, and an unfinished batch may come back within the grace.
+  /// The link to `fingerprint` was lost (a drop, a stall, a close): an unfinished batch may
+  /// come back within the grace. A part whose transfer began is ended by that transfer's end
+  /// (``partEnded(_:failed:)``), never here — a late report of an old link must not end the part
+  /// a new link carries; one whose offer was withdrawn before it began failed.
   func linkLost(_ fingerprint: Fingerprint) {
     approvals.withLock { approvals in
       guard var approval = approvals[fingerprint] else { return }
-      Self.closePart(of: &approval, failed: true)
+      if case .receiving(let part) = approval.part, !part.started {
+        Self.closePart(of: &approval, failed: true)
+      }
       if case .underWay = approval.batch { approval.batch = .lost(.now) }
       approvals[fingerprint] = approval
     }

@@ -187,7 +187,8 @@ struct ReceiveDecisions: Sendable {
     // Counted as the batch's next part when it is one, also under a policy (so that --once
     // waits for the whole batch).
     // Files it settled before under this approval are never written again, whoever decides.
-    var admission = approvals.admit(offer.peer.fingerprint, offer.files, folders: offer.folders)
+    var admission = approvals.admit(
+      offer.peer.fingerprint, offer.files, folders: offer.folders, offer: offer.id)
     if !admission.admitted, approvals.isReceivingPart(offer.peer.fingerprint) {
       // The part before may have ended with its report still on its way (the session's offers
       // and its events are two streams): wait for it, a bounded while, and decide again.
@@ -195,7 +196,8 @@ struct ReceiveDecisions: Sendable {
       while approvals.isReceivingPart(offer.peer.fingerprint), ContinuousClock.now < deadline {
         try? await Task.sleep(for: .milliseconds(20))
       }
-      admission = approvals.admit(offer.peer.fingerprint, offer.files, folders: offer.folders)
+      admission = approvals.admit(
+        offer.peer.fingerprint, offer.files, folders: offer.folders, offer: offer.id)
     }
     if approval.byPolicy || admission.admitted {
       return accept(offer, receivedBefore: admission.receivedBefore)

@@ -21,6 +21,7 @@ struct ReceiveReporter: Sendable {
   func report(_ event: ResourceEvent) {
     switch event {
     case .offerReceived(let transfer):
+      approvals.started(transfer)
       gate?.receiving(transfer)
       incoming.add(transfer)
       output.event(
@@ -126,9 +127,16 @@ struct ReceiveReporter: Sendable {
       }
       let sender = transfer.peer.fingerprint
       let lost = error.map { RetryPolicy.isRetryable($0) } ?? false
-      // A batch of more files than one offer carries goes on with its next offer.
-      let more = approvals.partEnded(sender, failed: error != nil)
-      if lost { approvals.linkLost(sender) } else if !more { approvals.ended(sender) }
+      // A batch of more files than one offer carries goes on with its next offer. Only the
+      // part's own transfer ends the part, or the batch (an offer a person approved apart, or
+      // an old link's late end, does not).
+      let end = approvals.partEnded(transfer, failed: error != nil)
+      let more = end.more
+      if lost {
+        approvals.linkLost(sender)
+      } else if end.wasThePart, !more {
+        approvals.ended(sender)
+      }
       guard let gate else { return }
       if more {
         // --once: the outcome is the whole batch's; its sender offers the next part at once.
