@@ -101,6 +101,39 @@ let package = Package(
       dependencies: ["FerryMultipeer"],
       path: "Examples/MultipeerReceiver"
     ),
+    // FerryMultipeer's conformance apps: each a self-contained MultipeerConnectivity app in one
+    // of the styles iOS apps are written in (docs/MULTIPEER.md), Swift 6 language mode, run
+    // across namespace hosts by Tests/FerryIntegrationTests/MultipeerConformanceTests.
+    .executableTarget(
+      name: "mpc-conformance-stop-browsing",
+      dependencies: ["FerryMultipeer"],
+      path: "Conformance/Multipeer/StopBrowsing"
+    ),
+    .executableTarget(
+      name: "mpc-conformance-lazy-session",
+      dependencies: ["FerryMultipeer"],
+      path: "Conformance/Multipeer/LazySession"
+    ),
+    .executableTarget(
+      name: "mpc-conformance-late-delegates",
+      dependencies: ["FerryMultipeer"],
+      path: "Conformance/Multipeer/LateDelegates"
+    ),
+    .executableTarget(
+      name: "mpc-conformance-any-thread",
+      dependencies: ["FerryMultipeer"],
+      path: "Conformance/Multipeer/AnyThread"
+    ),
+    .executableTarget(
+      name: "mpc-conformance-runloop-streams",
+      dependencies: ["FerryMultipeer"],
+      path: "Conformance/Multipeer/RunLoopStreams"
+    ),
+    .executableTarget(
+      name: "mpc-conformance-async",
+      dependencies: ["FerryMultipeer"],
+      path: "Conformance/Multipeer/AsyncAwait"
+    ),
     .executableTarget(
       name: "ferry-state-fuzz",
       dependencies: [

@@ -53,6 +53,40 @@ struct MultipeerNearbyTests {
       await rightRecorder.wait { $0.contains(.data("near-left", Data("over the side door".utf8))) })
   }
 
+  @Test(
+    "a session delegate set only once the session is connected (as after invitationHandler) is told connected, once"
+  )
+  func lateSessionDelegate() async throws {
+    let left = MCPeerID(displayName: "late-left")
+    let right = MCPeerID(displayName: "late-right")
+    let leftSession = MCSession(peer: left)
+    let rightSession = MCSession(peer: right)
+    let leftRecorder = MultipeerRecorder(session: leftSession)
+    defer {
+      leftSession.disconnect()
+      rightSession.disconnect()
+    }
+    let leftData = try await connectionData(leftSession, for: right)
+    let rightData = try await connectionData(rightSession, for: left)
+    leftSession.connectPeer(right, withNearbyConnectionData: rightData)
+    rightSession.connectPeer(left, withNearbyConnectionData: leftData)
+    #expect(
+      await leftRecorder.wait { _ in leftRecorder.states(of: "late-right").last == .connected })
+    // The right session has no delegate yet: its connecting and connected were told to nobody.
+    let deadline = ContinuousClock.now + .seconds(10)
+    while rightSession.connectedPeers.isEmpty && ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    #expect(rightSession.connectedPeers == [left])
+    let rightRecorder = MultipeerRecorder(session: rightSession)
+    #expect(
+      await rightRecorder.wait { _ in rightRecorder.states(of: "late-left").last == .connected })
+    try await Task.sleep(for: .milliseconds(300))
+    #expect(rightRecorder.states(of: "late-left").filter { $0 == .connected }.count == 1)
+    try leftSession.send(Data("after".utf8), toPeers: [right], with: .reliable)
+    #expect(await rightRecorder.wait { $0.contains(.data("late-left", Data("after".utf8))) })
+  }
+
   @Test("data that is not connection data, or names another peer, ends in notConnected")
   func refused() async throws {
     let me = MCPeerID(displayName: "near-me")

@@ -17,8 +17,9 @@ import Synchronization
 /// into a private temporary folder the session removes when it is released. Delegate calls
 /// arrive on the session's own serial queue, in order (``MCSessionDelegate``); the methods can
 /// be called from any thread, delegate calls included. Set the delegate before the session is
-/// first used (invited, or handed to an invitation handler): a call made while there is none
-/// is lost, as on Apple's platforms.
+/// first used (invited, or handed to an invitation handler): data, streams and resources that
+/// arrive while there is none are lost, as on Apple's platforms. A delegate set just after
+/// (as apps do, right after handing the session over) is still told each peer's state.
 open class MCSession: NSObject, @unchecked Sendable {
   /// This peer.
   public let myPeerID: MCPeerID
@@ -49,6 +50,9 @@ open class MCSession: NSObject, @unchecked Sendable {
     var lastAttempt: UInt64 = 0
     /// The unpublished listener of the nearby-connection API, once used.
     var nearby: NearbyListener?
+    /// Each peer's latest `connecting` or `connected` that came while there was no delegate,
+    /// for the next one set (a `notConnected`, or a state told, ends it).
+    var untold: [Fingerprint: (peer: MCPeerID, state: MCSessionState)] = [:]
   }
 
   /// One invitation under way: its token (which tells it from a later one to the same peer)
@@ -65,12 +69,17 @@ open class MCSession: NSObject, @unchecked Sendable {
     let done: @Sendable () -> Void
   }
 
-  /// The session's delegate (held weakly). Any thread.
+  /// The session's delegate (held weakly). Any thread. One set after the session was put to
+  /// use (right after handing it to an invitation handler, or after inviting with it) is told
+  /// the state each peer is in that came while there was none (`connecting` or `connected`), in
+  /// order with what follows.
   public var delegate: (any MCSessionDelegate)? {
     get { state.withLock { $0.delegate }?.object }
     set {
       let reference = newValue.map { WeakReference($0) }
       state.withLock { $0.delegate = reference }
+      // On the queue, after every report queued before: those see this delegate themselves.
+      if reference != nil { queue.async { [self] in tellUntold() } }
     }
   }
 
@@ -271,7 +280,7 @@ open class MCSession: NSObject, @unchecked Sendable {
     case .report(let peer, let mcState):
       let peerObject = object(peer)
       queue.async { [self] in
-        delegate?.session(self, peer: peerObject, didChange: mcState)
+        report(mcState, of: peerObject)
       }
     case .askCertificate(let peer, let question):
       let peerObject = object(peer)
@@ -309,6 +318,37 @@ open class MCSession: NSObject, @unchecked Sendable {
       }
     case .drop, .disconnect:
       break  // performed by gate(_:), once the lock is released
+    }
+  }
+
+  /// Tells the delegate `peer` is now in `mcState` (on the queue, no lock held). With no
+  /// delegate, a `connecting` or `connected` is kept for the next one set.
+  private func report(_ mcState: MCSessionState, of peer: MCPeerID) {
+    let fingerprint = peer.ferryPeer.fingerprint
+    let delegate = state.withLock { state -> (any MCSessionDelegate)? in
+      let delegate = state.delegate?.object
+      if delegate == nil && mcState != .notConnected {
+        state.untold[fingerprint] = (peer, mcState)
+      } else {
+        state.untold[fingerprint] = nil
+      }
+      return delegate
+    }
+    delegate?.session(self, peer: peer, didChange: mcState)
+  }
+
+  /// Tells a delegate set late the states it missed (on the queue, after the reports queued
+  /// before it was set).
+  private func tellUntold() {
+    let (delegate, untold) = state.withLock {
+      state -> ((any MCSessionDelegate)?, [(peer: MCPeerID, state: MCSessionState)]) in
+      guard let delegate = state.delegate?.object, !state.untold.isEmpty else { return (nil, []) }
+      defer { state.untold = [:] }
+      return (delegate, Array(state.untold.values))
+    }
+    guard let delegate else { return }
+    for (peer, mcState) in untold {
+      delegate.session(self, peer: peer, didChange: mcState)
     }
   }
 }

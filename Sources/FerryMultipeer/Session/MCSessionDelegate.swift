@@ -7,8 +7,11 @@ import Foundation
 /// queue for long: the next call waits for this one. Read a received `InputStream` from another
 /// thread or a run loop, never inside the call that hands it over.
 ///
-/// The requirements are nonisolated, as on Apple's platforms: a `@MainActor` type conforms with
-/// `@preconcurrency` (or `nonisolated` methods) and hops to the main actor itself.
+/// The requirements are nonisolated, as on Apple's platforms, and are called on the session's
+/// queue, never the main thread: a `@MainActor` type implements them `nonisolated` and hops to
+/// the main actor itself (`DispatchQueue.main.async` keeps the calls in order). A
+/// `@preconcurrency` conformance compiles, but in Swift 6 language mode the runtime checks the
+/// main actor in each call, and traps.
 public protocol MCSessionDelegate: NSObjectProtocol {
   /// `peerID` is now in `state`.
   func session(_ session: MCSession, peer peerID: MCPeerID, didChange state: MCSessionState)
