@@ -29,8 +29,11 @@ if arguments[0] == "host" {
   let host = arguments.count > 2 ? arguments[2] : "alice"
   let browser = try Browser(serviceType: try ServiceType("ferry-chat"))
   let found = try await browser.firstPeer { $0.name == host }
-  let peer = try await browser.invite(found, to: session)
-  print("joined \(peer) (verification code \(session.verificationCode(with: peer)))")
+  // The code is known once the host is asked, before it answers: compare it with the host's.
+  let peer = try await browser.invite(found, to: session) { host, code in
+    print("asking \(host) to let us join (verification code \(code))")
+  }
+  print("joined \(peer)")
 }
 
 Task {

@@ -113,7 +113,8 @@
 
     let budget = LinkBudget(maximumQueuedReplies: limits.maximumQueuedReplies)
     let handler = ConnectionHandler(
-      role: .advertiser, localName: "fuzz", timeouts: .init(), budget: budget)
+      role: .advertiser, localName: "fuzz", localFingerprint: identity.fingerprint,
+      timeouts: .init(), budget: budget)
     let channel = EmbeddedChannel()
     let multiplexer = LinkMultiplexer(isInviter: false, budget: budget)
     // The newest version: digest choices, HOLEs and folders reach the offer code.
@@ -150,9 +151,13 @@
     handler.assumeTLSCompleted(peer: remote.fingerprint)
     var feed: [UInt8] = []
     if config & 2 == 0 {
-      // Straight to connected: HELLO and INVITE as a proper inviter sends them.
-      feed += ControlMessage.hello(versions: [1], displayName: "fuzzer").frame.encoded
-      feed += ControlMessage.invite(timeoutMilliseconds: 30_000, context: []).frame.encoded
+      // Straight to connected: HELLO and INVITE as a proper inviter sends them (its nonce needs
+      // no COMMIT read first: the advertiser committed on HELLO).
+      let hello = ControlMessage.hello(
+        versions: WireProtocol.supportedVersions, displayName: "fuzzer")
+      let invite = ControlMessage.invite(
+        timeoutMilliseconds: 30_000, nonce: Array(repeating: 7, count: 32), context: [])
+      feed += hello.frame.encoded + invite.frame.encoded
     }
     var digests: [UInt64: SHA256] = [:]
     var streamChannel: UInt32 = 0
@@ -175,9 +180,9 @@
       switch operation % 20 {
       case 0:  // any frame, raw
         let type = [
-          0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x10, 0x11, 0x12, 0x13,
-          0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x99,
-        ][Int(input.byte() ?? 0) % 21]
+          0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x10, 0x11, 0x12,
+          0x13, 0x14, 0x15, 0x20, 0x21, 0x22, 0x23, 0x24, 0x99,
+        ][Int(input.byte() ?? 0) % 23]
         feed += frame(UInt8(type), UInt32(input.byte() ?? 0) % 8, input.take(input.number(1100)))
       case 1, 2:  // an OFFER of a few files
         let count = Int(input.byte() ?? 0) % 4 + 1
@@ -225,7 +230,8 @@
       case 11:  // a data message
         feed += frame(0x10, 0, [UInt8](repeating: 2, count: input.number(1 << 20)))
       case 12:  // PING (answered), PONG, GOODBYE, or another control frame
-        let control = [0x06, 0x07, 0x08, 0x01, 0x02, 0x05][Int(input.byte() ?? 0) % 6]
+        let control = [0x06, 0x07, 0x08, 0x01, 0x02, 0x05, 0x09, 0x0A][
+          Int(input.byte() ?? 0) % 8]
         feed += frame(UInt8(control), 0, input.take(Int(input.byte() ?? 0) % 16))
       case 13:  // the application answers the offers it was asked about
         let accept = (input.byte() ?? 0) & 1 == 0

@@ -1,11 +1,12 @@
-/// The control messages of protocol version 1: the handshake and liveness (docs/PROTOCOL.md,
-/// "Control frames"). All travel on channel 0. Encoding and decoding are pure and strict: every
-/// length is capped, every byte accounted for.
+/// The control messages: the handshake, the verification code's nonces and liveness
+/// (docs/PROTOCOL.md §4). All travel on channel 0. Encoding and decoding are pure and strict:
+/// every length is capped, every byte accounted for.
 package enum ControlMessage: Hashable, Sendable {
   /// The protocol versions the sender speaks and its display name.
   case hello(versions: [UInt16], displayName: String)
-  /// An invitation: how long the inviter waits for an answer, and the application's context.
-  case invite(timeoutMilliseconds: UInt32, context: [UInt8])
+  /// An invitation: how long the inviter waits for an answer, the inviter's verification nonce
+  /// (``nonceSize`` bytes) and the application's context.
+  case invite(timeoutMilliseconds: UInt32, nonce: [UInt8], context: [UInt8])
   /// The invitation is accepted: the connection is now a session link.
   case accept
   /// The invitation is declined, with why.
@@ -18,6 +19,11 @@ package enum ControlMessage: Hashable, Sendable {
   case pong(UInt64)
   /// The sender closes the connection.
   case goodbye(GoodbyeCode, reason: String)
+  /// The advertiser's commitment to its verification nonce: SHA-256 of the nonce
+  /// (``nonceSize`` bytes).
+  case commit([UInt8])
+  /// The advertiser's verification nonce (``nonceSize`` bytes), revealed after the INVITE.
+  case reveal([UInt8])
 
   /// The largest invitation context, in bytes (64 KiB).
   package static let maximumContextSize = 64 * 1024
@@ -25,6 +31,8 @@ package enum ControlMessage: Hashable, Sendable {
   package static let maximumReasonSize = 1024
   /// The most versions a HELLO may list.
   package static let maximumVersionCount = 16
+  /// The size of a verification nonce, and of a commitment to one (SHA-256), in bytes.
+  package static let nonceSize = 32
 
   /// Why an invitation was declined.
   package enum DeclineCode: UInt8, Hashable, Sendable {
@@ -59,11 +67,14 @@ package enum ControlMessage: Hashable, Sendable {
     case .ping: return .ping
     case .pong: return .pong
     case .goodbye: return .goodbye
+    case .commit: return .commit
+    case .reveal: return .reveal
     }
   }
 
   /// The message as a frame on channel 0. Over-long reasons are truncated (at a character
-  /// boundary) so that encoding cannot fail.
+  /// boundary) so that encoding cannot fail; a nonce or commitment must be ``nonceSize`` bytes
+  /// (anything else is a programming error).
   package var frame: Frame {
     var payload: [UInt8] = []
     switch self {
@@ -72,10 +83,15 @@ package enum ControlMessage: Hashable, Sendable {
       for version in versions { payload.appendBigEndian(version) }
       payload.append(UInt8(name.utf8.count))
       payload += name.utf8
-    case .invite(let timeout, let context):
+    case .invite(let timeout, let nonce, let context):
+      precondition(nonce.count == Self.nonceSize, "a nonce is \(Self.nonceSize) bytes")
       payload.appendBigEndian(timeout)
+      payload += nonce
       payload.appendBigEndian(UInt32(context.count))
       payload += context
+    case .commit(let bytes), .reveal(let bytes):
+      precondition(bytes.count == Self.nonceSize, "a nonce is \(Self.nonceSize) bytes")
+      payload += bytes
     case .accept, .cancel:
       break
     case .decline(let code, let reason):
@@ -115,11 +131,17 @@ package enum ControlMessage: Hashable, Sendable {
       self = .hello(versions: versions, displayName: name)
     case .invite:
       let timeout = try reader.uint32()
+      let nonce = try reader.bytes(count: Self.nonceSize)
       let length = Int(try reader.uint32())
       guard length <= Self.maximumContextSize else {
         throw .invalidField(type, "context length \(length)")
       }
-      self = .invite(timeoutMilliseconds: timeout, context: try reader.bytes(count: length))
+      self = .invite(
+        timeoutMilliseconds: timeout, nonce: nonce, context: try reader.bytes(count: length))
+    case .commit:
+      self = .commit(try reader.bytes(count: Self.nonceSize))
+    case .reveal:
+      self = .reveal(try reader.bytes(count: Self.nonceSize))
     case .accept:
       self = .accept
     case .cancel:

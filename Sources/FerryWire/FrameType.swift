@@ -1,4 +1,4 @@
-/// Every frame type of protocol version 1, with its payload cap (docs/PROTOCOL.md).
+/// Every frame type of the protocol, with its payload cap (docs/PROTOCOL.md).
 /// A frame of any other type closes the connection.
 package enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible {
   /// Versions and display name; the first frame each side sends.
@@ -17,6 +17,10 @@ package enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringCon
   case pong = 0x07
   /// The sender is closing the connection, with a reason.
   case goodbye = 0x08
+  /// The advertiser commits to its verification nonce (its SHA-256), before the INVITE.
+  case commit = 0x09
+  /// The advertiser reveals the verification nonce it committed to, after the INVITE.
+  case reveal = 0x0A
   /// An application data message (channel 0).
   case message = 0x10
   /// Opens a named byte stream on the frame's channel.
@@ -46,7 +50,8 @@ package enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringCon
   package var maximumPayloadSize: Int {
     switch self {
     case .hello: return 2 + 2 * 16 + 1 + 63
-    case .invite: return 4 + 4 + ControlMessage.maximumContextSize
+    case .invite: return 4 + ControlMessage.nonceSize + 4 + ControlMessage.maximumContextSize
+    case .commit, .reveal: return ControlMessage.nonceSize
     case .accept, .cancel: return 0
     case .decline, .goodbye: return 1 + 2 + ControlMessage.maximumReasonSize
     case .ping, .pong: return 8
@@ -80,6 +85,8 @@ package enum FrameType: UInt8, Hashable, Sendable, CaseIterable, CustomStringCon
     case .ping: return "PING"
     case .pong: return "PONG"
     case .goodbye: return "GOODBYE"
+    case .commit: return "COMMIT"
+    case .reveal: return "REVEAL"
     case .message: return "MESSAGE"
     case .streamOpen: return "STREAM_OPEN"
     case .streamData: return "STREAM_DATA"

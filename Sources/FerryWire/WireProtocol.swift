@@ -2,13 +2,16 @@
 package enum WireProtocol {
   /// The protocol version this build speaks, published as the `v` TXT record and offered in
   /// `HELLO`.
-  package static let version = 3
+  package static let version = 4
 
-  /// Every protocol version this build can speak, highest first. Version 2 adds held files
-  /// (OFFER_ACCEPT's held section, FILE_ACK `identical` and `differs`); a receiver uses them
-  /// only with a peer that agreed on version 2. Version 3 adds the sender's choice of digest
-  /// (OFFER's digest byte, XXH3-128) and holes (HOLE: sparse files stay sparse).
-  package static let supportedVersions: [UInt16] = [3, 2, 1]
+  /// Every protocol version this build can speak, highest first: version 4 only. Version 2
+  /// added held files (OFFER_ACCEPT's held section, FILE_ACK `identical` and `differs`), version
+  /// 3 the sender's choice of digest (OFFER's digest byte, XXH3-128) and holes (HOLE), and
+  /// version 4 the per-connection verification code (COMMIT, INVITE's nonce, REVEAL:
+  /// docs/PROTOCOL.md §6). Versions 1 to 3 are refused (GOODBYE code 2), not spoken: their code
+  /// depends on the two fingerprints alone, which a man in the middle can grind keys to match,
+  /// so a peer offering only those could always avoid the new code.
+  package static let supportedVersions: [UInt16] = [4]
 
   /// The first version with held files.
   package static let heldFilesVersion: UInt16 = 2
@@ -16,6 +19,11 @@ package enum WireProtocol {
   /// The first version whose OFFER may name a digest other than SHA-256, and whose senders may
   /// send HOLE frames for sparse files.
   package static let digestChoiceVersion: UInt16 = 3
+
+  /// The first version whose verification code is derived per connection, from the TLS
+  /// exporter and both ends' nonces (COMMIT, INVITE's nonce, REVEAL). The oldest this build
+  /// speaks.
+  package static let verificationNonceVersion: UInt16 = 4
 
   /// The TLS ALPN identifier of the protocol. It names the protocol family and stays the same
   /// across versions (versions are agreed in `HELLO`); an inviter refuses a server that does not

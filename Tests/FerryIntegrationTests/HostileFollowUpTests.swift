@@ -128,7 +128,7 @@ struct HostileFollowUpTests {
     let results = try await HostilePeer.attack(
       port: try #require(listening["port"] as? Int), "held-stall",
       [
-        "--versions", "1,2", "--size", "\(128 << 20)", "--sizes", "\(64 << 20)", "--seconds",
+        "--size", "\(128 << 20)", "--sizes", "\(64 << 20)", "--seconds",
         "40",
       ])
     let offer = try #require(results.first { $0["event"] as? String == "offer" }, "\(results)")
@@ -143,7 +143,7 @@ struct HostileFollowUpTests {
     "a receiver that calls every file held and never answers is given up on in time")
   func receiverThatHoldsEverything() async throws {
     let (hostile, port, fingerprint) = try await HostilePeer.serve(
-      "held", ["--versions", "1,2", "--seconds", "40", "--hold", "1"])
+      "held", ["--seconds", "40", "--hold", "1"])
     defer { hostile.signal(SIGKILL) }
     // 128 MiB: the sender used to wait 3 s + 12.8 s for the answer.
     let file = try temporaryDirectory("held-src").appendingPathComponent("big.bin")

@@ -43,10 +43,15 @@ struct HostileInputTests {
     let (advertiser, _, _) = try await startAdvertiser("tls-peer", type: type)
     defer { advertiser.stop() }
     let credentials = try await opensslCredentials()
+    // Sent blindly: the INVITE does not wait for the COMMIT here (which only a client that
+    // wants the code to mean something must do).
     let frames =
-      ControlMessage.hello(versions: [1], displayName: "openssl").frame.encoded
-      + ControlMessage.invite(timeoutMilliseconds: 10_000, context: Array("from openssl".utf8))
+      ControlMessage.hello(versions: WireProtocol.supportedVersions, displayName: "openssl")
       .frame.encoded
+      + ControlMessage.invite(
+        timeoutMilliseconds: 10_000, nonce: Array(repeating: 1, count: 32),
+        context: Array("from openssl".utf8)
+      ).frame.encoded
     let client = try ChildProcess(
       "/usr/bin/openssl",
       [
@@ -70,8 +75,11 @@ struct HostileInputTests {
     let (advertiser, session, identity) = try await startAdvertiser("strict", type: type)
     defer { advertiser.stop() }
     let frames =
-      ControlMessage.hello(versions: [1], displayName: "anonymous").frame.encoded
-      + ControlMessage.invite(timeoutMilliseconds: 10_000, context: []).frame.encoded
+      ControlMessage.hello(versions: WireProtocol.supportedVersions, displayName: "anonymous")
+      .frame.encoded
+      + ControlMessage.invite(
+        timeoutMilliseconds: 10_000, nonce: Array(repeating: 1, count: 32), context: []
+      ).frame.encoded
     let client = try ChildProcess(
       "/usr/bin/openssl",
       ["s_client", "-connect", "127.0.0.1:\(advertiser.port)", "-tls1_3", "-quiet"],
@@ -84,11 +92,13 @@ struct HostileInputTests {
     try await properInvitationSucceeds(advertiser, session, identity)
   }
 
-  @Test("an advertiser speaking only a future protocol version: protocolVersionUnsupported")
-  func unsupportedVersion() async throws {
+  @Test(
+    "an advertiser speaking only a future protocol version, or only versions whose code a man in the middle can grind (1 to 3): protocolVersionUnsupported",
+    arguments: [[7, 8], [3, 2, 1]] as [[UInt16]])
+  func unsupportedVersion(versions: [UInt16]) async throws {
     let credentials = try await opensslCredentials()
-    let port = UInt16.random(in: 40_000...60_000)
-    let hello = ControlMessage.hello(versions: [7, 8], displayName: "future").frame.encoded
+    let port = freeLoopbackPort()
+    let hello = ControlMessage.hello(versions: versions, displayName: "future").frame.encoded
     let server = try ChildProcess(
       "/usr/bin/openssl",
       [
@@ -99,9 +109,9 @@ struct HostileInputTests {
       ],
       stdin: try file(hello))
     defer { server.signal(SIGKILL) }
-    try await Task.sleep(for: .milliseconds(500))
+    try #require(await waitUntilListening(port: port), "openssl s_server: \(server.stderr)")
     let session = try Session(identity: makeIdentity(), displayName: "present")
-    await #expect(throws: InvitationError.protocolVersionUnsupported(peerVersions: [7, 8])) {
+    await #expect(throws: InvitationError.protocolVersionUnsupported(peerVersions: versions)) {
       try await session.invite(
         host: "127.0.0.1", port: port, expecting: credentials.fingerprint, timeout: .seconds(10))
     }

@@ -22,7 +22,9 @@ struct InvitationLoopbackTests {
     let inviterStates = EventRecorder(inviterSession.stateChanges)
     let advertiserStates = EventRecorder(advertiserSession.stateChanges)
 
-    async let invited = browser.invite(found, to: inviterSession, context: Array("hello".utf8))
+    let shown = ShownCodes()
+    async let invited = browser.invite(
+      found, to: inviterSession, context: Array("hello".utf8), onVerificationCode: shown.record)
     let invitation = try #require(await nextInvitation(advertiser))
     #expect(invitation.peer.displayName == "bob")
     #expect(invitation.fingerprint == inviterIdentity.fingerprint)
@@ -36,6 +38,8 @@ struct InvitationLoopbackTests {
     #expect(inviterSession.verificationCode(with: connectedPeer) == invitation.verificationCode)
     #expect(
       advertiserSession.verificationCode(with: invitation.peer) == invitation.verificationCode)
+    // The inviter had it before the answer, once.
+    #expect(shown.all == [invitation.verificationCode])
     #expect(inviterSession.connectedPeers == [connectedPeer])
     #expect(advertiserSession.connectedPeers == [invitation.peer])
     #expect(await inviterStates.first { $0.state == .connecting } != nil)

@@ -35,7 +35,7 @@ struct MultiHostInvitationTests {
     let invitation = try #require(
       await peer.waitForLine { $0.contains("\"invitation\"") }.flatMap { jsonObject($0.text) })
     #expect(invitation["fingerprint"] as? String == identity.fingerprint.hexString)
-    #expect(invitation["code"] as? String == session.verificationCode(with: remote).digits)
+    #expect(invitation["code"] as? String == session.verificationCode(with: remote)?.digits)
     #expect(invitation["context"] as? String == "multi")
     let connected = await peer.waitForLine {
       $0.contains("\"state\"") && $0.contains("\"connected\"")

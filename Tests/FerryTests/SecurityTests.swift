@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import NIOCore
 import Testing
 
 @testable import Ferry
@@ -136,33 +138,106 @@ struct IdentityTests {
 
 @Suite("Verification code and known peers")
 struct TrustTests {
-  @Test("the code is six digits, the same in both orders, and differs between pairs")
-  func verificationCode() {
-    let a = Identity.generate().fingerprint
-    let b = Identity.generate().fingerprint
-    let c = Identity.generate().fingerprint
-    let code = VerificationCode(a, b)
-    #expect(code == VerificationCode(b, a))
-    #expect(code.digits.count == 6)
-    #expect(code.digits.allSatisfy { $0.isNumber })
-    #expect(code.description.count == 7)
-    #expect(VerificationCode(a, c) != code || VerificationCode(b, c) != code)
+  @Test("the code is six digits, the same at both ends, and changes with every input")
+  func verificationCode() throws {
+    let low = try Fingerprint(bytes: Array(repeating: 0x00, count: 32))
+    let high = try Fingerprint(bytes: Array(repeating: 0xFF, count: 32))
+    let other = try Fingerprint(bytes: Array(repeating: 0x80, count: 32))
+    func code(
+      _ first: Fingerprint, _ second: Fingerprint, keying: UInt8 = 1, inviter: UInt8 = 2,
+      advertiser: UInt8 = 3
+    ) -> VerificationCode {
+      VerificationCode(
+        keyingMaterial: Array(repeating: keying, count: 32),
+        inviterNonce: Array(repeating: inviter, count: 32),
+        advertiserNonce: Array(repeating: advertiser, count: 32), fingerprints: first, second)
+    }
+    let base = code(low, high)
+    #expect(base == code(high, low), "each end passes its own fingerprint first")
+    #expect(base.digits.count == 6)
+    #expect(base.digits.allSatisfy { $0.isNumber })
+    #expect(base.description.count == 7)
+    // Fixed inputs whose codes all differ (checked with Python): each input counts.
+    #expect(code(low, high, keying: 9) != base, "another TLS session")
+    #expect(code(low, high, inviter: 3, advertiser: 2) != base, "the nonces' roles")
+    #expect(code(low, high, inviter: 4) != base, "another inviter nonce")
+    #expect(code(low, high, advertiser: 4) != base, "another advertiser nonce")
+    #expect(code(low, other) != base && code(other, high) != base, "another key")
   }
 
   @Test("the code matches the documented derivation")
   func documentedDerivation() throws {
     let low = try Fingerprint(bytes: Array(repeating: 0x00, count: 32))
     let high = try Fingerprint(bytes: Array(repeating: 0xFF, count: 32))
-    // SHA-256("ferry verification code v1" || 32×00 || 32×FF), first 8 bytes mod 1e6,
-    // computed independently with: python3 -c "import hashlib; d=hashlib.sha256(b'ferry verification code v1'+bytes(32)+b'\xff'*32).digest(); print('%06d' % (int.from_bytes(d[:8],'big') % 10**6))"
-    let expected = try runTool(
-      "/usr/bin/python3",
-      [
-        "-c",
-        "import hashlib; d=hashlib.sha256(b'ferry verification code v1'+bytes(32)+b'\\xff'*32).digest(); print('%06d' % (int.from_bytes(d[:8],'big') % 10**6))",
-      ]
-    ).trimmingCharacters(in: .whitespacesAndNewlines)
-    #expect(VerificationCode(high, low).digits == expected)
+    // SHA-256("ferry verification code v4" || K || Ni || Na || low || high), first 8 bytes
+    // mod 1e6, computed independently (K = 32×01, Ni = 32×02, Na = 32×03).
+    let script = """
+      import hashlib
+      d = hashlib.sha256(b'ferry verification code v4' + b'\\x01' * 32 + b'\\x02' * 32
+                         + b'\\x03' * 32 + bytes(32) + b'\\xff' * 32).digest()
+      print('%06d' % (int.from_bytes(d[:8], 'big') % 10**6))
+      """
+    let expected = try runTool("/usr/bin/python3", ["-c", script])
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+    let code = VerificationCode(
+      keyingMaterial: Array(repeating: 1, count: 32), inviterNonce: Array(repeating: 2, count: 32),
+      advertiserNonce: Array(repeating: 3, count: 32), fingerprints: high, low)
+    #expect(code.digits == expected)
+    #expect(expected == "115425")
+  }
+
+  @Test("nonces are 32 fresh random bytes, and COMMIT is their SHA-256")
+  func nonces() throws {
+    let first = VerificationCode.makeNonce()
+    let second = VerificationCode.makeNonce()
+    #expect(first.count == 32 && second.count == 32 && first != second)
+    let script =
+      "import hashlib; print(hashlib.sha256(bytes.fromhex('\(Hex.lowercase(first))')).hexdigest())"
+    let expected = try runTool("/usr/bin/python3", ["-c", script])
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+    #expect(Hex.lowercase(VerificationCode.commitment(to: first)) == expected)
+  }
+
+  @Test("the TLS exporter: RFC 8446's derivation, from the key log's EXPORTER_SECRET only")
+  func exporter() throws {
+    let secret = (0..<32).map { UInt8($0) }
+    // TLS-Exporter("EXPORTER-ferry verification code", "", 32) with SHA-256, computed
+    // independently with HMAC (RFC 5869 HKDF-Expand, RFC 8446 §7.1 HkdfLabel).
+    let script = """
+      import hashlib, hmac
+      def expand(key, info, n):
+          out, block, i = b'', b'', 1
+          while len(out) < n:
+              block = hmac.new(key, block + info + bytes([i]), hashlib.sha256).digest()
+              out, i = out + block, i + 1
+          return out[:n]
+      def label(key, name, context, n):
+          full = b'tls13 ' + name
+          return expand(key, n.to_bytes(2, 'big') + bytes([len(full)]) + full
+                        + bytes([len(context)]) + context, n)
+      empty = hashlib.sha256(b'').digest()
+      derived = label(bytes(range(32)), b'EXPORTER-ferry verification code', empty, 32)
+      print(label(derived, b'exporter', empty, 32).hex())
+      """
+    let expected = try runTool("/usr/bin/python3", ["-c", script])
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+    let derived = TLSExporter.export(
+      SHA256.self, secret: secret, label: VerificationCode.exporterLabel, length: 32)
+    #expect(Hex.lowercase(derived) == expected)
+
+    let exporter = TLSExporter()
+    let random = String(repeating: "ab", count: 32)
+    let traffic = String(repeating: "cd", count: 32)
+    exporter.record(
+      keyLogLine: ByteBuffer(string: "CLIENT_TRAFFIC_SECRET_0 \(random) \(traffic)\n"))
+    #expect(exporter.keyingMaterial(label: VerificationCode.exporterLabel, length: 32) == nil)
+    exporter.record(
+      keyLogLine: ByteBuffer(string: "EXPORTER_SECRET \(random) \(Hex.uppercase(secret))\n"))
+    #expect(
+      exporter.keyingMaterial(label: VerificationCode.exporterLabel, length: 32) == derived)
+    #expect(
+      exporter.keyingMaterial(label: VerificationCode.exporterLabel, length: 32) == nil,
+      "the secret is forgotten once used")
   }
 
   @Test("known peers: new, known, changed key under a pinned name, trust and forget, persisted")

@@ -7,11 +7,13 @@ import Testing
 struct WireTests {
   static let messages: [ControlMessage] = [
     .hello(versions: [1], displayName: "alice"),
-    .hello(versions: [3, 2, 1], displayName: "Zoë 日本"),
-    .invite(timeoutMilliseconds: 30_000, context: []),
+    .hello(versions: [4, 3, 2, 1], displayName: "Zoë 日本"),
+    .invite(timeoutMilliseconds: 30_000, nonce: Array(repeating: 0, count: 32), context: []),
     .invite(
-      timeoutMilliseconds: 1, context: Array(repeating: 7, count: ControlMessage.maximumContextSize)
-    ),
+      timeoutMilliseconds: 1, nonce: Array(0..<32),
+      context: Array(repeating: 7, count: ControlMessage.maximumContextSize)),
+    .commit(Array(repeating: 0xC0, count: 32)),
+    .reveal(Array(repeating: 0x5E, count: 32)),
     .accept,
     .decline(.declined, reason: "not now"),
     .decline(.busy, reason: ""),
@@ -37,6 +39,15 @@ struct WireTests {
     #expect(bytes == [0, 0, 0, 13, 0x06, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8])
     let hello = ControlMessage.hello(versions: [1], displayName: "a").frame.encoded
     #expect(hello == [0, 0, 0, 11, 0x01, 0, 0, 0, 0, 0, 1, 0, 1, 1, 0x61])
+    // INVITE: timeout, the 32-byte nonce, then the context with its length.
+    let nonce = [UInt8](0..<32)
+    let invite = ControlMessage.invite(timeoutMilliseconds: 258, nonce: nonce, context: [9])
+      .frame.encoded
+    #expect(invite == [0, 0, 0, 46, 0x02, 0, 0, 0, 0, 0, 0, 1, 2] + nonce + [0, 0, 0, 1, 9])
+    #expect(
+      ControlMessage.commit(nonce).frame.encoded == [0, 0, 0, 37, 0x09, 0, 0, 0, 0] + nonce)
+    #expect(
+      ControlMessage.reveal(nonce).frame.encoded == [0, 0, 0, 37, 0x0A, 0, 0, 0, 0] + nonce)
   }
 
   @Test("frames split at every byte boundary decode the same")
@@ -89,7 +100,14 @@ struct WireTests {
       (Frame(type: .hello, payload: [0, 1, 0, 1, 1, 0xFF]), "invalid UTF-8"),
       (Frame(type: .hello, payload: [0, 1, 0, 1, 1, 0x0A]), "control character"),
       (Frame(type: .hello, payload: [0, 1, 0, 1, 1, 0x61, 0]), "trailing byte"),
-      (Frame(type: .invite, payload: [0, 0, 0, 1, 0, 1, 0, 1]), "context over 64 KiB"),
+      (
+        Frame(
+          type: .invite, payload: [0, 0, 0, 1] + Array(repeating: 0, count: 32) + [0, 1, 0, 1]),
+        "context over 64 KiB"
+      ),
+      (Frame(type: .invite, payload: [0, 0, 0, 1, 0, 0, 0, 0]), "no nonce"),
+      (Frame(type: .commit, payload: Array(repeating: 0, count: 31)), "short commitment"),
+      (Frame(type: .reveal, payload: Array(repeating: 0, count: 33)), "long nonce"),
       (Frame(type: .decline, payload: [9, 0, 0]), "unknown code"),
       (Frame(type: .goodbye, payload: [0, 0x04, 0x01]), "reason over 1024 bytes"),
       (Frame(type: .ping, payload: [1, 2, 3]), "short ping"),

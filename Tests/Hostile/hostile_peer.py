@@ -2,7 +2,7 @@
 """A hostile Ferry peer.
 
 Written from docs/PROTOCOL.md alone, with the Python 3 standard library only (ssl, socket,
-struct, hashlib, json): it shares no code with Ferry, so a bug in Ferry's codec cannot hide the
+struct, hashlib, hmac, json): it shares no code with Ferry, so a bug in Ferry's codec cannot hide the
 same bug here. It attacks `ferry receive` as a sender (`attack ...`) and `ferry send` as a
 receiver (`serve ...`), and reports what it saw as one JSON object per line on stdout; the
 tests in Tests/FerryIntegrationTests/HostilePeerTests.swift decide what is right.
@@ -10,12 +10,14 @@ tests in Tests/FerryIntegrationTests/HostilePeerTests.swift decide what is right
     hostile_peer.py identity DIR
     hostile_peer.py attack HOST PORT SCENARIO [--option value ...]
     hostile_peer.py serve SCENARIO [--port N] [--option value ...]
+    hostile_peer.py relay TARGET-PORT [--peer-fingerprint FP] [--connections N]
 
 Run `hostile_peer.py --help` for the scenarios.
 """
 
 import argparse
 import hashlib
+import hmac
 import json
 import os
 import socket
@@ -23,15 +25,16 @@ import ssl
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 # Frame types (PROTOCOL.md §3).
-HELLO, INVITE, ACCEPT, DECLINE, CANCEL, PING, PONG, GOODBYE = range(1, 9)
+HELLO, INVITE, ACCEPT, DECLINE, CANCEL, PING, PONG, GOODBYE, COMMIT, REVEAL = range(1, 11)
 MESSAGE, STREAM_OPEN, STREAM_DATA, STREAM_END, RESET, CREDIT = range(0x10, 0x16)
 OFFER, OFFER_ACCEPT, CHUNK, FILE_END, FILE_ACK = range(0x20, 0x25)
 NAMES = {
     1: "HELLO", 2: "INVITE", 3: "ACCEPT", 4: "DECLINE", 5: "CANCEL", 6: "PING", 7: "PONG",
-    8: "GOODBYE", 0x10: "MESSAGE", 0x11: "STREAM_OPEN", 0x12: "STREAM_DATA",
+    8: "GOODBYE", 9: "COMMIT", 10: "REVEAL", 0x10: "MESSAGE", 0x11: "STREAM_OPEN", 0x12: "STREAM_DATA",
     0x13: "STREAM_END", 0x14: "RESET", 0x15: "CREDIT", 0x20: "OFFER", 0x21: "OFFER_ACCEPT",
     0x22: "CHUNK", 0x23: "FILE_END", 0x24: "FILE_ACK",
 }
@@ -58,15 +61,68 @@ def text(value, limit=1024):
     return struct.pack(">H", len(data)) + data
 
 
-def hello(name, versions=(1,)):
+# The protocol version spoken (PROTOCOL.md §5: the only one).
+VERSION = 4
+
+
+def hello(name, versions=(VERSION,)):
     data = name.encode() if isinstance(name, str) else name
     return frame(HELLO, 0, struct.pack(">H", len(versions))
                  + b"".join(struct.pack(">H", v) for v in versions)
                  + struct.pack(">B", len(data)) + data)
 
 
-def invite(timeout_ms, context):
-    return frame(INVITE, 0, struct.pack(">II", timeout_ms, len(context)) + context)
+def invite(timeout_ms, nonce, context):
+    return frame(INVITE, 0, struct.pack(">I", timeout_ms) + nonce
+                 + struct.pack(">I", len(context)) + context)
+
+
+# --- The verification code (PROTOCOL.md §6) ----------------------------------------------------
+
+EXPORTER_LABEL = b"EXPORTER-ferry verification code"
+
+
+def expand_label(secret, label, context, length, digest):
+    """HKDF-Expand-Label of RFC 8446 §7.1 (HKDF-Expand of RFC 5869, with HMAC)."""
+    full = b"tls13 " + label
+    info = struct.pack(">HB", length, len(full)) + full + struct.pack(">B", len(context)) + context
+    out, block, counter = b"", b"", 1
+    while len(out) < length:
+        block = hmac.new(secret, block + info + bytes([counter]), digest).digest()
+        out, counter = out + block, counter + 1
+    return out[:length]
+
+
+def exporter(secret, label=EXPORTER_LABEL, length=32):
+    """TLS-Exporter(label, "", length) of RFC 8446 §7.5, from the session's exporter secret (the
+    key log's EXPORTER_SECRET: Python's ssl has no exporter of its own). The cipher suite's
+    hash is SHA-384 when the secret is 48 bytes, else SHA-256."""
+    digest = hashlib.sha384 if len(secret) == 48 else hashlib.sha256
+    empty = digest(b"").digest()
+    derived = expand_label(secret, label, empty, len(secret), digest)
+    return expand_label(derived, b"exporter", empty, length, digest)
+
+
+def exporter_secret(keylog):
+    """The EXPORTER_SECRET in a key log file (one connection's), or None."""
+    try:
+        with open(keylog) as handle:
+            for line in handle:
+                fields = line.split()
+                if len(fields) == 3 and fields[0] == "EXPORTER_SECRET":
+                    return bytes.fromhex(fields[2])
+    except OSError:
+        pass
+    return None
+
+
+def verification_code(keying, inviter_nonce, advertiser_nonce, first, second):
+    """SHA-256("ferry verification code v4" || keying || inviter nonce || advertiser nonce ||
+    lower fingerprint || higher fingerprint), its first 8 bytes mod 10^6, as six digits."""
+    low, high = sorted([first, second])
+    digest = hashlib.sha256(b"ferry verification code v4" + keying + inviter_nonce
+                            + advertiser_nonce + low + high).digest()
+    return "%06d" % (int.from_bytes(digest[:8], "big") % 10**6)
 
 
 def offer(channel, files):
@@ -104,14 +160,42 @@ class Closed(Exception):
 
 
 class Link:
-    """Frames over one TLS connection."""
+    """Frames over one TLS connection, and what its verification code is made of."""
 
-    def __init__(self, sock):
+    def __init__(self, sock, keylog=None, fingerprint=None):
         self.sock = sock
         self.buffer = b""
+        # This end's nonce, the advertiser's commitment, and the code once both nonces are known.
+        self.nonce = os.urandom(32)
+        self.commitment = None
+        self.code = None
+        # A GOODBYE or DECLINE that came instead of the COMMIT (the HELLO was refused).
+        self.early = None
+        secret = exporter_secret(keylog) if keylog else None
+        if keylog:
+            try:
+                os.unlink(keylog)
+            except OSError:
+                pass
+        self.keying = exporter(secret) if secret else None
+        peer = sock.getpeercert(binary_form=True)
+        self.fingerprints = None
+        if fingerprint and peer:
+            self.fingerprints = (bytes.fromhex(fingerprint), hashlib.sha256(peer).digest())
 
     def send(self, data):
         self.sock.sendall(data)
+
+    def invite(self, timeout_ms, context):
+        """INVITE with this end's nonce (after the advertiser's COMMIT)."""
+        self.send(invite(timeout_ms, self.nonce, context))
+
+    def derive(self, inviter_nonce, advertiser_nonce):
+        """The code, when the keying material and both fingerprints are known (else None)."""
+        if self.keying and self.fingerprints:
+            self.code = verification_code(self.keying, inviter_nonce, advertiser_nonce,
+                                          *self.fingerprints)
+        return self.code
 
     def frame(self, timeout=10.0):
         """The next frame (type, channel, payload); Closed at the end; TimeoutError."""
@@ -207,22 +291,37 @@ def identity(directory):
 
 # --- Attacking `ferry receive` (this side invites and sends) ---------------------------------
 
+def keylog_file():
+    """A fresh file for one connection's TLS key log (its EXPORTER_SECRET makes the code)."""
+    handle, path = tempfile.mkstemp(prefix="hostile-keylog-")
+    os.close(handle)
+    return path
+
+
 def connect(args, name=None, source=None):
-    """TLS 1.3 with a client certificate and ALPN ferry/1, then the HELLOs."""
+    """TLS 1.3 with a client certificate and ALPN ferry/1, then the HELLOs and the
+    advertiser's COMMIT (an INVITE waits for it)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.minimum_version = ssl.TLSVersion.TLSv1_3
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
     context.load_cert_chain(args.cert, args.key)
     context.set_alpn_protocols(["ferry/1"])
+    keylog = keylog_file()
+    context.keylog_filename = keylog
     raw = socket.create_connection(
         (args.host, args.port), timeout=10,
         source_address=(source, 0) if source else None)
-    link = Link(context.wrap_socket(raw))
+    link = Link(context.wrap_socket(raw), keylog=keylog, fingerprint=args.fingerprint)
     link.send(hello(name if name is not None else args.name, versions(args)))
     kind, _, _ = link.expect({HELLO})
     if kind != HELLO:
         raise Closed("no HELLO")
+    kind, channel, payload = link.expect({COMMIT})
+    if kind == COMMIT:
+        link.commitment = payload
+    else:
+        link.early = (kind, channel, payload)
     return link
 
 
@@ -232,13 +331,26 @@ def versions(args):
 
 
 def invited(args, context=None, timeout_ms=30000, name=None, source=None, wait=60.0):
-    """Connects and invites; returns (link, answer frame as a dict)."""
+    """Connects and invites; returns (link, answer frame as a dict). The answer carries the
+    verification code (`verification`), from the REVEAL that precedes it, checked against the
+    COMMIT (`revealed`: whether it matched; None without a REVEAL)."""
     link = connect(args, name=name, source=source)
+    if link.early:
+        answer = describe(*link.early)
+        answer.update(verification=None, revealed=None)
+        return link, answer
     if context is None:
         context = summary(1, 10, ["a.txt"])
-    link.send(invite(timeout_ms, context))
-    kind, channel, payload = link.expect({ACCEPT, DECLINE}, timeout=wait)
-    return link, describe(kind, channel, payload)
+    link.invite(timeout_ms, context)
+    kind, channel, payload = link.expect({REVEAL}, timeout=wait)
+    revealed = None
+    if kind == REVEAL:
+        revealed = hashlib.sha256(payload).digest() == link.commitment
+        link.derive(link.nonce, payload)
+        kind, channel, payload = link.expect({ACCEPT, DECLINE}, timeout=wait)
+    answer = describe(kind, channel, payload)
+    answer.update(verification=link.code, revealed=revealed)
+    return link, answer
 
 
 def send_file(link, channel, index, data, digest=None):
@@ -404,7 +516,7 @@ def scenario_withdraw(args):
     for index in range(args.count):
         try:
             link = connect(args, name="%s-%d" % (args.name, index))
-            link.send(invite(30000, context))
+            link.invite(30000, context)
             link.send(frame(CANCEL))
             time.sleep(0.01)
             link.close()
@@ -429,7 +541,7 @@ def scenario_stall(args):
 
 def scenario_held_stall(args):
     """Places held.bin (--size zero bytes) with a first offer, so that the receiver holds it
-    from this sender (needs --versions 1,2), then offers it again with other.bin (--sizes bytes)
+    from this sender, then offers it again with other.bin (--sizes bytes)
     and, once that offer is accepted with held.bin held, sends nothing more (answering PINGs)
     for --seconds; reports the RESET or GOODBYE it gets and when."""
     link, answer = invited(args)
@@ -527,7 +639,7 @@ def scenario_slots(args):
     links = []
     for index in range(args.count):
         link = connect(args, name="%s-%d" % (args.name, index), source=args.source)
-        link.send(invite(args.timeout_ms, summary(1, 1, ["slot.txt"])))
+        link.invite(args.timeout_ms, summary(1, 1, ["slot.txt"]))
         try:
             kind, channel, payload = link.expect({ACCEPT, DECLINE}, timeout=1.0)
             report(event="answer", index=index, **describe(kind, channel, payload))
@@ -616,7 +728,7 @@ def scenario_early_frame(args):
     """Before any invitation is answered, the header of a 16 MiB OFFER (no payload): the
     receiver must close at once rather than buffer it."""
     link = connect(args)
-    link.send(invite(30000, summary(1, 1, ["x"])))
+    link.invite(30000, summary(1, 1, ["x"]))
     started = time.monotonic()
     link.send(struct.pack(">IBI", 5 + (16 << 20), OFFER, 1))
     try:
@@ -693,6 +805,8 @@ def serve(args, handle):
     context.minimum_version = ssl.TLSVersion.TLSv1_3
     context.load_cert_chain(args.cert, args.key)
     context.set_alpn_protocols(["ferry/1"])
+    keylog = keylog_file()
+    context.keylog_filename = keylog
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", args.port))
@@ -709,13 +823,26 @@ def serve(args, handle):
             report(event="no-more-attempts", attempts=attempt - 1)
             break
         try:
-            link = Link(context.wrap_socket(raw, server_side=True))
+            # Python's server cannot take a client certificate without a CA to check it
+            # against, so the sender's fingerprint is not known here: --peer-fingerprint names
+            # it when a test wants the code.
+            link = Link(context.wrap_socket(raw, server_side=True), keylog=keylog,
+                        fingerprint=args.fingerprint)
+            if args.peer_fingerprint:
+                link.fingerprints = (bytes.fromhex(args.fingerprint),
+                                     bytes.fromhex(args.peer_fingerprint))
             link.send(hello(args.name, versions(args)))
             kind, _, payload = link.expect({HELLO})
+            # Committed to before the INVITE shows the sender's nonce; revealed after it.
+            link.send(frame(COMMIT, 0, hashlib.sha256(link.nonce).digest()))
             kind, _, payload = link.expect({INVITE})
-            timeout, length = struct.unpack(">II", payload[:8])
+            (timeout,) = struct.unpack(">I", payload[:4])
+            nonce = payload[4:36]
+            (length,) = struct.unpack(">I", payload[36:40])
+            link.send(frame(REVEAL, 0, link.nonce))
             report(event="invited", attempt=attempt, timeout_ms=timeout,
-                   context=payload[8:8 + length].decode("utf-8", "replace"))
+                   context=payload[40:40 + length].decode("utf-8", "replace"),
+                   verification=link.derive(nonce, link.nonce))
             handle(link, args)
         except (Closed, TimeoutError, OSError, ssl.SSLError) as error:
             report(event="closed", reason=str(error))
@@ -846,7 +973,7 @@ def serve_stall(link, args):
 
 
 def serve_held(link, args):
-    """Accepts the offer calling every file held (needs --versions 1,2), then reads everything
+    """Accepts the offer calling every file held , then reads everything
     and answers nothing (no CREDIT, no FILE_ACK), answering PINGs; reports the RESET the
     sender sends and how long after the OFFER_ACCEPT."""
     link.send(frame(ACCEPT))
@@ -909,10 +1036,104 @@ SERVES = {
 }
 
 
+def relay(args):
+    """A man in the middle that relays two TLS sessions (`relay TARGET-PORT`): it listens like
+    `serve` (its own key toward the sender) and, for each of --connections connections, opens
+    one to the receiver at 127.0.0.1:TARGET-PORT (its own key toward it, as an inviter). It
+    forwards the nonces unchanged (the receiver's COMMIT to the sender, the sender's INVITE with
+    its nonce and context to the receiver, the receiver's REVEAL to the sender), so that both
+    sessions hash the same nonces, then every frame both ways until either end closes. Reports
+    `relayed` with the code of each session (`sender_code`: --peer-fingerprint names the
+    sender's key; `receiver_code`), the codes the two screens show."""
+    import select
+    target = int(args.rest[0])
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", args.port))
+    listener.listen(4)
+    report(event="listening", port=listener.getsockname()[1], fingerprint=args.fingerprint)
+    for attempt in range(1, args.connections + 1):
+        toward_sender = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        toward_sender.minimum_version = ssl.TLSVersion.TLSv1_3
+        toward_sender.load_cert_chain(args.cert, args.key)
+        toward_sender.set_alpn_protocols(["ferry/1"])
+        keylog1 = keylog_file()
+        toward_sender.keylog_filename = keylog1
+        toward_receiver = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        toward_receiver.minimum_version = ssl.TLSVersion.TLSv1_3
+        toward_receiver.check_hostname = False
+        toward_receiver.verify_mode = ssl.CERT_NONE
+        toward_receiver.load_cert_chain(args.cert, args.key)
+        toward_receiver.set_alpn_protocols(["ferry/1"])
+        keylog2 = keylog_file()
+        toward_receiver.keylog_filename = keylog2
+        raw, _ = listener.accept()
+        try:
+            sender = Link(toward_sender.wrap_socket(raw, server_side=True), keylog=keylog1,
+                          fingerprint=args.fingerprint)
+            if args.peer_fingerprint:
+                sender.fingerprints = (bytes.fromhex(args.fingerprint),
+                                       bytes.fromhex(args.peer_fingerprint))
+            receiver = Link(toward_receiver.wrap_socket(
+                socket.create_connection(("127.0.0.1", target), timeout=10)), keylog=keylog2,
+                fingerprint=args.fingerprint)
+            receiver.send(hello(args.name))
+            receiver.expect({HELLO})
+            kind, _, commitment = receiver.expect({COMMIT})
+            if kind != COMMIT:
+                raise Closed("no COMMIT from the receiver")
+            sender.send(hello(args.name))
+            sender.expect({HELLO})
+            sender.send(frame(COMMIT, 0, commitment))
+            kind, _, invitation = sender.expect({INVITE})
+            if kind != INVITE:
+                raise Closed("no INVITE from the sender")
+            nonce = invitation[4:36]
+            receiver.send(frame(INVITE, 0, invitation))
+            kind, _, revealed = receiver.expect({REVEAL}, timeout=args.wait)
+            if kind != REVEAL:
+                raise Closed("no REVEAL from the receiver")
+            sender.send(frame(REVEAL, 0, revealed))
+            report(event="relayed", attempt=attempt,
+                   sender_code=sender.derive(nonce, revealed),
+                   receiver_code=receiver.derive(nonce, revealed))
+            # Everything else, both ways, as it comes (what the frame reader buffered first).
+            pairs = {sender.sock: receiver.sock, receiver.sock: sender.sock}
+            for link, other in ((sender, receiver), (receiver, sender)):
+                if link.buffer:
+                    other.sock.sendall(link.buffer)
+                    link.buffer = b""
+            for sock in pairs:
+                sock.setblocking(False)
+            open_ends = True
+            while open_ends:
+                ready = [sock for sock in pairs if sock.pending()]
+                if not ready:
+                    ready, _, _ = select.select(list(pairs), [], [], args.wait)
+                    if not ready:
+                        break
+                for sock in ready:
+                    try:
+                        data = sock.recv(1 << 16)
+                    except (ssl.SSLWantReadError, BlockingIOError):
+                        continue
+                    if not data:
+                        open_ends = False
+                        break
+                    pairs[sock].setblocking(True)
+                    pairs[sock].sendall(data)
+                    pairs[sock].setblocking(False)
+            report(event="closed", attempt=attempt)
+            sender.close()
+            receiver.close()
+        except (Closed, TimeoutError, OSError, ssl.SSLError) as error:
+            report(event="closed", attempt=attempt, reason=str(error))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["identity", "attack", "serve"])
+    parser.add_argument("mode", choices=["identity", "attack", "serve", "relay"])
     parser.add_argument("rest", nargs="*")
     parser.add_argument("--home", default=os.environ.get("HOSTILE_HOME", "/tmp/hostile-peer"))
     parser.add_argument("--name", default="hostile")
@@ -933,7 +1154,8 @@ def main():
     parser.add_argument("--wait-for", default="")
     parser.add_argument("--variant", default="")
     parser.add_argument("--connections", type=int, default=1)
-    parser.add_argument("--versions", default="1")
+    parser.add_argument("--versions", default="4")
+    parser.add_argument("--peer-fingerprint", default="")
     args = parser.parse_args()
     args.cert, args.key, args.fingerprint = identity(args.home)
     if args.mode == "identity":
@@ -946,6 +1168,8 @@ def main():
             SCENARIOS[scenario](args)
         except (Closed, TimeoutError) as error:
             report(event="closed", reason=str(error))
+    elif args.mode == "relay":
+        relay(args)
     else:
         serve(args, SERVES[args.rest[0]])
 

@@ -129,7 +129,7 @@ do {
         host: arguments[1], port: UInt16(arguments[2])!, expecting: expected, timeout: .seconds(10))
       emit([
         "event": "connected", "peer": peer.displayName, "fingerprint": peer.fingerprint.hexString,
-        "code": session.verificationCode(with: peer).digits,
+        "code": session.verificationCode(with: peer)?.digits ?? "",
       ])
     } catch {
       emit(["event": "error", "error": "\(error)"])

@@ -2,7 +2,8 @@
 public enum DiscoveryError: Error, Hashable, Sendable, CustomStringConvertible {
   /// avahi-daemon (or the D-Bus system bus it is reached through) is not running. `reason` is
   /// Avahi's own words. The description says how to start it. Without it, peers can still
-  /// invite a listener by its address (``Session/invite(host:port:expecting:context:timeout:)``).
+  /// invite a listener by its address
+  /// (``Session/invite(host:port:expecting:context:timeout:onVerificationCode:)``).
   case discoveryUnavailable(reason: String)
   /// The discovery info cannot be published.
   case invalidDiscoveryInfo(TXTRecordError)

@@ -1,7 +1,8 @@
 /// The timers of a Ferry connection.
 public struct ConnectionTimeouts: Hashable, Sendable {
   /// From TCP accept (or connect) until the TLS handshake, both HELLOs and (on the advertiser)
-  /// the INVITE are done. A silent or garbage connection is dropped after this.
+  /// the INVITE, or (on the inviter) the advertiser's COMMIT and REVEAL, are done. A silent or
+  /// garbage connection is dropped after this.
   public var handshake: Duration = .seconds(5)
   /// How often a connected link sends PING.
   public var heartbeatInterval: Duration = .seconds(2)

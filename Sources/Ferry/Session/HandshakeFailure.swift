@@ -39,7 +39,7 @@ func handshakeInterruption(_ error: any Error) -> String? {
 /// - Parameters:
 ///   - error: what the TLS handler reported.
 ///   - refusal: why this end refused the peer's certificate, when it did (see
-///     ``TLSContexts/clientHandler(expecting:onRefusal:)``).
+///     ``TLSContexts/clientHandler(expecting:exporter:onRefusal:)``).
 func handshakeFailureReason(_ error: any Error, refusal: String?) -> String {
   if let refusal { return refusal }
   let text = "\(error)"

@@ -9,7 +9,8 @@ public final class Invitation: Sendable, CustomStringConvertible {
   public let peer: PeerID
   /// Known, new, or a known name with a changed key (see ``KnownPeers/Status``).
   public let status: KnownPeers.Status
-  /// The code both ends show.
+  /// The code both ends show for this connection (the inviter learns it as this end is asked,
+  /// whatever the answer).
   public let verificationCode: VerificationCode
   /// The inviter's context (at most 64 KiB).
   public let context: [UInt8]
@@ -23,13 +24,13 @@ public final class Invitation: Sendable, CustomStringConvertible {
   private let onFinished: @Sendable () -> Void
 
   init(
-    peer: PeerID, status: KnownPeers.Status, localFingerprint: Fingerprint, context: [UInt8],
-    timeout: Duration, link: ConnectionLink, knownPeers: KnownPeers?,
-    onFinished: @escaping @Sendable () -> Void
+    peer: PeerID, status: KnownPeers.Status, verificationCode: VerificationCode,
+    localFingerprint: Fingerprint, context: [UInt8], timeout: Duration, link: ConnectionLink,
+    knownPeers: KnownPeers?, onFinished: @escaping @Sendable () -> Void
   ) {
     self.peer = peer
     self.status = status
-    self.verificationCode = VerificationCode(localFingerprint, peer.fingerprint)
+    self.verificationCode = verificationCode
     self.context = context
     self.expiresAt = .now + timeout
     self.link = link

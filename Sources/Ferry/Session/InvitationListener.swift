@@ -11,11 +11,24 @@ import Synchronization
 /// its INVITE; at most `maximumPending` invitations wait for an answer, `maximumPendingPerAddress`
 /// of them from one address (more are declined as busy), so that one host cannot fill the
 /// prompt's queue or keep every other sender busy.
+///
+/// Only an admitted invitation gets this end's verification nonce (REVEAL), which gives the
+/// inviter the connection's code: one declined as busy does not. And once
+/// ``maximumUnansweredReveals`` invitations were withdrawn after their REVEAL, unanswered,
+/// within ``unansweredRevealWindow``, every invitation is declined as busy until that window
+/// has room again: a man in the middle that withdraws each invitation whose code does not suit
+/// it gets a handful of tries, not a million (docs/SECURITY.md, "The verification code").
 final class InvitationListener: Sendable {
   /// Connections allowed in their handshake at once.
   static let maximumHandshakes = 64
   /// Connections from one IP address allowed in their handshake at once.
   static let maximumHandshakesPerAddress = 16
+  /// Invitations withdrawn (or expired) after their REVEAL, unanswered, that are tolerated
+  /// within ``unansweredRevealWindow``.
+  static let maximumUnansweredReveals = 8
+  /// How long an invitation withdrawn after its REVEAL counts against
+  /// ``maximumUnansweredReveals``.
+  static let unansweredRevealWindow: Duration = .seconds(600)
 
   let invitations: AsyncStream<Invitation>
   private let queue = InvitationQueue()
@@ -35,6 +48,8 @@ final class InvitationListener: Sendable {
     var handshakingFrom: [String: Int] = [:]
     var pendingFrom: [String: Int] = [:]
     var stopped = false
+    /// When invitations were withdrawn after their REVEAL, unanswered (the recent ones).
+    var unansweredReveals: [ContinuousClock.Instant] = []
   }
 
   init(
@@ -118,9 +133,11 @@ final class InvitationListener: Sendable {
     do {
       let budget = LinkBudget()
       let handler = ConnectionHandler(
-        role: .advertiser, localName: displayName, timeouts: timeouts, budget: budget)
+        role: .advertiser, localName: displayName, localFingerprint: identity.fingerprint,
+        timeouts: timeouts, budget: budget)
       let link = try ConnectionPipeline.install(
-        on: channel, tls: tls.serverHandler(), handler: handler, budget: budget, isInviter: false)
+        on: channel, tls: try tls.serverHandler(exporter: handler.exporter), handler: handler,
+        budget: budget, isInviter: false)
       let loop = channel.eventLoop
       handler.onInvite = { [weak self, weak handler] invite in
         finishHandshake()
@@ -140,17 +157,23 @@ final class InvitationListener: Sendable {
     _ invite: ConnectionHandler.IncomingInvite, from address: String, link: ConnectionLink,
     handler: ConnectionHandler, on loop: EventLoop
   ) {
-    let admitted = state.withLock { state in
+    let now = ContinuousClock.now
+    let refusal = state.withLock { state -> String? in
+      state.unansweredReveals.removeAll { now - $0 > Self.unansweredRevealWindow }
+      guard state.unansweredReveals.count < Self.maximumUnansweredReveals else {
+        return "too many invitations were withdrawn unanswered; try again later"
+      }
       guard !state.stopped, state.pending < maximumPending,
         state.pendingFrom[address, default: 0] < maximumPendingPerAddress
-      else { return false }
+      else { return "too many invitations are pending" }
       state.pending += 1
       state.pendingFrom[address, default: 0] += 1
-      return true
+      return nil
     }
-    guard admitted else {
-      FerryLogging.logger.notice("declined an invitation from \(address) as busy")
-      handler.decline(.busy, reason: "too many invitations are pending")
+    if let refusal {
+      // Without REVEAL: the inviter learns no code from an invitation nobody is asked about.
+      FerryLogging.logger.notice("declined an invitation from \(address) as busy: \(refusal)")
+      handler.decline(.busy, reason: refusal)
       return
     }
     let peer = invite.peer
@@ -189,16 +212,28 @@ final class InvitationListener: Sendable {
     link: ConnectionLink, handler: ConnectionHandler
   ) {
     let invitation = Invitation(
-      peer: invite.peer, status: status, localFingerprint: identity.fingerprint,
-      context: invite.context, timeout: invite.timeout, link: link, knownPeers: knownPeers
+      peer: invite.peer, status: status, verificationCode: invite.verificationCode,
+      localFingerprint: identity.fingerprint, context: invite.context, timeout: invite.timeout,
+      link: link, knownPeers: knownPeers
     ) { [weak self] in
       self?.releasePending(from: address)
     }
-    handler.onInvitationWithdrawn = { [queue] in
+    handler.onInvitationWithdrawn = { [weak self, queue] in
       // Withdrawn before the application took it: drop it now, context and all.
       queue.remove(invitation)
+      if invitation.isPending {
+        // Withdrawn or expired after its REVEAL, and nobody answered it.
+        self?.state.withLock { state in
+          state.unansweredReveals.append(.now)
+          if state.unansweredReveals.count > 4 * Self.maximumUnansweredReveals {
+            state.unansweredReveals.removeFirst()
+          }
+        }
+      }
       invitation.withdrawn()
     }
+    // The inviter learns the code now, while this end's application is asked.
+    handler.reveal()
     queue.push(invitation)
   }
 }

@@ -8,8 +8,9 @@ import Synchronization
 /// most ``maximumPeers`` peers including itself, each connected over its own mutually
 /// authenticated TLS 1.3 connection.
 ///
-/// Peers join by invitation: ``Browser/invite(_:to:context:timeout:)`` (or ``invite(host:port:expecting:context:timeout:)``
-/// without discovery) on one side, ``Invitation/accept(into:)`` on the other. Every state change
+/// Peers join by invitation: ``Browser/invite(_:to:context:timeout:onVerificationCode:)`` (or
+/// ``invite(host:port:expecting:context:timeout:onVerificationCode:)`` without discovery) on
+/// one side, ``Invitation/accept(into:)`` on the other. Every state change
 /// of every peer is reported on ``stateChanges``. A heartbeat notices a peer that vanished
 /// without closing (power loss, SIGKILL, cable pulled) within ``ConnectionTimeouts/deadAfter``
 /// plus one heartbeat interval.
@@ -48,6 +49,8 @@ public final class Session: Sendable {
     let invitedHere: Bool
     /// The protocol version agreed on the link.
     let version: UInt16
+    /// The link's verification code.
+    let verificationCode: VerificationCode?
   }
 
   /// Creates a session for `identity`, presented to peers as `displayName`.
@@ -106,9 +109,13 @@ public final class Session: Sendable {
     members.withLock { $0[peer.fingerprint]?.link.peerCertificate.value }
   }
 
-  /// The verification code this peer and `peer` both display.
-  public func verificationCode(with peer: PeerID) -> VerificationCode {
-    VerificationCode(myPeer.fingerprint, peer.fingerprint)
+  /// The verification code of the link that connects `peer` now, as both ends display it; nil
+  /// when `peer` is not connected. Each connection has a code of its own (a peer that
+  /// reconnects has a new one). An inviter learns the code before the answer through the
+  /// `onVerificationCode` of the `invite` methods; an advertiser, from
+  /// ``Invitation/verificationCode``. Any thread.
+  public func verificationCode(with peer: PeerID) -> VerificationCode? {
+    members.withLock { $0[peer.fingerprint]?.verificationCode }
   }
 
   /// Invites the peer listening at `host:port` directly, without discovery.
@@ -117,10 +124,14 @@ public final class Session: Sendable {
   ///   - host: An IP address or host name.
   ///   - port: The advertiser's port.
   ///   - expecting: The fingerprint the peer must present; nil accepts any certificate (the
-  ///     returned peer's fingerprint and ``verificationCode(with:)`` must then be checked by the
+  ///     returned peer's fingerprint and the verification code must then be checked by the
   ///     user).
   ///   - context: Up to 64 KiB the advertiser sees with the invitation.
   ///   - timeout: How long to wait for the answer, connecting included (default 30 s).
+  ///   - onVerificationCode: Called with the peer and the connection's verification code as
+  ///     soon as the advertiser is asked — before its answer, whether it accepts or declines —
+  ///     for the user to compare with the advertiser's screen; once per connection tried. On a
+  ///     NIO event loop: return quickly.
   /// - Returns: The connected peer.
   /// - Throws: ``InvitationError``: `.timedOut`, `.declined`, `.busy`, `.sessionFull`,
   ///   `.unreachable`, `.authenticationFailed`, `.protocolVersionUnsupported`,
@@ -128,25 +139,28 @@ public final class Session: Sendable {
   ///   `.protocolViolation` or `.cancelled`.
   public func invite(
     host: String, port: UInt16, expecting: Fingerprint? = nil, context: [UInt8] = [],
-    timeout: Duration = .seconds(30)
+    timeout: Duration = .seconds(30),
+    onVerificationCode: (@Sendable (PeerID, VerificationCode) -> Void)? = nil
   ) async throws(InvitationError) -> PeerID {
     try await invite(
       endpoints: [(host, Int(port))], expecting: expecting.map { .exact($0) }, context: context,
-      timeout: timeout)
+      timeout: timeout, onVerificationCode: onVerificationCode)
   }
 
   /// Invites the peer listening at `host:port` directly, requiring that its fingerprint start
   /// with `fingerprintPrefix` (hexadecimal; spaces and colons ignored). The check happens inside
   /// the TLS handshake, so a peer with another key never sees the invitation.
   ///
-  /// - Throws: ``InvitationError``, as ``invite(host:port:expecting:context:timeout:)``;
+  /// - Throws: ``InvitationError``, as
+  ///   ``invite(host:port:expecting:context:timeout:onVerificationCode:)``;
   ///   `.authenticationFailed` when the fingerprint does not start with the prefix, or before
   ///   connecting when the prefix is not hexadecimal or has fewer than
   ///   ``Fingerprint/minimumPrefixDigits`` digits (a key with a shorter given prefix can be
   ///   made on purpose: such a prefix does not stand for a key).
   public func invite(
     host: String, port: UInt16, fingerprintPrefix: String, context: [UInt8] = [],
-    timeout: Duration = .seconds(30)
+    timeout: Duration = .seconds(30),
+    onVerificationCode: (@Sendable (PeerID, VerificationCode) -> Void)? = nil
   ) async throws(InvitationError) -> PeerID {
     guard let digits = Fingerprint.prefixLength(of: fingerprintPrefix),
       digits >= Fingerprint.minimumPrefixDigits
@@ -156,13 +170,13 @@ public final class Session: Sendable {
     }
     return try await invite(
       endpoints: [(host, Int(port))], expecting: .prefix(fingerprintPrefix), context: context,
-      timeout: timeout)
+      timeout: timeout, onVerificationCode: onVerificationCode)
   }
 
   /// Invites a peer reachable at one of `endpoints`, tried in order until one connects.
   func invite(
     endpoints: [(host: String, port: Int)], expecting: FingerprintPin?, context: [UInt8],
-    timeout: Duration
+    timeout: Duration, onVerificationCode: (@Sendable (PeerID, VerificationCode) -> Void)?
   ) async throws(InvitationError) -> PeerID {
     guard context.count <= ControlMessage.maximumContextSize else {
       throw .contextTooLarge(byteCount: context.count)
@@ -180,7 +194,7 @@ public final class Session: Sendable {
       do {
         return try await attempt(
           host: endpoint.host, port: endpoint.port, expecting: expecting, context: context,
-          timeout: remaining)
+          timeout: remaining, onVerificationCode: onVerificationCode)
       } catch .unreachable(let address, let reason) {
         lastError = .unreachable(address: address, reason: reason)
       }
@@ -312,7 +326,7 @@ public final class Session: Sendable {
       }
       let member = Member(
         peer: peer, link: link, invitedHere: invitedHere,
-        version: handler.protocolVersion ?? 1)
+        version: handler.protocolVersion ?? 1, verificationCode: handler.verificationCode)
       let previous = members.updateValue(member, forKey: peer.fingerprint)
       // A replaced link's peer stayed connected: said once. The accepting end says connecting
       // first, as the inviting end did when the handshake began (as MultipeerConnectivity
@@ -400,13 +414,15 @@ public final class Session: Sendable {
   }
 
   private func attempt(
-    host: String, port: Int, expecting: FingerprintPin?, context: [UInt8], timeout: Duration
+    host: String, port: Int, expecting: FingerprintPin?, context: [UInt8], timeout: Duration,
+    onVerificationCode: (@Sendable (PeerID, VerificationCode) -> Void)?
   ) async throws(InvitationError) -> PeerID {
     let loop = MultiThreadedEventLoopGroup.singleton.next()
     let answer = loop.makePromise(of: PeerID.self)
     let linkBox = LinkBox()
     let tls = self.tls
     let name = myPeer.displayName
+    let fingerprint = myPeer.fingerprint
     let timeouts = self.timeouts
     let connectTimeout = min(timeout, timeouts.handshake)
     let bootstrap = ClientBootstrap(group: loop)
@@ -416,11 +432,16 @@ public final class Session: Sendable {
           let budget = LinkBudget()
           let handler = ConnectionHandler(
             role: .inviter(context: context, timeout: timeout, answer: answer),
-            localName: name, timeouts: timeouts, budget: budget)
+            localName: name, localFingerprint: fingerprint, timeouts: timeouts, budget: budget)
           handler.onPeerKnown = { peer in self?.reportUnlessConnected(peer, .connecting) }
+          if let onVerificationCode {
+            handler.onVerificationCode = { peer, code in onVerificationCode(peer, code) }
+          }
           let link = try ConnectionPipeline.install(
             on: channel,
-            tls: try tls.clientHandler(expecting: expecting, onRefusal: handler.certificateRefused),
+            tls: try tls.clientHandler(
+              expecting: expecting, exporter: handler.exporter,
+              onRefusal: handler.certificateRefused),
             handler: handler, budget: budget, isInviter: true)
           linkBox.link.withLock { $0 = link }
           return channel.eventLoop.makeSucceededVoidFuture()

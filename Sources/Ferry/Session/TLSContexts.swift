@@ -4,11 +4,16 @@ import NIOSSL
 
 /// The TLS 1.3 settings of Ferry connections, built from an ``Identity``: mutual
 /// authentication with self-signed certificates, trust decided by fingerprint, never by a CA.
+///
+/// Each connection is lent a context of its own from a ``TLSContextPool``, whose key log goes
+/// to that connection's ``TLSExporter`` (the verification code's keying material: swift-nio-ssl
+/// has no exporter API) until its handshake is over. A context holds no trust store here, so
+/// making one reads no file.
 struct TLSContexts: Sendable {
-  let server: NIOSSLContext
-  let client: NIOSSLContext
+  private let server: TLSContextPool
+  private let client: TLSContextPool
 
-  /// Builds both contexts.
+  /// Builds both configurations, and a context of each to check them.
   ///
   /// - Throws: NIOSSL's error if the identity's key or certificate is refused by BoringSSL.
   init(identity: Identity) throws {
@@ -23,8 +28,9 @@ struct TLSContexts: Sendable {
     client.privateKey = .privateKey(key)
     Self.harden(&server)
     Self.harden(&client)
-    self.server = try NIOSSLContext(configuration: server)
-    self.client = try NIOSSLContext(configuration: client)
+    // Refused now rather than at each connection.
+    self.server = try TLSContextPool(server)
+    self.client = try TLSContextPool(client)
   }
 
   /// TLS 1.3 only; a certificate is required from the peer (on a server,
@@ -43,8 +49,11 @@ struct TLSContexts: Sendable {
   /// The advertiser's TLS handler: any client certificate is accepted during the handshake
   /// (TLS 1.3's CertificateVerify proves the client holds its key); the connection handler
   /// reads its fingerprint before any application byte.
-  func serverHandler() -> NIOSSLServerHandler {
-    NIOSSLServerHandler(context: server) { _, promise in
+  ///
+  /// - Parameter exporter: The connection's exporter (``ConnectionHandler/exporter``).
+  /// - Throws: NIOSSL's error if the context cannot be made.
+  func serverHandler(exporter: TLSExporter) throws -> NIOSSLServerHandler {
+    NIOSSLServerHandler(context: try server.lend(to: exporter)) { _, promise in
       promise.succeed(.certificateVerified)
     }
   }
@@ -53,13 +62,17 @@ struct TLSContexts: Sendable {
   /// fingerprint is known (direct connection without one), any certificate is accepted and
   /// reported for the user to verify.
   ///
-  /// - Parameter onRefusal: called (on the channel's event loop) with why the certificate was
-  ///   refused — the fingerprint it has and the one expected — before the handshake fails.
+  /// - Parameters:
+  ///   - exporter: The connection's exporter (``ConnectionHandler/exporter``).
+  ///   - onRefusal: called (on the channel's event loop) with why the certificate was
+  ///     refused — the fingerprint it has and the one expected — before the handshake fails.
   /// - Throws: NIOSSL's error if the handler cannot be created.
   func clientHandler(
-    expecting expected: FingerprintPin?, onRefusal: @escaping (String) -> Void
+    expecting expected: FingerprintPin?, exporter: TLSExporter,
+    onRefusal: @escaping (String) -> Void
   ) throws -> NIOSSLClientHandler {
-    try NIOSSLClientHandler(context: client, serverHostname: nil) { certificates, promise in
+    let context = try client.lend(to: exporter)
+    return try NIOSSLClientHandler(context: context, serverHostname: nil) { certificates, promise in
       guard let expected else {
         promise.succeed(.certificateVerified)
         return

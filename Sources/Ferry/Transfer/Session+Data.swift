@@ -31,14 +31,17 @@ extension StreamWriter {
 }
 
 extension Browser {
-  /// ``invite(_:to:context:timeout:)`` with a `Data` context.
+  /// ``invite(_:to:context:timeout:onVerificationCode:)`` with a `Data` context.
   ///
-  /// - Throws: As ``invite(_:to:context:timeout:)``.
+  /// - Throws: As ``invite(_:to:context:timeout:onVerificationCode:)``.
   public func invite(
     _ peer: DiscoveredPeer, to session: Session, context: Data,
-    timeout: Duration = .seconds(30)
+    timeout: Duration = .seconds(30),
+    onVerificationCode: (@Sendable (PeerID, VerificationCode) -> Void)? = nil
   ) async throws(InvitationError) -> PeerID {
-    try await invite(peer, to: session, context: [UInt8](context), timeout: timeout)
+    try await invite(
+      peer, to: session, context: [UInt8](context), timeout: timeout,
+      onVerificationCode: onVerificationCode)
   }
 }
 

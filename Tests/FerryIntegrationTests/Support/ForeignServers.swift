@@ -73,3 +73,20 @@ final class OneShotServer: Sendable {
     }
   }
 }
+
+/// Waits until something listens on 127.0.0.1:`port` (TCP), at most `timeout`: read from
+/// /proc/net/tcp, so nothing connects and a server that accepts only once is not used up.
+func waitUntilListening(port: UInt16, timeout: Duration = .seconds(10)) async -> Bool {
+  let local = String(format: "0100007F:%04X", port)
+  let deadline = ContinuousClock.now + timeout
+  while ContinuousClock.now < deadline {
+    let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
+    let listening = table.split(separator: "\n").contains { line in
+      let fields = line.split(separator: " ")
+      return fields.count > 3 && fields[1] == local && fields[3] == "0A"
+    }
+    if listening { return true }
+    try? await Task.sleep(for: .milliseconds(20))
+  }
+  return false
+}

@@ -60,6 +60,28 @@ enum HostilePeer {
     )
   }
 
+  /// Starts `relay TARGET-PORT` (a man in the middle between a sender and the receiver on
+  /// `target`, relaying `connections` connections in turn) and waits for its `listening` line;
+  /// returns the process, its port and its fingerprint. `senderKey` is the sender's fingerprint,
+  /// which the relay needs to derive the sender's code.
+  static func relay(target: Int, senderKey: String, connections: Int, home: String = freshHome())
+    async throws -> (process: ChildProcess, port: Int, fingerprint: String)
+  {
+    let process = try ChildProcess(
+      python,
+      [
+        "-u", script, "relay", "\(target)", "--peer-fingerprint", senderKey, "--connections",
+        "\(connections)",
+      ], environment: ["HOSTILE_HOME": home])
+    let listening = await process.waitForLine(timeout: .seconds(20)) {
+      jsonObject($0)?["event"] as? String == "listening"
+    }
+    let fields = try #require(listening.flatMap { jsonObject($0.text) }, "\(process.stderr)")
+    return (
+      process, try #require(fields["port"] as? Int), try #require(fields["fingerprint"] as? String)
+    )
+  }
+
   /// The hostile peer's identity in `home`: (fingerprint, certificate path).
   static func identity(home: String) async throws -> (fingerprint: String, certificate: String) {
     let result = try await run(python, [script, "identity"], environment: ["HOSTILE_HOME": home])

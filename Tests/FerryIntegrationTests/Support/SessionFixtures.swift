@@ -82,3 +82,17 @@ func nextInvitation(_ advertiser: Advertiser, timeout: Duration = .seconds(10)) 
 {
   await InvitationInbox.of(advertiser).next(timeout: timeout)
 }
+
+/// The verification codes an inviter was shown before the answer, in order: pass ``record`` as
+/// an invitation's `onVerificationCode`.
+final class ShownCodes: Sendable {
+  private let codes = Mutex<[VerificationCode]>([])
+
+  /// Records one code.
+  var record: @Sendable (PeerID, VerificationCode) -> Void {
+    { [self] _, code in codes.withLock { $0.append(code) } }
+  }
+
+  /// Every code recorded so far.
+  var all: [VerificationCode] { codes.withLock { $0 } }
+}

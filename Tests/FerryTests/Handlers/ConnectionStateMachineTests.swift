@@ -14,37 +14,63 @@ struct ConnectionStateMachineTests {
   static let remote = Identity.generate().fingerprint
   static let peer = try! PeerID(displayName: "there", fingerprint: remote)
   static let now = ContinuousClock.now
+  /// The TLS session's exporter value, and each end's nonce.
+  static let keying = [UInt8](repeating: 0x4B, count: 32)
+  static let inviterNonce = [UInt8](repeating: 0x11, count: 32)
+  static let advertiserNonce = [UInt8](repeating: 0x22, count: 32)
+  static let commitment = VerificationCode.commitment(to: advertiserNonce)
+  /// The code both ends derive (here both are told they are `local`, facing `remote`).
+  static let code = VerificationCode(
+    keyingMaterial: keying, inviterNonce: inviterNonce, advertiserNonce: advertiserNonce,
+    fingerprints: local, remote)
 
-  /// Every state a connection can be in, and how to get there from the start.
+  /// A machine of `role` with this suite's fingerprint and nonces.
+  static func make(_ role: Machine.Role, name: String = "here") -> Machine {
+    let nonce: [UInt8]
+    if case .inviter = role { nonce = inviterNonce } else { nonce = advertiserNonce }
+    return Machine(
+      role: role, localName: name, localFingerprint: local, timeouts: ConnectionTimeouts(),
+      nonce: nonce)
+  }
+
+  /// Every state a connection can be in, and how to get there from the start. `awaitingAnswer`
+  /// is the inviter before REVEAL, `revealed` after it.
   enum Stage: String, CaseIterable, CustomTestStringConvertible {
-    case tlsHandshake, awaitingHello, awaitingInvite, awaitingAnswer, pendingDecision
-    case connectedInviter, connectedAdvertiser, closed
+    case tlsHandshake, awaitingHello, awaitingCommit, awaitingInvite, awaitingAnswer, revealed
+    case pendingDecision, connectedInviter, connectedAdvertiser, closed
 
     var testDescription: String { rawValue }
 
     var isInviter: Bool {
-      [.awaitingAnswer, .connectedInviter].contains(self)
+      [.awaitingCommit, .awaitingAnswer, .revealed, .connectedInviter].contains(self)
     }
 
     /// A machine in this stage.
     func machine() -> Machine {
-      var machine = Machine(
-        role: isInviter ? .inviter(context: [1, 2], timeout: .seconds(30)) : .advertiser,
-        localName: "here", timeouts: ConnectionTimeouts())
+      typealias Outer = ConnectionStateMachineTests
+      var machine = Outer.make(
+        isInviter ? .inviter(context: [1, 2], timeout: .seconds(30)) : .advertiser)
       if self == .tlsHandshake { return machine }
-      _ = machine.tlsCompleted(peer: ConnectionStateMachineTests.remote, alpn: WireProtocol.alpn)
+      _ = machine.tlsCompleted(
+        peer: Outer.remote, alpn: WireProtocol.alpn, keyingMaterial: Outer.keying)
       if self == .awaitingHello { return machine }
       _ = machine.received(
-        .hello(versions: [1], displayName: "there"), now: ConnectionStateMachineTests.now)
+        .hello(versions: WireProtocol.supportedVersions, displayName: "there"), now: Outer.now)
       switch self {
-      case .awaitingInvite, .awaitingAnswer: return machine
-      case .connectedInviter:
-        _ = machine.received(.accept, now: ConnectionStateMachineTests.now)
-        return machine
+      case .awaitingCommit, .awaitingInvite: return machine
       default: break
       }
+      if isInviter {
+        _ = machine.received(.commit(Outer.commitment), now: Outer.now)
+        if self == .awaitingAnswer { return machine }
+        _ = machine.received(.reveal(Outer.advertiserNonce), now: Outer.now)
+        if self == .revealed { return machine }
+        _ = machine.received(.accept, now: Outer.now)
+        return machine
+      }
       _ = machine.received(
-        .invite(timeoutMilliseconds: 10_000, context: []), now: ConnectionStateMachineTests.now)
+        .invite(timeoutMilliseconds: 10_000, nonce: Outer.inviterNonce, context: []),
+        now: Outer.now)
       switch self {
       case .pendingDecision: return machine
       case .connectedAdvertiser:
@@ -59,8 +85,10 @@ struct ConnectionStateMachineTests {
 
   /// One control message of each type.
   static let messages: [(String, ControlMessage)] = [
-    ("HELLO", .hello(versions: [1], displayName: "again")),
-    ("INVITE", .invite(timeoutMilliseconds: 1000, context: [])),
+    ("HELLO", .hello(versions: WireProtocol.supportedVersions, displayName: "again")),
+    ("COMMIT", .commit(commitment)),
+    ("INVITE", .invite(timeoutMilliseconds: 1000, nonce: inviterNonce, context: [])),
+    ("REVEAL", .reveal(advertiserNonce)),
     ("ACCEPT", .accept),
     ("DECLINE", .decline(.busy, reason: "")),
     ("CANCEL", .cancel),
@@ -75,8 +103,11 @@ struct ConnectionStateMachineTests {
   static let allowed: [Stage: Set<String>] = [
     .tlsHandshake: [],
     .awaitingHello: ["HELLO"],
+    .awaitingCommit: ["COMMIT"],
     .awaitingInvite: ["INVITE"],
-    .awaitingAnswer: ["ACCEPT", "DECLINE"],
+    // ACCEPT before REVEAL is a protocol error: the inviter never had the code to show.
+    .awaitingAnswer: ["REVEAL", "DECLINE"],
+    .revealed: ["ACCEPT", "DECLINE"],
     .pendingDecision: ["CANCEL"],
     .connectedInviter: ["PING", "PONG"],
     .connectedAdvertiser: ["PING", "PONG"],
@@ -132,41 +163,78 @@ struct ConnectionStateMachineTests {
     }
   }
 
-  @Test("the handshake: HELLO, INVITE (clamped), the answer, on both ends")
+  @Test("the handshake: HELLO, COMMIT, INVITE (clamped), REVEAL, the answer, on both ends")
   func handshake() {
-    var inviter = Machine(
-      role: .inviter(context: [7], timeout: .seconds(86_400)), localName: "me",
-      timeouts: ConnectionTimeouts())
+    var inviter = Self.make(.inviter(context: [7], timeout: .seconds(86_400)), name: "me")
     #expect(
-      inviter.tlsCompleted(peer: Self.remote, alpn: WireProtocol.alpn) == [
-        .send(.hello(versions: WireProtocol.supportedVersions, displayName: "me"))
-      ])
-    let invite = inviter.received(.hello(versions: [1, 9], displayName: "there"), now: Self.now)
+      inviter.tlsCompleted(peer: Self.remote, alpn: WireProtocol.alpn, keyingMaterial: Self.keying)
+        == [.send(.hello(versions: WireProtocol.supportedVersions, displayName: "me"))])
+    #expect(
+      inviter.received(.hello(versions: [4, 9], displayName: "there"), now: Self.now) == [
+        .peerKnown(Self.peer)
+      ], "INVITE waits for the advertiser's commitment")
+    #expect(inviter.state == .awaitingCommit(Self.peer))
+    let invite = inviter.received(.commit(Self.commitment), now: Self.now)
     #expect(
       invite == [
-        .cancelDeadline, .peerKnown(Self.peer),
-        .send(.invite(timeoutMilliseconds: 120_000, context: [7])),
-      ], "a day's wait is clamped to 120 s")
+        .send(.invite(timeoutMilliseconds: 120_000, nonce: Self.inviterNonce, context: [7]))
+      ], "a day's wait is clamped to 120 s; the handshake deadline runs until REVEAL")
     #expect(inviter.state == .awaitingAnswer(Self.peer, expiresAt: Self.now + .seconds(120)))
+    #expect(inviter.verificationCode == nil)
+    #expect(
+      inviter.received(.reveal(Self.advertiserNonce), now: Self.now) == [
+        .cancelDeadline, .verificationCode(Self.code),
+      ])
+    #expect(inviter.verificationCode == Self.code)
     #expect(
       inviter.received(.accept, now: Self.now) == [
         .markConnected, .startHeartbeat, .answer(.success(Self.peer)),
       ])
 
-    var advertiser = Machine(role: .advertiser, localName: "me", timeouts: ConnectionTimeouts())
-    _ = advertiser.tlsCompleted(peer: Self.remote, alpn: nil)  // openssl s_client offers none
-    #expect(advertiser.received(.hello(versions: [1], displayName: "there"), now: Self.now) == [])
+    var advertiser = Self.make(.advertiser, name: "me")
+    // openssl s_client offers no ALPN
+    _ = advertiser.tlsCompleted(peer: Self.remote, alpn: nil, keyingMaterial: Self.keying)
+    #expect(
+      advertiser.received(.hello(versions: [4], displayName: "there"), now: Self.now) == [
+        .send(.commit(Self.commitment))
+      ], "committed before the INVITE")
     let invited = advertiser.received(
-      .invite(timeoutMilliseconds: .max, context: [3]), now: Self.now)
+      .invite(timeoutMilliseconds: .max, nonce: Self.inviterNonce, context: [3]), now: Self.now)
     #expect(
       invited == [
         .cancelDeadline, .scheduleExpiry(.seconds(121)),
-        .invite(.init(peer: Self.peer, context: [3], timeout: .seconds(120))),
+        .invite(
+          .init(
+            peer: Self.peer, context: [3], timeout: .seconds(120), verificationCode: Self.code)),
       ])
+    #expect(advertiser.verificationCode == Self.code)
     #expect(advertiser.isPendingDecision)
+    // Once admitted (the listener does so before the application is asked).
+    #expect(advertiser.reveal() == [.send(.reveal(Self.advertiserNonce))])
+    #expect(advertiser.reveal().isEmpty, "revealed once")
     #expect(
       advertiser.accept() == [.cancelDeadline, .markConnected, .send(.accept), .startHeartbeat])
     #expect(advertiser.isConnected && advertiser.accept().isEmpty, "accepted once")
+  }
+
+  @Test("the code changes with each end's nonce, and a REVEAL must match its COMMIT")
+  func nonces() {
+    // Another inviter nonce (a man in the middle cannot choose it after seeing the
+    // advertiser's: that one is hidden until the INVITE is in).
+    var advertiser = Self.make(.advertiser)
+    _ = advertiser.tlsCompleted(peer: Self.remote, alpn: nil, keyingMaterial: Self.keying)
+    _ = advertiser.received(.hello(versions: [4], displayName: "there"), now: Self.now)
+    let other = [UInt8](repeating: 0x33, count: 32)
+    _ = advertiser.received(
+      .invite(timeoutMilliseconds: 1000, nonce: other, context: []), now: Self.now)
+    #expect(advertiser.verificationCode != nil && advertiser.verificationCode != Self.code)
+
+    // A nonce other than the one committed to.
+    var inviter = Stage.awaitingAnswer.machine()
+    let actions = inviter.received(.reveal(other), now: Self.now)
+    #expect(Self.isViolation(actions) && actions.contains(.close), "\(actions)")
+    #expect(inviter.verificationCode == nil)
+    #expect(actions.contains(.answer(.failure(.protocolViolation(reason: inviter.endReason!)))))
   }
 
   @Test("refusals before the invitation: no common version, a bad name, no ALPN, no certificate")
@@ -177,23 +245,43 @@ struct ConnectionStateMachineTests {
       actions.first == .send(.goodbye(.unsupportedVersion, reason: "no common protocol version")))
     #expect(actions.last == .close)
 
+    // Versions 1 to 3 (a code from the fingerprints alone) are never agreed on.
+    var older = Stage.awaitingHello.machine()
+    let downgraded = older.received(.hello(versions: [3, 2, 1], displayName: "old"), now: Self.now)
+    #expect(
+      downgraded.first
+        == .send(.goodbye(.unsupportedVersion, reason: "no common protocol version")))
+    #expect(older.version == nil && downgraded.last == .close)
+
     var unnamed = Stage.awaitingHello.machine()
     #expect(
-      Self.isViolation(unnamed.received(.hello(versions: [1], displayName: ""), now: Self.now)))
+      Self.isViolation(
+        unnamed.received(
+          .hello(versions: WireProtocol.supportedVersions, displayName: ""), now: Self.now)))
 
-    var web = Machine(
-      role: .inviter(context: [], timeout: .seconds(5)), localName: "me",
-      timeouts: ConnectionTimeouts())
-    let refused = web.tlsCompleted(peer: Self.remote, alpn: nil)
+    var web = Self.make(.inviter(context: [], timeout: .seconds(5)), name: "me")
+    let refused = web.tlsCompleted(peer: Self.remote, alpn: nil, keyingMaterial: Self.keying)
     guard case .answer(.failure(.authenticationFailed(let reason)))? = refused.first else {
       Issue.record("\(refused)")
       return
     }
     #expect(reason.contains("ALPN") && refused.last == .close)
 
-    var anonymous = Machine(role: .advertiser, localName: "me", timeouts: ConnectionTimeouts())
-    #expect(anonymous.tlsCompleted(peer: nil, alpn: WireProtocol.alpn) == [.close])
+    var anonymous = Self.make(.advertiser, name: "me")
+    #expect(
+      anonymous.tlsCompleted(peer: nil, alpn: WireProtocol.alpn, keyingMaterial: Self.keying)
+        == [.close])
     #expect(anonymous.endReason == "authentication failed: the peer presented no certificate")
+
+    // No exporter value: no code could be compared, so no connection.
+    var unexported = Self.make(.inviter(context: [], timeout: .seconds(5)))
+    let unkeyed = unexported.tlsCompleted(
+      peer: Self.remote, alpn: WireProtocol.alpn, keyingMaterial: nil)
+    guard case .answer(.failure(.authenticationFailed))? = unkeyed.first else {
+      Issue.record("\(unkeyed)")
+      return
+    }
+    #expect(unkeyed.last == .close)
   }
 
   @Test("timers: the handshake deadline, the invitation's expiry, the heartbeat")
@@ -205,6 +293,15 @@ struct ConnectionStateMachineTests {
       case .tlsHandshake: #expect(actions == [.close])
       case .awaitingHello, .awaitingInvite:
         #expect(actions == [.send(.goodbye(.timeout, reason: "handshake timed out")), .close])
+      case .awaitingCommit:
+        #expect(
+          actions == [
+            .send(.goodbye(.timeout, reason: "handshake timed out")),
+            .answer(.failure(.timedOut)), .close,
+          ])
+      case .awaitingAnswer:
+        // REVEAL comes at once from an advertiser; a man in the middle may not sit on it.
+        #expect(actions == [.send(.cancel), .answer(.failure(.timedOut)), .close])
       default: #expect(actions.isEmpty, "\(stage.rawValue): \(actions)")
       }
       var expiring = stage.machine()
@@ -224,6 +321,20 @@ struct ConnectionStateMachineTests {
   @Test("the application's answers and the inviter's withdrawal, in every state")
   func answers() {
     for stage in Stage.allCases {
+      var revealing = stage.machine()
+      let revealed = revealing.reveal()
+      #expect(
+        revealed == (stage == .pendingDecision ? [.send(.reveal(Self.advertiserNonce))] : []),
+        "\(stage.rawValue)")
+      var unrevealed = stage.machine()
+      if stage == .pendingDecision {
+        // Accepting reveals first, if the listener did not: ACCEPT never precedes REVEAL.
+        #expect(
+          unrevealed.accept() == [
+            .cancelDeadline, .markConnected, .send(.reveal(Self.advertiserNonce)),
+            .send(.accept), .startHeartbeat,
+          ])
+      }
       var declining = stage.machine()
       let declined = declining.decline(.busy, reason: "busy")
       if stage == .pendingDecision || stage == .awaitingInvite {
@@ -235,7 +346,7 @@ struct ConnectionStateMachineTests {
       var withdrawing = stage.machine()
       let withdrawn = withdrawing.withdraw(.cancelled)
       switch stage {
-      case .awaitingAnswer:
+      case .awaitingAnswer, .revealed:
         #expect(withdrawn == [.send(.cancel), .answer(.failure(.cancelled)), .close])
       case .closed, .connectedInviter, .connectedAdvertiser:
         #expect(withdrawn.isEmpty)
@@ -256,7 +367,7 @@ struct ConnectionStateMachineTests {
       case .connectedInviter, .connectedAdvertiser:
         #expect(rest == [.linkEnded("the connection was closed")])
       case .pendingDecision: #expect(rest == [.invitationWithdrawn])
-      case .awaitingAnswer:
+      case .awaitingCommit, .awaitingAnswer, .revealed:
         #expect(rest == [.answer(.failure(.connectionFailed(reason: "the connection was closed")))])
       case .tlsHandshake, .awaitingHello, .awaitingInvite, .closed:
         #expect(rest.isEmpty, "\(stage.rawValue): \(rest)")  // the advertiser has no answer
@@ -321,9 +432,7 @@ struct ConnectionStateMachineTests {
       violated.contains(
         .answer(.failure(.protocolViolation(reason: "\(WireError.unexpected(.streamData))")))))
     // A TLS handshake the network broke (no alert) may be tried again; one refused may not.
-    var interrupted = Machine(
-      role: .inviter(context: [], timeout: .seconds(30)), localName: "here",
-      timeouts: ConnectionTimeouts())
+    var interrupted = Self.make(.inviter(context: [], timeout: .seconds(30)))
     let reset = "the connection was reset during the TLS handshake"
     #expect(
       interrupted.errorCaught(.tlsHandshakeInterrupted(reset)) == [

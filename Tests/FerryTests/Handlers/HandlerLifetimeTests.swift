@@ -19,7 +19,8 @@ struct HandlerLifetimeTests {
   func linkClosed(connect: Bool) throws -> (Weak, Weak) {
     let budget = LinkBudget(maximumQueuedReplies: 8)
     let handler = ConnectionHandler(
-      role: .advertiser, localName: "here", timeouts: .init(), budget: budget)
+      role: .advertiser, localName: "here", localFingerprint: Identity.generate().fingerprint,
+      timeouts: .init(), budget: budget)
     let multiplexer = LinkMultiplexer(isInviter: false, budget: budget)
     multiplexer.onViolation = { [weak handler] reason in handler?.closeForViolation(reason) }
     let channel = EmbeddedChannel()
@@ -31,9 +32,11 @@ struct HandlerLifetimeTests {
     channel.pipeline.fireChannelActive()
     handler.assumeTLSCompleted(peer: Identity.generate().fingerprint)
     if connect {
-      var bytes = ControlMessage.hello(versions: [1], displayName: "there").frame.encoded
-      bytes += ControlMessage.invite(timeoutMilliseconds: 1000, context: []).frame.encoded
-      try channel.writeInbound(ByteBuffer(bytes: bytes))
+      let hello = ControlMessage.hello(
+        versions: WireProtocol.supportedVersions, displayName: "there")
+      let invite = ControlMessage.invite(
+        timeoutMilliseconds: 1000, nonce: Array(repeating: 1, count: 32), context: [])
+      try channel.writeInbound(ByteBuffer(bytes: hello.frame.encoded + invite.frame.encoded))
       #expect(handler.isConnected)
     }
     _ = try channel.finish(acceptAlreadyClosed: true)

@@ -44,6 +44,9 @@ final class ConnectionHandler: ChannelInboundHandler {
   let activity = LinkActivity()
   /// The certificate the peer presented, once the TLS handshake completed.
   let peerCertificate = PeerCertificateSlot()
+  /// Where this connection's TLS context logs its exporter secret (``TLSContexts``), from which
+  /// the verification code's keying material is derived once the handshake completed.
+  let exporter = TLSExporter()
   /// Why this end refused the peer's certificate, set by the TLS handler's verification.
   private var certificateRefusal: String?
   /// ``FerryLogging/logger`` when the connection opened, with its remote address and (once
@@ -60,16 +63,24 @@ final class ConnectionHandler: ChannelInboundHandler {
   var onInvite: ((IncomingInvite) -> Void)?
   /// Called once the peer is known (after HELLO), before the answer (inviter).
   var onPeerKnown: ((PeerID) -> Void)?
+  /// Called once the verification code is known (on REVEAL), before the answer (inviter).
+  var onVerificationCode: ((PeerID, VerificationCode) -> Void)?
 
-  init(role: Role, localName: String, timeouts: ConnectionTimeouts, budget: LinkBudget) {
+  /// - Parameter localFingerprint: This end's fingerprint (the verification code hashes both).
+  init(
+    role: Role, localName: String, localFingerprint: Fingerprint, timeouts: ConnectionTimeouts,
+    budget: LinkBudget
+  ) {
     switch role {
     case .inviter(let context, let timeout, let answer):
       machine = ConnectionStateMachine(
         role: .inviter(context: context, timeout: timeout), localName: localName,
-        timeouts: timeouts)
+        localFingerprint: localFingerprint, timeouts: timeouts)
       answerPromise = answer
     case .advertiser:
-      machine = ConnectionStateMachine(role: .advertiser, localName: localName, timeouts: timeouts)
+      machine = ConnectionStateMachine(
+        role: .advertiser, localName: localName, localFingerprint: localFingerprint,
+        timeouts: timeouts)
       answerPromise = nil
     }
     self.budget = budget
@@ -85,6 +96,9 @@ final class ConnectionHandler: ChannelInboundHandler {
   var protocolVersion: UInt16? { machine.version }
   /// Whether the link ended on purpose (a GOODBYE, a violation), not lost.
   var endedOnPurpose: Bool { machine.endedOnPurpose }
+  /// The connection's verification code, once both nonces are known (advertiser: on INVITE;
+  /// inviter: on REVEAL).
+  var verificationCode: VerificationCode? { machine.verificationCode }
 
   /// Records why the TLS handler refused the peer's certificate, for the failure it causes.
   func certificateRefused(_ reason: String) {
@@ -129,15 +143,24 @@ final class ConnectionHandler: ChannelInboundHandler {
       let der = try? certificate?.toDERBytes()
       if let der { peerCertificate.record(der) }
       let fingerprint = der.map { Fingerprint(sha256Of: $0) }
-      perform(machine.tlsCompleted(peer: fingerprint, alpn: negotiated))
+      let keyingMaterial = exporter.keyingMaterial(
+        label: VerificationCode.exporterLabel, length: VerificationCode.keyingMaterialSize)
+      perform(
+        machine.tlsCompleted(peer: fingerprint, alpn: negotiated, keyingMaterial: keyingMaterial))
     }
     context.fireUserInboundEventTriggered(event)
   }
 
   /// For tests and the fuzzer, on a pipeline without TLS (an `EmbeddedChannel`): go on as if
-  /// the TLS handshake had completed with a peer proving `fingerprint`.
-  func assumeTLSCompleted(peer fingerprint: Fingerprint) {
-    perform(machine.tlsCompleted(peer: fingerprint, alpn: WireProtocol.alpn))
+  /// the TLS handshake had completed with a peer proving `fingerprint`, the session exporting
+  /// `keyingMaterial`.
+  func assumeTLSCompleted(
+    peer fingerprint: Fingerprint,
+    keyingMaterial: [UInt8] = Array(repeating: 0x4B, count: VerificationCode.keyingMaterialSize)
+  ) {
+    perform(
+      machine.tlsCompleted(
+        peer: fingerprint, alpn: WireProtocol.alpn, keyingMaterial: keyingMaterial))
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -181,6 +204,8 @@ final class ConnectionHandler: ChannelInboundHandler {
   }
 
   func channelInactive(context: ChannelHandlerContext) {
+    // A handshake that never completed: its TLS context goes back all the same.
+    exporter.release()
     perform(machine.channelInactive(now: .now))
     budget.endReason = machine.endReason
     if !wasConnected {
@@ -189,10 +214,17 @@ final class ConnectionHandler: ChannelInboundHandler {
     onInvitationWithdrawn = nil
     onInvite = nil
     onPeerKnown = nil
+    onVerificationCode = nil
     context.fireChannelInactive()
   }
 
   // MARK: Decisions (event loop only)
+
+  /// Reveals this advertiser's verification nonce for the pending invitation (REVEAL), once:
+  /// the inviter can then show the code while the application decides.
+  func reveal() {
+    perform(machine.reveal())
+  }
 
   /// Accepts the pending invitation; false if it is no longer pending.
   func accept() -> Bool {
@@ -292,6 +324,8 @@ final class ConnectionHandler: ChannelInboundHandler {
       case .peerKnown(let peer):
         logger[metadataKey: "peer"] = "\(peer.displayName) \(peer.fingerprint.shortDescription)"
         onPeerKnown?(peer)
+      case .verificationCode(let code):
+        if let peer = machine.peer { onVerificationCode?(peer, code) }
       case .invite(let invite):
         logger[metadataKey: "peer"] =
           "\(invite.peer.displayName) \(invite.peer.fingerprint.shortDescription)"

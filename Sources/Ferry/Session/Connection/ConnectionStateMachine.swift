@@ -9,6 +9,12 @@ import FerryWire
 /// Like NIOTLS's `ProtocolNegotiationHandlerStateMachine`, each state carries the data that is
 /// valid in it (the peer once HELLO told its name, the inviter's deadline), so that no field can
 /// be read in a state where it means nothing.
+///
+/// The verification code (§6) is settled here too: the advertiser commits to its nonce (COMMIT)
+/// as soon as it knows the peer, the inviter sends its own nonce in INVITE only once it holds
+/// that commitment, and the advertiser reveals its nonce (REVEAL, ``reveal()``) once it admits
+/// the invitation, before the application is asked; the inviter checks it against the
+/// commitment, and waits for it no longer than the handshake deadline.
 struct ConnectionStateMachine {
   /// Which end of the invitation this is.
   enum Role: Hashable {
@@ -24,7 +30,9 @@ struct ConnectionStateMachine {
     case tlsHandshake
     /// TLS is up with a peer proving this key; its HELLO is awaited.
     case awaitingHello(Fingerprint)
-    /// The advertiser knows the peer and waits for its INVITE.
+    /// The inviter knows the peer and waits for its COMMIT before sending INVITE.
+    case awaitingCommit(PeerID)
+    /// The advertiser knows the peer, sent its COMMIT and waits for the INVITE.
     case awaitingInvite(PeerID)
     /// The inviter sent INVITE and waits for ACCEPT or DECLINE until `expiresAt`.
     case awaitingAnswer(PeerID, expiresAt: ContinuousClock.Instant)
@@ -58,6 +66,8 @@ struct ConnectionStateMachine {
     case pong(UInt64)
     /// The inviter learned who the advertiser is (before the answer).
     case peerKnown(PeerID)
+    /// The inviter learned the verification code (on REVEAL, before the answer).
+    case verificationCode(VerificationCode)
     /// The advertiser received an invitation, for the application.
     case invite(IncomingInvite)
     /// Complete the inviter's answer.
@@ -73,6 +83,9 @@ struct ConnectionStateMachine {
     let peer: PeerID
     let context: [UInt8]
     let timeout: Duration
+    /// The code of this connection, which the inviter can show once REVEAL (``reveal()``, when
+    /// the invitation is admitted, before the application is asked) reaches it.
+    let verificationCode: VerificationCode
   }
 
   /// How a channel error is classified by the handler, which alone can read NIO's errors.
@@ -92,8 +105,22 @@ struct ConnectionStateMachine {
 
   let role: Role
   let localName: String
+  /// This end's fingerprint, hashed into the verification code.
+  let localFingerprint: Fingerprint
   let timeouts: ConnectionTimeouts
   private(set) var state = State.tlsHandshake
+  /// The connection's verification code, once both nonces are known: on the advertiser from
+  /// the INVITE, on the inviter from REVEAL.
+  private(set) var verificationCode: VerificationCode?
+  /// This end's verification nonce: the advertiser's (committed to in COMMIT, sent in REVEAL)
+  /// or the inviter's (sent in INVITE).
+  private let nonce: [UInt8]
+  /// The TLS session's exporter value for the verification code (from ``tlsCompleted``).
+  private var keyingMaterial: [UInt8] = []
+  /// The inviter's copy of the advertiser's COMMIT, until REVEAL is checked against it.
+  private var commitment: [UInt8]?
+  /// Whether the advertiser sent REVEAL.
+  private(set) var revealed = false
   /// Why the connection ended (or is ending), when known: what transfers under way report.
   private(set) var endReason: String?
   /// The protocol version both ends agreed on in HELLO (nil before).
@@ -106,17 +133,26 @@ struct ConnectionStateMachine {
   /// PINGs sent: each carries the next number.
   private var pings: UInt64 = 0
 
-  init(role: Role, localName: String, timeouts: ConnectionTimeouts) {
+  /// - Parameters:
+  ///   - localFingerprint: This end's fingerprint (the verification code hashes both).
+  ///   - nonce: This end's verification nonce, 32 bytes (fresh and random, but for tests).
+  init(
+    role: Role, localName: String, localFingerprint: Fingerprint, timeouts: ConnectionTimeouts,
+    nonce: [UInt8] = VerificationCode.makeNonce()
+  ) {
+    precondition(nonce.count == ControlMessage.nonceSize, "a nonce is 32 bytes")
     self.role = role
     self.localName = localName
+    self.localFingerprint = localFingerprint
     self.timeouts = timeouts
+    self.nonce = nonce
   }
 
   /// The peer, once its HELLO named it.
   var peer: PeerID? {
     switch state {
-    case .awaitingInvite(let peer), .awaitingAnswer(let peer, _), .pendingDecision(let peer),
-      .connected(let peer):
+    case .awaitingCommit(let peer), .awaitingInvite(let peer), .awaitingAnswer(let peer, _),
+      .pendingDecision(let peer), .connected(let peer):
       peer
     case .tlsHandshake, .awaitingHello, .closed: nil
     }
@@ -140,8 +176,11 @@ struct ConnectionStateMachine {
   // MARK: Events from the channel
 
   /// TLS completed with a peer proving `fingerprint` (nil: it presented no usable
-  /// certificate), having agreed on `alpn` (nil: none).
-  mutating func tlsCompleted(peer fingerprint: Fingerprint?, alpn: String?) -> [Action] {
+  /// certificate), having agreed on `alpn` (nil: none), with `keyingMaterial` the session's
+  /// exporter value for the verification code (nil: none could be derived).
+  mutating func tlsCompleted(
+    peer fingerprint: Fingerprint?, alpn: String?, keyingMaterial: [UInt8]?
+  ) -> [Action] {
     guard state == .tlsHandshake else { return [] }
     // The inviter offered ALPN ferry/1 and a Ferry advertiser always selects it; a TLS server
     // that ignores ALPN (a web server, openssl s_server) is refused now rather than waited on
@@ -156,6 +195,13 @@ struct ConnectionStateMachine {
     guard let fingerprint else {
       return fail(.authenticationFailed(reason: "the peer presented no certificate"))
     }
+    // Without it there is no code to compare: nothing would tell a man in the middle apart.
+    guard let keyingMaterial, !keyingMaterial.isEmpty else {
+      return fail(
+        .authenticationFailed(
+          reason: "the TLS session gave no keying material for the verification code"))
+    }
+    self.keyingMaterial = keyingMaterial
     state = .awaitingHello(fingerprint)
     return [.send(.hello(versions: WireProtocol.supportedVersions, displayName: localName))]
   }
@@ -170,20 +216,37 @@ struct ConnectionStateMachine {
   mutating func received(_ message: ControlMessage, now: ContinuousClock.Instant) -> [Action] {
     switch (state, message) {
     case (.awaitingHello(let fingerprint), .hello(let versions, let name)):
-      return hello(from: fingerprint, versions: versions, name: name, now: now)
-    case (.awaitingInvite(let peer), .invite(let milliseconds, let context)):
+      return hello(from: fingerprint, versions: versions, name: name)
+    case (.awaitingCommit(let peer), .commit(let digest)):
+      return commit(digest, from: peer, now: now)
+    case (.awaitingInvite(let peer), .invite(let milliseconds, let inviterNonce, let context)):
       // The inviter's wait, as it says, but never longer than the clamp: one connection must
       // not hold a prompt or a pending slot for days.
       let timeout = min(
         Duration.milliseconds(Int64(milliseconds)), ConnectionTimeouts.maximumInvitationTimeout)
+      let code = deriveCode(with: peer, inviterNonce: inviterNonce, advertiserNonce: nonce)
+      verificationCode = code
       state = .pendingDecision(peer)
       // It expires when the inviter stops waiting, plus a grace second so that the inviter's
-      // own timeout (and its CANCEL) comes first.
+      // own timeout (and its CANCEL) comes first. REVEAL waits for ``reveal()``: only an
+      // invitation this end admits gives the inviter its code.
       return [
         .cancelDeadline, .scheduleExpiry(timeout + .seconds(1)),
-        .invite(IncomingInvite(peer: peer, context: context, timeout: timeout)),
+        .invite(
+          IncomingInvite(peer: peer, context: context, timeout: timeout, verificationCode: code)),
       ]
-    case (.awaitingAnswer(let peer, _), .accept):
+    case (.awaitingAnswer(let peer, _), .reveal(let advertiserNonce)) where commitment != nil:
+      // The nonce must be the one the advertiser committed to before it saw ours: else it
+      // could have picked it to make the code what it wanted.
+      guard VerificationCode.commitment(to: advertiserNonce) == commitment else {
+        return violation("the nonce in REVEAL does not match the COMMIT")
+      }
+      commitment = nil
+      let code = deriveCode(with: peer, inviterNonce: nonce, advertiserNonce: advertiserNonce)
+      verificationCode = code
+      return [.cancelDeadline, .verificationCode(code)]
+    case (.awaitingAnswer(let peer, _), .accept) where verificationCode != nil:
+      // (An ACCEPT before REVEAL is a protocol error: the code was never shown.)
       state = .connected(peer)
       return [.markConnected, .startHeartbeat] + answer(.success(peer))
     case (.awaitingAnswer, .decline(let code, let reason)):
@@ -225,12 +288,17 @@ struct ConnectionStateMachine {
   }
 
   private mutating func hello(
-    from fingerprint: Fingerprint, versions: [UInt16], name: String,
-    now: ContinuousClock.Instant
+    from fingerprint: Fingerprint, versions: [UInt16], name: String
   ) -> [Action] {
     guard
       let agreed = WireProtocol.negotiate(ours: WireProtocol.supportedVersions, theirs: versions)
     else {
+      return [.send(.goodbye(.unsupportedVersion, reason: "no common protocol version"))]
+        + fail(.protocolVersionUnsupported(peerVersions: versions))
+    }
+    // Never below the version of the per-connection code, whatever this build lists: a peer
+    // that could settle for an older version would let a man in the middle avoid the code.
+    guard agreed >= WireProtocol.verificationNonceVersion else {
       return [.send(.goodbye(.unsupportedVersion, reason: "no common protocol version"))]
         + fail(.protocolVersionUnsupported(peerVersions: versions))
     }
@@ -239,18 +307,39 @@ struct ConnectionStateMachine {
     }
     version = agreed
     switch role {
-    case .inviter(let context, let timeout):
-      let clamped = min(timeout, ConnectionTimeouts.maximumInvitationTimeout)
-      state = .awaitingAnswer(peer, expiresAt: now + clamped)
-      let milliseconds = UInt32(clamping: clamped.timeAmount.nanoseconds / 1_000_000)
-      return [
-        .cancelDeadline, .peerKnown(peer),
-        .send(.invite(timeoutMilliseconds: milliseconds, context: context)),
-      ]
+    case .inviter:
+      // INVITE carries our nonce: it waits for the advertiser's commitment (the handshake
+      // deadline still runs).
+      state = .awaitingCommit(peer)
+      return [.peerKnown(peer)]
     case .advertiser:
+      // Committed before the INVITE shows the inviter's nonce.
       state = .awaitingInvite(peer)
-      return []
+      return [.send(.commit(VerificationCode.commitment(to: nonce)))]
     }
+  }
+
+  /// The inviter has the advertiser's commitment: INVITE, with this end's nonce.
+  private mutating func commit(
+    _ digest: [UInt8], from peer: PeerID, now: ContinuousClock.Instant
+  ) -> [Action] {
+    guard case .inviter(let context, let timeout) = role else { return [] }
+    commitment = digest
+    let clamped = min(timeout, ConnectionTimeouts.maximumInvitationTimeout)
+    state = .awaitingAnswer(peer, expiresAt: now + clamped)
+    let milliseconds = UInt32(clamping: clamped.timeAmount.nanoseconds / 1_000_000)
+    // The handshake deadline still runs, until REVEAL: an advertiser reveals at once, and a man
+    // in the middle must not hold this end while it looks for a code that matches.
+    return [.send(.invite(timeoutMilliseconds: milliseconds, nonce: nonce, context: context))]
+  }
+
+  /// The code of this connection with `peer`.
+  private func deriveCode(
+    with peer: PeerID, inviterNonce: [UInt8], advertiserNonce: [UInt8]
+  ) -> VerificationCode {
+    VerificationCode(
+      keyingMaterial: keyingMaterial, inviterNonce: inviterNonce,
+      advertiserNonce: advertiserNonce, fingerprints: localFingerprint, peer.fingerprint)
   }
 
   /// The channel reported an error.
@@ -294,7 +383,7 @@ struct ConnectionStateMachine {
       // No alert came (that would have been an error first): the connection just went away.
       actions += answer(
         .failure(.connectionFailed(reason: "the connection closed during the TLS handshake")))
-    case .awaitingHello, .awaitingInvite, .awaitingAnswer:
+    case .awaitingHello, .awaitingCommit, .awaitingInvite, .awaitingAnswer:
       actions += answer(.failure(.connectionFailed(reason: reason)))
     }
     return actions
@@ -308,9 +397,12 @@ struct ConnectionStateMachine {
     case .tlsHandshake:
       endReason = "handshake timed out"
       return fail(.timedOut)
-    case .awaitingHello, .awaitingInvite:
+    case .awaitingHello, .awaitingCommit, .awaitingInvite:
       endReason = "handshake timed out"
       return [.send(.goodbye(.timeout, reason: "handshake timed out"))] + fail(.timedOut)
+    case .awaitingAnswer where commitment != nil:
+      endReason = "the advertiser did not reveal its nonce in time"
+      return [.send(.cancel)] + fail(.timedOut)
     case .awaitingAnswer, .pendingDecision, .connected, .closed:
       return []
     }
@@ -337,11 +429,22 @@ struct ConnectionStateMachine {
 
   // MARK: The application
 
-  /// Accepts the pending invitation; no actions when it is no longer pending.
+  /// Reveals this advertiser's nonce (REVEAL) for the pending invitation, once: when the
+  /// invitation is admitted, before the application is asked. The inviter then knows the code
+  /// and can show it while this end decides. No actions when it is not pending or revealed.
+  mutating func reveal() -> [Action] {
+    guard case .pendingDecision = state, !revealed else { return [] }
+    revealed = true
+    return [.send(.reveal(nonce))]
+  }
+
+  /// Accepts the pending invitation (revealing first if that was not done: an ACCEPT never
+  /// precedes REVEAL); no actions when it is no longer pending.
   mutating func accept() -> [Action] {
     guard case .pendingDecision(let peer) = state else { return [] }
+    let revealing = reveal()
     state = .connected(peer)
-    return [.cancelDeadline, .markConnected, .send(.accept), .startHeartbeat]
+    return [.cancelDeadline, .markConnected] + revealing + [.send(.accept), .startHeartbeat]
   }
 
   /// Declines the pending invitation (or refuses an incoming one before it is reported) and

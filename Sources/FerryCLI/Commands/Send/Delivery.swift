@@ -38,21 +38,20 @@ struct Delivery: Sendable {
     {
       return refused
     }
-    let code = VerificationCode(session.myPeer.fingerprint, target.info.fingerprint!)
-    bar.above {
-      output.note("Asking \(printable(target.name)) to accept; verification code \(code)")
-    }
-    output.event(.invited, [("peer", .string(target.name)), ("code", .string(code.digits))])
+    // The code is the connection's: shown once the receiver is asked, whatever it answers.
+    let shown = codeShower(label: target.name, at: nil)
     return await deliver(label: target.name) { () async throws(InvitationError) -> PeerID in
       try await browser.invite(
-        target, to: session, context: summary.encoded, timeout: remaining)
+        target, to: session, context: summary.encoded, timeout: remaining,
+        onVerificationCode: shown)
     } reconnect: { [session, summary] fingerprint, left async throws(InvitationError) -> PeerID in
       // The same receiver, found again by its key (its address or port may have changed).
       guard let found = browser.peers.first(where: { $0.info.fingerprint == fingerprint }) else {
         throw .unreachable(address: "", reason: "it is not on the network now")
       }
       return try await browser.invite(
-        found, to: session, context: summary.encoded, timeout: min(left, Self.reinviteTimeout))
+        found, to: session, context: summary.encoded, timeout: min(left, Self.reinviteTimeout),
+        onVerificationCode: shown)
     }
   }
 
@@ -71,8 +70,10 @@ struct Delivery: Sendable {
       return error
     }
     output.note("Connecting to \(address)…")
-    output.event(.invited, [("peer", .string(address))])
     let pinsKey = to?.reference.isKey ?? false
+    // Shown as soon as the receiver is asked, before its answer: also when it declines, and
+    // before any check of who it is (the code is what the user checks it with).
+    let shown = codeShower(label: address, at: address)
     return await deliver(label: address, checkKey: !pinsKey) {
       () async throws(InvitationError) -> PeerID in
       let peer: PeerID
@@ -80,14 +81,15 @@ struct Delivery: Sendable {
       case .fingerprint(let expected):
         peer = try await session.invite(
           host: host, port: port, expecting: expected, context: summary.encoded,
-          timeout: remaining)
+          timeout: remaining, onVerificationCode: shown)
       case .prefix(let prefix):
         peer = try await session.invite(
           host: host, port: port, fingerprintPrefix: prefix, context: summary.encoded,
-          timeout: remaining)
+          timeout: remaining, onVerificationCode: shown)
       case .name, nil:
         peer = try await session.invite(
-          host: host, port: port, context: summary.encoded, timeout: remaining)
+          host: host, port: port, context: summary.encoded, timeout: remaining,
+          onVerificationCode: shown)
       }
       if let to, !to.reference.isKey, !to.reference.matchesFingerprint(peer.fingerprint),
         !to.reference.matchesName(peer.displayName)
@@ -101,7 +103,21 @@ struct Delivery: Sendable {
       // The same address, and the key the first connection proved.
       try await session.invite(
         host: host, port: port, expecting: fingerprint, context: summary.encoded,
-        timeout: min(left, Self.reinviteTimeout))
+        timeout: min(left, Self.reinviteTimeout), onVerificationCode: shown)
+    }
+  }
+
+  /// What shows an invitation's verification code the moment the receiver is asked (before it
+  /// answers, whatever the answer): a note, and the `invited` event with the code. Each
+  /// connection has a code of its own, so a reconnection shows its new one. `address`: the
+  /// `--address` the receiver was reached at, named beside the peer it turned out to be.
+  private func codeShower(label: String, at address: String?)
+    -> @Sendable (PeerID, VerificationCode) -> Void
+  {
+    { [output, bar] peer, code in
+      let whom = address.map { "\(peer) at \($0)" } ?? printable(label)
+      bar.above { output.note("Asking \(whom) to accept; verification code \(code)") }
+      output.event(.invited, [("peer", .string(label)), ("code", .string(code.digits))])
     }
   }
 
@@ -126,9 +142,11 @@ struct Delivery: Sendable {
       .accepted,
       [
         ("peer", .string(peer.displayName)), ("fingerprint", .string(peer.fingerprint.hexString)),
-        ("code", .string(code.digits)),
+        ("code", code.map { .string($0.digits) } ?? .null),
       ])
-    bar.above { output.note("\(peer) accepted (verification code \(code)).") }
+    bar.above {
+      output.note("\(peer) accepted" + (code.map { " (verification code \($0))." } ?? "."))
+    }
     if checkKey, let refused = await keys.confirm(peer, pinned: false, timeout: remaining) {
       session.disconnect(peer)
       return refused
