@@ -15,8 +15,8 @@ import Synchronization
 /// Only an admitted invitation gets this end's verification nonce (REVEAL), which gives the
 /// inviter the connection's code: one declined as busy does not. And once
 /// ``maximumUnansweredReveals`` invitations were withdrawn after their REVEAL, unanswered,
-/// within ``unansweredRevealWindow``, every invitation is declined as busy until that window
-/// has room again: a man in the middle that withdraws each invitation whose code does not suit
+/// within ``unansweredRevealWindow``, every invitation from a key this machine does not know is
+/// declined as busy until that window has room again (known keys are still asked about): a man in the middle that withdraws each invitation whose code does not suit
 /// it gets a handful of tries, not a million (docs/SECURITY.md, "The verification code").
 final class InvitationListener: Sendable {
   /// Connections allowed in their handshake at once.
@@ -157,12 +157,7 @@ final class InvitationListener: Sendable {
     _ invite: ConnectionHandler.IncomingInvite, from address: String, link: ConnectionLink,
     handler: ConnectionHandler, on loop: EventLoop
   ) {
-    let now = ContinuousClock.now
     let refusal = state.withLock { state -> String? in
-      state.unansweredReveals.removeAll { now - $0 > Self.unansweredRevealWindow }
-      guard state.unansweredReveals.count < Self.maximumUnansweredReveals else {
-        return "too many invitations were withdrawn unanswered; try again later"
-      }
       guard !state.stopped, state.pending < maximumPending,
         state.pendingFrom[address, default: 0] < maximumPendingPerAddress
       else { return "too many invitations are pending" }
@@ -193,7 +188,28 @@ final class InvitationListener: Sendable {
         return
       }
       let status = (try? result.get()) ?? .new
+      if case .known = status {
+        // A key this machine knows is not a man in the middle's (it cannot present it).
+      } else if self.tooManyUnansweredReveals() {
+        // Without REVEAL: the inviter learns no code from an invitation nobody is asked about.
+        self.releasePending(from: address)
+        FerryLogging.logger.notice(
+          "declined an invitation from \(address) as busy: too many withdrawn unanswered")
+        handler.decline(
+          .busy, reason: "too many invitations were withdrawn unanswered; try again later")
+        return
+      }
       self.enqueue(invite, status: status, from: address, link: link, handler: handler)
+    }
+  }
+
+  /// Whether ``maximumUnansweredReveals`` invitations were withdrawn after their REVEAL,
+  /// unanswered, within ``unansweredRevealWindow``: then only known keys are asked about.
+  private func tooManyUnansweredReveals() -> Bool {
+    let now = ContinuousClock.now
+    return state.withLock { state in
+      state.unansweredReveals.removeAll { now - $0 > Self.unansweredRevealWindow }
+      return state.unansweredReveals.count >= Self.maximumUnansweredReveals
     }
   }
 

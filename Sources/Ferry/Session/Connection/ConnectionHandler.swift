@@ -116,6 +116,8 @@ final class ConnectionHandler: ChannelInboundHandler {
   /// Drops the context: the context holds this handler, so keeping it would keep both alive
   /// for ever once the channel is gone.
   func handlerRemoved(context: ChannelHandlerContext) {
+    // A connection that never became active (its connect failed): its TLS context goes back.
+    exporter.release()
     self.context = nil
     deadline?.cancel()
     heartbeat?.cancel()

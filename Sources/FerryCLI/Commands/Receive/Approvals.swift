@@ -256,6 +256,18 @@ final class Approvals: Sendable {
     }
   }
 
+  /// The offer admitted as `fingerprint`'s part, `offer`, was withdrawn before it was accepted:
+  /// that part failed, having settled nothing.
+  func abandoned(_ fingerprint: Fingerprint, offer: OfferID) {
+    approvals.withLock { approvals in
+      guard var approval = approvals[fingerprint], case .receiving(let part) = approval.part,
+        part.offer == offer
+      else { return }
+      Self.closePart(of: &approval, failed: true)
+      approvals[fingerprint] = approval
+    }
+  }
+
   /// `transfer` ended: with every file settled (`failed` false), or not (what it settled is
   /// counted all the same). It ends its sender's part only when it is the transfer of that
   /// part's offer.

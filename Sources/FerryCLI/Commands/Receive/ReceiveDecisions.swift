@@ -175,6 +175,13 @@ struct ReceiveDecisions: Sendable {
     guard let approval = approvals.next(offer.peer.fingerprint) else {
       return decline(offer, "not an accepted sender", counts: false)
     }
+    // The part before may have ended with its report still on its way (the session's offers
+    // and its events are two streams): wait for it, a bounded while, before anything is
+    // decided — --once's gate follows the part's end, and this may be the next part.
+    let deadline = ContinuousClock.now + Self.partEndWait
+    while approvals.isReceivingPart(offer.peer.fingerprint), ContinuousClock.now < deadline {
+      try? await Task.sleep(for: .milliseconds(20))
+    }
     let isTheOne = gate?.claimForDecision(from: offer.peer.fingerprint) ?? true
     guard isTheOne else {
       return decline(offer, "this receiver takes one offer (--once)", counts: false)
@@ -187,18 +194,8 @@ struct ReceiveDecisions: Sendable {
     // Counted as the batch's next part when it is one, also under a policy (so that --once
     // waits for the whole batch).
     // Files it settled before under this approval are never written again, whoever decides.
-    var admission = approvals.admit(
+    let admission = approvals.admit(
       offer.peer.fingerprint, offer.files, folders: offer.folders, offer: offer.id)
-    if !admission.admitted, approvals.isReceivingPart(offer.peer.fingerprint) {
-      // The part before may have ended with its report still on its way (the session's offers
-      // and its events are two streams): wait for it, a bounded while, and decide again.
-      let deadline = ContinuousClock.now + Self.partEndWait
-      while approvals.isReceivingPart(offer.peer.fingerprint), ContinuousClock.now < deadline {
-        try? await Task.sleep(for: .milliseconds(20))
-      }
-      admission = approvals.admit(
-        offer.peer.fingerprint, offer.files, folders: offer.folders, offer: offer.id)
-    }
     if approval.byPolicy || admission.admitted {
       return accept(offer, receivedBefore: admission.receivedBefore)
     } else if first, let summary = approval.summary {
@@ -230,6 +227,19 @@ struct ReceiveDecisions: Sendable {
 
   /// Accepts `offer`; its paths in `receivedBefore` are answered without being written.
   private func accept(_ offer: ResourceOffer, receivedBefore: Set<String> = []) {
+    guard offer.isPending else {
+      // Withdrawn while it was decided (its sender cancelled it, or its link closed): nothing
+      // will come of it, so it is no part under way, and not --once's outcome to wait for.
+      approvals.abandoned(offer.peer.fingerprint, offer: offer.id)
+      output.event(.withdrawn, [("peer", .string(offer.peer.displayName))])
+      gate?.decided(accepted: false)
+      if gate != nil {
+        outcomes.yield(
+          CLIFailure(
+            status: .transferFailed, message: "the sender withdrew its offer", code: .cancelled))
+      }
+      return
+    }
     gate?.decided(accepted: true)
     var options = options
     options.receivedBefore = receivedBefore

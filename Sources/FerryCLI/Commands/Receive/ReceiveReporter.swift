@@ -130,12 +130,11 @@ struct ReceiveReporter: Sendable {
       // A batch of more files than one offer carries goes on with its next offer. Only the
       // part's own transfer ends the part, or the batch (an offer a person approved apart, or
       // an old link's late end, does not).
+      // (A link really lost is also reported by the session's state changes.)
       let end = approvals.partEnded(transfer, failed: error != nil)
       let more = end.more
-      if lost {
-        approvals.linkLost(sender)
-      } else if end.wasThePart, !more {
-        approvals.ended(sender)
+      if end.wasThePart {
+        if lost { approvals.linkLost(sender) } else if !more { approvals.ended(sender) }
       }
       guard let gate else { return }
       if more {
