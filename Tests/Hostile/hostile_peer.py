@@ -298,17 +298,26 @@ def keylog_file():
     return path
 
 
-def connect(args, name=None, source=None):
-    """TLS 1.3 with a client certificate and ALPN ferry/1, then the HELLOs and the
-    advertiser's COMMIT (an INVITE waits for it)."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+def tls_context(args, server):
+    """A TLS 1.3 context with this peer's certificate and ALPN ferry/1 (a client checks no
+    certificate: Ferry pins by fingerprint), and a fresh key log file its connection writes to:
+    (context, key log path). One context per connection, so that each key log is its own."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER if server else ssl.PROTOCOL_TLS_CLIENT)
     context.minimum_version = ssl.TLSVersion.TLSv1_3
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
+    if not server:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
     context.load_cert_chain(args.cert, args.key)
     context.set_alpn_protocols(["ferry/1"])
     keylog = keylog_file()
     context.keylog_filename = keylog
+    return context, keylog
+
+
+def connect(args, name=None, source=None):
+    """TLS 1.3 with a client certificate and ALPN ferry/1, then the HELLOs and the
+    advertiser's COMMIT (an INVITE waits for it)."""
+    context, keylog = tls_context(args, server=False)
     raw = socket.create_connection(
         (args.host, args.port), timeout=10,
         source_address=(source, 0) if source else None)
@@ -801,12 +810,7 @@ def serve(args, handle):
     """Listens on 127.0.0.1 (--port, or any), prints `listening` with the port and the
     certificate's fingerprint, accepts one connection, does the handshake and calls
     `handle(link, context)` after the INVITE."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_3
-    context.load_cert_chain(args.cert, args.key)
-    context.set_alpn_protocols(["ferry/1"])
-    keylog = keylog_file()
-    context.keylog_filename = keylog
+    context, keylog = tls_context(args, server=True)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", args.port))
@@ -1053,20 +1057,8 @@ def relay(args):
     listener.listen(4)
     report(event="listening", port=listener.getsockname()[1], fingerprint=args.fingerprint)
     for attempt in range(1, args.connections + 1):
-        toward_sender = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        toward_sender.minimum_version = ssl.TLSVersion.TLSv1_3
-        toward_sender.load_cert_chain(args.cert, args.key)
-        toward_sender.set_alpn_protocols(["ferry/1"])
-        keylog1 = keylog_file()
-        toward_sender.keylog_filename = keylog1
-        toward_receiver = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        toward_receiver.minimum_version = ssl.TLSVersion.TLSv1_3
-        toward_receiver.check_hostname = False
-        toward_receiver.verify_mode = ssl.CERT_NONE
-        toward_receiver.load_cert_chain(args.cert, args.key)
-        toward_receiver.set_alpn_protocols(["ferry/1"])
-        keylog2 = keylog_file()
-        toward_receiver.keylog_filename = keylog2
+        toward_sender, keylog1 = tls_context(args, server=True)
+        toward_receiver, keylog2 = tls_context(args, server=False)
         raw, _ = listener.accept()
         try:
             sender = Link(toward_sender.wrap_socket(raw, server_side=True), keylog=keylog1,

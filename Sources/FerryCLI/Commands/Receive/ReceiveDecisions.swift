@@ -212,13 +212,19 @@ struct ReceiveDecisions: Sendable {
     case .noAnswer: decline(offer, "no answer at the receiver", counts: true)
     case .withdrawn:
       approvals.ended(offer.peer.fingerprint)
-      output.event(.withdrawn, [("peer", .string(offer.peer.displayName))])
-      gate?.decided(accepted: false)
-      if gate != nil {
-        outcomes.yield(
-          CLIFailure(
-            status: .transferFailed, message: "the sender withdrew its offer", code: .cancelled))
-      }
+      reportWithdrawn(offer)
+    }
+  }
+
+  /// `offer` was withdrawn by its sender before it was accepted: said, and under `--once` the
+  /// outcome.
+  private func reportWithdrawn(_ offer: ResourceOffer) {
+    output.event(.withdrawn, [("peer", .string(offer.peer.displayName))])
+    gate?.decided(accepted: false)
+    if gate != nil {
+      outcomes.yield(
+        CLIFailure(
+          status: .transferFailed, message: "the sender withdrew its offer", code: .cancelled))
     }
   }
 
@@ -231,13 +237,7 @@ struct ReceiveDecisions: Sendable {
       // Withdrawn while it was decided (its sender cancelled it, or its link closed): nothing
       // will come of it, so it is no part under way, and not --once's outcome to wait for.
       approvals.abandoned(offer.peer.fingerprint, offer: offer.id)
-      output.event(.withdrawn, [("peer", .string(offer.peer.displayName))])
-      gate?.decided(accepted: false)
-      if gate != nil {
-        outcomes.yield(
-          CLIFailure(
-            status: .transferFailed, message: "the sender withdrew its offer", code: .cancelled))
-      }
+      reportWithdrawn(offer)
       return
     }
     gate?.decided(accepted: true)
