@@ -68,22 +68,38 @@ struct HostGuestTests {
       }
       let hostStates = EventRecorder(host.session.stateChanges)
       let guestStates = EventRecorder(guest.session.stateChanges)
+      // Each side notes the code of the link it has as soon as its invitation returns: the
+      // link an application would start using at once.
       let byHost = Task {
-        try await host.session.invite(
+        let peer = try await host.session.invite(
           host: "127.0.0.1", port: guest.port, expecting: guest.fingerprint)
+        return host.session.verificationCode(with: peer)
       }
       let byGuest = Task {
-        try await guest.session.invite(
+        let peer = try await guest.session.invite(
           host: "127.0.0.1", port: host.port, expecting: host.fingerprint)
+        return guest.session.verificationCode(with: peer)
       }
       let results = [await byHost.result, await byGuest.result]
+      var firstCodes: [VerificationCode?] = []
       for outcome in results {
-        if case .failure(let error) = outcome { Issue.record("round \(round): \(error)") }
+        switch outcome {
+        case .success(let code): firstCodes.append(code)
+        case .failure(let error): Issue.record("round \(round): \(error)")
+        }
       }
-      // Whichever link each side adopted first, both settle on the same one and keep it.
+      // Both settle on the same link, and it is the first one each side had: no link an
+      // application may already use is replaced by the crossing one (what was in flight on it
+      // would fail).
       try await Task.sleep(for: .milliseconds(500))
       let (hostSees, guestSees) = (host.connected(to: guest), guest.connected(to: host))
       #expect(hostSees && guestSees, "round \(round)")
+      let codes = [
+        host.session.verificationCode(with: guest.session.myPeer),
+        guest.session.verificationCode(with: host.session.myPeer),
+      ]
+      #expect(codes[0] != nil && codes[0] == codes[1], "round \(round): \(codes)")
+      #expect(firstCodes == codes, "round \(round): first \(firstCodes), kept \(codes)")
       try await exchange(from: host.session, to: guest.session, text: "to the guest \(round)")
       try await exchange(from: guest.session, to: host.session, text: "to the host \(round)")
       #expect(host.session.connectedPeers.count == 1 && guest.session.connectedPeers.count == 1)

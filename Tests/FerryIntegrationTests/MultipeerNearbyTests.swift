@@ -143,6 +143,14 @@ struct MultipeerRunLoopStreamTests {
     }
 
     func stream(_ stream: Stream, handle event: Stream.Event) {
+      if event.contains(.errorOccurred) {
+        // Said, and the pump ends: a stream that failed is not a stall to wait out.
+        let side = stream is OutputStream ? "out" : "in"
+        events.append("\(side) error: \(String(describing: stream.streamError))")
+        finished = true
+        onFinish?()
+        return
+      }
       if let output = stream as? OutputStream {
         if event.contains(.openCompleted) { events.append("out open") }
         if event.contains(.hasSpaceAvailable), written < total {
@@ -218,6 +226,7 @@ struct MultipeerRunLoopStreamTests {
     }
     thread.start()
     #expect(await done.wait() == "ok")
+    #expect(!pump.events.contains { $0.contains("error") }, "\(pump.events)")
     #expect(pump.read == 5_000_000)
     #expect(pump.written == 5_000_000)
     #expect(pump.events.contains("out open") && pump.events.contains("out done"))

@@ -65,29 +65,48 @@ public final class Invitation: Sendable, CustomStringConvertible {
     defer { onFinished() }
     let peer = self.peer
     let link = self.link
-    let outcome = await link.withHandler { handler -> InvitationError? in
-      guard handler.isPendingDecision else { return .expired }
-      guard session.hasRoom(for: peer.fingerprint) else {
-        handler.decline(.sessionFull, reason: "the session is full")
-        return .sessionFull
-      }
-      // Adopt before ACCEPT leaves: the inviter's loop may act on ACCEPT at once, and by then
-      // this session must already list the peer.
-      switch session.adopt(peer, link: link, handler: handler, invitedHere: false) {
-      case .adopted:
-        _ = handler.accept()  // pending was checked above, on this same loop turn
-      case .alreadyConnected:
-        // Both invited each other: the link this end invited is the one both keep. Accept
-        // this one (the inviter's end then settles the same way) and close it.
-        _ = handler.accept()
-        handler.disconnect(reason: Session.crossedReason)
-      case .full:
-        handler.decline(.sessionFull, reason: "the session is full")
-        return .sessionFull
-      }
-      return nil
+    /// What one try on the loop came to: done, failed, or to try again once this end's own
+    /// invitation of the peer ended.
+    enum Try: Sendable {
+      case done
+      case failed(InvitationError)
+      case settle
     }
-    if let outcome { throw outcome }
+    while true {
+      let outcome = await link.withHandler { handler -> Try in
+        guard handler.isPendingDecision else { return .failed(.expired) }
+        guard session.hasRoom(for: peer.fingerprint) else {
+          handler.decline(.sessionFull, reason: "the session is full")
+          return .failed(.sessionFull)
+        }
+        // Adopt before ACCEPT leaves: the inviter's loop may act on ACCEPT at once, and by
+        // then this session must already list the peer.
+        switch session.adopt(peer, link: link, handler: handler, invitedHere: false) {
+        case .adopted:
+          _ = handler.accept()  // pending was checked above, on this same loop turn
+        case .alreadyConnected:
+          // Both invited each other: the link this end invited is the one both keep. Accept
+          // this one (the inviter's end then settles the same way) and close it.
+          _ = handler.accept()
+          handler.disconnect(reason: Session.crossedReason)
+        case .settling:
+          // Both are inviting each other and this end's invitation decides: wait for it.
+          return .settle
+        case .full:
+          handler.decline(.sessionFull, reason: "the session is full")
+          return .failed(.sessionFull)
+        }
+        return .done
+      }
+      switch outcome {
+      case .done: break
+      case .failed(let error): throw error
+      case .settle:
+        await session.invitationsSettled(to: peer.fingerprint)
+        continue
+      }
+      break
+    }
     try? knownPeers?.recordSeen(peer)
   }
 

@@ -35,23 +35,12 @@ public final class Session: Sendable {
   let tls: TLSContexts
   let transfers: SessionTransfers
   private let continuation: AsyncStream<PeerStateChange>.Continuation
-  private let members = Mutex<[Fingerprint: Member]>([:])
+  private let members = Mutex(SessionMembers())
   /// Peers whose last link ended on purpose (a GOODBYE, a violation) rather than being lost:
   /// a retrying send does not connect to them again.
   private let closedOnPurpose = Mutex<Set<Fingerprint>>([])
   /// Set by ``close()``: no invitation goes out after it.
   private let closed = Atomic<Bool>(false)
-
-  private struct Member {
-    let peer: PeerID
-    let link: ConnectionLink
-    /// Whether this end invited (rather than accepted) the link.
-    let invitedHere: Bool
-    /// The protocol version agreed on the link.
-    let version: UInt16
-    /// The link's verification code.
-    let verificationCode: VerificationCode?
-  }
 
   /// Creates a session for `identity`, presented to peers as `displayName`.
   ///
@@ -95,18 +84,18 @@ public final class Session: Sendable {
 
   /// The peers connected now.
   public var connectedPeers: [PeerID] {
-    members.withLock { $0.values.map(\.peer) }.sorted { $0.displayName < $1.displayName }
+    members.withLock { $0.links.values.map(\.peer) }.sorted { $0.displayName < $1.displayName }
   }
 
   /// Whether `peer` (by fingerprint) is connected now. Any thread.
   public func isConnected(_ peer: PeerID) -> Bool {
-    members.withLock { $0[peer.fingerprint] != nil }
+    members.withLock { $0.links[peer.fingerprint] != nil }
   }
 
   /// The certificate (DER) `peer` presented in the TLS handshake of its link, nil when it is
   /// not connected. Its SHA-256 is `peer.fingerprint`. Any thread.
   public func certificateDER(of peer: PeerID) -> [UInt8]? {
-    members.withLock { $0[peer.fingerprint]?.link.peerCertificate.value }
+    members.withLock { $0.links[peer.fingerprint]?.link.peerCertificate.value }
   }
 
   /// The verification code of the link that connects `peer` now, as both ends display it; nil
@@ -115,7 +104,7 @@ public final class Session: Sendable {
   /// `onVerificationCode` of the `invite` methods; an advertiser, from
   /// ``Invitation/verificationCode``. Any thread.
   public func verificationCode(with peer: PeerID) -> VerificationCode? {
-    members.withLock { $0[peer.fingerprint]?.verificationCode }
+    members.withLock { $0.links[peer.fingerprint]?.verificationCode }
   }
 
   /// Invites the peer listening at `host:port` directly, without discovery.
@@ -173,10 +162,27 @@ public final class Session: Sendable {
       timeout: timeout, onVerificationCode: onVerificationCode)
   }
 
-  /// Invites a peer reachable at one of `endpoints`, tried in order until one connects.
+  /// Invites the peer with `fingerprint` at one of `endpoints`, as MultipeerConnectivity does:
+  /// a peer connected already is returned at once and keeps its link.
+  ///
+  /// - Throws: as ``invite(host:port:expecting:context:timeout:onVerificationCode:)``.
+  package func inviteKeepingConnected(
+    endpoints: [(host: String, port: Int)], expecting fingerprint: Fingerprint,
+    context: [UInt8] = [], timeout: Duration
+  ) async throws(InvitationError) -> PeerID {
+    try await invite(
+      endpoints: endpoints, expecting: .exact(fingerprint), context: context, timeout: timeout,
+      keepingConnected: true, onVerificationCode: nil)
+  }
+
+  /// Invites a peer reachable at one of `endpoints`, tried in order until one connects. With
+  /// `keepingConnected` and an exact fingerprint, a peer connected already is returned at once
+  /// and keeps its link (MultipeerConnectivity's way: inviting a connected peer changes
+  /// nothing); otherwise a new link replaces the old.
   func invite(
     endpoints: [(host: String, port: Int)], expecting: FingerprintPin?, context: [UInt8],
-    timeout: Duration, onVerificationCode: (@Sendable (PeerID, VerificationCode) -> Void)?
+    timeout: Duration, keepingConnected: Bool = false,
+    onVerificationCode: (@Sendable (PeerID, VerificationCode) -> Void)?
   ) async throws(InvitationError) -> PeerID {
     guard context.count <= ControlMessage.maximumContextSize else {
       throw .contextTooLarge(byteCount: context.count)
@@ -185,6 +191,23 @@ public final class Session: Sendable {
     let known: Fingerprint?
     if case .exact(let fingerprint) = expecting { known = fingerprint } else { known = nil }
     guard hasRoom(for: known) else { throw .sessionFull }
+    if let known {
+      // Counted before the first packet leaves, under the lock `adopt` takes: a crossing
+      // invitation from this peer is either adopted first (and then, when keepingConnected,
+      // this one is not made) or waits for this one (`.settling`).
+      let connected = members.withLock { members -> PeerID? in
+        if keepingConnected, let member = members.links[known] { return member.peer }
+        members.beganInviting(known)
+        return nil
+      }
+      if let connected { return connected }
+    }
+    defer {
+      if let known {
+        let settled = members.withLock { $0.endedInviting(known) }
+        for accept in settled { accept.resume() }
+      }
+    }
     let start = ContinuousClock.now
     var lastError = InvitationError.unreachable(
       address: "", reason: "the peer has no address")
@@ -212,7 +235,7 @@ public final class Session: Sendable {
   ///
   /// - Throws: ``TransferError/notConnected(_:)``.
   func linkAndVersion(to peer: PeerID) throws(TransferError) -> (ConnectionLink, UInt16) {
-    guard let member = members.withLock({ $0[peer.fingerprint] }) else {
+    guard let member = members.withLock({ $0.links[peer.fingerprint] }) else {
       throw .notConnected(peer)
     }
     return (member.link, member.version)
@@ -220,13 +243,13 @@ public final class Session: Sendable {
 
   /// Disconnects `peer` (GOODBYE, then close); its state becomes notConnected.
   public func disconnect(_ peer: PeerID) {
-    let member = members.withLock { $0[peer.fingerprint] }
+    let member = members.withLock { $0.links[peer.fingerprint] }
     member?.link.onHandler { $0.disconnect(reason: "disconnected") }
   }
 
   /// Disconnects every peer.
   public func disconnect() {
-    for member in members.withLock({ Array($0.values) }) {
+    for member in members.withLock({ Array($0.links.values) }) {
       member.link.onHandler { $0.disconnect(reason: "disconnected") }
     }
   }
@@ -244,7 +267,7 @@ public final class Session: Sendable {
   /// was sent last (a RESET, the last FILE_ACKs, the GOODBYE) has left before, say, the process
   /// exits. Any task.
   public func closeAndWait(timeout: Duration = .seconds(2)) async {
-    let channels = members.withLock { $0.values.map(\.link.channel) }
+    let channels = members.withLock { $0.links.values.map(\.link.channel) }
     close()
     await Self.waitForClose(of: channels, until: .now + timeout)
   }
@@ -253,7 +276,7 @@ public final class Session: Sendable {
   /// disconnecting anyone: for example until a sender hangs up once it has its last
   /// acknowledgements. Peers that connect meanwhile are not waited for. Any task.
   public func waitUntilDisconnected(timeout: Duration) async {
-    let channels = members.withLock { $0.values.map(\.link.channel) }
+    let channels = members.withLock { $0.links.values.map(\.link.channel) }
     await Self.waitForClose(of: channels, until: .now + timeout)
   }
 
@@ -283,8 +306,8 @@ public final class Session: Sendable {
   /// new link replaces the old, which may not have noticed it is dead yet).
   func hasRoom(for peer: Fingerprint?) -> Bool {
     members.withLock { members in
-      if let peer, members[peer] != nil { return true }
-      return members.count + 1 < Self.maximumPeers
+      if let peer, members.links[peer] != nil { return true }
+      return members.links.count + 1 < Self.maximumPeers
     }
   }
 
@@ -297,6 +320,10 @@ public final class Session: Sendable {
     case alreadyConnected
     /// The session is full; the link was closed.
     case full
+    /// Only for a link the peer invited: this end is inviting the same peer, and its own
+    /// invitation is the one both ends keep if it is accepted. Nothing changed: adopt again
+    /// once ``invitationsSettled(to:)`` returns.
+    case settling
   }
 
   /// Adds a link whose handshake just completed; on the link's event loop. `invitedHere`:
@@ -309,25 +336,37 @@ public final class Session: Sendable {
   /// alive (it heard from the peer within two heartbeat intervals, as a dead one has not),
   /// both ends settle it the same way: the link invited by the peer with the smaller
   /// fingerprint stays.
+  ///
+  /// So that the kept link is never the second one adopted — replacing a link the application
+  /// may already use, and failing what is in flight on it — the end with the smaller
+  /// fingerprint does not adopt a link the peer invited while its own invitation of that peer
+  /// is under way (`.settling`): it waits for its own to end. Accepted, its link is kept and
+  /// the peer's is closed after ACCEPT; declined or failed, the peer's is adopted as usual.
+  /// The end with the larger fingerprint never waits, so the two never wait for each other.
   func adopt(_ peer: PeerID, link: ConnectionLink, handler: ConnectionHandler, invitedHere: Bool)
     -> Adoption
   {
     let alive = timeouts.heartbeatInterval * 2
     let smallerHere = myPeer.fingerprint.bytes.lexicographicallyPrecedes(peer.fingerprint.bytes)
-    let (outcome, previous) = members.withLock { members -> (Adoption, Member?) in
-      if let existing = members[peer.fingerprint] {
+    let (outcome, previous) = members.withLock { members -> (Adoption, SessionMembers.Member?) in
+      if !invitedHere && smallerHere && members.isInviting(peer.fingerprint)
+        && peer.fingerprint != myPeer.fingerprint
+      {
+        return (.settling, nil)
+      }
+      if let existing = members.links[peer.fingerprint] {
         let crossed =
           existing.invitedHere != invitedHere && existing.link.activity.heard(within: alive)
           && peer.fingerprint != myPeer.fingerprint
         // The link to keep was invited by the smaller fingerprint: here if it is ours.
         if crossed && invitedHere != smallerHere { return (.alreadyConnected, nil) }
-      } else if members.count + 1 >= Self.maximumPeers {
+      } else if members.links.count + 1 >= Self.maximumPeers {
         return (.full, nil)
       }
-      let member = Member(
+      let member = SessionMembers.Member(
         peer: peer, link: link, invitedHere: invitedHere,
         version: handler.protocolVersion ?? 1, verificationCode: handler.verificationCode)
-      let previous = members.updateValue(member, forKey: peer.fingerprint)
+      let previous = members.links.updateValue(member, forKey: peer.fingerprint)
       // A replaced link's peer stayed connected: said once. The accepting end says connecting
       // first, as the inviting end did when the handshake began (as MultipeerConnectivity
       // does). Said under the lock, as every change of this peer's membership is, so that no
@@ -341,8 +380,8 @@ public final class Session: Sendable {
       return (.adopted, previous)
     }
     switch outcome {
-    case .full:
-      return .full
+    case .full, .settling:
+      return outcome
     case .alreadyConnected:
       FerryLogging.logger.info(
         "kept the link invited by the smaller fingerprint", metadata: ["peer": "\(peer)"])
@@ -382,7 +421,17 @@ public final class Session: Sendable {
   private func reportUnlessConnected(_ peer: PeerID, _ state: PeerState, reason: String? = nil) {
     // Checked and said under one lock: an adoption cannot slip in between.
     members.withLock { members in
-      if members[peer.fingerprint] == nil { report(peer, state, reason: reason) }
+      if members.links[peer.fingerprint] == nil { report(peer, state, reason: reason) }
+    }
+  }
+
+  /// Returns once this end has no invitation to `peer` under way (at once when it has none);
+  /// each ends within its timeout. Any task.
+  func invitationsSettled(to peer: Fingerprint) async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      guard members.withLock({ $0.settle(peer, continuation) }) else {
+        return continuation.resume()
+      }
     }
   }
 
@@ -392,7 +441,7 @@ public final class Session: Sendable {
   }
 
   private func linkEnded(_ peer: PeerID, link: ConnectionLink, reason: String, onPurpose: Bool) {
-    guard members.withLock({ $0[peer.fingerprint]?.link === link }) else { return }
+    guard members.withLock({ $0.links[peer.fingerprint]?.link === link }) else { return }
     // Marked before the member goes: a retrying send that finds the peer gone finds why too.
     closedOnPurpose.withLock { closed in
       if onPurpose {
@@ -405,8 +454,8 @@ public final class Session: Sendable {
     }
     // Removed and said under one lock, so that a new link's connected cannot come first.
     members.withLock { members in
-      guard members[peer.fingerprint]?.link === link else { return }
-      members[peer.fingerprint] = nil
+      guard members.links[peer.fingerprint]?.link === link else { return }
+      members.links[peer.fingerprint] = nil
       continuation.yield(
         PeerStateChange(
           peer: peer, state: .notConnected, reason: reason, closedOnPurpose: onPurpose))
@@ -468,8 +517,9 @@ public final class Session: Sendable {
       switch self.adopt(peer, link: link, handler: handler, invitedHere: true) {
       case .adopted:
         return peer
-      case .alreadyConnected:
-        // The peer's own invitation of this end is the link both keep.
+      case .alreadyConnected, .settling:
+        // The peer's own invitation of this end is the link both keep (`.settling` is only
+        // for links the peer invited).
         handler.disconnect(reason: Self.keptPeersLinkReason)
         return peer
       case .full:

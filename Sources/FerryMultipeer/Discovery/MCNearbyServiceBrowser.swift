@@ -182,11 +182,16 @@ open class MCNearbyServiceBrowser: NSObject, @unchecked Sendable {
     let context = context ?? Data()
     let ferry = session.ferrySession
     session.attempt(with: peerID, tracked: true) {
-      guard let discovered, let browser else {
+      guard let discovered, browser != nil else {
         throw MCError(.notConnected, "\(peerID.displayName) was not found by this browser")
       }
-      _ = try await browser.invite(
-        discovered, to: ferry, context: context, timeout: .milliseconds(Int64(seconds * 1000)))
+      guard let fingerprint = discovered.info.fingerprint else {
+        throw MCError(.notConnected, "\(peerID.displayName) advertises no fingerprint")
+      }
+      _ = try await ferry.inviteKeepingConnected(
+        endpoints: discovered.addresses.map { ($0.ip, Int(discovered.port)) },
+        expecting: fingerprint, context: [UInt8](context),
+        timeout: .milliseconds(Int64(seconds * 1000)))
     }
   }
 

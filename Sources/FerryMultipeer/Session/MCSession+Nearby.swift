@@ -52,8 +52,8 @@ extension MCSession {
       if let session = this.object { _ = try? await listener.listen(for: session) }
       for address in addresses where !Task.isCancelled {
         do {
-          _ = try await ferry.invite(
-            host: address, port: port, expecting: peer.fingerprint, timeout: .seconds(30))
+          _ = try await ferry.inviteKeepingConnected(
+            endpoints: [(address, Int(port))], expecting: peer.fingerprint, timeout: .seconds(30))
           return
         } catch {
           continue

@@ -1,0 +1,56 @@
+/// The peers a ``Session`` is connected to, by fingerprint, and the invitations this end is
+/// making to peers it knows by fingerprint: kept under one lock, so that adopting a peer's
+/// link and starting an invitation to that peer happen in one order (``Session`` `adopt`).
+/// A value: the session keeps it in a `Mutex`.
+struct SessionMembers {
+  /// One connected peer: its link and what was agreed on it.
+  struct Member {
+    let peer: PeerID
+    let link: ConnectionLink
+    /// Whether this end invited (rather than accepted) the link.
+    let invitedHere: Bool
+    /// The protocol version agreed on the link.
+    let version: UInt16
+    /// The link's verification code.
+    let verificationCode: VerificationCode?
+  }
+
+  /// The connected peers.
+  var links: [Fingerprint: Member] = [:]
+  /// This end's invitations under way, by the fingerprint they require; bounded by the
+  /// application's own calls, each of which ends within its timeout.
+  private var inviting: [Fingerprint: Int] = [:]
+  /// Accepts of a peer's invitation waiting for this end's own invitations to that peer to
+  /// end, each bounded by its invitation's timeout and the advertiser's pending limit.
+  private var settling: [Fingerprint: [CheckedContinuation<Void, Never>]] = [:]
+
+  /// Whether this end has an invitation to `peer` under way.
+  func isInviting(_ peer: Fingerprint) -> Bool { inviting[peer] != nil }
+
+  /// An invitation to `peer` began.
+  mutating func beganInviting(_ peer: Fingerprint) {
+    inviting[peer, default: 0] += 1
+  }
+
+  /// An invitation to `peer` ended; returns the accepts to resume (outside the lock) when it
+  /// was the last one.
+  mutating func endedInviting(_ peer: Fingerprint) -> [CheckedContinuation<Void, Never>] {
+    let left = inviting[peer, default: 1] - 1
+    guard left == 0 else {
+      inviting[peer] = left
+      return []
+    }
+    inviting[peer] = nil
+    return settling.removeValue(forKey: peer) ?? []
+  }
+
+  /// Keeps `continuation` until no invitation to `peer` is under way; false (keeping
+  /// nothing) when none is now.
+  mutating func settle(_ peer: Fingerprint, _ continuation: CheckedContinuation<Void, Never>)
+    -> Bool
+  {
+    guard isInviting(peer) else { return false }
+    settling[peer, default: []].append(continuation)
+    return true
+  }
+}
