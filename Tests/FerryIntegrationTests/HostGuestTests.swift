@@ -17,17 +17,19 @@ struct HostGuestTests {
     let port: UInt16
     let accepting: Task<Void, Never>
 
-    init(_ name: String, timeouts: ConnectionTimeouts = .init(), maximumPending: Int = 8)
-      async throws
-    {
-      identity = Identity.generate()
+    /// `accepting`: false leaves every invitation unanswered.
+    init(
+      _ name: String, identity: Identity = .generate(), timeouts: ConnectionTimeouts = .init(),
+      maximumPending: Int = 8, accepting answers: Bool = true
+    ) async throws {
+      self.identity = identity
       listener = InvitationListener(
         identity: identity, displayName: name, timeouts: timeouts, knownPeers: nil,
         maximumPending: maximumPending)
       port = try await listener.start(port: 0)
       session = try Session(identity: identity, displayName: name, timeouts: timeouts)
       accepting = Task { [listener, session] in
-        for await invitation in listener.invitations {
+        for await invitation in listener.invitations where answers {
           try? await invitation.accept(into: session)
         }
       }
@@ -109,6 +111,38 @@ struct HostGuestTests {
         #expect(states.all.last?.element.state == .connected, "\(states.all.map(\.element))")
       }
     }
+  }
+
+  @Test(
+    "crossed invitations: the smaller end waits for its own invitation only until 2 s before the other's expires"
+  )
+  func crossingWaitIsBounded() async throws {
+    var (first, second) = (Identity.generate(), Identity.generate())
+    if !first.fingerprint.bytes.lexicographicallyPrecedes(second.fingerprint.bytes) {
+      swap(&first, &second)
+    }
+    let smaller = try await Node("smaller", identity: first)
+    let larger = try await Node("larger", identity: second, accepting: false)
+    defer {
+      smaller.stop()
+      larger.stop()
+    }
+    // The smaller end invites the larger, which never answers; then the larger invites it.
+    let bySmaller = Task {
+      try await smaller.session.invite(
+        host: "127.0.0.1", port: larger.port, expecting: larger.fingerprint, timeout: .seconds(60))
+    }
+    defer { bySmaller.cancel() }
+    try await Task.sleep(for: .milliseconds(500))
+    let started = ContinuousClock.now
+    let peer = try await larger.session.invite(
+      host: "127.0.0.1", port: smaller.port, expecting: smaller.fingerprint, timeout: .seconds(6))
+    let took = ContinuousClock.now - started
+    #expect(peer.fingerprint == smaller.fingerprint)
+    // Held while the smaller end's own invitation was under way, and let go 2 s before the
+    // larger end would have stopped waiting (before the bound, it waited until its own ended).
+    #expect(took >= .seconds(3) && took < .seconds(5), "\(took)")
+    #expect(smaller.connected(to: larger) && larger.connected(to: smaller))
   }
 
   @Test(

@@ -22,6 +22,12 @@ public final class Invitation: Sendable, CustomStringConvertible {
   private let localFingerprint: Fingerprint
   private let answered = Atomic<Bool>(false)
   private let onFinished: @Sendable () -> Void
+  /// Ends an accept's wait for this end's own invitation of the peer (set while it waits).
+  private let stopWaiting = Mutex<(@Sendable () -> Void)?>(nil)
+
+  /// How long before ``expiresAt`` an accept stops waiting for this end's own invitation of
+  /// the same peer, so that the inviter still hears ACCEPT.
+  static let waitMargin: Duration = .seconds(2)
 
   init(
     peer: PeerID, status: KnownPeers.Status, verificationCode: VerificationCode,
@@ -52,11 +58,18 @@ public final class Invitation: Sendable, CustomStringConvertible {
 
   /// Accepts: the inviter joins `session` and both ends report it connected.
   ///
+  /// When `session` is itself inviting this peer (by its whole fingerprint) and this end's
+  /// fingerprint is the smaller, the two invited each other: this waits until that invitation
+  /// ended — at most until 2 s before ``expiresAt``, or the inviter's withdrawal, the session's
+  /// close or this task's cancellation — so that both ends keep one link, the first either
+  /// reports (docs/PROTOCOL.md, "One link per pair of peers").
+  ///
   /// - Parameter session: A session of the advertiser's identity.
   /// - Throws: ``InvitationError/expired`` when the inviter withdrew or timed out, or the
   ///   invitation was already answered; ``InvitationError/sessionFull`` (the invitation is then
-  ///   declined as such); ``InvitationError/authenticationFailed(reason:)`` when `session`
-  ///   belongs to another identity than the advertiser's.
+  ///   declined as such); ``InvitationError/cancelled`` when `session` was closed (declined);
+  ///   ``InvitationError/authenticationFailed(reason:)`` when `session` belongs to another
+  ///   identity than the advertiser's.
   public func accept(into session: Session) async throws(InvitationError) {
     guard session.identity.fingerprint == localFingerprint else {
       throw .authenticationFailed(reason: "the session's identity is not the advertiser's")
@@ -72,7 +85,10 @@ public final class Invitation: Sendable, CustomStringConvertible {
       case failed(InvitationError)
       case settle
     }
+    // Waits at most once: the second try adopts whatever this end's invitation came to.
+    var mayWait = true
     while true {
+      let waiting = mayWait
       let outcome = await link.withHandler { handler -> Try in
         guard handler.isPendingDecision else { return .failed(.expired) }
         guard session.hasRoom(for: peer.fingerprint) else {
@@ -81,7 +97,9 @@ public final class Invitation: Sendable, CustomStringConvertible {
         }
         // Adopt before ACCEPT leaves: the inviter's loop may act on ACCEPT at once, and by
         // then this session must already list the peer.
-        switch session.adopt(peer, link: link, handler: handler, invitedHere: false) {
+        switch session.adopt(
+          peer, link: link, handler: handler, invitedHere: false, mayWait: waiting)
+        {
         case .adopted:
           _ = handler.accept()  // pending was checked above, on this same loop turn
         case .alreadyConnected:
@@ -95,6 +113,9 @@ public final class Invitation: Sendable, CustomStringConvertible {
         case .full:
           handler.decline(.sessionFull, reason: "the session is full")
           return .failed(.sessionFull)
+        case .closed:
+          handler.decline(.declined, reason: "the session was closed")
+          return .failed(.cancelled)
         }
         return .done
       }
@@ -102,7 +123,13 @@ public final class Invitation: Sendable, CustomStringConvertible {
       case .done: break
       case .failed(let error): throw error
       case .settle:
-        await session.invitationsSettled(to: peer.fingerprint)
+        // Until this end's own invitation ended, but never past the inviter's patience nor
+        // beyond its withdrawal, the session's close or this task's cancellation.
+        mayWait = false
+        await session.invitationsSettled(
+          to: peer.fingerprint, until: expiresAt - Self.waitMargin,
+          wake: { stop in stopWaiting.withLock { $0 = stop } })
+        stopWaiting.withLock { $0 = nil }
         continue
       }
       break
@@ -120,6 +147,7 @@ public final class Invitation: Sendable, CustomStringConvertible {
 
   /// Called when the inviter withdraws or the invitation expires.
   func withdrawn() {
+    stopWaiting.withLock { $0 }?()
     if !answered.exchange(true, ordering: .acquiringAndReleasing) {
       onFinished()
     }

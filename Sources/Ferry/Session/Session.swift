@@ -39,8 +39,10 @@ public final class Session: Sendable {
   /// Peers whose last link ended on purpose (a GOODBYE, a violation) rather than being lost:
   /// a retrying send does not connect to them again.
   private let closedOnPurpose = Mutex<Set<Fingerprint>>([])
-  /// Set by ``close()``: no invitation goes out after it.
+  /// Set by ``close()``: no invitation goes out after it, and no link is adopted.
   private let closed = Atomic<Bool>(false)
+  /// The number of the last wait for this end's own invitations (``invitationsSettled``).
+  private let lastSettleWait = Atomic<UInt64>(0)
 
   /// Creates a session for `identity`, presented to peers as `displayName`.
   ///
@@ -163,7 +165,9 @@ public final class Session: Sendable {
   }
 
   /// Invites the peer with `fingerprint` at one of `endpoints`, as MultipeerConnectivity does:
-  /// a peer connected already is returned at once and keeps its link.
+  /// a peer connected already is returned at once and keeps its link, and whatever fails at
+  /// one endpoint, the next is tried, all within `timeout` (one invitation under way for the
+  /// crossing rule of `adopt`, however many endpoints are tried).
   ///
   /// - Throws: as ``invite(host:port:expecting:context:timeout:onVerificationCode:)``.
   package func inviteKeepingConnected(
@@ -212,6 +216,7 @@ public final class Session: Sendable {
     var lastError = InvitationError.unreachable(
       address: "", reason: "the peer has no address")
     for endpoint in endpoints {
+      guard !Task.isCancelled else { throw .cancelled }
       let remaining = timeout - (ContinuousClock.now - start)
       guard remaining > .zero else { throw .timedOut }
       do {
@@ -220,6 +225,9 @@ public final class Session: Sendable {
           timeout: remaining, onVerificationCode: onVerificationCode)
       } catch .unreachable(let address, let reason) {
         lastError = .unreachable(address: address, reason: reason)
+      } catch  where keepingConnected {
+        // MultipeerConnectivity's way: any address that fails, the next one is tried.
+        lastError = error
       }
     }
     throw lastError
@@ -258,6 +266,8 @@ public final class Session: Sendable {
   /// invitations made afterwards fail with ``InvitationError/cancelled``.
   public func close() {
     closed.store(true, ordering: .releasing)
+    // Accepts waiting for this end's own invitations go on, and find the session closed.
+    for waiter in members.withLock({ $0.stopAllSettling() }) { waiter.resume() }
     disconnect()
     continuation.finish()
     transfers.finish()
@@ -320,10 +330,12 @@ public final class Session: Sendable {
     case alreadyConnected
     /// The session is full; the link was closed.
     case full
-    /// Only for a link the peer invited: this end is inviting the same peer, and its own
-    /// invitation is the one both ends keep if it is accepted. Nothing changed: adopt again
-    /// once ``invitationsSettled(to:)`` returns.
+    /// Only for a link the peer invited, when `mayWait`: this end is inviting the same peer,
+    /// and its own invitation is the one both ends keep if it is accepted. Nothing changed:
+    /// adopt again (without waiting) once ``invitationsSettled(to:until:wake:)`` returns.
     case settling
+    /// The session was closed; the caller closes the link.
+    case closed
   }
 
   /// Adds a link whose handshake just completed; on the link's event loop. `invitedHere`:
@@ -343,13 +355,16 @@ public final class Session: Sendable {
   /// is under way (`.settling`): it waits for its own to end. Accepted, its link is kept and
   /// the peer's is closed after ACCEPT; declined or failed, the peer's is adopted as usual.
   /// The end with the larger fingerprint never waits, so the two never wait for each other.
-  func adopt(_ peer: PeerID, link: ConnectionLink, handler: ConnectionHandler, invitedHere: Bool)
-    -> Adoption
-  {
+  func adopt(
+    _ peer: PeerID, link: ConnectionLink, handler: ConnectionHandler, invitedHere: Bool,
+    mayWait: Bool = false
+  ) -> Adoption {
     let alive = timeouts.heartbeatInterval * 2
     let smallerHere = myPeer.fingerprint.bytes.lexicographicallyPrecedes(peer.fingerprint.bytes)
     let (outcome, previous) = members.withLock { members -> (Adoption, SessionMembers.Member?) in
-      if !invitedHere && smallerHere && members.isInviting(peer.fingerprint)
+      // Read under the lock close() takes after setting it: no link joins a closed session.
+      if closed.load(ordering: .acquiring) { return (.closed, nil) }
+      if mayWait && !invitedHere && smallerHere && members.isInviting(peer.fingerprint)
         && peer.fingerprint != myPeer.fingerprint
       {
         return (.settling, nil)
@@ -380,7 +395,7 @@ public final class Session: Sendable {
       return (.adopted, previous)
     }
     switch outcome {
-    case .full, .settling:
+    case .full, .settling, .closed:
       return outcome
     case .alreadyConnected:
       FerryLogging.logger.info(
@@ -425,13 +440,34 @@ public final class Session: Sendable {
     }
   }
 
-  /// Returns once this end has no invitation to `peer` under way (at once when it has none);
-  /// each ends within its timeout. Any task.
-  func invitationsSettled(to peer: Fingerprint) async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      guard members.withLock({ $0.settle(peer, continuation) }) else {
-        return continuation.resume()
+  /// Returns once this end has no invitation to `peer` under way (at once when it has none),
+  /// or earlier: at `deadline`, when the session closes, when the calling task is cancelled, or
+  /// when the function handed to `wake` is called (from any thread, any number of times).
+  /// Any task.
+  func invitationsSettled(
+    to peer: Fingerprint, until deadline: ContinuousClock.Instant,
+    wake: (@escaping @Sendable () -> Void) -> Void
+  ) async {
+    let id = lastSettleWait.wrappingAdd(1, ordering: .relaxed).newValue
+    let stop: @Sendable () -> Void = { [weak self] in
+      self?.members.withLock { $0.stopSettling(peer, id: id) }?.resume()
+    }
+    wake(stop)
+    let timer = Task {
+      guard (try? await Task.sleep(until: deadline)) != nil else { return }
+      stop()
+    }
+    defer { timer.cancel() }
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let waiting = members.withLock { members in
+          !closed.load(ordering: .acquiring) && !Task.isCancelled && .now < deadline
+            && members.settle(peer, id: id, continuation)
+        }
+        if !waiting { continuation.resume() }
       }
+    } onCancel: {
+      stop()
     }
   }
 
@@ -525,6 +561,9 @@ public final class Session: Sendable {
       case .full:
         handler.disconnect(reason: "the session is full")
         throw InvitationError.sessionFull
+      case .closed:
+        handler.disconnect(reason: "the session was closed")
+        throw InvitationError.cancelled
       }
     }
     let timer = loop.scheduleTask(in: .nanoseconds(timeout.timeAmount.nanoseconds)) {

@@ -21,8 +21,12 @@ struct SessionMembers {
   /// application's own calls, each of which ends within its timeout.
   private var inviting: [Fingerprint: Int] = [:]
   /// Accepts of a peer's invitation waiting for this end's own invitations to that peer to
-  /// end, each bounded by its invitation's timeout and the advertiser's pending limit.
-  private var settling: [Fingerprint: [CheckedContinuation<Void, Never>]] = [:]
+  /// end, by the number of their wait: each also ends before the held invitation expires, when
+  /// it is withdrawn, when its task is cancelled and when the session closes; at most one per
+  /// invitation the advertiser holds pending.
+  private var settling:
+    [Fingerprint: [(id: UInt64, continuation: CheckedContinuation<Void, Never>)]] =
+      [:]
 
   /// Whether this end has an invitation to `peer` under way.
   func isInviting(_ peer: Fingerprint) -> Bool { inviting[peer] != nil }
@@ -41,16 +45,30 @@ struct SessionMembers {
       return []
     }
     inviting[peer] = nil
-    return settling.removeValue(forKey: peer) ?? []
+    return (settling.removeValue(forKey: peer) ?? []).map(\.continuation)
   }
 
-  /// Keeps `continuation` until no invitation to `peer` is under way; false (keeping
-  /// nothing) when none is now.
-  mutating func settle(_ peer: Fingerprint, _ continuation: CheckedContinuation<Void, Never>)
-    -> Bool
-  {
+  /// Keeps `continuation` (wait number `id`) until no invitation to `peer` is under way; false
+  /// (keeping nothing) when none is now.
+  mutating func settle(
+    _ peer: Fingerprint, id: UInt64, _ continuation: CheckedContinuation<Void, Never>
+  ) -> Bool {
     guard isInviting(peer) else { return false }
-    settling[peer, default: []].append(continuation)
+    settling[peer, default: []].append((id, continuation))
     return true
+  }
+
+  /// Ends wait `id` early: its continuation, to resume outside the lock, if it still waits.
+  mutating func stopSettling(_ peer: Fingerprint, id: UInt64) -> CheckedContinuation<Void, Never>? {
+    guard let index = settling[peer]?.firstIndex(where: { $0.id == id }) else { return nil }
+    let waiter = settling[peer]?.remove(at: index)
+    if settling[peer]?.isEmpty == true { settling[peer] = nil }
+    return waiter?.continuation
+  }
+
+  /// Ends every wait (the session closed): their continuations, to resume outside the lock.
+  mutating func stopAllSettling() -> [CheckedContinuation<Void, Never>] {
+    defer { settling = [:] }
+    return settling.values.flatMap { $0.map(\.continuation) }
   }
 }

@@ -50,16 +50,14 @@ extension MCSession {
     attempt(with: peerID, tracked: true) {
       // Listening first, so that the peer's own invitation can reach this session.
       if let session = this.object { _ = try? await listener.listen(for: session) }
-      for address in addresses where !Task.isCancelled {
-        do {
-          _ = try await ferry.inviteKeepingConnected(
-            endpoints: [(address, Int(port))], expecting: peer.fingerprint, timeout: .seconds(30))
-          return
-        } catch {
-          continue
-        }
+      // One invitation over every address, each tried in turn until one connects.
+      do {
+        _ = try await ferry.inviteKeepingConnected(
+          endpoints: addresses.map { ($0, Int(port)) }, expecting: peer.fingerprint,
+          timeout: .seconds(30))
+      } catch {
+        throw MCError(.notConnected, "\(peerID.displayName) could not be reached: \(error)")
       }
-      throw MCError(.notConnected, "\(peerID.displayName) could not be reached")
     }
   }
 
