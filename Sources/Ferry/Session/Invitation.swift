@@ -22,8 +22,10 @@ public final class Invitation: Sendable, CustomStringConvertible {
   private let localFingerprint: Fingerprint
   private let answered = Atomic<Bool>(false)
   private let onFinished: @Sendable () -> Void
-  /// Ends an accept's wait for this end's own invitation of the peer (set while it waits).
-  private let stopWaiting = Mutex<(@Sendable () -> Void)?>(nil)
+  /// Ends an accept's wait for this end's own invitation of the peer (set while it waits), and
+  /// whether the inviter withdrew (so that a wait that begins after the withdrawal ends at
+  /// once).
+  private let hold = Mutex<(stop: (@Sendable () -> Void)?, withdrawn: Bool)>((nil, false))
 
   /// How long before ``expiresAt`` an accept stops waiting for this end's own invitation of
   /// the same peer, so that the inviter still hears ACCEPT.
@@ -67,7 +69,8 @@ public final class Invitation: Sendable, CustomStringConvertible {
   /// - Parameter session: A session of the advertiser's identity.
   /// - Throws: ``InvitationError/expired`` when the inviter withdrew or timed out, or the
   ///   invitation was already answered; ``InvitationError/sessionFull`` (the invitation is then
-  ///   declined as such); ``InvitationError/cancelled`` when `session` was closed (declined);
+  ///   declined as such); ``InvitationError/cancelled`` when `session` was closed, or the
+  ///   calling task cancelled while this waited (declined);
   ///   ``InvitationError/authenticationFailed(reason:)`` when `session` belongs to another
   ///   identity than the advertiser's.
   public func accept(into session: Session) async throws(InvitationError) {
@@ -128,8 +131,19 @@ public final class Invitation: Sendable, CustomStringConvertible {
         mayWait = false
         await session.invitationsSettled(
           to: peer.fingerprint, until: expiresAt - Self.waitMargin,
-          wake: { stop in stopWaiting.withLock { $0 = stop } })
-        stopWaiting.withLock { $0 = nil }
+          wake: { stop in
+            let withdrawn = hold.withLock { hold in
+              hold.stop = stop
+              return hold.withdrawn
+            }
+            if withdrawn { stop() }
+          })
+        hold.withLock { $0.stop = nil }
+        if Task.isCancelled {
+          // The accept itself was cancelled while it waited: the inviter hears no.
+          link.onHandler { $0.decline(.declined, reason: "") }
+          throw .cancelled
+        }
         continue
       }
       break
@@ -147,7 +161,10 @@ public final class Invitation: Sendable, CustomStringConvertible {
 
   /// Called when the inviter withdraws or the invitation expires.
   func withdrawn() {
-    stopWaiting.withLock { $0 }?()
+    hold.withLock { hold in
+      hold.withdrawn = true
+      return hold.stop
+    }?()
     if !answered.exchange(true, ordering: .acquiringAndReleasing) {
       onFinished()
     }

@@ -165,9 +165,9 @@ public final class Session: Sendable {
   }
 
   /// Invites the peer with `fingerprint` at one of `endpoints`, as MultipeerConnectivity does:
-  /// a peer connected already is returned at once and keeps its link, and whatever fails at
-  /// one endpoint, the next is tried, all within `timeout` (one invitation under way for the
-  /// crossing rule of `adopt`, however many endpoints are tried).
+  /// a peer connected already is returned at once and keeps its link. An endpoint that cannot
+  /// be reached is followed by the next, all within `timeout` (one invitation under way for
+  /// the crossing rule of `adopt`, however many endpoints are tried).
   ///
   /// - Throws: as ``invite(host:port:expecting:context:timeout:onVerificationCode:)``.
   package func inviteKeepingConnected(
@@ -198,7 +198,7 @@ public final class Session: Sendable {
     if let known {
       // Counted before the first packet leaves, under the lock `adopt` takes: a crossing
       // invitation from this peer is either adopted first (and then, when keepingConnected,
-      // this one is not made) or waits for this one (`.settling`).
+      // this one is not made) or waits, within its bounds, for this one (`.settling`).
       let connected = members.withLock { members -> PeerID? in
         if keepingConnected, let member = members.links[known] { return member.peer }
         members.beganInviting(known)
@@ -216,7 +216,7 @@ public final class Session: Sendable {
     var lastError = InvitationError.unreachable(
       address: "", reason: "the peer has no address")
     for endpoint in endpoints {
-      guard !Task.isCancelled else { throw .cancelled }
+      guard !Task.isCancelled, !closed.load(ordering: .acquiring) else { throw .cancelled }
       let remaining = timeout - (ContinuousClock.now - start)
       guard remaining > .zero else { throw .timedOut }
       do {
@@ -225,9 +225,6 @@ public final class Session: Sendable {
           timeout: remaining, onVerificationCode: onVerificationCode)
       } catch .unreachable(let address, let reason) {
         lastError = .unreachable(address: address, reason: reason)
-      } catch  where keepingConnected {
-        // MultipeerConnectivity's way: any address that fails, the next one is tried.
-        lastError = error
       }
     }
     throw lastError
@@ -349,12 +346,14 @@ public final class Session: Sendable {
   /// both ends settle it the same way: the link invited by the peer with the smaller
   /// fingerprint stays.
   ///
-  /// So that the kept link is never the second one adopted — replacing a link the application
+  /// So that the kept link is not the second one adopted — replacing a link the application
   /// may already use, and failing what is in flight on it — the end with the smaller
-  /// fingerprint does not adopt a link the peer invited while its own invitation of that peer
-  /// is under way (`.settling`): it waits for its own to end. Accepted, its link is kept and
-  /// the peer's is closed after ACCEPT; declined or failed, the peer's is adopted as usual.
-  /// The end with the larger fingerprint never waits, so the two never wait for each other.
+  /// fingerprint, asked with `mayWait`, does not adopt a link the peer invited while its own
+  /// invitations of that peer are under way (`.settling`): the caller waits once, within the
+  /// bounds of ``invitationsSettled(to:until:wake:)``, and asks again without `mayWait`. Its own
+  /// accepted by then, its link is kept and the peer's is closed after ACCEPT; otherwise the
+  /// peer's is adopted as usual. The end with the larger fingerprint never waits, so the two
+  /// never wait for each other.
   func adopt(
     _ peer: PeerID, link: ConnectionLink, handler: ConnectionHandler, invitedHere: Bool,
     mayWait: Bool = false
@@ -449,7 +448,11 @@ public final class Session: Sendable {
     wake: (@escaping @Sendable () -> Void) -> Void
   ) async {
     let id = lastSettleWait.wrappingAdd(1, ordering: .relaxed).newValue
+    // Set before the lock is taken: a stop that comes before the wait registers keeps it from
+    // registering (checked under the same lock), so no stop is lost.
+    let stopped = Atomic<Bool>(false)
     let stop: @Sendable () -> Void = { [weak self] in
+      stopped.store(true, ordering: .releasing)
       self?.members.withLock { $0.stopSettling(peer, id: id) }?.resume()
     }
     wake(stop)
@@ -461,8 +464,8 @@ public final class Session: Sendable {
     await withTaskCancellationHandler {
       await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
         let waiting = members.withLock { members in
-          !closed.load(ordering: .acquiring) && !Task.isCancelled && .now < deadline
-            && members.settle(peer, id: id, continuation)
+          !closed.load(ordering: .acquiring) && !stopped.load(ordering: .acquiring)
+            && !Task.isCancelled && .now < deadline && members.settle(peer, id: id, continuation)
         }
         if !waiting { continuation.resume() }
       }
