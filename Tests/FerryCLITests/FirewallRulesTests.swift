@@ -77,4 +77,33 @@ struct FirewallRulesTests {
     #expect(reject.findings.map(\.affects) == ["port"])
     #expect(reject.findings.allSatisfy { !$0.definite })
   }
+
+  @Test("the fix names the table and chain that drop it and inserts ahead; an accept first wins")
+  func fixCommand() throws {
+    let text =
+      "table inet ftest {\n\tchain in_ferry {\n\t\ttype filter hook input priority 0; policy accept;\n"
+      + "\t\tudp dport 5353 drop\n\t\ttcp dport 52000 drop\n\t}\n}\n"
+    let findings = FirewallRules.nftables(text, port: 52000).findings
+    #expect(findings.map(\.affects) == ["mdns", "port"])
+    #expect(
+      findings.map { $0.acceptCommand(port: 52000) } == [
+        "nft insert rule inet ftest in_ferry udp dport 5353 accept",
+        "nft insert rule inet ftest in_ferry tcp dport 52000 accept",
+      ])
+    // The doctor's own fix followed: the accept ahead of the drop.
+    #expect(
+      FirewallRules.nftables(Self.nft(["udp dport 5353 accept", "udp dport 5353 drop"]), port: nil)
+        .findings.isEmpty)
+    let iptables = FirewallRules.iptables(
+      "-A INPUT -p udp --dport 5353 -j DROP\n", port: nil
+    ).findings
+    #expect(
+      iptables.map { $0.acceptCommand(port: nil) } == [
+        "iptables -I INPUT -p udp --dport 5353 -j ACCEPT"
+      ])
+    #expect(
+      FirewallRules.iptables(
+        "-A INPUT -p udp --dport 5353 -j ACCEPT\n-A INPUT -p udp --dport 5353 -j DROP\n", port: nil
+      ).findings.isEmpty)
+  }
 }

@@ -27,4 +27,19 @@ struct TransferProgressTests {
     #expect(last?.filesDone == count)
     #expect(last?.bytes == total)
   }
+
+  @Test("a file that fails midway counts what arrived, not its size: a cancel never reads 100 %")
+  func failedFileIsNotDone() async {
+    let progress = TransferProgress(files: [(name: "big", size: 1000), (name: "small", size: 10)])
+    progress.complete(1)
+    progress.advance(0, to: 270)
+    progress.complete(0, failed: true)
+    progress.finish()
+    var last: ProgressSnapshot?
+    for await snapshot in progress.snapshots { last = snapshot }
+    #expect(last?.bytes == 280)
+    #expect(last?.total == 1010)
+    #expect(last?.filesDone == 1)
+    #expect(last?.fileCount == 2)
+  }
 }

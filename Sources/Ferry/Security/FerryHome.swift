@@ -12,8 +12,18 @@ public enum FerryHome {
     if let config = environment["XDG_CONFIG_HOME"], !config.isEmpty {
       return URL(fileURLWithPath: config, isDirectory: true).appendingPathComponent("ferry")
     }
+    return userHome.appendingPathComponent(".config/ferry", isDirectory: true)
+  }
+
+  /// The user's home folder as a shell sees it: `$HOME` when it is an absolute path, else the
+  /// home folder of the user's passwd entry. (Foundation's `homeDirectoryForCurrentUser`
+  /// reads only the passwd entry, so `HOME=/x ferry …` would still write into the real home.)
+  /// Reads the environment; any thread.
+  public static var userHome: URL {
+    if let home = ProcessInfo.processInfo.environment["HOME"], home.hasPrefix("/") {
+      return URL(fileURLWithPath: home, isDirectory: true)
+    }
     return FileManager.default.homeDirectoryForCurrentUser
-      .appendingPathComponent(".config/ferry", isDirectory: true)
   }
 
   /// Creates `directory` (and its parents) if needed, mode 0700; tightens an existing one to 0700.

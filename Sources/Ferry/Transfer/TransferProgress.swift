@@ -26,6 +26,10 @@ public final class TransferProgress: @unchecked Sendable {
     var finished: [Bool]
     var sum: Int64 = 0
     var filesDone = 0
+    /// Files that ended unfinished (failed or cancelled), and the bytes they never had:
+    /// snapshots leave both out, so that a cancelled transfer never reads as complete.
+    var filesFailed = 0
+    var bytesMissing: Int64 = 0
     var lastPublished = ContinuousClock.now - .seconds(1)
     var rateMark: (time: ContinuousClock.Instant, bytes: Int64) = (.now, 0)
     var rate = 0.0
@@ -83,11 +87,17 @@ public final class TransferProgress: @unchecked Sendable {
     if let snapshot { continuation.yield(snapshot) }
   }
 
-  /// File `index` is finished (stored, skipped or failed): its progress is complete, once.
-  func complete(_ index: Int) {
+  /// File `index` is finished (stored, skipped or, when `failed`, failed or cancelled): its
+  /// `Progress` is complete, once. A failed file's missing bytes are left out of the snapshots
+  /// (their `bytes` and `filesDone` count what really arrived or was sent).
+  func complete(_ index: Int, failed: Bool = false) {
     let snapshot = state.withLock { state -> ProgressSnapshot? in
       guard !state.finished[index] else { return nil }
       state.finished[index] = true
+      if failed {
+        state.filesFailed += 1
+        state.bytesMissing += sizes[index] - state.done[index]
+      }
       state.sum += sizes[index] - state.done[index]
       state.done[index] = sizes[index]
       state.reported[index] = sizes[index]
@@ -118,12 +128,14 @@ public final class TransferProgress: @unchecked Sendable {
     if elapsed >= .milliseconds(500) || (force && state.rate == 0 && elapsed > .zero) {
       let seconds =
         Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-      state.rate = Double(state.sum - state.rateMark.bytes) / seconds
-      state.rateMark = (now, state.sum)
+      let bytes = state.sum - state.bytesMissing
+      state.rate = Double(bytes - state.rateMark.bytes) / seconds
+      state.rateMark = (now, bytes)
     }
     return ProgressSnapshot(
-      bytes: state.sum, total: overall.totalUnitCount, bytesPerSecond: state.rate,
-      filesDone: state.filesDone, fileCount: sizes.count, currentFile: names[index],
+      bytes: state.sum - state.bytesMissing, total: overall.totalUnitCount,
+      bytesPerSecond: state.rate, filesDone: state.filesDone - state.filesFailed,
+      fileCount: sizes.count, currentFile: names[index],
       currentFileBytes: min(state.done[index], byteSizes[index]),
       currentFileSize: byteSizes[index])
   }

@@ -44,7 +44,13 @@ struct PeersCommand: LoggingCommand, AsyncParsableCommand {
       if !json {
         let fingerprint =
           (try? Fingerprint(parsing: peer.fingerprint))?.shortDescription ?? peer.fingerprint
-        let seen = peer.lastSeen.formatted(date: .abbreviated, time: .shortened)
+        // Local time, the same in every locale: Foundation's own styles put a narrow
+        // no-break space (U+202F) before "PM", which the terminal-safe printer escapes.
+        let seen = peer.lastSeen.formatted(
+          Date.ISO8601FormatStyle(
+            dateSeparator: .dash, dateTimeSeparator: .space, timeZone: .current
+          )
+          .year().month().day().time(includingFractionalSeconds: false))
         output.say(
           "\(peer.trusted ? "trusted" : "known  ")  \(fingerprint)  \(peer.name)  (last seen \(seen))"
         )

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A parsed config file: the subset of TOML that Ferry's settings need — `[table]` headers,
-/// `key = value` lines, `#` comments; values are basic (`"…"`, with `\"`, `\\`, `\n`, `\t`,
+/// `key = value` lines (the key may be dotted: `receive.dir = …`), `#` comments; values are basic (`"…"`, with `\"`, `\\`, `\n`, `\t`,
 /// `\uXXXX` escapes) or literal (`'…'`) strings, integers, floats, booleans, and arrays of
 /// these (which may span lines).
 ///
@@ -39,11 +39,26 @@ struct ConfigFile: Sendable {
         tables[name] = [:]
         tableLines[name] = line
         table = name
-      case .pair(let key, let value):
-        guard tables[table]?[key] == nil else {
-          throw ConfigError(line: value.line, message: "'\(key)' is given twice")
+      case .pair(let parts, let value):
+        // A dotted key names its table: `receive.dir = …` at the top is `dir` in [receive].
+        // Ferry's tables hold no tables, so a key reaches at most one table deep.
+        let path = (table.isEmpty ? [] : [table]) + parts
+        guard path.count <= 2 else {
+          throw ConfigError(
+            line: value.line,
+            message: "'\(path.joined(separator: "."))' is nested too deep: Ferry's settings are "
+              + "keys of a table, like [receive] dir = … or receive.dir = …")
         }
-        tables[table]?[key] = value
+        let (owner, key) = path.count == 2 ? (path[0], path[1]) : ("", path[0])
+        if tables[owner] == nil {
+          tables[owner] = [:]
+          tableLines[owner] = value.line
+        }
+        guard tables[owner]?[key] == nil else {
+          throw ConfigError(
+            line: value.line, message: "'\(path.joined(separator: "."))' is given twice")
+        }
+        tables[owner]?[key] = value
       }
     }
   }

@@ -5,7 +5,8 @@ struct ConfigParser {
   /// One line's worth of meaning.
   enum Item {
     case table(String, line: Int)
-    case pair(String, ConfigValue)
+    /// `key = value`; a dotted key (`receive.dir = …`) has more than one part.
+    case pair([String], ConfigValue)
   }
 
   /// Arrays nest at most this deep (a file of brackets must not exhaust the stack).
@@ -33,11 +34,17 @@ struct ConfigParser {
       try expect("]", "']' to end the table name")
       item = .table(name, line: start)
     } else {
-      let name = try key()
+      var parts = [try key()]
       skipSpaces()
-      try expect("=", "'=' after '\(name)'")
+      while peek() == UInt8(ascii: ".") {
+        index += 1
+        skipSpaces()
+        parts.append(try key())
+        skipSpaces()
+      }
+      try expect("=", "'=' after '\(parts.joined(separator: "."))'")
       skipSpaces()
-      item = .pair(name, try value(depth: 0))
+      item = .pair(parts, try value(depth: 0))
     }
     try endOfLine()
     return item

@@ -17,6 +17,8 @@ struct ReceiveConfig: Sendable, Equatable {
   /// The file it was read from; nil when there was none.
   var path: String?
   var dir: String?
+  /// The line `dir` is on, to name it when the folder is wrong.
+  var dirLine: Int?
   var mkdir: Bool?
   var name: String?
   var accept: Accept?
@@ -49,7 +51,9 @@ struct ReceiveConfig: Sendable, Equatable {
     for (key, value) in (file.tables["receive"] ?? [:]).sorted(by: { $0.value.line < $1.value.line }
     ) {
       switch key {
-      case "dir": dir = Self.folder(try value.string(key), relativeTo: path)
+      case "dir":
+        dir = Self.folder(try value.string(key), relativeTo: path)
+        dirLine = value.line
       case "mkdir": mkdir = try value.boolean(key)
       case "name": name = try value.string(key)
       case "accept": accept = try value.choice(key, of: Accept.self)
@@ -96,17 +100,18 @@ struct ReceiveConfig: Sendable, Equatable {
       let place = error.line > 0 ? "\(path):\(error.line)" : path
       throw CLIFailure(
         status: .usage,
-        message: "config \(DisplayText.escaping(place)): \(DisplayText.escaping(error.message))",
+        // The message is Ferry's own words around the file's text; it is made terminal-safe
+        // where it is printed (escaping it here would show its quotes as \").
+        message: "config \(DisplayText.escaping(place)): \(error.message)",
         code: .invalidConfig)
     }
   }
 
   /// `text` with `~/` expanded, relative to the folder of the file at `path`.
   private static func folder(_ text: String, relativeTo path: String) -> String {
-    if text == "~" { return FileManager.default.homeDirectoryForCurrentUser.path }
+    if text == "~" { return FerryHome.userHome.path }
     if text.hasPrefix("~/") {
-      return FileManager.default.homeDirectoryForCurrentUser
-        .appendingPathComponent(String(text.dropFirst(2))).path
+      return FerryHome.userHome.appendingPathComponent(String(text.dropFirst(2))).path
     }
     if text.hasPrefix("/") || text.isEmpty { return text }
     let base = URL(fileURLWithPath: path).deletingLastPathComponent()

@@ -30,6 +30,8 @@ final class ProgressBar: Sendable {
         isPending: @Sendable () -> Bool
       )] = []
     var nextTicket = 0
+    /// ``stop()`` was called: nothing is drawn any more.
+    var stopped = false
   }
 
   init(enabled: Bool) {
@@ -42,6 +44,7 @@ final class ProgressBar: Sendable {
     // Written under the lock: two transfers' drawings must not interleave with what each
     // believes is on screen.
     state.withLock { state in
+      guard !state.stopped else { return }
       if let index = state.rows.firstIndex(where: { $0.label == label }) {
         state.rows[index].snapshot = snapshot
       } else {
@@ -145,6 +148,7 @@ final class ProgressBar: Sendable {
   func above(_ write: () -> Void) {
     guard enabled else { return write() }
     state.withLock { state in
+      guard !state.stopped else { return write() }
       if state.linesDrawn > 0 {
         StandardStream.error.write(Self.toFirstLine(state.linesDrawn) + "\u{1B}[J")
         state.linesDrawn = 0
@@ -160,6 +164,20 @@ final class ProgressBar: Sendable {
   func remove(_ label: String) {
     guard enabled else { return }
     state.withLock { state in state.rows.removeAll { $0.label == label } }
+  }
+
+  /// Ends the display for good, the last drawing left on screen as it was and the cursor on
+  /// the line below it: Ctrl-C calls it first, so that the transfers it then cancels (whose
+  /// files end unfinished) draw nothing over what had really arrived.
+  func stop() {
+    guard enabled else { return }
+    state.withLock { state in
+      if state.linesDrawn > 0 { StandardStream.error.write("\n") }
+      state.stopped = true
+      state.rows = []
+      state.prompt = nil
+      state.linesDrawn = 0
+    }
   }
 
   /// Ends the display (the last drawing stays on screen); later updates start a new one.

@@ -703,7 +703,9 @@ final class IncomingOffer: @unchecked Sendable {
     toPeer: ResourceMessage.FileStatus? = nil
   ) {
     release(file: index)
-    progress?.complete(index)
+    let failed: Bool
+    if case .failure = result { failed = true } else { failed = false }
+    progress?.complete(index, failed: failed)
     if case .failure(let error) = result, firstFailure == nil { firstFailure = error }
     if status == .identical, case .success(let url?) = result, let digest {
       events.yield(.identical(name: offered[index].path, peer: peer, at: url, digest: digest))
@@ -766,7 +768,7 @@ final class IncomingOffer: @unchecked Sendable {
       }
     }
     for index in remaining.sorted() {
-      progress?.complete(index)
+      progress?.complete(index, failed: true)
       events.yield(
         .finished(name: offered[index].path, peer: peer, result: .failure(error), digest: nil))
     }

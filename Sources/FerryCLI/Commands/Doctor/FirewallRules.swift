@@ -18,6 +18,21 @@ struct FirewallRules: Sendable, Equatable {
     /// A rule that names the port (a problem), rather than a drop policy or a catch-all
     /// drop that rules elsewhere (chains jumped to, not read) may get it past (a warning).
     var definite = true
+    /// The chain the rule is in, as its tool names it: `inet filter input` (nft's family,
+    /// table and chain), or `INPUT` (iptables).
+    var chain = ""
+    /// Whether the rule was read from nft (else iptables).
+    var nft = true
+
+    /// The command that accepts the traffic this finding blocks, at the head of the chain
+    /// that drops it (so before the drop: `add` would append it after), for UDP 5353 or TCP
+    /// `port`.
+    func acceptCommand(port: UInt16?) -> String {
+      let (proto, number) = affects == "mdns" ? ("udp", 5353) : ("tcp", Int(port ?? 0))
+      return nft
+        ? "nft insert rule \(chain) \(proto) dport \(number) accept"
+        : "iptables -I \(chain) -p \(proto) --dport \(number) -j ACCEPT"
+    }
   }
 
   private(set) var findings: [Finding] = []
@@ -28,22 +43,30 @@ struct FirewallRules: Sendable, Equatable {
     var inputChain = false
     var dropPolicy = false
     var accepts = (mdns: false, port: false)
+    var table = "inet filter"
+    var chain = "input"
+    func found(_ affects: String, _ rule: String, definite: Bool = true) {
+      result.findings.append(
+        Finding(affects: affects, rule: rule, definite: definite, chain: "\(table) \(chain)"))
+    }
     func closeChain() {
       if inputChain && dropPolicy {
-        if !accepts.mdns {
-          result.findings.append(Finding(affects: "mdns", rule: "policy drop", definite: false))
-        }
-        if let port, !accepts.port {
-          result.findings.append(
-            Finding(affects: "port", rule: "policy drop (tcp \(port))", definite: false))
-        }
+        if !accepts.mdns { found("mdns", "policy drop", definite: false) }
+        if let port, !accepts.port { found("port", "policy drop (tcp \(port))", definite: false) }
       }
       (inputChain, dropPolicy, accepts) = (false, false, (false, false))
     }
     for raw in text.split(separator: "\n") {
       let line = raw.trimmingCharacters(in: .whitespaces)
-      if line.hasPrefix("chain ") {
+      let words = line.split(separator: " ").map(String.init)
+      if words.first == "table", words.count >= 3 {
         closeChain()
+        table = "\(words[1]) \(words[2])"
+        continue
+      }
+      if words.first == "chain", words.count >= 2 {
+        closeChain()
+        chain = words[1]
         continue
       }
       if line.hasPrefix("type ") && line.contains(" hook ") {
@@ -52,7 +75,6 @@ struct FirewallRules: Sendable, Equatable {
         continue
       }
       guard inputChain, !line.isEmpty, line != "}" else { continue }
-      let words = line.split(separator: " ").map(String.init)
       let verdict = words.contains("drop") || words.contains("reject")
       let accept = words.last == "accept"
       let mdns = mentions(line, port: 5353, proto: "udp")
@@ -60,19 +82,16 @@ struct FirewallRules: Sendable, Equatable {
       // A drop with nothing to match (after the accepts so far) takes what is left.
       let catchAll = ["drop", "reject", "counter"].contains(words.first ?? "")
       if verdict && catchAll {
-        if !accepts.mdns {
-          result.findings.append(Finding(affects: "mdns", rule: line, definite: false))
-        }
-        if port != nil, !accepts.port {
-          result.findings.append(Finding(affects: "port", rule: line, definite: false))
-        }
+        if !accepts.mdns { found("mdns", line, definite: false) }
+        if port != nil, !accepts.port { found("port", line, definite: false) }
         (accepts.mdns, accepts.port) = (true, true)  // reported once
       } else if verdict && line.contains("numgen random") {
-        result.findings.append(Finding(affects: "loss", rule: line))
-      } else if verdict && mdns {
-        result.findings.append(Finding(affects: "mdns", rule: line))
-      } else if verdict && tcp {
-        result.findings.append(Finding(affects: "port", rule: line))
+        found("loss", line)
+      } else if verdict && mdns && !accepts.mdns {
+        // (A drop after a rule that accepted it never sees it.)
+        found("mdns", line)
+      } else if verdict && tcp && !accepts.port {
+        found("port", line)
       }
       if accept && mdns { accepts.mdns = true }
       if accept && tcp { accepts.port = true }
@@ -96,35 +115,40 @@ struct FirewallRules: Sendable, Equatable {
       let verdict = line.contains("-j DROP") || line.contains("-j REJECT")
       // `-A INPUT -j REJECT …` with nothing to match takes what was not accepted before.
       let matches = line.split(separator: " ").dropFirst(2).prefix { $0 != "-j" }
+      let chain = String(line.split(separator: " ")[1])
+      func found(_ affects: String, definite: Bool = true) {
+        result.findings.append(
+          Finding(affects: affects, rule: line, definite: definite, chain: chain, nft: false))
+      }
       if verdict && matches.isEmpty {
-        if !accepts.mdns {
-          result.findings.append(Finding(affects: "mdns", rule: line, definite: false))
-        }
-        if port != nil, !accepts.port {
-          result.findings.append(Finding(affects: "port", rule: line, definite: false))
-        }
+        if !accepts.mdns { found("mdns", definite: false) }
+        if port != nil, !accepts.port { found("port", definite: false) }
         (accepts.mdns, accepts.port) = (true, true)
         continue
       }
       let mdns = iptablesMentions(line, port: 5353, proto: "udp")
       let tcp = port.map { iptablesMentions(line, port: $0, proto: "tcp") } ?? false
       if verdict && line.contains("statistic") {
-        result.findings.append(Finding(affects: "loss", rule: line))
-      } else if verdict && mdns {
-        result.findings.append(Finding(affects: "mdns", rule: line))
-      } else if verdict && tcp {
-        result.findings.append(Finding(affects: "port", rule: line))
+        found("loss")
+      } else if verdict && mdns && !accepts.mdns {
+        found("mdns")
+      } else if verdict && tcp && !accepts.port {
+        found("port")
       }
       if line.contains("-j ACCEPT") && mdns { accepts.mdns = true }
       if line.contains("-j ACCEPT") && tcp { accepts.port = true }
     }
     if dropPolicy {
       if !accepts.mdns {
-        result.findings.append(Finding(affects: "mdns", rule: "-P INPUT DROP", definite: false))
+        result.findings.append(
+          Finding(
+            affects: "mdns", rule: "-P INPUT DROP", definite: false, chain: "INPUT", nft: false))
       }
       if let port, !accepts.port {
         result.findings.append(
-          Finding(affects: "port", rule: "-P INPUT DROP (tcp \(port))", definite: false))
+          Finding(
+            affects: "port", rule: "-P INPUT DROP (tcp \(port))", definite: false, chain: "INPUT",
+            nft: false))
       }
     }
     return result

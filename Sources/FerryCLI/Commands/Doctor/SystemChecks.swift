@@ -260,23 +260,21 @@ enum SystemChecks {
     }
     let portText = port.map { "TCP \($0)" } ?? "the receiver's port"
     let tools = read.joined(separator: " and ")
-    let mdnsFix =
-      "accept it: 'nft add rule inet filter input udp dport 5353 accept' (or 'iptables -I "
-      + "INPUT -p udp --dport 5353 -j ACCEPT'), in the table that drops it"
-    let portFix =
-      "accept it: 'nft add rule inet filter input tcp dport \(port ?? 0) accept' (or "
-      + "'iptables -I INPUT -p tcp --dport \(port ?? 0) -j ACCEPT')"
+    /// The command that accepts it where `finding`'s rule drops it, ahead of that rule.
+    func fix(_ finding: FirewallRules.Finding) -> String {
+      "accept it ahead of that rule: '\(finding.acceptCommand(port: port))'"
+    }
     if let blocking = findings.first(where: { $0.affects == "mdns" && $0.definite }) {
       return .problem(
         "firewall",
         "\(tools) drops mDNS (UDP 5353): \(blocking.rule); nearby machines cannot find this "
-          + "one, nor it them", fix: mdnsFix)
+          + "one, nor it them", fix: fix(blocking))
     }
     if let blocking = findings.first(where: { $0.affects == "port" && $0.definite }) {
       return .problem(
         "firewall",
         "\(tools) drops \(portText): \(blocking.rule); senders cannot connect to "
-          + "'ferry receive --port \(port ?? 0)'", fix: portFix)
+          + "'ferry receive --port \(port ?? 0)'", fix: fix(blocking))
     }
     if let maybe = findings.first(where: { !$0.definite }) {
       let what = maybe.affects == "mdns" ? "mDNS (UDP 5353)" : portText
@@ -284,7 +282,7 @@ enum SystemChecks {
         "firewall",
         "\(tools) may drop \(what): \(maybe.rule), and no rule read here accepts it (rules in "
           + "chains jumped to are not read)",
-        fix: maybe.affects == "mdns" ? mdnsFix : portFix)
+        fix: fix(maybe))
     }
     if let loss = findings.first(where: { $0.affects == "loss" }) {
       return .warning(

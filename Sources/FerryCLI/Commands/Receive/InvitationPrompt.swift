@@ -83,8 +83,7 @@ struct InvitationPrompt: Sendable {
       isPending: { invitation.isPending })
     if answer == .withdrawn {
       bar.above {
-        StandardStream.error.write(
-          "(\(printable(invitation.peer.displayName)) withdrew the invitation)\n")
+        StandardStream.error.write(Self.withdrawn(invitation.peer.displayName, "invitation"))
       }
     }
     return answer
@@ -127,11 +126,17 @@ struct InvitationPrompt: Sendable {
       until: .now + ResourceOffer.decisionTimeout - .seconds(5), urgent: true,
       isPending: { offer.isPending })
     if answer == .withdrawn {
-      bar.above {
-        StandardStream.error.write("(\(printable(offer.peer.displayName)) withdrew the offer)\n")
-      }
+      bar.above { StandardStream.error.write(Self.withdrawn(offer.peer.displayName, "offer")) }
     }
     return answer
+  }
+
+  /// Why a question ended unanswered: `name` withdrew its `what` — or this receiver is
+  /// stopping (Ctrl-C declines every open question; that is not the sender's doing).
+  static func withdrawn(_ name: String, _ what: String) -> String {
+    Interrupts.wasInterrupted
+      ? "(declined: ferry receive is stopping; \(printable(name)) is told so)\n"
+      : "(\(printable(name)) withdrew the \(what))\n"
   }
 
   /// The question's last line.

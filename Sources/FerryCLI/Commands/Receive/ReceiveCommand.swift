@@ -136,6 +136,13 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     if let keepPartialDays, !(keepPartialDays >= 0 && keepPartialDays <= 36_500) {
       throw ValidationError("--keep-partial-days must be between 0 and 36500")
     }
+    // A file's raw bytes would land in the terminal (escape sequences included), as
+    // gzip -c and curl refuse to do.
+    if toStandardOutput && StandardStream.output.isTerminal {
+      throw ValidationError(
+        "--stdout writes the received file to standard output, which is this terminal: "
+          + "redirect it (ferry receive --stdout > FILE, or | tar x)")
+    }
   }
 
   func run() async throws {
@@ -153,7 +160,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     defer { sink?.removePrivateFolder() }
     if let sink { Interrupts.onInterrupt { sink.removePrivateFolder() } }
     let folder = try ReceiveDestination(
-      sink?.privateFolder?.path ?? settings.dir, create: settings.mkdir)
+      sink?.privateFolder?.path ?? settings.dir, create: settings.mkdir,
+      origin: sink?.privateFolder == nil ? settings.dirOrigin : nil)
     let destination = folder.url
     let knownPeers = KnownPeers()
     let policy = try ReceivePolicy.from(
@@ -177,7 +185,10 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     session.askAboutResourceOffers()
     let incoming = IncomingTransfers()
     let open = OpenInvitations()
+    let bar = ProgressBar(enabled: self.output.showsProgress)
     Interrupts.onInterrupt {
+      // What had arrived stays on screen; the cancels below draw nothing over it.
+      bar.stop()
       sink?.removePrivateFolder()
       advertiser.stop()
       // Senders waiting on a question hear a decline (exit 4), not a vanished connection;
@@ -209,7 +220,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     let approvals = Approvals()
     let grace = Duration.seconds(settings.resumeGrace)
     let reporter = ReceiveReporter(
-      output: output, bar: ProgressBar(enabled: self.output.showsProgress), incoming: incoming,
+      output: output, bar: bar, incoming: incoming,
       gate: gate, outcomes: outcomes.continuation, approvals: approvals, resumeGrace: grace,
       sink: sink)
     Task {

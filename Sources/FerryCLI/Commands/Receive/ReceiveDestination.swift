@@ -13,19 +13,22 @@ struct ReceiveDestination: Sendable {
   /// The folder, absolute and standardized.
   let url: URL
 
-  /// Checks (and with `create`, makes) the folder at `path`.
+  /// Checks (and with `create`, makes) the folder at `path`; `origin` says where the path was
+  /// given when that was a config file (`config FILE:LINE`), for the messages.
   ///
   /// - Throws: ``CLIFailure`` (usage, `invalid-dir`) saying what is wrong and what to do.
-  init(_ path: String, create: Bool) throws(CLIFailure) {
+  init(_ path: String, create: Bool, origin: String? = nil) throws(CLIFailure) {
     url = URL(fileURLWithPath: path).standardizedFileURL
-    let shown = DisplayText.escaping(url.path)
+    let shown = DisplayText.escaping(url.path) + (origin.map { " (dir, \($0))" } ?? "")
     var status = stat()
     if stat(url.path, &status) != 0 {
       let reason = errno
       guard reason == ENOENT, create else {
         throw Self.failure(
           reason == ENOENT
-            ? "\(shown) does not exist (--mkdir creates it)"
+            ? "\(shown) does not exist ("
+              + (origin == nil
+                ? "--mkdir creates it)" : "mkdir = true there, or --mkdir, creates it)")
             : "\(shown): \(systemWords(reason))")
       }
       try Self.makeFolders(url)

@@ -7,6 +7,8 @@ import Foundation
 /// the file's `accept` and `accept_from`.
 struct ReceiveSettings: Sendable {
   let dir: String
+  /// Where `dir` was given when it came from the config file (`config FILE:LINE`).
+  let dirOrigin: String?
   let mkdir: Bool
   let name: String
   let yes: Bool
@@ -27,6 +29,11 @@ struct ReceiveSettings: Sendable {
   init(_ command: ReceiveCommand, config: ReceiveConfig) throws(CLIFailure) {
     let source = config.path.map { " (config \(DisplayText.escaping($0)))" } ?? ""
     dir = command.dir ?? config.dir ?? "."
+    dirOrigin =
+      command.dir == nil
+      ? config.path.flatMap { path in
+        config.dirLine.map { "config \(DisplayText.escaping(path)):\($0)" }
+      } : nil
     mkdir = command.mkdir || (config.mkdir ?? false)
     name = command.name ?? config.name ?? ProcessInfo.processInfo.hostName
     if command.yes || !command.acceptFrom.isEmpty || command.acceptTrusted {

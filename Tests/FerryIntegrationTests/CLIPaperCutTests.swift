@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+
+/// What a new user ran into in an afternoon (issue 25), each seen as that user sees it: through a
+/// pseudo-terminal, or in the files and exit codes a script reads. Loopback, no avahi-daemon.
+@Suite("ferry's paper cuts, as a new user meets them", .timeLimit(.minutes(3)))
+struct CLIPaperCutTests {
+  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
+
+  @Test("peers shows dates as 2026-11-25 17:20:20, never an escaped \\u{202F}, in every locale")
+  func peersDates() async throws {
+    let home = Harness.freshFerryHome()
+    let fingerprint = String(repeating: "0123456789ABCDEF", count: 4)
+    _ = try await run(
+      Harness.ferryBinary, ["trust", fingerprint, "--name", "Office box"],
+      environment: ["FERRY_HOME": home])
+    for locale in ["C.UTF-8", "en_US.UTF-8", "de_DE.UTF-8", "POSIX"] {
+      let listed = try await run(
+        Harness.ferryBinary, ["peers"],
+        environment: ["FERRY_HOME": home, "LANG": locale, "LC_ALL": locale])
+      #expect(listed.status == 0)
+      #expect(!listed.stdout.contains("\\u{"), "\(locale): \(listed.stdout)")
+      #expect(
+        listed.stdout.contains(#/last seen \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)/#),
+        "\(locale): \(listed.stdout)")
+    }
+  }
+
+  @Test("HOME is the home folder: identity is made in $HOME/.config/ferry, ~/ in the config too")
+  func homeFromEnvironment() async throws {
+    let home = try temporaryDirectory("home")
+    // Empty is unset to Ferry (the harness would fill in a FERRY_HOME that is missing).
+    let environment = ["FERRY_HOME": "", "XDG_CONFIG_HOME": "", "HOME": home.path]
+    let made = try await run(Harness.ferryBinary, ["identity"], environment: environment)
+    #expect(made.status == 0, "\(made.stderr)")
+    #expect(
+      FileManager.default.fileExists(
+        atPath: home.appendingPathComponent(".config/ferry/identity-key.pem").path))
+    #expect(made.stdout.contains(home.path), "\(made.stdout)")
+    // "~/" in the config is $HOME too: the doctor checks that folder.
+    let config = home.appendingPathComponent("c.toml")
+    try "[receive]\ndir = \"~/inbox\"\nmkdir = true\n".write(
+      to: config, atomically: true, encoding: .utf8)
+    let doctor = try await run(
+      Harness.ferryBinary, ["doctor", "--config", config.path],
+      environment: environment.merging(Self.noBus) { $1 })
+    #expect(doctor.stdout.contains("\(home.path)/inbox does not exist yet"), "\(doctor.stdout)")
+  }
+
+  @Test(
+    "config mistakes: quotes shown plainly, a missing dir names file and line, dotted keys work")
+  func configMessages() async throws {
+    let folder = try temporaryDirectory("config")
+    func receive(_ text: String) async throws -> (status: Int32, stderr: String) {
+      let file = folder.appendingPathComponent("config-\(UUID().uuidString).toml")
+      try text.write(to: file, atomically: true, encoding: .utf8)
+      let result = try await run(
+        Harness.ferryBinary, ["receive", "--config", file.path, "--port", "0"],
+        environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+        timeout: .seconds(10))
+      return (result.status, result.stderr.replacingOccurrences(of: file.path, with: "FILE"))
+    }
+    let typo = try await receive("[receive]\naccept = \"yess\"\n")
+    #expect(typo.status == 2)
+    #expect(
+      typo.stderr.contains(
+        #"config FILE:2: 'accept' wants one of "ask", "trusted", "yes", not "yess""#),
+      "\(typo.stderr)")
+    let missing = try await receive(
+      "[receive]\ndir = \"\(folder.path)/nowhere\"\nmkdir = false\naccept = \"yes\"\n")
+    #expect(missing.status == 2)
+    #expect(
+      missing.stderr.contains("nowhere (dir, config FILE:2) does not exist (mkdir = true there"),
+      "\(missing.stderr)")
+    // A dotted key is TOML for the same thing: here, the folder is made, and the receiver runs
+    // until it is stopped... so it is given a folder that is a file, to end at once.
+    let notFolder = folder.appendingPathComponent("plain")
+    try Data().write(to: notFolder)
+    let dotted = try await receive(
+      "receive.dir = \"\(notFolder.path)\"\nreceive.accept = \"yes\"\n")
+    #expect(dotted.status == 2)
+    #expect(
+      dotted.stderr.contains("plain (dir, config FILE:1) is not a folder"), "\(dotted.stderr)")
+  }
+
+  @Test("receive --stdout refuses to write a file's bytes into a terminal: exit 2, says how")
+  func standardOutputTerminal() async throws {
+    let receiver = try ChildProcess.ferry(
+      ["receive", "--stdout", "--yes"],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+      terminal: true)
+    #expect(await receiver.waitForExit(timeout: .seconds(10)) == 2)
+    #expect(receiver.transcript.contains("redirect it"), "\(receiver.transcript)")
+  }
+
+  /// A receiver on a pseudo-terminal (no avahi-daemon: reached by address) and its port.
+  static func terminalReceiver(_ extra: [String] = []) async throws -> (ChildProcess, Int) {
+    let receiver = try ChildProcess.ferry(
+      ["receive", "--dir", try temporaryDirectory("paper-dst").path, "--port", "0"] + extra,
+      environment: noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+      terminal: true)
+    #expect(await receiver.waitForText("Press Ctrl-C"), "\(receiver.transcript)")
+    let match = try #require(receiver.transcript.firstMatch(of: #/port (\d+)\. Press/#))
+    return (receiver, try #require(Int(match.1)))
+  }
+
+  @Test("Ctrl-C at the receiver's own prompt says it declined, never that the sender withdrew")
+  func interruptAtPrompt() async throws {
+    let (receiver, port) = try await Self.terminalReceiver()
+    defer { receiver.signal(SIGKILL) }
+    let file = try temporaryDirectory("paper-src").appendingPathComponent("notes.txt")
+    try writeFile(file, size: 1000, seed: 3)
+    let sender = try ChildProcess.ferry(
+      ["send", "--retry-for", "0", "--address", "127.0.0.1:\(port)", file.path],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    #expect(await receiver.waitForText("Accept? [y/N]"), "\(receiver.transcript)")
+    receiver.signal(SIGINT)
+    #expect(await receiver.waitForExit() == 130)
+    #expect(
+      receiver.transcript.contains("declined: ferry receive is stopping"),
+      "\(receiver.transcript)")
+    #expect(!receiver.transcript.contains("withdrew"), "\(receiver.transcript)")
+    #expect(await sender.waitForExit() == 4, "\(sender.stderr)")
+    #expect(sender.stderr.contains("the receiver stopped"), "\(sender.stderr)")
+  }
+}
