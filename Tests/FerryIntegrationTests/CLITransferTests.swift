@@ -168,9 +168,19 @@ struct CLITransferTests {
     }
     #expect(failures.map { $0["code"] as? String } == ["interrupted"], "\(sender.stdout)")
     #expect(failures.first?["exit"] as? Int == 130)
+    // It says what to do next: the receiver kept what arrived.
+    #expect(
+      (failures.first?["message"] as? String)?.contains("run the same send again to resume")
+        == true, "\(sender.stdout)")
     let done = await receiver.waitForLine { jsonObject($0)?["event"] as? String == "done" }
     let error = done.flatMap { jsonObject($0.text)?["error"] as? String } ?? ""
     #expect(error.contains("cancel"), "receiver saw: \(error)")
+    // The receiver's last progress is what arrived, never the whole (a cancel is not 100 %).
+    let last = try #require(
+      receiver.stdoutLines.compactMap { jsonObject($0.text) }
+        .last { $0["event"] as? String == "progress" })
+    let (bytes, total) = (last["bytes"] as? Int ?? 0, last["total"] as? Int ?? 0)
+    #expect(bytes < total, "last progress: \(last)")
     let entries = try FileManager.default.contentsOfDirectory(atPath: destination.path)
     #expect(entries.allSatisfy { $0 == ".ferry-partial" }, "\(entries)")
   }

@@ -48,17 +48,20 @@ enum Interrupts {
   /// Sets what an interrupt must undo (replacing what was set before) and, the first time,
   /// installs the signal handlers. Call from the main task; `action` runs in a task of its
   /// own. With `reportingTo`, the interruption is reported as a failure (an `error` event with
-  /// code `interrupted`, and `ferry: error: interrupted` on stderr) once the cleanup is done:
-  /// for commands where Ctrl-C stops work under way rather than being the normal way to stop.
+  /// code `interrupted`, and `ferry: error: ` and `message()` on stderr) once the cleanup is
+  /// done: for commands where Ctrl-C stops work under way rather than being the normal way to
+  /// stop.
   static func onInterrupt(
-    reportingTo output: EventWriter? = nil, _ action: @escaping @Sendable () async -> Void
+    reportingTo output: EventWriter? = nil,
+    message: @escaping @Sendable () -> String = { "interrupted" },
+    _ action: @escaping @Sendable () async -> Void
   ) {
     let first = cleanup.withLock { cleanup in
       defer {
         cleanup = {
           await action()
           output?.failure(
-            CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted))
+            CLIFailure(status: .interrupted, message: message(), code: .interrupted))
         }
       }
       return cleanup == nil

@@ -45,7 +45,7 @@ struct ReceiveDecisions: Sendable {
     let summary = OfferSummary.decode(invitation.context)
     prompt.announce(invitation, summary: summary)
     var accept: Bool
-    var reason = "declined by the receiver"
+    var reason = "the person at the receiver said no"
     var resumed: Approvals.Approval?
     var byPolicy = false
     let isConnected = session.connectedPeers.contains { $0.fingerprint == invitation.fingerprint }
@@ -208,7 +208,7 @@ struct ReceiveDecisions: Sendable {
       offer, status: approval.status, code: approval.code, because: question)
     switch answer {
     case .yes: accept(offer)
-    case .no: decline(offer, "declined by the receiver", counts: true)
+    case .no: decline(offer, "the person at the receiver said no", counts: true)
     case .noAnswer: decline(offer, "no answer at the receiver", counts: true)
     case .withdrawn:
       approvals.ended(offer.peer.fingerprint)

@@ -6,8 +6,9 @@ import Synchronization
 /// closes.
 final class ActiveTransfers: Sendable {
   private let session: Session
-  private let state = Mutex<(transfers: [ObjectIdentifier: ResourceTransfer], closed: Bool)>(
-    ([:], false))
+  private let state = Mutex<
+    (transfers: [ObjectIdentifier: ResourceTransfer], closed: Bool, cancelled: Int)
+  >(([:], false, 0))
 
   init(session: Session) {
     self.session = session
@@ -26,6 +27,13 @@ final class ActiveTransfers: Sendable {
     _ = state.withLock { $0.transfers.removeValue(forKey: ObjectIdentifier(transfer)) }
   }
 
+  /// What Ctrl-C says: that a re-run resumes, when it cut a transfer short.
+  var interruptMessage: String {
+    state.withLock { $0.cancelled } > 0
+      ? "interrupted; the receiver keeps what arrived: run the same send again to resume"
+      : "interrupted"
+  }
+
   /// Cancels every transfer and closes the session, waiting (at most 5 s) until each
   /// connection has closed: the RESETs leave before the GOODBYE, and the socket is not closed
   /// before the receiver has read them (closing it with the receiver's credit unread would
@@ -34,6 +42,7 @@ final class ActiveTransfers: Sendable {
   func interrupt() async {
     let transfers = state.withLock { state in
       state.closed = true
+      state.cancelled = state.transfers.count
       return Array(state.transfers.values)
     }
     for transfer in transfers { transfer.cancel() }

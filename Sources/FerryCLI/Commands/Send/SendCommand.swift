@@ -162,10 +162,12 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       throw CLIFailure(status: .usage, message: error.description, code: .invalidName)
     }
     let active = ActiveTransfers(session: session)
-    Interrupts.onInterrupt(reportingTo: events) {
-      spool?.remove()  // first: a second Ctrl-C exits at once
-      await active.interrupt()
-    }
+    Interrupts.onInterrupt(
+      reportingTo: events, message: { active.interruptMessage },
+      {
+        spool?.remove()  // first: a second Ctrl-C exits at once
+        await active.interrupt()
+      })
     let bar = ProgressBar(enabled: output.showsProgress)
     let delivery = Delivery(
       session: session, batch: batch,
