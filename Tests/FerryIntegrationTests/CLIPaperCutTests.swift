@@ -123,4 +123,29 @@ struct CLIPaperCutTests {
     #expect(await sender.waitForExit() == 4, "\(sender.stderr)")
     #expect(sender.stderr.contains("the receiver stopped"), "\(sender.stderr)")
   }
+
+  @Test("on a terminal, error: is bold red; NO_COLOR, TERM=dumb or a pipe leave it plain")
+  func colour() async throws {
+    let config = try temporaryDirectory("colour").appendingPathComponent("bad.toml")
+    try "[receive]\naccept = \"yess\"\n".write(to: config, atomically: true, encoding: .utf8)
+    func transcript(_ environment: [String: String], terminal: Bool = true) async throws -> String {
+      let child = try ChildProcess.ferry(
+        ["receive", "--config", config.path],
+        environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 }
+          .merging(environment) { $1 }, terminal: terminal)
+      #expect(await child.waitForExit(timeout: .seconds(10)) == 2)
+      return terminal ? child.transcript : child.stderr
+    }
+    let red = "ferry: \u{1B}[1;31merror:\u{1B}[0m config"
+    let coloured = try await transcript(["NO_COLOR": "", "TERM": "xterm"])
+    #expect(coloured.contains(red), "\(coloured.debugDescription)")
+    for plain in [
+      try await transcript(["NO_COLOR": "1", "TERM": "xterm"]),
+      try await transcript(["NO_COLOR": "", "TERM": "dumb"]),
+      try await transcript(["NO_COLOR": "", "TERM": "xterm"], terminal: false),
+    ] {
+      #expect(plain.contains("ferry: error: config"), "\(plain.debugDescription)")
+      #expect(!plain.contains("\u{1B}"), "\(plain.debugDescription)")
+    }
+  }
 }

@@ -59,7 +59,8 @@ struct EventWriter: Sendable {
         ("code", .string(failure.code.rawValue)), ("exit", .int(Int(failure.status.rawValue))),
         ("message", .string(failure.message)),
       ])
-    StandardStream.error.write("ferry: error: \(DisplayText.terminalSafe(failure.message))\n")
+    StandardStream.error.write(
+      "ferry: \(TerminalStyle.alert("error:")) \(DisplayText.terminalSafe(failure.message))\n")
   }
 
   /// ISO 8601 UTC with milliseconds, e.g. `2026-11-21T12:00:00.123Z`.

@@ -158,7 +158,12 @@ struct InvitationPrompt: Sendable {
       bar.dequeue(ticket)
       guard isPending() else { return .withdrawn }
       bar.above {
-        StandardStream.error.write(DisplayText.terminalSafe(lines.joined(separator: "\n")) + "\n")
+        // A warning (KEY CHANGED, LOOK-ALIKE NAME) in bold red where colour is wanted.
+        let shown = lines.map { line in
+          let safe = DisplayText.terminalSafe(line)
+          return line.hasPrefix("WARNING:") ? TerminalStyle.alert(safe) : safe
+        }
+        StandardStream.error.write(shown.joined(separator: "\n") + "\n")
       }
       while true {
         guard
