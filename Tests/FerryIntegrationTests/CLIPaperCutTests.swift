@@ -100,7 +100,7 @@ struct CLIPaperCutTests {
       environment: noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
       terminal: true)
     #expect(await receiver.waitForText("Press Ctrl-C"), "\(receiver.transcript)")
-    let match = try #require(receiver.transcript.firstMatch(of: #/port (\d+)\. Press/#))
+    let match = try #require(receiver.transcript.firstMatch(of: #/port (\d+)\. /#))
     return (receiver, try #require(Int(match.1)))
   }
 
@@ -114,6 +114,7 @@ struct CLIPaperCutTests {
       ["send", "--retry-for", "0", "--address", "127.0.0.1:\(port)", file.path],
       environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
     #expect(await receiver.waitForText("Accept? [y/N]"), "\(receiver.transcript)")
+    #expect(receiver.transcript.contains("Every sender is asked about here."))
     receiver.signal(SIGINT)
     #expect(await receiver.waitForExit() == 130)
     #expect(
@@ -146,6 +147,24 @@ struct CLIPaperCutTests {
     ] {
       #expect(plain.contains("ferry: error: config"), "\(plain.debugDescription)")
       #expect(!plain.contains("\u{1B}"), "\(plain.debugDescription)")
+    }
+  }
+
+  @Test("the receive banner says whom it accepts without asking: --yes is everyone, loudly")
+  func bannerSaysWhom() async throws {
+    for (flags, words) in [
+      (["--yes"], "Accepting EVERY sender without asking (--yes)"),
+      (
+        ["--accept-from", String(repeating: "AB", count: 32), "--accept-trusted"],
+        "Accepting 1 chosen key and peers marked with 'ferry trust' without asking; others are declined"
+      ),
+    ] {
+      let receiver = try ChildProcess.ferry(
+        ["receive", "--dir", try temporaryDirectory("banner").path, "--port", "0"] + flags,
+        environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      defer { receiver.signal(SIGKILL) }
+      let banner = await receiver.waitForLine { $0.contains("Press Ctrl-C") }
+      #expect(banner?.text.contains(words) == true, "\(receiver.stdout)")
     }
   }
 }

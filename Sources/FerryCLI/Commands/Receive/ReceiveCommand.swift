@@ -213,7 +213,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     output.say(
       (sink == nil ? "Receiving into \(destination.path)" : "Receiving one file to standard output")
         + " as '\(published)' [\(identity.fingerprint.shortDescription)], "
-        + "port \(advertiser.port). Press Ctrl-C to stop.")
+        + "port \(advertiser.port). \(policy.banner) Press Ctrl-C to stop.")
 
     let outcomes = AsyncStream<CLIFailure?>.makeStream()
     let gate = once ? OnceGate() : nil

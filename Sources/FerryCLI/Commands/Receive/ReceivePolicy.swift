@@ -16,6 +16,22 @@ enum ReceivePolicy: Sendable {
   /// declined (no terminal).
   case senders([AcceptedKey], trusted: Bool, askOthers: Bool)
 
+  /// The banner's words for whom it accepts without asking.
+  var banner: String {
+    switch self {
+    case .ask:
+      return "Every sender is asked about here."
+    case .everyone:
+      return "Accepting EVERY sender without asking (--yes): anyone nearby can write here."
+    case .senders(let keys, let trusted, let askOthers):
+      var whom: [String] = []
+      if !keys.isEmpty { whom.append(Quantity.count(keys.count, "chosen key")) }
+      if trusted { whom.append("peers marked with 'ferry trust'") }
+      let others = askOthers ? "others are asked about" : "others are declined"
+      return "Accepting \(whom.joined(separator: " and ")) without asking; \(others)."
+    }
+  }
+
   /// One `--accept-from` value: the key it stands for, and whether the user gave all its
   /// digits.
   struct AcceptedKey: Sendable, Equatable {
