@@ -168,3 +168,45 @@ struct CLIPaperCutTests {
     }
   }
 }
+
+/// `ferry trust FPR --name NICKNAME`, then `send --to NICKNAME`: found by its key through real
+/// discovery, whatever name it advertises.
+@Suite("ferry send --to a trusted peer's nickname", .timeLimit(.minutes(2)), .needsLocalAvahi)
+struct CLINicknameTests {
+  @Test(
+    "trust --name 'Office box', then send --to 'office box' reaches the key advertising 'alice-laptop'"
+  )
+  func sendToNickname() async throws {
+    let type = Harness.uniqueServiceType()
+    let destination = try temporaryDirectory("nickname-dst")
+    let receiver = try ChildProcess.ferry(
+      [
+        "receive", "-j", "--yes", "--once", "--dir", destination.path, "--service", type,
+        "--name", "alice-laptop",
+      ],
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    defer { receiver.signal(SIGKILL) }
+    let advertising = await receiver.waitForLine {
+      jsonObject($0)?["event"] as? String == "advertising"
+    }
+    let fingerprint = try #require(
+      advertising.flatMap { jsonObject($0.text)?["fingerprint"] as? String }, "\(receiver.stderr)")
+    let home = Harness.freshFerryHome()
+    let trusted = try await run(
+      Harness.ferryBinary, ["trust", fingerprint, "--name", "Office box"],
+      environment: ["FERRY_HOME": home])
+    #expect(trusted.status == 0, "\(trusted.stderr)")
+    let file = try temporaryDirectory("nickname-src").appendingPathComponent("notes.txt")
+    try writeFile(file, size: 5000, seed: 9)
+    let sent = try await run(
+      Harness.ferryBinary,
+      ["send", "--to", "office box", "--service", type, "--timeout", "20", file.path],
+      environment: ["FERRY_HOME": home], timeout: .seconds(40))
+    #expect(sent.status == 0, "\(sent.stderr)")
+    #expect(
+      try sha256(of: destination.appendingPathComponent("notes.txt")) == sha256(of: file))
+    // The nickname stays after the contact; peers shows it.
+    let peers = try await run(Harness.ferryBinary, ["peers"], environment: ["FERRY_HOME": home])
+    #expect(peers.stdout.contains("Office box"), "\(peers.stdout)")
+  }
+}

@@ -26,7 +26,10 @@ struct TrustCommand: LoggingCommand, AsyncParsableCommand {
   @Argument(help: "The fingerprint, or a unique prefix (16+ digits) of a known peer's.")
   var fingerprint: String
 
-  @Option(help: "The name to remember the peer by.")
+  @Option(
+    help: ArgumentHelp(
+      "The name to remember the peer by: 'ferry send --to NAME' finds its key by it, "
+        + "whatever name it advertises."))
   var name: String?
 
   func run() async throws {

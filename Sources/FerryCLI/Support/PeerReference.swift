@@ -15,6 +15,8 @@ import Foundation
 ///   matched as a name, so that nobody can pass for a fingerprint by choosing such a name. A
 ///   short hex name (`cafe`) that also names exactly one known peer's fingerprint stands for
 ///   both, and a receiver matching each in a different peer is ambiguous.
+/// - For `--to`, a display name pinned to trusted peers (``resolvingNickname(in:)``) stands for
+///   their keys too: the user's name for them, whatever name they advertise.
 enum PeerReference: Sendable, Equatable {
   /// A full fingerprint: typed in full, or resolved in peers.json.
   case fingerprint(Fingerprint)
@@ -22,6 +24,11 @@ enum PeerReference: Sendable, Equatable {
   case prefix(String)
   /// A display name; `known` when the same text is also a prefix naming one trusted peer.
   case name(String, known: Fingerprint?)
+  /// A display name pinned to trusted peers (`ferry trust FPR --name NAME`, or the name a peer
+  /// had when it was trusted): those peers' `keys`, whatever name they advertise now. A
+  /// receiver with another key advertising it is matched by name too: ambiguous, or KEY
+  /// CHANGED.
+  case nickname(String, keys: [Fingerprint])
 
   /// Digits below which a hex-only text may still be a display name.
   static let nameDigitLimit = 8
@@ -68,12 +75,36 @@ enum PeerReference: Sendable, Equatable {
     return .prefix(text)
   }
 
+  /// This reference, or for a display name pinned to trusted peers in `knownPeers`, a
+  /// ``nickname(_:keys:)`` with their keys: `--to "Office box"` after `ferry trust FPR --name
+  /// "Office box"` finds that key, whatever name it advertises. Names compare as in
+  /// ``matchesName(_:)``.
+  ///
+  /// - Throws: ``CLIFailure`` (usage, exit 2) for an unreadable peers file.
+  func resolvingNickname(in knownPeers: KnownPeers) throws(CLIFailure) -> PeerReference {
+    guard case .name(let text, .none) = self else { return self }
+    let entries: [KnownPeers.Entry]
+    do {
+      entries = try knownPeers.all()
+    } catch {
+      throw CLIFailure(status: .usage, message: error.description, code: .peersFile)
+    }
+    let wanted = Self.folded(text)
+    let keys = entries.filter { $0.trusted && Self.folded($0.name) == wanted }
+      .compactMap { try? Fingerprint(parsing: $0.fingerprint) }
+    return keys.isEmpty ? self : .nickname(text, keys: keys)
+  }
+
   /// Whether a peer advertising `name` is named by this reference (names made only of 8 or more
   /// hex digits are never matched as names). Case, surrounding spaces and Unicode's two ways of
   /// writing an accent do not count: `--to "kitchen laptop "` finds "Kitchen laptop". (Two
   /// receivers whose names differ only so are then both matched: ambiguous, never a guess.)
   func matchesName(_ name: String) -> Bool {
-    guard case .name(let wanted, _) = self else { return false }
+    let wanted: String
+    switch self {
+    case .name(let text, _), .nickname(let text, _): wanted = text
+    case .fingerprint, .prefix: return false
+    }
     if let digits = Fingerprint.prefixLength(of: name), digits >= Self.nameDigitLimit {
       return false
     }
@@ -91,14 +122,27 @@ enum PeerReference: Sendable, Equatable {
     case .fingerprint(let expected): return fingerprint == expected
     case .prefix(let prefix): return fingerprint.hasPrefix(prefix)
     case .name(_, let known): return known == fingerprint
+    case .nickname(_, let keys): return keys.contains(fingerprint)
     }
   }
 
-  /// Whether the reference names a key (and so pins it: the user's consent to that key).
+  /// Whether this is a name that also stands for known keys (a trusted peer's short prefix or
+  /// nickname): a receiver found by the name alone waits a moment for those keys.
+  var alsoNamesKnownKeys: Bool {
+    switch self {
+    case .name(_, let known): return known != nil
+    case .nickname: return true
+    case .fingerprint, .prefix: return false
+    }
+  }
+
+  /// Whether the reference names a key (and so pins it: the user's consent to that key). A
+  /// nickname does not here: it may stand for several keys, so a receiver reached at an
+  /// `--address` is checked once connected (``matchesFingerprint(_:)``, then its key).
   var isKey: Bool {
     switch self {
     case .fingerprint, .prefix: return true
-    case .name: return false
+    case .name, .nickname: return false
     }
   }
 }

@@ -86,7 +86,7 @@ struct Delivery: Sendable {
         peer = try await session.invite(
           host: host, port: port, fingerprintPrefix: prefix, context: summary.encoded,
           timeout: remaining, onVerificationCode: shown)
-      case .name, nil:
+      case .name, .nickname, nil:
         peer = try await session.invite(
           host: host, port: port, context: summary.encoded, timeout: remaining,
           onVerificationCode: shown)

@@ -7,8 +7,8 @@ struct ReceiverFinder: Sendable {
   let deadline: ContinuousClock.Instant
 
   /// The one receiver `reference` (the `--to` value `wanted`) names, as soon as it is seen:
-  /// matched by fingerprint first, by display name otherwise. `pinned` is true when it was
-  /// matched by its key (the user's consent to that key).
+  /// matched by fingerprint first (a nickname's keys included), by display name otherwise.
+  /// `pinned` is true when it was matched by its key (the user's consent to that key).
   ///
   /// - Throws: ``CLIFailure``: `.noPeer` when none appears before the deadline; `.usage` when a
   ///   fingerprint prefix or a name matches several receivers; `.authentication` when the value
@@ -48,9 +48,12 @@ struct ReceiverFinder: Sendable {
           code: .ambiguousPeer)
       }
       if byName.count == 1 {
-        // A name that is also a known peer's short prefix: give that peer a moment to appear
-        // too, so that an ambiguity is not decided by who answered first.
-        guard case .name(_, let known?) = reference, known != byName[0].info.fingerprint else {
+        // A name that also stands for known keys (a trusted peer's short prefix or nickname):
+        // give that peer a moment to appear too, so that an ambiguity is not decided by who
+        // answered first.
+        guard reference.alsoNamesKnownKeys,
+          !reference.matchesFingerprint(byName[0].info.fingerprint!)
+        else {
           return (byName[0], false)
         }
         let seen = nameSeen ?? .now

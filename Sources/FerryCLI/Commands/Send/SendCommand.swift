@@ -149,7 +149,11 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     // short to stand for a key refused) before anything else happens — before standard
     // input is read, too.
     var references: [PeerReference] = []
-    for text in to { references.append(try PeerReference.parse(text, knownPeers: knownPeers)) }
+    for text in to {
+      // A trusted peer's name stands for its key, whatever name it advertises now.
+      let reference = try PeerReference.parse(text, knownPeers: knownPeers)
+      references.append(try reference.resolvingNickname(in: knownPeers))
+    }
     let (batch, spool) = try self.batch(events)
     defer { spool?.remove() }
     let identity = try loadIdentity()
