@@ -210,4 +210,26 @@ struct CLIServiceTests {
     #expect(receiver.stdout.contains("\"declined\""), "\(receiver.stdout)")
     #expect(!receiver.stdout.contains("\"accepted\""), "\(receiver.stdout)")
   }
+
+  @Test("--yes --once: an invitation larger than the free space ends the run, exit 1, not a hang")
+  func tooLargeOnce() async throws {
+    let file = try temporaryDirectory("service-huge-once").appendingPathComponent("huge.img")
+    _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: file)
+    try handle.truncate(atOffset: 10 << 40)
+    try handle.close()
+    defer { try? FileManager.default.removeItem(at: file) }
+    let (receiver, port) = try await startReceiver(
+      ["--yes", "--once", "-d", try temporaryDirectory("service-huge-once-dst").path],
+      home: Harness.freshFerryHome())
+    defer { receiver.signal(SIGKILL) }
+    let sent = try await send(file, port: port)
+    #expect(sent.status == 4, "\(sent.stderr)")
+    #expect(await receiver.waitForExit(timeout: .seconds(15)) == 1, "\(receiver.stderr)")
+    let events = receiver.stdoutLines.compactMap { jsonObject($0.text) }
+    #expect(events.contains { $0["event"] as? String == "declined" }, "\(receiver.stdout)")
+    #expect(
+      events.contains { $0["event"] as? String == "error" && $0["code"] as? String == "refused" },
+      "\(receiver.stdout)")
+  }
 }

@@ -191,6 +191,12 @@ struct CLITransferTests {
     defer { sender.signal(SIGKILL) }
     receiver.signal(SIGINT)
     #expect(await receiver.waitForExit() == 130)
+    // The script reading the receiver's events hears how the offer ended.
+    let done = receiver.stdoutLines.compactMap { jsonObject($0.text) }
+      .filter { $0["event"] as? String == "done" }
+    #expect(done.count == 1, "\(receiver.stdout)")
+    #expect(done.first?["code"] as? String == "cancelled", "\(receiver.stdout)")
+    #expect(receiver.stderr.contains("Stopped receiving from"), "\(receiver.stderr)")
     #expect(await sender.waitForExit() == 1, "\(sender.stderr)")
     // The RESET left before the GOODBYE: a cancel, not a receiver that vanished.
     #expect(sender.stderr.contains("cancelled"), "\(sender.stderr)")

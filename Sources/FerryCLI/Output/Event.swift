@@ -60,7 +60,8 @@ enum Event: String, CaseIterable, Sendable {
     case .offer: return ["peer", "files", "bytes"]
     case .progress: return ["peer", "bytes", "total", "bytes_per_second", "files_done", "files"]
     case .fileDone: return ["peer", "path", "checksum", "digest", "sha256", "status", "saved"]
-    case .done: return ["peer", "files", "bytes", "stored", "identical", "bytes_sent", "error"]
+    case .done:
+      return ["peer", "files", "bytes", "stored", "identical", "bytes_sent", "error", "code"]
     case .retrying: return ["peer", "attempt", "delay", "reason"]
     case .resumed: return ["peer", "attempt"]
     case .stagingCleaned: return ["files", "bytes", "dir"]

@@ -22,12 +22,20 @@ final class IncomingTransfers: Sendable {
     transfers.withLock { $0[ObjectIdentifier(transfer)] = transfer }
   }
 
-  func remove(_ transfer: IncomingTransfer) {
-    _ = transfers.withLock { $0.removeValue(forKey: ObjectIdentifier(transfer)) }
+  /// Forgets `transfer`, which ended: false when it was not there any more (``cancelAll()``
+  /// took it, and its end is reported already).
+  func remove(_ transfer: IncomingTransfer) -> Bool {
+    transfers.withLock { $0.removeValue(forKey: ObjectIdentifier(transfer)) } != nil
   }
 
-  /// Cancels every offer under way.
-  func cancelAll() {
-    for transfer in transfers.withLock({ Array($0.values) }) { transfer.cancel() }
+  /// Cancels every offer under way and forgets it; returns them, for the caller to report their
+  /// end: the session that reports it itself is closed right after (Ctrl-C), too soon for that.
+  func cancelAll() -> [IncomingTransfer] {
+    let cancelled = transfers.withLock { transfers in
+      defer { transfers.removeAll() }
+      return Array(transfers.values)
+    }
+    for transfer in cancelled { transfer.cancel() }
+    return cancelled
   }
 }

@@ -72,7 +72,8 @@ final class OnceGate: Sendable {
     }
   }
 
-  /// The library refused an offer from `sender`: true if that is the one offer's outcome (the
+  /// The library refused an offer from `sender`, or an invitation from a sender the policy
+  /// accepts was declined for lack of space: true if that is the one offer's outcome (the
   /// first offer, refused before anyone was asked; the accepted one, refused for lack of
   /// space; or the one again, after its sender came back).
   func claimRefusal(from sender: Fingerprint) -> Bool {

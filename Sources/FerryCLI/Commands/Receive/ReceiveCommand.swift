@@ -186,7 +186,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     let incoming = IncomingTransfers()
     let open = OpenInvitations()
     let bar = ProgressBar(enabled: self.output.showsProgress)
-    Interrupts.onInterrupt {
+    Interrupts.onInterrupt { [output] in
       // What had arrived stays on screen; the cancels below draw nothing over it.
       bar.stop()
       sink?.removePrivateFolder()
@@ -198,7 +198,10 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       }
       // Cancel what is arriving (the staged bytes stay for a resume); the RESETs leave before
       // each connection closes, and it closes once the sender has read them (at most 5 s).
-      incoming.cancelAll()
+      // Their end is reported here: the session's own report would come after it closed.
+      for transfer in incoming.cancelAll() {
+        ReceiveReporter.interrupted(transfer, output: output)
+      }
       await session.closeAndWait(timeout: .seconds(5))
     }
     do {

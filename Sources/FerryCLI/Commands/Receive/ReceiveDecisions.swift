@@ -48,6 +48,8 @@ struct ReceiveDecisions: Sendable {
     var reason = "the person at the receiver said no"
     var resumed: Approvals.Approval?
     var byPolicy = false
+    // --once: a decline that is the one offer's outcome.
+    var isOutcome = false
     let isConnected = session.connectedPeers.contains { $0.fingerprint == invitation.fingerprint }
     if oneFile, let summary, summary.text == nil, summary.entries != 1 || summary.files != 1 {
       prompt.warn(invitation)
@@ -60,6 +62,9 @@ struct ReceiveDecisions: Sendable {
       // Before anyone is asked: a yes could only end in a refused offer.
       accept = false
       reason = "\(lack) on the receiver"
+      // --once: from a sender the policy accepts, this is the one offer, refused (exit 1) as
+      // the library refuses an offer for want of room; anyone else's is only declined.
+      isOutcome = policy.decision(for: invitation)?.accept == true
     } else if let decision = policy.decision(for: invitation) {
       prompt.warn(invitation)
       (accept, byPolicy) = (decision.accept, true)
@@ -98,6 +103,12 @@ struct ReceiveDecisions: Sendable {
       output.event(
         .declined, [("peer", .string(invitation.peer.displayName)), ("reason", .string(reason))])
       prompt.bar.above { output.note("Declined \(invitation.peer) (\(reason)).") }
+      if isOutcome, let gate, gate.claimRefusal(from: invitation.fingerprint) {
+        outcomes.yield(
+          CLIFailure(
+            status: .transferFailed,
+            message: "refused the files from \(invitation.peer) (\(reason))", code: .refused))
+      }
       return
     }
     approvals.record(invitation, summary: summary, byPolicy: byPolicy, carrying: resumed)

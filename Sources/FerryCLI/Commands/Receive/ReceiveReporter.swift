@@ -105,15 +105,10 @@ struct ReceiveReporter: Sendable {
             code: .refused))
       }
     case .offerFinished(let transfer, let error):
-      incoming.remove(transfer)
+      // Cancelled by Ctrl-C: reported then (``interrupted(_:output:)``).
+      guard incoming.remove(transfer) else { return }
       bar.remove(transfer.peer.displayName)
-      output.event(
-        .done,
-        [
-          ("peer", .string(transfer.peer.displayName)), ("files", .int(transfer.files.count)),
-          ("bytes", .int(Int(transfer.totalBytes))),
-          ("error", error.map { .string($0.description) } ?? .null),
-        ])
+      Self.done(transfer, error, output: output)
       let identical = incoming.takeIdentical(from: transfer.peer)
       if let error {
         bar.above { output.note(Self.ending(of: transfer, error)) }
@@ -176,6 +171,29 @@ struct ReceiveReporter: Sendable {
         if gate.resumeExpired(generation: generation) { outcomes.yield(outcome) }
       }
     }
+  }
+
+  /// The `done` event of `transfer`, ended with `error` (nil: every file settled).
+  private static func done(
+    _ transfer: IncomingTransfer, _ error: TransferError?, output: EventWriter
+  ) {
+    output.event(
+      .done,
+      [
+        ("peer", .string(transfer.peer.displayName)), ("files", .int(transfer.files.count)),
+        ("bytes", .int(Int(transfer.totalBytes))),
+        ("error", error.map { .string($0.description) } ?? .null),
+        ("code", error.map { .string(code($0).rawValue) } ?? .null),
+      ])
+  }
+
+  /// Reports `transfer`, cancelled by Ctrl-C (``IncomingTransfers/cancelAll()``), as ended: its
+  /// `done` event (code `cancelled`) and a line, before the process exits 130.
+  static func interrupted(_ transfer: IncomingTransfer, output: EventWriter) {
+    done(transfer, .cancelled, output: output)
+    output.note(
+      "Stopped receiving from \(transfer.peer); what arrived is kept in the staging folder: "
+        + "sending the same files again resumes.")
   }
 
   /// How long `--once` waits for the next part of a batch (its sender offers it as soon as
