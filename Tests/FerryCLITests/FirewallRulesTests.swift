@@ -90,6 +90,16 @@ struct FirewallRulesTests {
         "nft insert rule inet ftest in_ferry udp dport 5353 accept",
         "nft insert rule inet ftest in_ferry tcp dport 52000 accept",
       ])
+    // An accept for some sources only leaves the drop for the rest.
+    #expect(
+      FirewallRules.nftables(
+        Self.nft(["ip saddr 10.0.0.0/8 udp dport 5353 accept", "udp dport 5353 drop"]), port: nil
+      ).findings.map(\.affects) == ["mdns"])
+    #expect(
+      FirewallRules.iptables(
+        "-A INPUT -s 10.0.0.0/8 -p udp --dport 5353 -j ACCEPT\n-A INPUT -p udp --dport 5353 -j DROP\n",
+        port: nil
+      ).findings.map(\.affects) == ["mdns"])
     // The doctor's own fix followed: the accept ahead of the drop.
     #expect(
       FirewallRules.nftables(Self.nft(["udp dport 5353 accept", "udp dport 5353 drop"]), port: nil)

@@ -197,6 +197,10 @@ struct CLITransferTests {
     #expect(done.count == 1, "\(receiver.stdout)")
     #expect(done.first?["code"] as? String == "cancelled", "\(receiver.stdout)")
     #expect(receiver.stderr.contains("Stopped receiving from"), "\(receiver.stderr)")
+    // ... and `done` is that offer's last word: no file-by-file cancel after it.
+    let events = receiver.stdoutLines.compactMap { jsonObject($0.text) }
+    let after = events.drop { $0["event"] as? String != "done" }.dropFirst()
+    #expect(!after.contains { $0["event"] as? String == "error" }, "\(receiver.stdout)")
     #expect(await sender.waitForExit() == 1, "\(sender.stderr)")
     // The RESET left before the GOODBYE: a cancel, not a receiver that vanished.
     #expect(sender.stderr.contains("cancelled"), "\(sender.stderr)")

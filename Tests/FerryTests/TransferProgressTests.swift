@@ -41,5 +41,7 @@ struct TransferProgressTests {
     #expect(last?.total == 1010)
     #expect(last?.filesDone == 1)
     #expect(last?.fileCount == 2)
+    #expect(last?.currentFile == "big")
+    #expect(last?.currentFileBytes == 270)
   }
 }

@@ -99,7 +99,8 @@ public final class TransferProgress: @unchecked Sendable {
         state.bytesMissing += sizes[index] - state.done[index]
       }
       state.sum += sizes[index] - state.done[index]
-      state.done[index] = sizes[index]
+      // A failed file's row keeps what arrived (its `Progress` still completes, once).
+      if !failed { state.done[index] = sizes[index] }
       state.reported[index] = sizes[index]
       state.files[index]?.completedUnitCount = sizes[index]
       state.filesDone += 1

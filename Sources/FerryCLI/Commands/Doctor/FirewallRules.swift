@@ -93,8 +93,13 @@ struct FirewallRules: Sendable, Equatable {
       } else if verdict && tcp && !accepts.port {
         found("port", line)
       }
-      if accept && mdns { accepts.mdns = true }
-      if accept && tcp { accepts.port = true }
+      // Only an accept for every source counts: one for some addresses or an interface leaves
+      // the rest to the drop below it.
+      let narrow = ["saddr", "daddr", "iifname", "iif", "ether", "mark"].contains {
+        words.contains($0)
+      }
+      if accept && mdns && !narrow { accepts.mdns = true }
+      if accept && tcp && !narrow { accepts.port = true }
     }
     closeChain()
     return result
@@ -135,8 +140,11 @@ struct FirewallRules: Sendable, Equatable {
       } else if verdict && tcp && !accepts.port {
         found("port")
       }
-      if line.contains("-j ACCEPT") && mdns { accepts.mdns = true }
-      if line.contains("-j ACCEPT") && tcp { accepts.port = true }
+      let narrow = ["-s", "-d", "-i", "--src-range", "--mac-source"].contains {
+        line.split(separator: " ").contains(Substring($0))
+      }
+      if line.contains("-j ACCEPT") && mdns && !narrow { accepts.mdns = true }
+      if line.contains("-j ACCEPT") && tcp && !narrow { accepts.port = true }
     }
     if dropPolicy {
       if !accepts.mdns {

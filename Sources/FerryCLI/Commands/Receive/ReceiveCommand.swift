@@ -200,7 +200,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       // each connection closes, and it closes once the sender has read them (at most 5 s).
       // Their end is reported here: the session's own report would come after it closed.
       for transfer in incoming.cancelAll() {
-        ReceiveReporter.interrupted(transfer, output: output)
+        ReceiveReporter.interrupted(transfer, output: output, kept: sink == nil)
       }
       await session.closeAndWait(timeout: .seconds(5))
     }

@@ -73,6 +73,9 @@ struct ReceiveReporter: Sendable {
         bar.above { output.say("Already there: \(printable(url.path)) (identical, not sent)") }
       }
     case .finished(let name, let peer, .failure(let error), _):
+      // Ctrl-C: each offer it cut short is reported once, whole (``interrupted``), not file
+      // by file after its `done`.
+      guard !Interrupts.wasInterrupted else { return }
       output.event(
         .error,
         [
@@ -105,7 +108,7 @@ struct ReceiveReporter: Sendable {
             code: .refused))
       }
     case .offerFinished(let transfer, let error):
-      // Cancelled by Ctrl-C: reported then (``interrupted(_:output:)``).
+      // Cancelled by Ctrl-C: reported then (``interrupted(_:output:kept:)``).
       guard incoming.remove(transfer) else { return }
       bar.remove(transfer.peer.displayName)
       Self.done(transfer, error, output: output)
@@ -189,11 +192,14 @@ struct ReceiveReporter: Sendable {
 
   /// Reports `transfer`, cancelled by Ctrl-C (``IncomingTransfers/cancelAll()``), as ended: its
   /// `done` event (code `cancelled`) and a line, before the process exits 130.
-  static func interrupted(_ transfer: IncomingTransfer, output: EventWriter) {
+  /// `kept`: what arrived stays staged for a resume (not so with `--stdout`'s private folder).
+  static func interrupted(_ transfer: IncomingTransfer, output: EventWriter, kept: Bool) {
     done(transfer, .cancelled, output: output)
     output.note(
-      "Stopped receiving from \(transfer.peer); what arrived is kept in the staging folder: "
-        + "sending the same files again resumes.")
+      "Stopped receiving from \(transfer.peer)"
+        + (kept
+          ? "; what arrived is kept in the staging folder: sending the same files again resumes."
+          : "."))
   }
 
   /// How long `--once` waits for the next part of a batch (its sender offers it as soon as
