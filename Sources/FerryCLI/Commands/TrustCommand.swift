@@ -28,7 +28,7 @@ struct TrustCommand: LoggingCommand, AsyncParsableCommand {
 
   @Option(
     help: ArgumentHelp(
-      "The name to remember the peer by: 'ferry send --to NAME' finds its key by it, "
+      "The name to remember the peer by: 'ferry send' finds its key by that name, "
         + "whatever name it advertises."))
   var name: String?
 

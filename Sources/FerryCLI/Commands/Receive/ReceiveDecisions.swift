@@ -104,6 +104,9 @@ struct ReceiveDecisions: Sendable {
         .declined, [("peer", .string(invitation.peer.displayName)), ("reason", .string(reason))])
       prompt.bar.above { output.note("Declined \(invitation.peer) (\(reason)).") }
       if isOutcome, let gate, gate.claimRefusal(from: invitation.fingerprint) {
+        // The DECLINE needs a moment on the wire before --once ends the process (the
+        // invitation's connection is not a session link the end waits for).
+        try? await Task.sleep(for: .milliseconds(500))
         outcomes.yield(
           CLIFailure(
             status: .transferFailed,
