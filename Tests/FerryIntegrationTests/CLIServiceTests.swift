@@ -189,14 +189,20 @@ struct CLIServiceTests {
     #expect(FileManager.default.fileExists(atPath: missing.appendingPathComponent("x.bin").path))
   }
 
-  @Test("an invitation larger than the free space is declined before anyone is asked (exit 4)")
-  func tooLarge() async throws {
-    // A sparse 10 TiB file: announced in full, nothing on disk.
-    let file = try temporaryDirectory("service-huge").appendingPathComponent("huge.img")
+  /// A sparse 10 TiB file in a new folder named after `folder`: announced in full, nothing on
+  /// disk.
+  static func hugeSparseFile(_ folder: String) throws -> URL {
+    let file = try temporaryDirectory(folder).appendingPathComponent("huge.img")
     _ = FileManager.default.createFile(atPath: file.path, contents: nil)
     let handle = try FileHandle(forWritingTo: file)
     try handle.truncate(atOffset: 10 << 40)
     try handle.close()
+    return file
+  }
+
+  @Test("an invitation larger than the free space is declined before anyone is asked (exit 4)")
+  func tooLarge() async throws {
+    let file = try Self.hugeSparseFile("service-huge")
     defer { try? FileManager.default.removeItem(at: file) }
     let destination = try temporaryDirectory("service-huge-dst")
     let (receiver, port) = try await startReceiver(
@@ -213,11 +219,7 @@ struct CLIServiceTests {
 
   @Test("--yes --once: an invitation larger than the free space ends the run, exit 1, not a hang")
   func tooLargeOnce() async throws {
-    let file = try temporaryDirectory("service-huge-once").appendingPathComponent("huge.img")
-    _ = FileManager.default.createFile(atPath: file.path, contents: nil)
-    let handle = try FileHandle(forWritingTo: file)
-    try handle.truncate(atOffset: 10 << 40)
-    try handle.close()
+    let file = try Self.hugeSparseFile("service-huge-once")
     defer { try? FileManager.default.removeItem(at: file) }
     let (receiver, port) = try await startReceiver(
       ["--yes", "--once", "-d", try temporaryDirectory("service-huge-once-dst").path],
