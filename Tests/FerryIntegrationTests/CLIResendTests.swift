@@ -192,4 +192,56 @@ struct CLIResendTests {
     }
     #expect(skipped.compactMap { $0["path"] as? String } == ["batch/d3/file3.dat"])
   }
+
+  @Test(
+    "a file whose name was taken, sent twice: saved once as 'notes (1).txt', then identical there, not 'notes (2).txt'"
+  )
+  func resendAfterRename() async throws {
+    let destination = try temporaryDirectory("renamed-dst")
+    let theirs = Data("the receiver's own notes\n".utf8)
+    try theirs.write(to: destination.appendingPathComponent("notes.txt"))
+    let source = try temporaryDirectory("renamed-src")
+    let notes = source.appendingPathComponent("notes.txt")
+    try Data("the sender's notes, a different file\n".utf8).write(to: notes)
+    let receiver = try ChildProcess.ferry(
+      ["receive", "--yes", "--json", "--dir", destination.path, "--name", "renamed"],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    defer { receiver.signal(SIGKILL) }
+    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
+    let home = Harness.freshFerryHome()
+
+    let first = try await send(notes, port: port, home: home)
+    #expect(first.status == 0, "\(first.stderr)")
+    #expect(first.events.last?["stored"] as? Int == 1)
+    #expect(names(destination).sorted() == ["notes (1).txt", "notes.txt"])
+
+    for attempt in 0..<2 {
+      let again = try await send(notes, port: port, home: home)
+      #expect(again.status == 0, "\(again.stderr)")
+      let done = try #require(again.events.last)
+      #expect(done["identical"] as? Int == 1, "attempt \(attempt): \(done)")
+      #expect(done["stored"] as? Int == 0)
+      #expect(done["bytes_sent"] as? Int == 0)
+      #expect(names(destination).sorted() == ["notes (1).txt", "notes.txt"], "attempt \(attempt)")
+    }
+    let saved = receiver.stdoutLines.compactMap { jsonObject($0.text) }.last {
+      $0["event"] as? String == "file-done" && $0["status"] as? String == "identical"
+    }
+    #expect((saved?["saved"] as? String)?.hasSuffix("/notes (1).txt") == true, "\(saved ?? [:])")
+    #expect(try Data(contentsOf: destination.appendingPathComponent("notes.txt")) == theirs)
+
+    // Changed content under the same name: a new copy beside both, as the policy says.
+    try Data("the sender's notes, edited\n".utf8).write(to: notes)
+    let edited = try await send(notes, port: port, home: home)
+    #expect(edited.status == 0, "\(edited.stderr)")
+    #expect(edited.events.last?["stored"] as? Int == 1, "\(edited.events.last ?? [:])")
+    #expect(names(destination).sorted() == ["notes (1).txt", "notes (2).txt", "notes.txt"])
+
+    // Another sender's same file is not compared with this sender's copies: a copy of its own.
+    try Data("the sender's notes, a different file\n".utf8).write(to: notes)
+    let stranger = try await send(notes, port: port, home: Harness.freshFerryHome())
+    #expect(stranger.events.last?["identical"] as? Int == 0, "\(stranger.events.last ?? [:])")
+    #expect(names(destination).count == 4)
+  }
 }

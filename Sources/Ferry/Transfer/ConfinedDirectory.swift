@@ -153,6 +153,33 @@ struct ConfinedDirectory {
     return Self.carries(sender, fd)
   }
 
+  /// Where under the root a file that `sender` placed with `file`'s size and modification time
+  /// is (``holdsFile(at:matching:from:)``): at `path` itself, or — with `renamed`, when
+  /// something else is at `path` — under one of the names the `rename` policy gives a file
+  /// offered as `path` (`NAME (1).EXT`, `NAME (2).EXT`, …), walked as
+  /// ``place(_:from:at:policy:in:)`` walks them, up to the first name not taken (at most a
+  /// thousand): the same file
+  /// sent again after its name was taken. Nil when there is none. Nothing is read or written.
+  func heldFile(
+    at path: RelativePath, matching file: OfferedFile, from sender: [UInt8], renamed: Bool
+  ) -> RelativePath? {
+    if holdsFile(at: path, matching: file, from: sender) { return path }
+    guard renamed, exists(path) else { return nil }
+    // Bounded: past a thousand taken names, sending once more costs a copy, not a long walk.
+    for number in 1...1000 {
+      guard let candidate = Self.renamed(path, number), exists(candidate) else { return nil }
+      if holdsFile(at: candidate, matching: file, from: sender) { return candidate }
+    }
+    return nil
+  }
+
+  /// `path` with its last component numbered as the `rename` policy numbers it
+  /// (``numbered(_:_:)``); nil when that name is too long to be one.
+  private static func renamed(_ path: RelativePath, _ number: Int) -> RelativePath? {
+    let components = path.components.dropLast() + [numbered(path.fileName, number)]
+    return try? RelativePath(validating: components.joined(separator: "/"))
+  }
+
   /// Whether the regular file at `path` under the root is one that `sender` placed
   /// (``senderAttribute``), whatever its size and time now: what that sender may be told of it
   /// (that its own file is there). Walks and opens without following a link.

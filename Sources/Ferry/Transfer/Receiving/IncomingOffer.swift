@@ -54,6 +54,9 @@ final class IncomingOffer: @unchecked Sendable {
   /// Files the destination holds with the offered size and time: the sender sends such a file's
   /// digest first, and the file itself (its space reserved then) only if the content differs.
   private var held: Set<Int> = []
+  /// Where each held file's copy is: its own path, or the name the `rename` policy gave it when
+  /// its own was taken (``ConfinedDirectory/heldFile(at:matching:from:renamed:)``).
+  private var heldAt: [Int: RelativePath] = [:]
   /// Held files whose digest-first FILE_END came.
   private var heldAnswered: Set<Int> = []
   /// Held files still to hash here, the next one last: this side hashes its own copies while
@@ -286,12 +289,15 @@ final class IncomingOffer: @unchecked Sendable {
           continue
         }
         // The same content already there (size and time first, then the digest) is neither
-        // sent nor written, whatever the conflict policy: that is for different content.
+        // sent nor written, whatever the conflict policy: that is for different content. Under
+        // the rename policy, "there" is also the name its copy got when its own was taken.
         if holdsFiles, options.relocate, !file.isFolder,
-          staging.destination.holdsFile(
-            at: paths[index], matching: file, from: peer.fingerprint.bytes)
+          let copy = staging.destination.heldFile(
+            at: paths[index], matching: file, from: peer.fingerprint.bytes,
+            renamed: options.conflictPolicy == .rename)
         {
           held.insert(index)
+          heldAt[index] = copy
           offsets.append(0)
           continue
         }
@@ -408,7 +414,9 @@ final class IncomingOffer: @unchecked Sendable {
     while let index = heldToHash.popLast() {
       guard remaining.contains(index), promised[index] == nil else { continue }
       hashingHeld = true
-      let (destination, path, file) = (staging.destination, paths[index], offered[index])
+      let (destination, path, file) = (
+        staging.destination, heldAt[index] ?? paths[index], offered[index]
+      )
       let checksum = self.checksum
       executor.runDetached { [weak self] in
         guard let self else { return }
@@ -619,15 +627,16 @@ final class IncomingOffer: @unchecked Sendable {
     // The sender may be waiting for this answer alone: it hears of it at once, not in 20 ms.
     defer { flushAcks() }
     // Hashed maybe well before the digest came: the file must still have the same size and time.
+    let copy = heldAt[index] ?? paths[index]
     if there == digest,
       staging.destination.holdsFile(
-        at: paths[index], matching: offered[index], from: peer.fingerprint.bytes)
+        at: copy, matching: offered[index], from: peer.fingerprint.bytes)
     {
       remaining.remove(index)
       staging.remove(names[index])  // a partial staged by an earlier attempt, and its .meta
       return conclude(
         index, .identical, reason: "",
-        result: .success(options.destination.appending(path: offered[index].path)),
+        result: .success(options.destination.appending(path: copy.description)),
         digest: FileDigest(checksum, digest))
     }
     if options.conflictPolicy == .skip || receivedBefore(index, options) {
