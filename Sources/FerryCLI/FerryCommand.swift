@@ -13,7 +13,8 @@ struct FerryCommand: LoggingCommand, AsyncParsableCommand {
       Peers find each other through mDNS/DNS-SD (avahi-daemon).
 
       Exit codes: 0 success, 1 a transfer failed, 2 usage or invalid input, 3 no peer found or \
-      timed out, 4 declined, 5 authentication failure, 6 discovery unavailable, 130 interrupted.
+      timed out, 4 declined, 5 authentication failure, 6 discovery unavailable, 7 sent but for \
+      unreadable files in folders, 130 interrupted.
 
       Examples:
         ferry receive                          # on the machine that gets the files

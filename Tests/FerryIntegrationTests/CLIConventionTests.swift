@@ -72,6 +72,71 @@ struct CLIConventionTests {
     #expect(result.stdout.contains("\"cannot-read\""), "\(result.stdout)")
   }
 
+  @Test("unreadable files and folders inside a folder are left out, the rest is sent: exit 7")
+  func unreadableInsideFolder() async throws {
+    // As nobody: root reads every file.
+    let root = try temporaryDirectory("partial")
+    chmod(root.path, 0o755)
+    let folder = root.appendingPathComponent("tree")
+    let open = folder.appendingPathComponent("open.txt")
+    let secret = folder.appendingPathComponent("secret.txt")
+    let locked = folder.appendingPathComponent("locked")
+    try writeFile(open, size: 10)
+    try writeFile(secret, size: 10)
+    try writeFile(locked.appendingPathComponent("inside.txt"), size: 10)
+    chmod(folder.path, 0o755)
+    chmod(open.path, 0o644)
+    chmod(secret.path, 0o600)
+    chmod(locked.path, 0o700)
+    let home = root.appendingPathComponent("home")
+    try FileManager.default.createDirectory(at: home, withIntermediateDirectories: false)
+    chown(home.path, 65_534, 65_534)
+    let destination = try temporaryDirectory("partial-dst")
+    let receiver = try ChildProcess.ferry(
+      ["receive", "--yes", "--json", "--dir", destination.path, "--name", "partial"],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    defer { receiver.signal(SIGKILL) }
+    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
+    let asNobody = ["--reuid", "65534", "--regid", "65534", "--clear-groups"]
+    let result = try await run(
+      "/usr/bin/setpriv",
+      asNobody + [
+        Harness.ferryBinary, "send", "-j", "--address", "127.0.0.1:\(port)", folder.path,
+      ],
+      environment: Self.noBus.merging(["FERRY_HOME": home.path]) { $1 })
+    #expect(result.status == 7, "\(result.stderr)")
+    let events = result.stdout.split(separator: "\n").compactMap { jsonObject(String($0)) }
+    let leftOut = events.filter { $0["event"] as? String == "left-out" }
+    let names = Set(leftOut.compactMap { ($0["path"] as? String)?.split(separator: "/").last })
+    #expect(names == ["secret.txt", "locked"], "\(leftOut)")
+    #expect(leftOut.allSatisfy { $0["unreadable"] as? Bool == true })
+    let done = try #require(events.first { $0["event"] as? String == "done" })
+    #expect(done["stored"] as? Int == 1, "\(done)")
+    #expect(done["unreadable"] as? Int == 2, "\(done)")
+    #expect(events.last?["code"] as? String == "unreadable")
+    #expect(events.last?["exit"] as? Int == 7)
+    #expect(
+      result.stderr.contains("secret.txt: unreadable (permission denied)"), "\(result.stderr)")
+    #expect(result.stderr.contains("not 2 unreadable paths"), "\(result.stderr)")
+    let arrived = destination.appendingPathComponent("tree")
+    #expect(FileManager.default.fileExists(atPath: arrived.appendingPathComponent("open.txt").path))
+    #expect(
+      !FileManager.default.fileExists(atPath: arrived.appendingPathComponent("secret.txt").path))
+    #expect(!FileManager.default.fileExists(atPath: arrived.appendingPathComponent("locked").path))
+
+    // Nothing readable at all: nothing to send, exit 2 before anyone is asked, saying why.
+    chmod(open.path, 0o600)
+    let nothing = try await run(
+      "/usr/bin/setpriv",
+      asNobody + [Harness.ferryBinary, "send", "--address", "127.0.0.1:\(port)", folder.path],
+      environment: Self.noBus.merging(["FERRY_HOME": home.path]) { $1 })
+    #expect(nothing.status == 2, "\(nothing.stderr)")
+    #expect(
+      nothing.stderr.contains("nothing to send (left out: 3 unreadable paths)"), "\(nothing.stderr)"
+    )
+  }
+
   @Test("'ferry' alone and 'ferry help nonexist' print the help on stderr and exit 2")
   func missingCommand() async throws {
     let alone = try await run(Harness.ferryBinary, [])

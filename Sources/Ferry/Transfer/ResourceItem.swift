@@ -36,6 +36,9 @@ public struct ResourceItem: Hashable, Sendable {
     public var path: String
     /// Why: "a symbolic link (not followed)", "a named pipe", ….
     public var reason: String
+    /// Whether it was left out because it could not be read (``ResourceWalk``'s
+    /// `skippingUnreadable`), rather than for what it is: what was meant to go did not.
+    public var unreadable: Bool = false
   }
 
   /// Expands files and directories into items: a file keeps its name; a directory contributes

@@ -14,10 +14,12 @@ import Foundation
 /// next name's; a folder with nothing to send below it is found as an empty folder,
 /// ``ResourceItem/isFolder``, once its names are walked). Symbolic links, pipes, sockets and devices inside folders are left out and
 /// reported; an entry named directly is read through its link, as ``ResourceItem/expanding(_:skipped:)``
-/// does. Every path found is checked as the receiver will check it (``RelativePath``), and two
-/// names of one folder that are the same name in another spelling (precomposed `é` and
-/// `e` + U+0301) are refused, as the receiver would refuse them. Entries must not overlap one
-/// another (check them with ``ResourceItem/checked(_:)`` first, as folders).
+/// does. With `skippingUnreadable`, files and folders inside folders that this user may not
+/// read are left out and reported too (``ResourceItem/Skipped/unreadable``). Every path found
+/// is checked as the receiver will check it (``RelativePath``), and two names of one folder
+/// that are the same name in another spelling (precomposed `é` and `e` + U+0301) are refused,
+/// as the receiver would refuse them. Entries must not overlap one another (check them with
+/// ``ResourceItem/checked(_:)`` first, as folders).
 ///
 /// Not thread-safe: one walker per task. Walking twice reads the disk twice.
 public struct ResourceWalk {
@@ -41,15 +43,23 @@ public struct ResourceWalk {
 
   private var entries: IndexingIterator<[ResourceItem]>
   private var stack: [Folder] = []
+  /// Whether a file or folder inside a folder that cannot be read for want of permission is
+  /// left out (and reported) rather than the walk's failure.
+  private let skipsUnreadable: Bool
 
   /// A walk of `entries`, each a file or a folder, offered under its ``ResourceItem/path``.
-  public init(_ entries: [ResourceItem]) {
+  /// `skippingUnreadable`: a file or folder *inside* a folder that this user may not read
+  /// (permission denied) is left out and reported to `skipped`, as `rsync` leaves it out; an
+  /// entry itself that cannot be read is still the walk's failure.
+  public init(_ entries: [ResourceItem], skippingUnreadable: Bool = false) {
     self.entries = entries.makeIterator()
+    self.skipsUnreadable = skippingUnreadable
   }
 
   /// The next file, or nil when every entry is walked.
   ///
-  /// - Parameter skipped: Told of each thing inside a folder that is not a file or folder.
+  /// - Parameter skipped: Told of each thing inside a folder that is not a file or folder (and,
+  ///   with `skippingUnreadable`, of each one that cannot be read).
   /// - Throws: ``ResourceError/cannotRead(_:)`` for an entry or folder that cannot be read, a
   ///   name that is not UTF-8 or an unreadable file; ``ResourceError/unsafePath(_:)`` for a
   ///   path the receiver would refuse.
@@ -88,20 +98,34 @@ public struct ResourceWalk {
       var status = stat()
       guard lstat(onDisk, &status) == 0 else {
         // Gone since the folder was read: not there to send.
-        if errno == ENOENT { continue }
+        if errno == ENOENT || leftOut(onDisk, skipped) { continue }
         throw .cannotRead("\(onDisk): \(errnoText().lowercased())")
       }
       switch status.st_mode & S_IFMT {
       case S_IFREG:
+        if access(onDisk, R_OK) != 0, leftOut(onDisk, skipped) { continue }
         let file = try found(onDisk, path: folder.relative + "/" + name, status: status)
         stack[top].found = true
         return file
       case S_IFDIR:
+        // Listed and walked into: both need permission.
+        if access(onDisk, R_OK | X_OK) != 0, leftOut(onDisk, skipped) { continue }
         try push(onDisk, relative: folder.relative + "/" + name)
       case let kind:
         skipped(ResourceItem.Skipped(path: onDisk, reason: fileKind(kind)))
       }
     }
+  }
+
+  /// Whether `onDisk`, inside a folder, is left out for the error in `errno` rather than be the
+  /// walk's failure: permission denied, when the walk skips what it cannot read (`skipped` is
+  /// told). `errno` is kept for the caller otherwise.
+  private func leftOut(_ onDisk: String, _ skipped: (ResourceItem.Skipped) -> Void) -> Bool {
+    let error = errno
+    guard skipsUnreadable, error == EACCES || error == EPERM else { return false }
+    let reason = "unreadable (\(String(cString: strerror(error)).lowercased()))"
+    skipped(ResourceItem.Skipped(path: onDisk, reason: reason, unreadable: true))
+    return true
   }
 
   /// A file to offer, checked as the receiver will check its path, and readable.

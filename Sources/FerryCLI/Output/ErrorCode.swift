@@ -39,6 +39,8 @@ enum ErrorCode: String, CaseIterable, Sendable {
   case cancelled
   case interrupted
   case partial
+  /// Files or folders inside the folders sent could not be read and were left out (exit 7).
+  case unreadable
   case peerDisconnected = "peer-disconnected"
   case stalled
   case integrity

@@ -21,6 +21,7 @@ enum Event: String, CaseIterable, Sendable {
   case offer
   case progress
   case fileDone = "file-done"
+  case leftOut = "left-out"
   case done
   case retrying
   case resumed
@@ -60,8 +61,11 @@ enum Event: String, CaseIterable, Sendable {
     case .offer: return ["peer", "files", "bytes"]
     case .progress: return ["peer", "bytes", "total", "bytes_per_second", "files_done", "files"]
     case .fileDone: return ["peer", "path", "checksum", "digest", "sha256", "status", "saved"]
+    case .leftOut: return ["path", "reason", "unreadable"]
     case .done:
-      return ["peer", "files", "bytes", "stored", "identical", "bytes_sent", "error", "code"]
+      return [
+        "peer", "files", "bytes", "stored", "identical", "bytes_sent", "unreadable", "error", "code",
+      ]
     case .retrying: return ["peer", "attempt", "delay", "reason"]
     case .resumed: return ["peer", "attempt"]
     case .stagingCleaned: return ["files", "bytes", "dir"]

@@ -14,6 +14,9 @@ enum ExitStatus: Int32, Sendable {
   case authentication = 5
   /// Discovery unavailable (no avahi-daemon).
   case discoveryUnavailable = 6
+  /// Sent, but files or folders inside the folders sent could not be read and were left out
+  /// (rsync's 23).
+  case partial = 7
   /// Interrupted (SIGINT).
   case interrupted = 130
 }

@@ -207,7 +207,7 @@ struct Delivery: Sendable {
       [
         ("peer", .string(label)), ("files", .int(totals.files)), ("stored", .int(totals.stored)),
         ("identical", .int(totals.identical)), ("bytes", .int(Int(summary.bytes))),
-        ("bytes_sent", .int(Int(totals.sent))),
+        ("bytes_sent", .int(Int(totals.sent))), ("unreadable", .int(parts.unreadable)),
       ])
     let already =
       totals.identical > 0 ? ", \(totals.identical) already there (identical, not sent)" : ""
@@ -218,6 +218,14 @@ struct Delivery: Sendable {
       output.note(
         "Sent \(totals.stored) of \(Quantity.count(totals.files, "file"))\(already), "
           + "\(Quantity.bytes(summary.bytes)) to \(peer.displayName)\(resumed).")
+    }
+    // Like rsync's exit 23: the rest was sent, but not everything asked for.
+    guard parts.unreadable == 0 else {
+      return CLIFailure(
+        status: .partial,
+        message: "\(peer.displayName) got the rest, but not "
+          + "\(Quantity.count(parts.unreadable, "unreadable path")) (left out above)",
+        code: .unreadable)
     }
     return nil
   }

@@ -20,16 +20,21 @@ struct SendBatch: Sendable {
     return test
   }()
 
-  /// Walks `entries` to sum them up; what a folder holds besides files and folders is left out
-  /// and reported to `skipped`.
+  /// Walks `entries` to sum them up; what a folder holds besides files and folders, and what
+  /// in it cannot be read, is left out and reported to `skipped` (``Parts`` leaves it out
+  /// again, and counts what it could not read).
   ///
-  /// - Throws: ``CLIFailure`` (usage) for an unreadable file or folder, a path the receiver
-  ///   would refuse, more than 2^62 bytes in all, or nothing to send.
+  /// - Throws: ``CLIFailure`` (usage) for an unreadable entry, a path the receiver would
+  ///   refuse, more than 2^62 bytes in all, or nothing to send.
   init(entries: [ResourceItem], skipped: (ResourceItem.Skipped) -> Void) throws(CLIFailure) {
     var builder = OfferSummary.Builder()
-    var walk = ResourceWalk(entries)
+    var walk = ResourceWalk(entries, skippingUnreadable: true)
+    var unreadable = 0
     do {
-      while let found = try walk.next(skipped: skipped) {
+      while let found = try walk.next(skipped: {
+        if $0.unreadable { unreadable += 1 }
+        skipped($0)
+      }) {
         builder.add(found.item.path, size: found.size, isFolder: found.item.isFolder)
         guard builder.totalBytes <= ProtocolLimits.maximumOfferBytes else {
           throw SendPaths.failure(
@@ -44,16 +49,22 @@ struct SendBatch: Sendable {
       throw CLIFailure(status: .usage, message: "\(error)", code: .cannotRead)
     }
     let summary = builder.summary
-    // Empty folders are sent too: only entries that name nothing at all leave nothing.
-    guard summary.entries > 0 else {
-      throw CLIFailure(status: .usage, message: "nothing to send", code: .empty)
+    // Empty folders are sent too: only entries that name nothing at all leave nothing — or
+    // folders whose every file was left out unreadable: asking for empty shells would be a yes
+    // to nothing the user meant.
+    guard summary.entries > 0, unreadable == 0 || summary.files > 0 else {
+      let why =
+        unreadable > 0 ? " (left out: \(Quantity.count(unreadable, "unreadable path")))" : ""
+      throw CLIFailure(status: .usage, message: "nothing to send\(why)", code: .empty)
     }
     self.entries = entries
     self.summary = summary
   }
 
   /// The batch's parts, walked again from the start.
-  func parts() -> Parts { Parts(walk: ResourceWalk(entries), announced: summary.entries) }
+  func parts() -> Parts {
+    Parts(walk: ResourceWalk(entries, skippingUnreadable: true), announced: summary.entries)
+  }
 
   /// The batch's files, ``SendBatch/partSize`` at a time.
   struct Parts {
@@ -61,6 +72,8 @@ struct SendBatch: Sendable {
     fileprivate let announced: Int
     /// Files and empty folders handed out so far.
     private(set) var files = 0
+    /// Files and folders left out so far because they could not be read: the batch is partial.
+    private(set) var unreadable = 0
 
     /// The next part, or nil when the batch is all sent.
     ///
@@ -69,13 +82,17 @@ struct SendBatch: Sendable {
     ///   batch it said yes to).
     mutating func next() throws(CLIFailure) -> [ResourceItem]? {
       var part: [ResourceItem] = []
+      var leftOut = 0
       do {
-        while part.count < SendBatch.partSize, let found = try walk.next() {
+        while part.count < SendBatch.partSize,
+          let found = try walk.next(skipped: { if $0.unreadable { leftOut += 1 } })
+        {
           part.append(found.item)
         }
       } catch {
         throw SendPaths.failure(error)
       }
+      unreadable += leftOut
       files += part.count
       guard files <= announced else {
         throw CLIFailure(

@@ -17,7 +17,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       exit 3 and the list). Repeat --to to send the same files to several receivers at once.
 
       Exit codes: 0 delivered, 1 a file failed, 2 bad input, 3 no receiver found or timed out, \
-      4 declined, 5 authentication failed, 6 no avahi-daemon, 130 interrupted.
+      4 declined, 5 authentication failed, 6 no avahi-daemon, 7 delivered but for files in \
+      folders that could not be read (left out, each named), 130 interrupted.
 
       Examples:
         ferry send photo.jpg
@@ -211,6 +212,12 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     }
     let note = { (skipped: ResourceItem.Skipped) in
       events.note("Leaving out \(printable(skipped.path)): \(skipped.reason)")
+      events.event(
+        .leftOut,
+        [
+          ("path", .string(skipped.path)), ("reason", .string(skipped.reason)),
+          ("unreadable", .bool(skipped.unreadable)),
+        ])
     }
     guard paths.contains("-") else { return (try SendBatch(entries: entries, skipped: note), nil) }
     // Ctrl-C while standard input is read leaves no temporary file behind.
@@ -291,7 +298,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       failures.count == outcomes.count && failures.allSatisfy { $0.status == first.status }
     return CLIFailure(
       status: uniform ? first.status : .transferFailed,
-      message: "\(failures.count) of \(outcomes.count) receiver(s) did not get the files:\n"
+      message: "\(failures.count) of \(outcomes.count) receiver(s) did not get all the files:\n"
         + failures.map { "  " + $0.message }.joined(separator: "\n"),
       code: uniform ? first.code : .partial)
   }
