@@ -64,7 +64,8 @@ enum Event: String, CaseIterable, Sendable {
     case .leftOut: return ["path", "reason", "unreadable"]
     case .done:
       return [
-        "peer", "files", "bytes", "stored", "identical", "bytes_sent", "unreadable", "error", "code",
+        "peer", "files", "bytes", "stored", "identical", "bytes_sent", "unreadable", "error",
+        "code",
       ]
     case .retrying: return ["peer", "attempt", "delay", "reason"]
     case .resumed: return ["peer", "attempt"]
