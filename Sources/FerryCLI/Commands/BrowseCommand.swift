@@ -8,7 +8,9 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
     abstract: "List Ferry peers on the local network as they come and go.",
     discussion: """
       Each peer is printed when it is found ('+'), when its addresses or records change ('~') \
-      and when it leaves ('-'). Without --timeout, browsing goes on until Ctrl-C (exit 130).
+      and when it leaves ('-'): when its records are withdrawn or expire, or when its port has \
+      not answered twice in a row (tried every 10 s). Without --timeout, browsing goes on \
+      until Ctrl-C (exit 130).
       With --timeout, ferry exits 0 if it found at least one peer and 3 if it found none.
 
       Examples:
@@ -58,18 +60,37 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
         browser.stop()
       }
     }
+    // A peer whose machine or link went stays listed until its records expire: its port says
+    // so sooner.
+    let probe = BrowseProbe()
+    let json = json
+    let probing = Task {
+      await probe.run(browser) { peer in
+        output.event(.peerLost, peerFields(peer) + [("reason", .string("unreachable"))])
+        if !json { output.say("- \(peer.peerID?.description ?? peer.name) (not answering)") }
+      } back: { peer in
+        output.event(.peerFound, peerFields(peer))
+        if !json { output.say("+ \(Self.humanLine(peer))") }
+      }
+    }
+    defer { probing.cancel() }
     var foundAny = false
     do {
       for try await event in browser.events {
         switch event {
         case .found(let peer):
           foundAny = true
+          _ = probe.reset(peer)
           output.event(.peerFound, peerFields(peer))
-          if !json { output.say("+ \(humanLine(peer))") }
+          if !json { output.say("+ \(Self.humanLine(peer))") }
         case .updated(let peer):
-          output.event(.peerUpdated, peerFields(peer))
-          if !json { output.say("~ \(humanLine(peer))") }
+          // A peer reported gone whose records change is there again.
+          let kind: Event = probe.reset(peer) ? .peerFound : .peerUpdated
+          output.event(kind, peerFields(peer))
+          if !json { output.say("\(kind == .peerFound ? "+" : "~") \(Self.humanLine(peer))") }
         case .lost(let peer):
+          // Reported already when it stopped answering.
+          guard !probe.reset(peer) else { continue }
           output.event(.peerLost, peerFields(peer))
           if !json { output.say("- \(peer.peerID?.description ?? peer.name)") }
         }
@@ -85,7 +106,7 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
     }
   }
 
-  private func humanLine(_ peer: DiscoveredPeer) -> String {
+  private static func humanLine(_ peer: DiscoveredPeer) -> String {
     let who = peer.peerID?.description ?? "\(peer.name) [not a Ferry peer: no fingerprint]"
     let addresses = peer.addresses.map {
       "\($0.hostPortString(port: peer.port)) on \($0.interface)"

@@ -43,7 +43,8 @@ enum Event: String, CaseIterable, Sendable {
   /// command, or only in some cases: docs/CLI.md says which).
   var fields: [String] {
     switch self {
-    case .peerFound, .peerUpdated, .peerLost: return Self.discoveredPeerFields
+    case .peerFound, .peerUpdated: return Self.discoveredPeerFields
+    case .peerLost: return Self.discoveredPeerFields + ["reason"]
     case .advertising: return ["name", "fingerprint", "service", "port", "dir", "discoverable"]
     case .discoveryUnavailable, .discoveryInterrupted: return ["reason"]
     case .discoveryFailed: return ["message"]

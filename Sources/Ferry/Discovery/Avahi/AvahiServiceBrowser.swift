@@ -25,11 +25,19 @@ final class AvahiServiceBrowser: @unchecked Sendable {
   /// Peers that lost an instance but not all: the update waits briefly, since a peer leaving
   /// withdraws all its instances at once and should be reported only as lost.
   private var updateDue: Set<String> = []
+  /// Instances still listed whose resolver failed after resolving them: their records expired
+  /// or their host stopped answering (a machine switched off or its link gone says no
+  /// goodbye, and its PTR record lives for an hour). Reported gone then, and resolved again
+  /// every ``reresolveMilliseconds`` until they answer or their PTR goes.
+  private var expired: Set<PeerAggregator.InstanceKey> = []
   private var stopped = false
 
   /// How long a newly found peer is held while its other instances resolve, so that the first
   /// report carries all its addresses (IPv4 and IPv6 typically resolve milliseconds apart).
   static let holdMilliseconds: UInt32 = 250
+
+  /// How often an instance whose resolution expired is resolved again.
+  static let reresolveMilliseconds: UInt32 = 10_000
 
   /// Schedules the release of held peers; set once the connection exists (under the lock).
   weak var connection: AvahiConnection?
@@ -77,6 +85,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       resolvers = [:]
       unresolved = []
       resolvingAnyFamily = []
+      expired = []
       let lost = aggregator.removeAll().filter { !held.contains(aggregator.peerKey(of: $0.peer)) }
       publishPeers()
       held = []
@@ -129,24 +138,8 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       }
       unresolved.remove(key)
       resolvingAnyFamily.remove(key)
-      let event = aggregator.removed(key)
-      publishPeers()
-      if held.contains(key.peerKey) {
-        if case .lost = event {
-          held.remove(key.peerKey)  // Never reported, so nothing to take back.
-        } else {
-          releaseIfResolved(key.peerKey)
-        }
-      } else if case .updated = event, let connection {
-        if updateDue.insert(key.peerKey).inserted {
-          connection.schedule(afterMilliseconds: Self.holdMilliseconds) { [weak self] in
-            self?.reportDueUpdate(key.peerKey)
-          }
-        }
-      } else {
-        if case .lost = event { updateDue.remove(key.peerKey) }
-        event.map(report)
-      }
+      // Reported gone already if its resolution had expired.
+      if expired.remove(key) == nil { instanceGone(key) }
     case AVAHI_BROWSER_FAILURE:
       failed(avahiErrorMessage(avahi_client_errno(avahi_service_browser_get_client(changed))))
     default:  // ALL_FOR_NOW, CACHE_EXHAUSTED
@@ -172,6 +165,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
         hostName: hostName.map { String(cString: $0) } ?? "", port: port, address: resolved,
         txt: txtEntries(txt))
       unresolved.remove(key)
+      expired.remove(key)
       let event = aggregator.resolved(key, resolution)
       publishPeers()
       if held.contains(key.peerKey) {
@@ -186,8 +180,8 @@ final class AvahiServiceBrowser: @unchecked Sendable {
         event.map(report)
       }
     default:
-      // Resolution timed out (the host does not answer). Drop the resolver; the instance
-      // is never reported.
+      // Resolution timed out (the host does not answer), or the records of a resolved
+      // instance expired. Drop the resolver.
       resolvers.removeValue(forKey: key)
       let client = avahi_service_resolver_get_client(resolver)
       // `name` and `domain` belong to the resolver: copied before it is freed (using them
@@ -195,6 +189,13 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       let serviceName = String(cString: name)
       let serviceDomain = String(cString: domain)
       avahi_service_resolver_free(resolver)
+      // Resolved before, or resolving an expired one again: gone (once) while still listed,
+      // and tried again later — a machine back on its link is found again.
+      guard unresolved.contains(key) else {
+        if expired.insert(key).inserted { instanceGone(key) }
+        reresolveLater(key, interface, family, name: serviceName, domain: serviceDomain)
+        return
+      }
       // The host may lack an address of the instance's family (e.g. it publishes only AAAA
       // records over IPv4): ask once more for any family before giving up.
       if resolvingAnyFamily.insert(key).inserted, unresolved.contains(key),
@@ -211,6 +212,50 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       }
       unresolved.remove(key)
       releaseIfResolved(key.peerKey)
+    }
+  }
+
+  /// Takes `key`'s resolution out of its peer and reports what that changes: the peer lost
+  /// (its last instance), or updated after a short wait (another may be going too).
+  private func instanceGone(_ key: PeerAggregator.InstanceKey) {
+    let event = aggregator.removed(key)
+    publishPeers()
+    if held.contains(key.peerKey) {
+      if case .lost = event {
+        held.remove(key.peerKey)  // Never reported, so nothing to take back.
+      } else {
+        releaseIfResolved(key.peerKey)
+      }
+    } else if case .updated = event, let connection {
+      if updateDue.insert(key.peerKey).inserted {
+        connection.schedule(afterMilliseconds: Self.holdMilliseconds) { [weak self] in
+          self?.reportDueUpdate(key.peerKey)
+        }
+      }
+    } else {
+      if case .lost = event { updateDue.remove(key.peerKey) }
+      event.map(report)
+    }
+  }
+
+  /// Resolves an expired instance (``expired``) again in ``reresolveMilliseconds``, unless it
+  /// is withdrawn, found again or the browser stops meanwhile.
+  private func reresolveLater(
+    _ key: PeerAggregator.InstanceKey, _ interface: AvahiIfIndex, _ family: AvahiProtocol,
+    name: String, domain: String
+  ) {
+    connection?.schedule(afterMilliseconds: Self.reresolveMilliseconds) { [weak self] in
+      guard let self, !self.stopped, self.expired.contains(key), self.resolvers[key] == nil,
+        let browser = self.browser,
+        let resolver = name.withCString({ name in
+          domain.withCString { domain in
+            self.newResolver(
+              avahi_service_browser_get_client(browser), interface, family, name, domain,
+              addressFamily: family)
+          }
+        })
+      else { return }
+      self.resolvers[key] = resolver
     }
   }
 

@@ -24,6 +24,10 @@ struct Delivery: Sendable {
   /// `--retry-for` has less time left).
   static let reinviteTimeout: Duration = .seconds(30)
 
+  /// How long a receiver found through discovery has to answer a TCP connect, at all its
+  /// addresses at once, before it is invited.
+  static let answerTimeout: Duration = .seconds(3)
+
   private var remaining: Duration { max(.milliseconds(100), deadline - .now) }
 
   /// Invites and sends to a receiver found through discovery; `pinned` when `--to` named its
@@ -32,6 +36,24 @@ struct Delivery: Sendable {
     -> CLIFailure?
   {
     output.event(.peerFound, peerFields(target))
+    // mDNS lists a receiver whose machine or link went until its records expire (minutes): a
+    // receiver that answers at none of its addresses is given up on now, and one that answers
+    // is invited at the addresses that did.
+    let answering = await target.answeringAddresses(within: Self.answerTimeout)
+    guard !answering.isEmpty else {
+      let addresses = target.addresses.map { $0.hostPortString(port: target.port) }
+        .joined(separator: ", ")
+      let seconds = Int(Self.answerTimeout.inSeconds)
+      return CLIFailure(
+        status: .noPeer,
+        message: "\(printable(target.name)) is listed on the network but does not answer at "
+          + "\(addresses) within \(seconds) s: it may be switched off or its network down "
+          + "(mDNS lists it until its records expire)",
+        code: .noPeer)
+    }
+    let reachable = DiscoveredPeer(
+      name: target.name, serviceType: target.serviceType, domain: target.domain,
+      hostName: target.hostName, port: target.port, addresses: answering, info: target.info)
     // Its key is proven in the TLS handshake to be the advertised one; check that key first.
     if let peer = target.peerID,
       let refused = await keys.confirm(peer, pinned: pinned, timeout: remaining)
@@ -42,7 +64,7 @@ struct Delivery: Sendable {
     let shown = codeShower(label: target.name, at: nil)
     return await deliver(label: target.name) { () async throws(InvitationError) -> PeerID in
       try await browser.invite(
-        target, to: session, context: summary.encoded, timeout: remaining,
+        reachable, to: session, context: summary.encoded, timeout: remaining,
         onVerificationCode: shown)
     } reconnect: { [session, summary] fingerprint, left async throws(InvitationError) -> PeerID in
       // The same receiver, found again by its key (its address or port may have changed).
