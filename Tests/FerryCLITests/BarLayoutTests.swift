@@ -1,3 +1,4 @@
+import Ferry
 import Testing
 
 @testable import FerryCLI
@@ -37,5 +38,21 @@ struct BarLayoutTests {
     let line = Self.line(columns: 40, label: "台所のノートパソコン二階")
     #expect(BarLayout.width(line) <= 39, "\(line)")
     #expect(BarLayout.shortened("台所のノート", to: 7) == "…ノート")
+  }
+
+  @Test(
+    "a transfer standing still shows for how long, not its last rate and an ETA it is not keeping")
+  func stalled() {
+    let snapshot = ProgressSnapshot(
+      bytes: 1_200_000, total: 3_000_000, bytesPerSecond: 2_000_000, filesDone: 3, fileCount: 5)
+    let moving = ProgressBar.totalLine(snapshot, label: "desk", still: .seconds(1), columns: 80)
+    #expect(moving.contains("2.0 MB/s") && moving.contains("ETA 0:0"), "\(moving)")
+    let still = ProgressBar.totalLine(snapshot, label: "desk", still: .seconds(75), columns: 80)
+    #expect(still.contains("stalled 1:15"), "\(still)")
+    #expect(!still.contains("/s") && !still.contains("ETA"), "\(still)")
+    let finished = ProgressSnapshot(
+      bytes: 3_000_000, total: 3_000_000, bytesPerSecond: 2_000_000, filesDone: 5, fileCount: 5)
+    let done = ProgressBar.totalLine(finished, label: "desk", still: .seconds(75), columns: 80)
+    #expect(!done.contains("stalled"), "\(done)")
   }
 }

@@ -104,6 +104,55 @@ struct CLIPaperCutTests {
     return (receiver, try #require(Int(match.1)))
   }
 
+  @Test(
+    "30 files: both ends end with time and rate; the receiver lists 20 'Saved' lines and counts the rest"
+  )
+  func summaries() async throws {
+    let (receiver, port) = try await Self.terminalReceiver(["--yes"])
+    defer { receiver.signal(SIGKILL) }
+    let folder = try temporaryDirectory("paper-many").appendingPathComponent("many")
+    for index in 0..<30 {
+      try writeFile(folder.appendingPathComponent("f\(index).txt"), size: 1000 + index)
+    }
+    let sender = try ChildProcess.ferry(
+      ["send", "--address", "127.0.0.1:\(port)", folder.path],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+      terminal: true)
+    defer { sender.signal(SIGKILL) }
+    #expect(await sender.waitForExit() == 0, "\(sender.transcript)")
+    #expect(
+      sender.transcript.contains(
+        #/Sent 30 files, 30 KB to \S+ in \d+\.\d s( \([0-9.]+ [KMG]?B/s\))?\./#),
+      "\(sender.transcript)")
+    #expect(await receiver.waitForText("Received 30 files"), "\(receiver.transcript)")
+    #expect(
+      await receiver.waitForText("10 more saved than listed above."), "\(receiver.transcript)")
+    #expect(receiver.transcript.matches(of: /Saved \//).count == 20, "\(receiver.transcript)")
+    #expect(
+      receiver.transcript.contains(#/Received 30 files, 30 KB from .+ in \d+\.\d s/#),
+      "\(receiver.transcript)")
+  }
+
+  @Test("a transfer standing still says 'stalled' on the sender's bar instead of its last rate")
+  func stalledBar() async throws {
+    let (receiver, port) = try await Self.terminalReceiver(["--yes"])
+    defer { receiver.signal(SIGKILL) }
+    let proxy = CuttableProxy(to: UInt16(port))
+    defer { proxy.stop() }
+    let file = try temporaryDirectory("paper-stall").appendingPathComponent("big.bin")
+    try writeFile(file, size: 256 << 20, seed: 9)
+    let sender = try ChildProcess.ferry(
+      ["send", "--address", "127.0.0.1:\(proxy.port)", file.path],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+      terminal: true)
+    defer { sender.signal(SIGKILL) }
+    #expect(await sender.waitForText("/s"), "\(sender.transcript)")
+    proxy.stall(true)
+    #expect(
+      await sender.waitForText("stalled 0:0", timeout: .seconds(15)), "\(sender.transcript)")
+    proxy.stall(false)
+  }
+
   @Test("Ctrl-C at the receiver's own prompt says it declined, never that the sender withdrew")
   func interruptAtPrompt() async throws {
     let (receiver, port) = try await Self.terminalReceiver()

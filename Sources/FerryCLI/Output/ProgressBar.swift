@@ -16,7 +16,9 @@ final class ProgressBar: Sendable {
   private let state = Mutex(State())
 
   private struct State {
-    var rows: [(label: String, snapshot: ProgressSnapshot)] = []
+    /// Each transfer's last snapshot, and when it came: a transfer that has not moved for
+    /// ``stallShownAfter`` shows how long it has been still instead of its last rate.
+    var rows: [(label: String, snapshot: ProgressSnapshot, at: ContinuousClock.Instant)] = []
     var linesDrawn = 0
     /// How many of the lines drawn are bars (the rest: the waiting line and the prompt).
     var barLinesDrawn = 0
@@ -32,7 +34,13 @@ final class ProgressBar: Sendable {
     var nextTicket = 0
     /// ``stop()`` was called: nothing is drawn any more.
     var stopped = false
+    /// The once-a-second redraw that shows a transfer standing still is running.
+    var ticking = false
   }
+
+  /// How long a transfer must not move for its bar to say so ("stalled 0:05") instead of
+  /// showing its last rate and an ETA it is not keeping.
+  static let stallShownAfter: Duration = .seconds(3)
 
   init(enabled: Bool) {
     self.enabled = enabled
@@ -45,13 +53,15 @@ final class ProgressBar: Sendable {
     // believes is on screen.
     state.withLock { state in
       guard !state.stopped else { return }
+      let now = ContinuousClock.now
       if let index = state.rows.firstIndex(where: { $0.label == label }) {
         state.rows[index].snapshot = snapshot
+        state.rows[index].at = now
       } else {
-        state.rows.append((label, snapshot))
+        state.rows.append((label, snapshot, now))
       }
-      let now = ContinuousClock.now
-      let final = snapshot.bytes >= snapshot.total && snapshot.filesDone == snapshot.fileCount
+      startTicking(&state)
+      let final = Self.isComplete(snapshot)
       guard force || final || now - state.lastDraw >= .milliseconds(100) else { return }
       state.lastDraw = now
       if state.prompt != nil, let bars = redrawBarsOnly(&state) {
@@ -60,6 +70,42 @@ final class ProgressBar: Sendable {
         StandardStream.error.write(render(&state))
       }
     }
+  }
+
+  /// Starts the once-a-second check for transfers standing still (no snapshot comes while
+  /// nothing moves, so nothing else would redraw them), once (under the lock).
+  private func startTicking(_ state: inout State) {
+    guard !state.ticking else { return }
+    state.ticking = true
+    Task { [weak self] in
+      while let bar = self, bar.redrawIfStill() {
+        try? await Task.sleep(for: .seconds(1))
+      }
+    }
+  }
+
+  /// Redraws when a transfer has stood still for ``stallShownAfter`` or more; false once the
+  /// display is stopped.
+  private func redrawIfStill() -> Bool {
+    state.withLock { state in
+      guard !state.stopped else { return false }
+      let now = ContinuousClock.now
+      let still = state.rows.contains {
+        now - $0.at >= Self.stallShownAfter && !Self.isComplete($0.snapshot)
+      }
+      guard still, state.linesDrawn > 0 else { return true }
+      state.lastDraw = now
+      if state.prompt != nil, let bars = redrawBarsOnly(&state) {
+        StandardStream.error.write(bars)
+      } else {
+        StandardStream.error.write(render(&state))
+      }
+      return true
+    }
+  }
+
+  private static func isComplete(_ snapshot: ProgressSnapshot) -> Bool {
+    snapshot.bytes >= snapshot.total && snapshot.filesDone == snapshot.fileCount
   }
 
   /// Shows `prompt` as the last line of the drawing, the cursor after it, until
@@ -217,6 +263,7 @@ final class ProgressBar: Sendable {
 
   /// The bar lines for the rows, fitted to `columns`.
   private func barLines(_ state: State, columns: Int) -> [String] {
+    let now = ContinuousClock.now
     var lines: [String] = []
     if state.rows.count == 1, let row = state.rows.first {
       let snapshot = row.snapshot
@@ -227,9 +274,12 @@ final class ProgressBar: Sendable {
             total: snapshot.currentFileSize, extras: (nil, nil, nil), columns: columns, bar: 16,
             name: 32))
       }
-      lines.append(Self.totalLine(snapshot, label: row.label, columns: columns))
+      lines.append(
+        Self.totalLine(snapshot, label: row.label, still: now - row.at, columns: columns))
     } else {
-      lines = state.rows.map { Self.totalLine($0.snapshot, label: $0.label, columns: columns) }
+      lines = state.rows.map {
+        Self.totalLine($0.snapshot, label: $0.label, still: now - $0.at, columns: columns)
+      }
     }
     return lines
   }
@@ -239,12 +289,18 @@ final class ProgressBar: Sendable {
     lines > 1 ? "\r\u{1B}[\(lines - 1)A" : "\r"
   }
 
-  private static func totalLine(_ snapshot: ProgressSnapshot, label: String, columns: Int)
-    -> String
-  {
-    let rate = snapshot.bytesPerSecond
+  /// A transfer's total line; `still`: how long since its last snapshot — past
+  /// ``stallShownAfter`` it shows that time ("stalled 0:12") instead of a rate and an ETA.
+  static func totalLine(
+    _ snapshot: ProgressSnapshot, label: String, still: Duration = .zero, columns: Int
+  ) -> String {
+    let stalled = still >= stallShownAfter && !isComplete(snapshot)
+    let rate = stalled ? 0 : snapshot.bytesPerSecond
     var eta: String?
-    if rate > 0, snapshot.total > snapshot.bytes {
+    if stalled {
+      let seconds = Int(still.inSeconds)
+      eta = "  stalled \(seconds / 60):" + String(format: "%02d", seconds % 60)
+    } else if rate > 0, snapshot.total > snapshot.bytes {
       // A trickle (a slow or hostile peer) gives an ETA beyond any clock: shown as such.
       let seconds = wholeNumber(Double(snapshot.total - snapshot.bytes) / rate)
       eta =

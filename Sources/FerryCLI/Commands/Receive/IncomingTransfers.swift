@@ -2,11 +2,33 @@ import Ferry
 import Foundation
 import Synchronization
 
-/// Offers being received, so that an interrupt cancels them on both ends, and how many files
-/// each sender's offers found already there (for the summary line).
+/// Offers being received, so that an interrupt cancels them on both ends, when each began, and
+/// how many files each sender's offers found already there or saved (for the summary line).
 final class IncomingTransfers: Sendable {
-  private let transfers = Mutex<[ObjectIdentifier: IncomingTransfer]>([:])
+  /// How many "Saved PATH" lines one offer prints; the rest are counted in its summary line
+  /// (5000 files are 5000 lines nobody reads; `--json` lists every one).
+  static let savedLinesShown = 20
+
+  private let transfers = Mutex<
+    [ObjectIdentifier: (transfer: IncomingTransfer, started: ContinuousClock.Instant)]
+  >([:])
   private let identical = Mutex<[Fingerprint: Int]>([:])
+  private let saved = Mutex<[Fingerprint: Int]>([:])
+
+  /// A file from `peer` was saved: whether its line is shown (the first
+  /// ``savedLinesShown`` of an offer).
+  func showsSaved(from peer: PeerID) -> Bool {
+    saved.withLock { saved in
+      saved[peer.fingerprint, default: 0] += 1
+      return saved[peer.fingerprint]! <= Self.savedLinesShown
+    }
+  }
+
+  /// How many saved files from `peer` were not shown since the last call.
+  func takeUnshown(from peer: PeerID) -> Int {
+    max(
+      0, (saved.withLock { $0.removeValue(forKey: peer.fingerprint) } ?? 0) - Self.savedLinesShown)
+  }
 
   /// A file from `peer` was already there.
   func countIdentical(from peer: PeerID) {
@@ -19,13 +41,13 @@ final class IncomingTransfers: Sendable {
   }
 
   func add(_ transfer: IncomingTransfer) {
-    transfers.withLock { $0[ObjectIdentifier(transfer)] = transfer }
+    transfers.withLock { $0[ObjectIdentifier(transfer)] = (transfer, .now) }
   }
 
-  /// Forgets `transfer`, which ended: false when it was not there any more (``cancelAll()``
-  /// took it, and its end is reported already).
-  func remove(_ transfer: IncomingTransfer) -> Bool {
-    transfers.withLock { $0.removeValue(forKey: ObjectIdentifier(transfer)) } != nil
+  /// Forgets `transfer`, which ended, and returns when it began: nil when it was not there any
+  /// more (``cancelAll()`` took it, and its end is reported already).
+  func remove(_ transfer: IncomingTransfer) -> ContinuousClock.Instant? {
+    transfers.withLock { $0.removeValue(forKey: ObjectIdentifier(transfer)) }?.started
   }
 
   /// Cancels every offer under way and forgets it; returns them, for the caller to report their
@@ -33,7 +55,7 @@ final class IncomingTransfers: Sendable {
   func cancelAll() -> [IncomingTransfer] {
     let cancelled = transfers.withLock { transfers in
       defer { transfers.removeAll() }
-      return Array(transfers.values)
+      return transfers.values.map(\.transfer)
     }
     for transfer in cancelled { transfer.cancel() }
     return cancelled

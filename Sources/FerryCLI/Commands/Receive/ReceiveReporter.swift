@@ -48,12 +48,16 @@ struct ReceiveReporter: Sendable {
           ("sha256", digest.flatMap { $0.checksum == .sha256 ? .string($0.hex) : nil } ?? .null),
           ("status", .string(url == nil ? "skipped" : "stored")),
         ])
-      bar.above {
-        output.say(
-          toOutput
-            ? "Verified \(printable(name)); writing it to standard output"
-            : url.map { "Saved \(printable($0.path))" } ?? "Skipped \(printable(name)) (name taken)"
-        )
+      // Past the first few of an offer, saved files are counted in its summary line.
+      if toOutput || url == nil || incoming.showsSaved(from: peer) {
+        bar.above {
+          output.say(
+            toOutput
+              ? "Verified \(printable(name)); writing it to standard output"
+              : url.map { "Saved \(printable($0.path))" }
+                ?? "Skipped \(printable(name)) (name taken)"
+          )
+        }
       }
     case .identical(let name, let peer, let url, let digest):
       approvals.settled(peer.fingerprint, path: name)
@@ -109,18 +113,23 @@ struct ReceiveReporter: Sendable {
       }
     case .offerFinished(let transfer, let error):
       // Cancelled by Ctrl-C: reported then (``interrupted(_:output:kept:)``).
-      guard incoming.remove(transfer) else { return }
+      guard let started = incoming.remove(transfer) else { return }
       bar.remove(transfer.peer.displayName)
       Self.done(transfer, error, output: output)
       let identical = incoming.takeIdentical(from: transfer.peer)
+      let unshown = incoming.takeUnshown(from: transfer.peer)
       if let error {
         bar.above { output.note(Self.ending(of: transfer, error)) }
       } else {
-        let already = identical > 0 ? " (\(identical) already there, not sent)" : ""
+        let already = identical > 0 ? "; \(identical) already there, not sent" : ""
+        let listed = unshown > 0 ? "; \(unshown) more saved than listed above" : ""
+        let timing = TransferSummary.timing(
+          identical > 0 ? 0 : transfer.totalBytes, took: ContinuousClock.now - started)
         bar.above {
           output.note(
-            "Received \(Quantity.count(transfer.files.count, "file")), \(Quantity.bytes(transfer.totalBytes)) from "
-              + "\(transfer.peer)\(already).")
+            "Received \(Quantity.count(transfer.files.count, "file")), "
+              + "\(Quantity.bytes(transfer.totalBytes)) from \(transfer.peer)\(timing)"
+              + "\(already)\(listed).")
         }
       }
       let sender = transfer.peer.fingerprint

@@ -199,6 +199,7 @@ struct Delivery: Sendable {
     reconnect: @escaping @Sendable (Duration) async throws(InvitationError) -> PeerID
   ) async -> CLIFailure? {
     guard var parts = batch?.parts() else { return nil }
+    let started = ContinuousClock.now
     let label = peer.displayName
     // The link a reconnect made is the one the next part goes on.
     let target = Mutex(peer)
@@ -231,16 +232,11 @@ struct Delivery: Sendable {
         ("identical", .int(totals.identical)), ("bytes", .int(Int(summary.bytes))),
         ("bytes_sent", .int(Int(totals.sent))), ("unreadable", .int(parts.unreadable)),
       ])
-    let already =
-      totals.identical > 0 ? ", \(totals.identical) already there (identical, not sent)" : ""
-    let resumed =
-      totals.sent < summary.bytes && totals.identical < totals.files
-      ? " (\(Quantity.bytes(totals.sent)) sent)" : ""
-    bar.above {
-      output.note(
-        "Sent \(totals.stored) of \(Quantity.count(totals.files, "file"))\(already), "
-          + "\(Quantity.bytes(summary.bytes)) to \(peer.displayName)\(resumed).")
-    }
+    let line = TransferSummary.sent(
+      files: totals.files, stored: totals.stored, identical: totals.identical,
+      total: summary.bytes, sent: totals.sent, to: peer.displayName,
+      took: ContinuousClock.now - started)
+    bar.above { output.note(line) }
     // Like rsync's exit 23: the rest was sent, but not everything asked for.
     guard parts.unreadable == 0 else {
       return CLIFailure(
