@@ -48,8 +48,9 @@ struct ReceiveReporter: Sendable {
           ("sha256", digest.flatMap { $0.checksum == .sha256 ? .string($0.hex) : nil } ?? .null),
           ("status", .string(url == nil ? "skipped" : "stored")),
         ])
-      // Past the first few of an offer, saved files are counted in its summary line.
-      if toOutput || url == nil || incoming.showsSaved(from: peer) {
+      // On a terminal, past the first few of an offer, saved files are counted in its
+      // summary line; a pipe (`| grep Saved`) gets every one.
+      if toOutput || url == nil || !Self.stdoutIsTerminal || incoming.showsSaved(from: peer) {
         bar.above {
           output.say(
             toOutput
@@ -234,6 +235,9 @@ struct ReceiveReporter: Sendable {
   /// What the person reads when a transfer from `transfer`'s sender ends with `error`: a
   /// cancel said as whose it was, and for a cancel or a lost link, that what arrived is kept
   /// for the sender to resume.
+  /// Whether standard output, where "Saved PATH" lines go, is a terminal.
+  private static let stdoutIsTerminal = isatty(STDOUT_FILENO) == 1
+
   static func ending(of transfer: IncomingTransfer, _ error: TransferError) -> String {
     let kept = "what arrived is kept in the staging folder: sending the same files again resumes"
     switch error {
