@@ -314,8 +314,16 @@ struct ConnectionStateMachineTests {
     #expect(alive.heartbeat(silentFor: .seconds(1)) == [.send(.ping(1))])
     #expect(alive.heartbeat(silentFor: .seconds(7)) == [.send(.ping(2))])
     let dead = alive.heartbeat(silentFor: .milliseconds(7001))
-    #expect(dead == [.stopHeartbeat, .linkEnded("no sign of life for 7.0 seconds"), .close])
+    #expect(
+      dead == [
+        .stopHeartbeat, .linkEnded("the link timed out (no sign of life from the peer for 7 s)"),
+        .close,
+      ])
     #expect(alive.heartbeat(silentFor: .seconds(60)).isEmpty, "reported once")
+    // The connection's own end afterwards keeps the reason: a dead link is not "closed".
+    let inactive = alive.channelInactive(now: .now)
+    #expect(!"\(inactive)".contains("was closed"), "\(inactive)")
+    #expect(alive.endReason?.contains("timed out") == true)
   }
 
   @Test("the application's answers and the inviter's withdrawal, in every state")

@@ -421,7 +421,11 @@ struct ConnectionStateMachine {
     guard case .connected = state else { return [] }
     guard silence <= timeouts.deadAfter else {
       // Reported now: closing TLS may wait for a close_notify that a dead peer never sends.
-      return endLink(reason: "no sign of life for \(timeouts.deadAfter)") + [.close]
+      // Kept as the end's reason, so that nothing later calls a dead link merely "closed".
+      let seconds = timeouts.deadAfter.components.seconds
+      let reason = "the link timed out (no sign of life from the peer for \(seconds) s)"
+      endReason = reason
+      return endLink(reason: reason) + [.close]
     }
     pings &+= 1
     return [.send(.ping(pings))]
