@@ -32,8 +32,33 @@ enum PeerCompletion {
     return String(name.flatMap { special.contains($0) ? ["\\", $0] : [$0] })
   }
 
-  /// Known peers' full fingerprints.
+  /// Known peers' full fingerprints; zsh and fish show each one's name beside it
+  /// (`FPR:NAME` for zsh's `_describe`, `FPR<TAB>NAME` for fish), bash the bare fingerprint
+  /// (its `compgen -W` has no descriptions). A name is shown without its control or format
+  /// characters, and without the characters each shell reads as separators.
   static let fingerprints = CompletionKind.custom { _, _, _ in
-    ((try? KnownPeers().all()) ?? []).map(\.fingerprint)
+    let shell = ProcessInfo.processInfo.environment["SAP_SHELL"]
+    return ((try? KnownPeers().all()) ?? []).map { peer in
+      described(peer.fingerprint, name: peer.name, trusted: peer.trusted, shell: shell)
+    }
+  }
+
+  /// `fingerprint` with `name` as its description in `shell`'s completion syntax.
+  static func described(_ fingerprint: String, name: String, trusted: Bool, shell: String?)
+    -> String
+  {
+    let separator: Character
+    switch shell {
+    case "zsh": separator = ":"
+    case "fish": separator = "\t"
+    default: return fingerprint
+    }
+    let shown = String(
+      String.UnicodeScalarView(
+        name.unicodeScalars.filter {
+          $0.properties.generalCategory != .control && $0.properties.generalCategory != .format
+        }))
+    let description = (shown.isEmpty ? "(no name)" : shown) + (trusted ? " (trusted)" : "")
+    return fingerprint + String(separator) + description
   }
 }
