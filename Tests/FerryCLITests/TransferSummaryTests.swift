@@ -14,6 +14,17 @@ struct TransferSummaryTests {
     #expect(TransferSummary.duration(.seconds(-1)) == "0.0 s")
   }
 
+  @Test("empty folders are counted apart, as the prompt counts them")
+  func folders() {
+    #expect(TransferSummary.items(8, folders: 0) == "8 files")
+    #expect(TransferSummary.items(8, folders: 2) == "6 files and 2 empty folders")
+    #expect(TransferSummary.items(1, folders: 1) == "1 empty folder")
+    let line = TransferSummary.sent(
+      files: 8, folders: 2, stored: 8, identical: 0, total: 6_000, sent: 6_000, to: "desk",
+      took: .seconds(1))
+    #expect(line.hasPrefix("Sent 6 files and 2 empty folders, 6.0 KB to desk in 1.0 s"), "\(line)")
+  }
+
   @Test("a whole send: files, size, time and rate")
   func whole() {
     let line = TransferSummary.sent(

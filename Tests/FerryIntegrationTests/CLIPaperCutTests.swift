@@ -114,6 +114,8 @@ struct CLIPaperCutTests {
     for index in 0..<30 {
       try writeFile(folder.appendingPathComponent("f\(index).txt"), size: 1000 + index)
     }
+    try FileManager.default.createDirectory(
+      at: folder.appendingPathComponent("empty"), withIntermediateDirectories: false)
     let sender = try ChildProcess.ferry(
       ["send", "--address", "127.0.0.1:\(port)", folder.path],
       environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
@@ -122,14 +124,16 @@ struct CLIPaperCutTests {
     #expect(await sender.waitForExit() == 0, "\(sender.transcript)")
     #expect(
       sender.transcript.contains(
-        #/Sent 30 files, 30 KB to \S+ in \d+\.\d s( \([0-9.]+ [KMG]?B/s\))?\./#),
+        #/Sent 30 files and 1 empty folder, 30 KB to \S+ in \d+\.\d s( \([0-9.]+ [KMG]?B/s\))?\./#),
       "\(sender.transcript)")
-    #expect(await receiver.waitForText("Received 30 files"), "\(receiver.transcript)")
     #expect(
-      await receiver.waitForText("10 more saved than listed above."), "\(receiver.transcript)")
+      await receiver.waitForText("Received 30 files and 1 empty folder"), "\(receiver.transcript)")
+    #expect(
+      await receiver.waitForText("11 more saved than listed above."), "\(receiver.transcript)")
     #expect(receiver.transcript.matches(of: /Saved \//).count == 20, "\(receiver.transcript)")
     #expect(
-      receiver.transcript.contains(#/Received 30 files, 30 KB from .+ in \d+\.\d s/#),
+      receiver.transcript.contains(
+        #/Received 30 files and 1 empty folder, 30 KB from .+ in \d+\.\d s/#),
       "\(receiver.transcript)")
   }
 

@@ -9,6 +9,8 @@ public final class IncomingTransfer: Sendable {
   public let peer: PeerID
   /// The files: path relative to the destination, and size.
   public let files: [(path: String, size: UInt64)]
+  /// How many of ``files`` are empty folders (size 0), for a summary that counts them apart.
+  public let folders: Int
   /// Bytes in the whole offer.
   public var totalBytes: UInt64 { files.reduce(0) { $0 + $1.size } }
   /// Progress of the offer and each file. Cancelling it cancels the transfer on both ends.
@@ -16,12 +18,13 @@ public final class IncomingTransfer: Sendable {
   let cancelAction: @Sendable () -> Void
 
   init(
-    id: OfferID = .next(), peer: PeerID, files: [(path: String, size: UInt64)],
+    id: OfferID = .next(), peer: PeerID, files: [(path: String, size: UInt64)], folders: Int = 0,
     progress: TransferProgress, cancel: @escaping @Sendable () -> Void
   ) {
     self.id = id
     self.peer = peer
     self.files = files
+    self.folders = folders
     self.progress = progress
     self.cancelAction = cancel
   }

@@ -24,20 +24,29 @@ enum TransferSummary {
     return " in \(duration(took))\(rate)"
   }
 
+  /// `entries` of which `folders` are empty folders, as the prompt counted them: `8 files`,
+  /// `6 files and 2 empty folders`, `1 empty folder`.
+  static func items(_ entries: Int, folders: Int) -> String {
+    guard folders > 0 else { return Quantity.count(entries, "file") }
+    let files = entries - folders
+    let emptyFolders = Quantity.count(folders, "empty folder")
+    return files > 0 ? "\(Quantity.count(files, "file")) and \(emptyFolders)" : emptyFolders
+  }
+
   /// The sender's line for one receiver: `files` settled of which `stored` were written and
   /// `identical` were there already, `total` bytes in the batch of which `sent` crossed the
   /// wire (less on a resume), in `took`.
   static func sent(
-    files: Int, stored: Int, identical: Int, total: UInt64, sent: UInt64, to name: String,
-    took: Duration
+    files: Int, folders: Int = 0, stored: Int, identical: Int, total: UInt64, sent: UInt64,
+    to name: String, took: Duration
   ) -> String {
     if stored == 0, identical == files, files > 0 {
       return "Nothing to send: \(identical) already there on \(name) (identical, not sent)."
     }
     let head =
       stored == files
-      ? "Sent \(Quantity.count(files, "file"))"
-      : "Sent \(stored) of \(Quantity.count(files, "file"))"
+      ? "Sent \(items(files, folders: folders))"
+      : "Sent \(stored) of \(items(files, folders: folders))"
     // With files already there, what moved is what crossed; on a resume, the batch's size is
     // said first and what crossed this time after.
     let shown = identical > 0 ? sent : total

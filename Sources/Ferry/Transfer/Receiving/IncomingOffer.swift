@@ -361,7 +361,8 @@ final class IncomingOffer: @unchecked Sendable {
     let progress = TransferProgress(files: offered.map { ($0.path, $0.size) })
     self.progress = progress
     let transfer = IncomingTransfer(
-      id: id, peer: peer, files: offered.map { ($0.path, $0.size) }, progress: progress
+      id: id, peer: peer, files: offered.map { ($0.path, $0.size) },
+      folders: offered.count { $0.isFolder }, progress: progress
     ) { [weak self] in
       self?.cancelFromApplication()
     }

@@ -128,7 +128,7 @@ struct ReceiveReporter: Sendable {
           identical > 0 ? 0 : transfer.totalBytes, took: ContinuousClock.now - started)
         bar.above {
           output.note(
-            "Received \(Quantity.count(transfer.files.count, "file")), "
+            "Received \(TransferSummary.items(transfer.files.count, folders: transfer.folders)), "
               + "\(Quantity.bytes(transfer.totalBytes)) from \(transfer.peer)\(timing)"
               + "\(already)\(listed).")
         }

@@ -233,7 +233,8 @@ struct Delivery: Sendable {
         ("bytes_sent", .int(Int(totals.sent))), ("unreadable", .int(parts.unreadable)),
       ])
     let line = TransferSummary.sent(
-      files: totals.files, stored: totals.stored, identical: totals.identical,
+      files: totals.files, folders: totals.folders, stored: totals.stored,
+      identical: totals.identical,
       total: summary.bytes, sent: totals.sent, to: peer.displayName,
       took: ContinuousClock.now - started)
     bar.above { output.note(line) }
@@ -255,6 +256,8 @@ struct Delivery: Sendable {
     var bytes: UInt64 = 0
     var stored = 0
     var identical = 0
+    /// Of ``files``, the empty folders (counted apart in the summary, as the prompt counts them).
+    var folders = 0
     /// File bytes that went over the wire, every attempt of every part.
     var sent: UInt64 = 0
   }
@@ -351,6 +354,8 @@ struct Delivery: Sendable {
         }
       }
       totals.files += results.count
+      let folders = Set(part.filter(\.isFolder).map(\.path))
+      totals.folders += results.count { folders.contains($0.path) }
       return nil
     case .failure(.transfer(.cancelled)) where Interrupts.wasInterrupted:
       // Ctrl-C: reported once, by the interrupt handler.
