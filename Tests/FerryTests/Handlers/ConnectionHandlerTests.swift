@@ -187,7 +187,9 @@ struct ConnectionHandlerTests {
     #expect(try written(channel) == [.ping(1)])
     // Silence beyond 7 s: the link is dead, reported at once.
     channel.embeddedEventLoop.advanceTime(by: .seconds(6))
-    #expect(reports.ended == ["the link timed out (no sign of life from the peer for 7 s)"], "\(reports.ended)")
+    #expect(
+      reports.ended == ["the link timed out (no sign of life from the peer for 7 s)"],
+      "\(reports.ended)")
     #expect(!channel.isActive)
   }
 }
