@@ -137,6 +137,38 @@ struct CLIPaperCutTests {
       "\(receiver.transcript)")
   }
 
+  @Test("JSON counts files and empty folders apart, the same in invitation, offer and both done")
+  func folderCounts() async throws {
+    let destination = try temporaryDirectory("paper-counts-dst")
+    let receiver = try ChildProcess.ferry(
+      ["receive", "--yes", "--json", "--dir", destination.path, "--port", "0"],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    defer { receiver.signal(SIGKILL) }
+    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
+    let folder = try temporaryDirectory("paper-counts").appendingPathComponent("tree")
+    try writeFile(folder.appendingPathComponent("a.txt"), size: 10)
+    try writeFile(folder.appendingPathComponent("sub/b.txt"), size: 20)
+    for empty in ["e1", "sub/e2"] {
+      try FileManager.default.createDirectory(
+        at: folder.appendingPathComponent(empty), withIntermediateDirectories: true)
+    }
+    let sent = try await run(
+      Harness.ferryBinary, ["send", "--json", "--address", "127.0.0.1:\(port)", folder.path],
+      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    #expect(sent.status == 0, "\(sent.stderr)")
+    let sendDone = try #require(
+      sent.stdout.split(separator: "\n").compactMap { jsonObject(String($0)) }.last)
+    _ = await receiver.waitForLine { $0.contains("\"done\"") }
+    let received = receiver.stdoutLines.compactMap { jsonObject($0.text) }
+    for name in ["invitation", "offer", "done"] {
+      let event = try #require(received.first { $0["event"] as? String == name }, "\(name)")
+      #expect(event["files"] as? Int == 2, "\(name): \(event)")
+      #expect(event["folders"] as? Int == 2, "\(name): \(event)")
+    }
+    #expect(sendDone["files"] as? Int == 2 && sendDone["folders"] as? Int == 2, "\(sendDone)")
+  }
+
   @Test("a transfer standing still says 'stalled' on the sender's bar instead of its last rate")
   func stalledBar() async throws {
     let (receiver, port) = try await Self.terminalReceiver(["--yes"])

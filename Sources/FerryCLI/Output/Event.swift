@@ -51,7 +51,9 @@ enum Event: String, CaseIterable, Sendable {
     case .renamed: return ["from", "to"]
     case .invited: return ["peer", "code"]
     case .invitation:
-      return ["peer", "fingerprint", "status", "code", "files", "bytes", "text", "expires"]
+      return [
+        "peer", "fingerprint", "status", "code", "files", "folders", "bytes", "text", "expires",
+      ]
     case .keyChanged: return ["peer", "fingerprint", "previous"]
     case .accepted: return ["peer", "fingerprint", "code", "resumed"]
     case .declined: return ["peer", "reason", "files", "bytes"]
@@ -59,13 +61,14 @@ enum Event: String, CaseIterable, Sendable {
     case .withdrawn: return ["peer"]
     case .text: return ["peer", "text"]
     case .check: return ["name", "status", "message", "fix"]
-    case .offer: return ["peer", "files", "bytes"]
+    case .offer: return ["peer", "files", "folders", "bytes"]
     case .progress: return ["peer", "bytes", "total", "bytes_per_second", "files_done", "files"]
     case .fileDone: return ["peer", "path", "checksum", "digest", "sha256", "status", "saved"]
     case .leftOut: return ["path", "reason", "unreadable"]
     case .done:
       return [
-        "peer", "files", "bytes", "stored", "identical", "bytes_sent", "unreadable", "error",
+        "peer", "files", "folders", "bytes", "stored", "identical", "bytes_sent", "unreadable",
+        "error",
         "code",
       ]
     case .retrying: return ["peer", "attempt", "delay", "reason"]

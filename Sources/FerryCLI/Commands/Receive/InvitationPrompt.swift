@@ -37,6 +37,7 @@ struct InvitationPrompt: Sendable {
         ("status", .string(Self.status(invitation.status))),
         ("code", .string(invitation.verificationCode.digits)),
         ("files", summary.map { .int($0.files) } ?? .null),
+        ("folders", summary.map { .int($0.folders ?? 0) } ?? .null),
         ("text", .bool(summary?.text != nil)),
         ("bytes", summary.map { .int(Int($0.bytes)) } ?? .null),
         ("expires", .string(EventWriter.timestamp(Self.date(of: invitation.expiresAt)))),

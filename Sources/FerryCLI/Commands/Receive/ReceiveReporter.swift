@@ -27,7 +27,9 @@ struct ReceiveReporter: Sendable {
       output.event(
         .offer,
         [
-          ("peer", .string(transfer.peer.displayName)), ("files", .int(transfer.files.count)),
+          ("peer", .string(transfer.peer.displayName)),
+          ("files", .int(transfer.files.count - transfer.folders)),
+          ("folders", .int(transfer.folders)),
           ("bytes", .int(Int(transfer.totalBytes))),
         ])
       Task { await follow(transfer) }
@@ -193,7 +195,9 @@ struct ReceiveReporter: Sendable {
     output.event(
       .done,
       [
-        ("peer", .string(transfer.peer.displayName)), ("files", .int(transfer.files.count)),
+        ("peer", .string(transfer.peer.displayName)),
+        ("files", .int(transfer.files.count - transfer.folders)),
+        ("folders", .int(transfer.folders)),
         ("bytes", .int(Int(transfer.totalBytes))),
         ("error", error.map { .string($0.description) } ?? .null),
         ("code", error.map { .string(code($0).rawValue) } ?? .null),

@@ -228,7 +228,8 @@ struct Delivery: Sendable {
     output.event(
       .done,
       [
-        ("peer", .string(label)), ("files", .int(totals.files)), ("stored", .int(totals.stored)),
+        ("peer", .string(label)), ("files", .int(totals.files - totals.folders)),
+        ("folders", .int(totals.folders)), ("stored", .int(totals.stored)),
         ("identical", .int(totals.identical)), ("bytes", .int(Int(summary.bytes))),
         ("bytes_sent", .int(Int(totals.sent))), ("unreadable", .int(parts.unreadable)),
       ])
