@@ -44,4 +44,25 @@ struct TransferProgressTests {
     #expect(last?.currentFile == "big")
     #expect(last?.currentFileBytes == 270)
   }
+
+  @Test("holes of a sparse file and a resumed prefix count as done but not in the rate")
+  func uncrossedBytesAreNotRate() async throws {
+    let size: UInt64 = 10_000_000_000
+    let progress = TransferProgress(files: [(name: "disk.img", size: size)])
+    // 9 GB of hole, no data crossed; then 1 MB of data half a second later.
+    progress.advance(0, to: 9_000_000_000, uncrossed: 9_000_000_000)
+    try await Task.sleep(for: .milliseconds(600))
+    progress.advance(0, to: 9_001_000_000)
+    try await Task.sleep(for: .milliseconds(150))
+    progress.advance(0, to: 9_002_000_000)
+    progress.finish()
+    var rates: [Double] = []
+    var last: ProgressSnapshot?
+    for await snapshot in progress.snapshots {
+      rates.append(snapshot.bytesPerSecond)
+      last = snapshot
+    }
+    #expect(last?.bytes == 9_002_000_000, "the holes are done")
+    #expect(rates.allSatisfy { $0 < 100_000_000 }, "no hole-sized rate: \(rates)")
+  }
 }

@@ -248,11 +248,12 @@ final class OutgoingOffer: Sendable {
     // Where the data known to start at `position` ends: the whole file, unless it is sparse.
     var dataEnd = sparse ? offset : file.size
     var holesSent = false
-    progress.advance(index, to: position)
+    progress.advance(index, to: position, uncrossed: offset)
     state.withLock { $0.sent[index] = offset..<offset }
     repeat {
       if let failure = state.withLock({ $0.failure }) { throw failure }
       var frames: [WireFrame] = []
+      var holeBytes: UInt64 = 0
       // A sparse file's holes go as HOLE frames (at most 1 GiB each, hashed as the zeros they
       // read as), its data as chunks that stop where the next hole starts.
       if position < file.size, position >= dataEnd {
@@ -263,6 +264,7 @@ final class OutgoingOffer: Sendable {
           await hasher.updateZeros(length)
           prefixRead.add(length, ordering: .relaxed)
           position += length
+          holeBytes += length
           holesSent = true
         }
         dataEnd = position < data ? position : hole  // still in the hole: ask again
@@ -291,7 +293,7 @@ final class OutgoingOffer: Sendable {
         frames.append(frame(.fileEnd(channel: channel, file: UInt32(index), digest: digest)))
       }
       try await inFlight.add(frames, link: link, channel: channel)
-      progress.advance(index, to: position)
+      progress.advance(index, to: position, uncrossed: holeBytes)
       state.withLock { $0.sent[index] = offset..<position }
     } while position < file.size
   }

@@ -30,6 +30,9 @@ public final class TransferProgress: @unchecked Sendable {
     /// snapshots leave both out, so that a cancelled transfer never reads as complete.
     var filesFailed = 0
     var bytesMissing: Int64 = 0
+    /// Bytes counted done for which no data crossed (holes of sparse files, prefixes resumed):
+    /// the rate leaves them out (a 10 GB hole is not 10 GB/s).
+    var uncrossed: Int64 = 0
     var lastPublished = ContinuousClock.now - .seconds(1)
     var rateMark: (time: ContinuousClock.Instant, bytes: Int64) = (.now, 0)
     var rate = 0.0
@@ -67,10 +70,13 @@ public final class TransferProgress: @unchecked Sendable {
     }
   }
 
-  /// File `index` has `bytes` done (not yet complete).
-  func advance(_ index: Int, to bytes: UInt64) {
+  /// File `index` has `bytes` done (not yet complete), `uncrossed` of the bytes since the last
+  /// call done without any data crossing (a sparse file's holes, a prefix already there on a
+  /// resume): counted in `bytes`, left out of the rate.
+  func advance(_ index: Int, to bytes: UInt64, uncrossed: UInt64 = 0) {
     let snapshot = state.withLock { state -> ProgressSnapshot? in
       guard !state.finished[index] else { return nil }
+      state.uncrossed += Int64(clamping: uncrossed)
       // Never reach the total before `complete`: fractionCompleted hits 1.0 exactly once.
       let value = min(Int64(bytes), sizes[index] - 1)
       state.sum += value - state.done[index]
@@ -129,8 +135,8 @@ public final class TransferProgress: @unchecked Sendable {
     if elapsed >= .milliseconds(500) || (force && state.rate == 0 && elapsed > .zero) {
       let seconds =
         Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-      let bytes = state.sum - state.bytesMissing
-      state.rate = Double(bytes - state.rateMark.bytes) / seconds
+      let bytes = state.sum - state.bytesMissing - state.uncrossed
+      state.rate = max(0, Double(bytes - state.rateMark.bytes) / seconds)
       state.rateMark = (now, bytes)
     }
     return ProgressSnapshot(

@@ -377,7 +377,7 @@ final class IncomingOffer: @unchecked Sendable {
           .finished(name: offered[index].path, peer: peer, result: .success(nil), digest: nil))
       } else {
         remaining.insert(index)
-        progress.advance(index, to: offset)
+        progress.advance(index, to: offset, uncrossed: offset)
       }
     }
     events.yield(.offerReceived(transfer))
@@ -499,7 +499,9 @@ final class IncomingOffer: @unchecked Sendable {
     } catch {
       return abandon(.resource(error), notify: true)
     }
-    progress?.advance(index, to: file.position)
+    var holes: UInt64 = 0
+    if case .hole(let length) = piece { holes = length }
+    progress?.advance(index, to: file.position, uncrossed: holes)
     // Credit is handed back per MiB written, in one hop (the multiplexer batches further).
     pendingCredit += credit
     if pendingCredit >= 1 << 20 { flushCredit() }
