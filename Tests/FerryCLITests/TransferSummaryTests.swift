@@ -56,4 +56,15 @@ struct TransferSummaryTests {
     #expect(
       resumed == "Sent 1 file, 1.0 GB to desk in 2.0 s (200 MB/s); resumed, 400 MB of it sent now.")
   }
+
+  @Test(
+    "a rate beyond any link (a hostile sender's claimed sizes, a clock that barely moved) is not shown, and never traps"
+  )
+  func absurdRates() {
+    #expect(TransferSummary.timing(1 << 62, took: .milliseconds(1)) == " in 0.0 s")
+    #expect(TransferSummary.timing(UInt64.max, took: .milliseconds(2)) == " in 0.0 s")
+    #expect(TransferSummary.timing(1 << 62, took: .zero) == " in 0.0 s")
+    #expect(TransferSummary.timing(0, took: .seconds(3)) == " in 3.0 s")
+    #expect(TransferSummary.timing(3_000_000, took: .seconds(3)) == " in 3.0 s (1.0 MB/s)")
+  }
 }

@@ -238,10 +238,34 @@ struct CLIResendTests {
     #expect(edited.events.last?["stored"] as? Int == 1, "\(edited.events.last ?? [:])")
     #expect(names(destination).sorted() == ["notes (1).txt", "notes (2).txt", "notes.txt"])
 
+    // No oracle: this sender's own file offered as "probe (1).txt" is not taken for a renamed
+    // copy of "probe.txt" — else offering it as "probe.txt" next would say identical exactly
+    // when something else holds that name.
+    try Data("someone else's\n".utf8).write(to: destination.appendingPathComponent("probe.txt"))
+    let bait = try temporaryDirectory("renamed-bait")
+    let numbered = bait.appendingPathComponent("probe (1).txt")
+    let plain = try temporaryDirectory("renamed-plain").appendingPathComponent("probe.txt")
+    for url in [numbered, plain] {
+      try Data("the probe\n".utf8).write(to: url)
+      var times = [
+        timespec(tv_sec: 1_700_000_000, tv_nsec: 0), timespec(tv_sec: 1_700_000_000, tv_nsec: 0),
+      ]
+      #expect(utimensat(AT_FDCWD, url.path, &times, 0) == 0)
+    }
+    let baited = try await send(numbered, port: port, home: home)
+    #expect(baited.events.last?["stored"] as? Int == 1, "\(baited.events.last ?? [:])")
+    let probed = try await send(plain, port: port, home: home)
+    #expect(
+      probed.events.last?["identical"] as? Int == 0, "an oracle: \(probed.events.last ?? [:])")
+    #expect(probed.events.last?["stored"] as? Int == 1)
+    for name in ["probe.txt", "probe (1).txt", "probe (2).txt", "notes.txt"] {
+      try? FileManager.default.removeItem(at: destination.appendingPathComponent(name))
+    }
+
     // Another sender's same file is not compared with this sender's copies: a copy of its own.
     try Data("the sender's notes, a different file\n".utf8).write(to: notes)
     let stranger = try await send(notes, port: port, home: Harness.freshFerryHome())
     #expect(stranger.events.last?["identical"] as? Int == 0, "\(stranger.events.last ?? [:])")
-    #expect(names(destination).count == 4)
+    #expect(names(destination).count == 3, "\(names(destination))")
   }
 }

@@ -64,5 +64,16 @@ struct TransferProgressTests {
     }
     #expect(last?.bytes == 9_002_000_000, "the holes are done")
     #expect(rates.allSatisfy { $0 < 100_000_000 }, "no hole-sized rate: \(rates)")
+    #expect(progress.bytesCrossed == 2_000_000)
+  }
+
+  @Test("a file completed without data (identical, skipped) is done, but none of it crossed")
+  func completedWithoutData() {
+    let progress = TransferProgress(files: [(name: "held", size: 5000), (name: "sent", size: 300)])
+    progress.complete(0)
+    progress.advance(1, to: 200)
+    progress.complete(1)
+    #expect(progress.overall.completedUnitCount == 5300)
+    #expect(progress.bytesCrossed == 300)
   }
 }

@@ -143,6 +143,9 @@ struct ConfinedDirectory {
   /// The extended attribute naming the sender (its 32-byte fingerprint) a placed file came
   /// from: only that sender's files are ever compared for it (``holdsFile(at:matching:from:)``).
   static let senderAttribute = "user.ferry.sender"
+  /// The extended attribute recording the path a placed file was offered as (its name before
+  /// the rename policy numbered it): ``heldFile(at:matching:from:renamed:)`` reads it.
+  static let offeredAttribute = "user.ferry.offered"
 
   /// Whether a regular file that `sender` sent (``senderAttribute``) with `file`'s size and
   /// modification time is at `path` under the root — a cheap check: nothing is read. Walks and
@@ -168,9 +171,30 @@ struct ConfinedDirectory {
     // Bounded: past a thousand taken names, sending once more costs a copy, not a long walk.
     for number in 1...1000 {
       guard let candidate = Self.renamed(path, number), exists(candidate) else { return nil }
-      if holdsFile(at: candidate, matching: file, from: sender) { return candidate }
+      if holdsFile(at: candidate, matching: file, from: sender, offeredAs: path) {
+        return candidate
+      }
     }
     return nil
+  }
+
+  /// Whether the file at `path` is one `sender` placed, with `file`'s size and time, and that
+  /// was offered as `offered` (``offeredAttribute``): a renamed copy is found for the name it
+  /// was renamed from only, so that a sender cannot learn whether some other name is taken by
+  /// offering its own `X (1).txt` and then `X.txt`.
+  private func holdsFile(
+    at path: RelativePath, matching file: OfferedFile, from sender: [UInt8],
+    offeredAs offered: RelativePath
+  ) -> Bool {
+    guard let fd = openFile(at: path, matching: file) else { return false }
+    defer { close(fd) }
+    let expected = Array(offered.description.utf8)
+    var recorded = [UInt8](repeating: 0, count: expected.count + 1)
+    let length = recorded.withUnsafeMutableBytes {
+      ferry_get_attribute(fd, Self.offeredAttribute, $0.baseAddress, $0.count)
+    }
+    return Self.carries(sender, fd) && length == expected.count
+      && Array(recorded.prefix(length)) == expected
   }
 
   /// `path` with its last component numbered as the `rename` policy numbers it

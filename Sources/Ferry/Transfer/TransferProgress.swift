@@ -33,6 +33,9 @@ public final class TransferProgress: @unchecked Sendable {
     /// Bytes counted done for which no data crossed (holes of sparse files, prefixes resumed):
     /// the rate leaves them out (a 10 GB hole is not 10 GB/s).
     var uncrossed: Int64 = 0
+    /// Files that data was written or read for (``advance(_:to:uncrossed:)``): one completed
+    /// without any (skipped, identical) had none of its bytes cross.
+    var advanced: [Bool]
     var lastPublished = ContinuousClock.now - .seconds(1)
     var rateMark: (time: ContinuousClock.Instant, bytes: Int64) = (.now, 0)
     var rate = 0.0
@@ -54,7 +57,8 @@ public final class TransferProgress: @unchecked Sendable {
     let zeros = [Int64](repeating: 0, count: entries.count)
     state = Mutex(
       State(
-        done: zeros, reported: zeros, finished: Array(repeating: false, count: entries.count)))
+        done: zeros, reported: zeros, finished: Array(repeating: false, count: entries.count),
+        advanced: Array(repeating: false, count: entries.count)))
     (snapshots, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
   }
 
@@ -77,6 +81,7 @@ public final class TransferProgress: @unchecked Sendable {
     let snapshot = state.withLock { state -> ProgressSnapshot? in
       guard !state.finished[index] else { return nil }
       state.uncrossed += Int64(clamping: uncrossed)
+      state.advanced[index] = true
       // Never reach the total before `complete`: fractionCompleted hits 1.0 exactly once.
       let value = min(Int64(bytes), sizes[index] - 1)
       state.sum += value - state.done[index]
@@ -93,6 +98,12 @@ public final class TransferProgress: @unchecked Sendable {
     if let snapshot { continuation.yield(snapshot) }
   }
 
+  /// Bytes whose data crossed the link so far: done, less holes, resumed prefixes and files
+  /// completed without data (skipped, identical). Any thread.
+  public var bytesCrossed: Int64 {
+    state.withLock { max(0, $0.sum - $0.bytesMissing - $0.uncrossed) }
+  }
+
   /// File `index` is finished (stored, skipped or, when `failed`, failed or cancelled): its
   /// `Progress` is complete, once. A failed file's missing bytes are left out of the snapshots
   /// (their `bytes` and `filesDone` count what really arrived or was sent).
@@ -104,6 +115,8 @@ public final class TransferProgress: @unchecked Sendable {
         state.filesFailed += 1
         state.bytesMissing += sizes[index] - state.done[index]
       }
+      // Completed without data (skipped, identical): done, but nothing crossed for it.
+      if !failed, !state.advanced[index] { state.uncrossed += sizes[index] - state.done[index] }
       state.sum += sizes[index] - state.done[index]
       // A failed file's row keeps what arrived (its `Progress` still completes, once).
       if !failed { state.done[index] = sizes[index] }

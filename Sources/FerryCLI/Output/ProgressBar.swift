@@ -77,23 +77,27 @@ final class ProgressBar: Sendable {
   private func startTicking(_ state: inout State) {
     guard !state.ticking else { return }
     state.ticking = true
+    // Holds the bar only while it checks, never across the sleep.
     Task { [weak self] in
-      while let bar = self, bar.redrawIfStill() {
+      while self?.redrawIfStill() == true {
         try? await Task.sleep(for: .seconds(1))
       }
     }
   }
 
-  /// Redraws when a transfer has stood still for ``stallShownAfter`` or more; false once the
-  /// display is stopped.
+  /// Redraws when a transfer has stood still for ``stallShownAfter`` or more; false (and the
+  /// check ends, until the next update starts it) once the display is stopped or has no rows.
   private func redrawIfStill() -> Bool {
     state.withLock { state in
-      guard !state.stopped else { return false }
+      guard !state.stopped, !state.rows.isEmpty else {
+        state.ticking = false
+        return false
+      }
       let now = ContinuousClock.now
       let still = state.rows.contains {
         now - $0.at >= Self.stallShownAfter && !Self.isComplete($0.snapshot)
       }
-      guard still, state.linesDrawn > 0 else { return true }
+      guard still else { return true }
       state.lastDraw = now
       if state.prompt != nil, let bars = redrawBarsOnly(&state) {
         StandardStream.error.write(bars)

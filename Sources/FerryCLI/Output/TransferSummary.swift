@@ -18,9 +18,12 @@ enum TransferSummary {
   /// nothing crossed, or too fast to tell).
   static func timing(_ bytes: UInt64, took: Duration) -> String {
     let seconds = took.inSeconds
+    let perSecond = Double(bytes) / seconds
+    // A rate beyond any link (claimed sizes, a clock that barely moved) is not shown: it would
+    // be a lie, and past UInt64 a trap.
     let rate =
-      bytes > 0 && seconds >= 0.001
-      ? " (\(Quantity.bytes(UInt64(Double(bytes) / seconds)))/s)" : ""
+      bytes > 0 && seconds >= 0.001 && perSecond.isFinite && perSecond < 1e15
+      ? " (\(Quantity.bytes(UInt64(perSecond)))/s)" : ""
     return " in \(duration(took))\(rate)"
   }
 

@@ -152,6 +152,9 @@ final class StagedFile {
     _ = sender.withUnsafeBytes {
       ferry_set_attribute(fd, ConfinedDirectory.senderAttribute, $0.baseAddress, $0.count)
     }
+    _ = Array(offered.path.utf8).withUnsafeBytes {
+      ferry_set_attribute(fd, ConfinedDirectory.offeredAttribute, $0.baseAddress, $0.count)
+    }
     guard fchmod(fd, mode) == 0 else { return .failed(reason: errnoText()) }
     let time = timespec(
       tv_sec: Int(offered.modificationSeconds), tv_nsec: Int(offered.modificationNanoseconds))

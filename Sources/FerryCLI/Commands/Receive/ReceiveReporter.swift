@@ -126,8 +126,9 @@ struct ReceiveReporter: Sendable {
       } else {
         let already = identical > 0 ? "; \(identical) already there, not sent" : ""
         let listed = unshown > 0 ? "; \(unshown) more saved than listed above" : ""
+        // The rate of what crossed: not of files already there, skipped or resumed.
         let timing = TransferSummary.timing(
-          identical > 0 ? 0 : transfer.totalBytes, took: ContinuousClock.now - started)
+          UInt64(transfer.progress.bytesCrossed), took: ContinuousClock.now - started)
         bar.above {
           output.note(
             "Received \(TransferSummary.items(transfer.files.count, folders: transfer.folders)), "
