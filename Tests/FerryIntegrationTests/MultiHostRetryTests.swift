@@ -201,4 +201,52 @@ struct MultiHostRetryTests {
     print("loss: \(crossed) bytes crossed host b's link for \(size)")
     #expect(crossed <= size * 13 / 10, "\(crossed) bytes for \(size)")
   }
+
+  @Test(
+    "host b's link cut: send --to gives up in seconds (exit 3); browse says gone, then found again"
+  )
+  func linkCut() async throws {
+    try await clearFaults()
+    let type = Harness.uniqueServiceType()
+    let b = try await MultiHostTests().startReceiver(on: "b", name: "cut-b", type: type)
+    defer { b.process.signal(SIGKILL) }
+    let browse = try ChildProcess.ferry(["browse", "--service", type, "--json"], on: "a")
+    defer { browse.signal(SIGKILL) }
+    _ = try #require(
+      await browse.waitForLine {
+        $0.contains("\"peer-found\"") && jsonObject($0)?["name"] as? String == "cut-b"
+      }, "\(browse.stderr)")
+    _ = try await onB(["ip", "link", "set", "mdns0", "down"])
+    let cut = ContinuousClock.now
+    // Still listed by host a's avahi-daemon (its records live minutes), but given up on at once.
+    let file = try temporaryDirectory("cut-src").appendingPathComponent("a.txt")
+    try writeFile(file, size: 10)
+    let send = try ChildProcess.ferry(
+      ["send", "--to", "cut-b", "--service", type, file.path], on: "a",
+      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    defer { send.signal(SIGKILL) }
+    #expect(await send.waitForExit(timeout: .seconds(30)) == 3, "\(send.stderr)")
+    #expect(send.stderr.contains("does not answer"), "\(send.stderr)")
+    print("link cut: send gave up after \(seconds(ContinuousClock.now - cut)) s")
+    #expect(ContinuousClock.now - cut < .seconds(10))
+    let gone = await browse.waitForLine(timeout: .seconds(40)) {
+      $0.contains("\"peer-lost\"") && jsonObject($0)?["reason"] as? String == "unreachable"
+    }
+    let line = try #require(gone, "no peer-lost: \(browse.stdout)")
+    print("link cut: browse said gone after \(seconds(line.time - cut)) s")
+    #expect(line.time - cut < .seconds(30))
+
+    _ = try await onB(["ip", "link", "set", "mdns0", "up"])
+    let back = ContinuousClock.now
+    let foundLines = {
+      browse.stdoutLines.filter {
+        $0.text.contains("\"peer-found\"") && jsonObject($0.text)?["name"] as? String == "cut-b"
+      }
+    }
+    let again = await browse.waitForLine(timeout: .seconds(40)) { _ in foundLines().count >= 2 }
+    #expect(again != nil, "not found again: \(browse.stdout)")
+    if let found = foundLines().last {
+      print("link back: browse found it again after \(seconds(found.time - back)) s")
+    }
+  }
 }

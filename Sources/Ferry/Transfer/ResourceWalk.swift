@@ -77,6 +77,11 @@ public struct ResourceWalk {
         case S_IFREG:
           return try found(entry.url.path, path: entry.path, status: status)
         case S_IFDIR:
+          // Named directly: one that cannot be listed and entered is the walk's failure, not
+          // a folder whose every entry is left out.
+          guard access(entry.url.path, R_OK | X_OK) == 0 else {
+            throw .cannotRead("\(entry.url.path): \(errnoText().lowercased())")
+          }
           try push(entry.url.path, relative: entry.path)
           continue
         case let kind:

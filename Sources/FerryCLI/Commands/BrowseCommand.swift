@@ -84,10 +84,11 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
           output.event(.peerFound, peerFields(peer))
           if !json { output.say("+ \(Self.humanLine(peer))") }
         case .updated(let peer):
-          // A peer reported gone whose records change is there again.
-          let kind: Event = probe.reset(peer) ? .peerFound : .peerUpdated
-          output.event(kind, peerFields(peer))
-          if !json { output.say("\(kind == .peerFound ? "+" : "~") \(Self.humanLine(peer))") }
+          // A peer reported gone stays so while its records change (a dead machine's expire
+          // one by one): it is found again when it answers.
+          guard !probe.isGone(peer) else { continue }
+          output.event(.peerUpdated, peerFields(peer))
+          if !json { output.say("~ \(Self.humanLine(peer))") }
         case .lost(let peer):
           // Reported already when it stopped answering.
           guard !probe.reset(peer) else { continue }

@@ -5,7 +5,7 @@ import Synchronization
 /// machine or link went until its records expire (minutes), so every ``interval`` each listed
 /// Ferry peer's port is tried (a TCP connect at all its addresses at once, ``timeout`` each).
 /// One that answers at none of them ``misses`` times in a row is reported gone; it is found
-/// again when it answers, or when its records change.
+/// again when it answers (a change of its records alone does not bring it back).
 final class BrowseProbe: Sendable {
   /// How often the listed peers are tried.
   static let interval: Duration = .seconds(10)
@@ -36,6 +36,12 @@ final class BrowseProbe: Sendable {
       state.missed[key] = nil
       return state.gone.remove(key) != nil
     }
+  }
+
+  /// Whether `peer` was reported gone and has not answered since.
+  func isGone(_ peer: DiscoveredPeer) -> Bool {
+    let key = Self.key(of: peer)
+    return state.withLock { $0.gone.contains(key) }
   }
 
   /// Tries `browser`'s peers every ``interval`` until the task is cancelled, calling `gone`

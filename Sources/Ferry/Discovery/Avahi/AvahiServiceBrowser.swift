@@ -212,6 +212,10 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       }
       unresolved.remove(key)
       releaseIfResolved(key.peerKey)
+      // Listed but never answering (a machine off while its records are still cached): tried
+      // again later like an expired one, so that it is found when it comes back.
+      expired.insert(key)
+      reresolveLater(key, interface, family, name: serviceName, domain: serviceDomain)
     }
   }
 
@@ -251,7 +255,9 @@ final class AvahiServiceBrowser: @unchecked Sendable {
           domain.withCString { domain in
             self.newResolver(
               avahi_service_browser_get_client(browser), interface, family, name, domain,
-              addressFamily: family)
+              // The address family that resolved it before (its own, or any).
+              addressFamily: self.resolvingAnyFamily.contains(key)
+                ? AvahiProtocol(AVAHI_PROTO_UNSPEC) : family)
           }
         })
       else { return }

@@ -39,7 +39,7 @@ struct Delivery: Sendable {
     // mDNS lists a receiver whose machine or link went until its records expire (minutes): a
     // receiver that answers at none of its addresses is given up on now, and one that answers
     // is invited at the addresses that did.
-    let answering = await target.answeringAddresses(within: Self.answerTimeout)
+    let answering = await target.answeringAddresses(within: min(Self.answerTimeout, remaining))
     guard !answering.isEmpty else {
       let addresses = target.addresses.map { $0.hostPortString(port: target.port) }
         .joined(separator: ", ")
