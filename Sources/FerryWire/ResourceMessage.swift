@@ -106,7 +106,7 @@ package enum ResourceMessage: Hashable, Sendable {
   /// - Throws: ``WireError`` for channel 0, a count of 0 or over ``maximumFiles``, a path
   ///   over 4096 bytes or not UTF-8, a size over ``maximumFileSize`` or sizes adding up to more
   ///   than ``maximumOfferBytes``, a modification time outside ``modificationSecondsRange``,
-  ///   nanoseconds over 999 999 999, a mode over 0o7777 (but for a folder of size 0), an unknown digest algorithm (or the
+  ///   nanoseconds over 999 999 999, a mode over 0o7777 (but for a folder or a streamed file of size 0), an unknown digest algorithm (or the
   ///   SHA-256 byte, which is never encoded), a digest not of 16 or 32 bytes, an unknown status, a hole of 0 bytes or over ``maximumHoleSize``, held files out of order, beyond the offer or not sent from 0, truncation or
   ///   trailing bytes.
   package init(frame: Frame) throws(WireError) {
@@ -139,8 +139,13 @@ package enum ResourceMessage: Hashable, Sendable {
           throw .invalidField(type, "modification time \(seconds)")
         }
         guard nanoseconds < 1_000_000_000 else { throw .invalidField(type, "nanoseconds") }
-        // Permission bits, and for an empty folder (of size 0) the folder bit.
-        guard mode <= 0o7777 || (mode & ~0o7777 == OfferedFile.folderBit && size == 0) else {
+        // Permission bits, and for an empty folder or a streamed file (both announced with
+        // size 0) the folder or the stream bit.
+        let kind = mode & ~0o7777
+        guard
+          kind == 0
+            || (size == 0 && (kind == OfferedFile.folderBit || kind == OfferedFile.streamBit))
+        else {
           throw .invalidField(type, "mode")
         }
         files.append(

@@ -2,16 +2,17 @@
 package enum WireProtocol {
   /// The protocol version this build speaks, published as the `v` TXT record and offered in
   /// `HELLO`.
-  package static let version = 4
+  package static let version = 5
 
-  /// Every protocol version this build can speak, highest first: version 4 only. Version 2
+  /// Every protocol version this build can speak, highest first: versions 5 and 4. Version 2
   /// added held files (OFFER_ACCEPT's held section, FILE_ACK `identical` and `differs`), version
-  /// 3 the sender's choice of digest (OFFER's digest byte, XXH3-128) and holes (HOLE), and
-  /// version 4 the per-connection verification code (COMMIT, INVITE's nonce, REVEAL:
-  /// docs/PROTOCOL.md §6). Versions 1 to 3 are refused (GOODBYE code 2), not spoken: their code
+  /// 3 the sender's choice of digest (OFFER's digest byte, XXH3-128) and holes (HOLE), version
+  /// 4 the per-connection verification code (COMMIT, INVITE's nonce, REVEAL:
+  /// docs/PROTOCOL.md §6), and version 5 streamed files (an OFFER entry whose size is known
+  /// only at its end). Versions 1 to 3 are refused (GOODBYE code 2), not spoken: their code
   /// depends on the two fingerprints alone, which a man in the middle can grind keys to match,
   /// so a peer offering only those could always avoid the new code.
-  package static let supportedVersions: [UInt16] = [4]
+  package static let supportedVersions: [UInt16] = [5, 4]
 
   /// The first version with held files.
   package static let heldFilesVersion: UInt16 = 2
@@ -24,6 +25,9 @@ package enum WireProtocol {
   /// exporter and both ends' nonces (COMMIT, INVITE's nonce, REVEAL). The oldest this build
   /// speaks.
   package static let verificationNonceVersion: UInt16 = 4
+
+  /// The first version whose OFFER may hold streamed files (``OfferedFile/streamBit``).
+  package static let streamedFilesVersion: UInt16 = 5
 
   /// The TLS ALPN identifier of the protocol. It names the protocol family and stays the same
   /// across versions (versions are agreed in `HELLO`); an inviter refuses a server that does not

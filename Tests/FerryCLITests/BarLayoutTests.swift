@@ -55,4 +55,12 @@ struct BarLayoutTests {
     let done = ProgressBar.totalLine(finished, label: "desk", still: .seconds(75), columns: 80)
     #expect(!done.contains("stalled"), "\(done)")
   }
+
+  @Test("an unknown total: an empty bar, no percentage, the bytes so far over '?'")
+  func unknownTotal() {
+    let line = BarLayout.line(
+      label: "stdin", done: 3_000_000, total: 3_000_001, totalKnown: false,
+      extras: (rate: "  1.0 MB/s", eta: nil, files: nil), columns: 80, bar: 10, name: 20)
+    #expect(line == "stdin [          ]  ...  3.0 MB/?  1.0 MB/s", "\(line)")
+  }
 }

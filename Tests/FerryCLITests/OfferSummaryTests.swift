@@ -99,4 +99,43 @@ struct OfferSummaryTests {
     #expect(lines.contains { $0.contains("top-level entries: a.txt, .config") }, "\(lines)")
     #expect(lines.contains { $0.contains("including 1 hidden file or folder") }, "\(lines)")
   }
+
+  @Test(
+    "standard input streamed: announced as of unknown size; a yes to known sizes never admits a stream"
+  )
+  func streamed() throws {
+    var builder = OfferSummary.Builder()
+    builder.add("notes.txt", size: 10)
+    builder.add("dump.sql", size: 0, isStreamed: true)
+    let summary = builder.summary
+    #expect(summary.files == 2 && summary.streamed == 1 && summary.bytes == 10)
+    let decoded = try #require(OfferSummary.decode(summary.encoded))
+    #expect(decoded == summary)
+    let entries: [(path: String, size: UInt64)] = [("notes.txt", 10), ("dump.sql", 0)]
+    #expect(summary.admits(entries, streamed: ["dump.sql"]) != nil)
+    // Announced with a known size, offered as a stream: not what was said yes to.
+    var known = OfferSummary.Builder()
+    known.add("notes.txt", size: 10)
+    known.add("dump.sql", size: 0)
+    #expect(known.summary.admits(entries, streamed: ["dump.sql"]) == nil)
+    // A stream spent is spent: a second one in a later part is not admitted.
+    let first = try #require(summary.admits([("notes.txt", 10)], streamed: []))
+    let second = try #require(
+      summary.admits([("dump.sql", 0)], streamed: ["dump.sql"], after: first))
+    #expect(summary.admits([("dump.sql", 0)], streamed: ["dump.sql"], after: second) == nil)
+    // A count beyond the files is no summary.
+    var text = String(decoding: summary.encoded, as: UTF8.self)
+    text = text.replacingOccurrences(of: "\"streamed\":1", with: "\"streamed\":3")
+    #expect(OfferSummary.decode(Array(text.utf8)) == nil)
+  }
+
+  @Test("the prompt says a streamed file's size is unknown")
+  func streamedListing() {
+    let alone = InvitationPrompt.listing(
+      count: 1, bytes: 0, names: ["dump.sql"], roots: ["dump.sql"], hidden: 0, streamed: 1)
+    #expect(alone.first == "1 file, size unknown (sent as it is read):")
+    let mixed = InvitationPrompt.listing(
+      count: 2, bytes: 2048, names: ["a", "b"], roots: ["a", "b"], hidden: 0, streamed: 1)
+    #expect(mixed.first == "2 files, 2.0 KB and 1 of unknown size:")
+  }
 }

@@ -76,4 +76,40 @@ struct TransferProgressTests {
     #expect(progress.overall.completedUnitCount == 5300)
     #expect(progress.bytesCrossed == 300)
   }
+
+  @Test(
+    "a streamed file grows with what arrives: never complete before its end, total unknown until then"
+  )
+  func streamedFile() async {
+    let progress = TransferProgress(
+      files: [(name: "known", size: 100), (name: "stdin", size: 0)], streamed: [false, true])
+    progress.complete(0)
+    progress.advance(1, to: 5_000_000)
+    #expect(progress.totalBytes == 5_000_100)
+    #expect(progress.overall.totalUnitCount > progress.overall.completedUnitCount)
+    progress.advance(1, to: 7_000_000)
+    progress.complete(1)
+    #expect(progress.totalBytes == 7_000_100)
+    #expect(progress.overall.totalUnitCount == 7_000_100)
+    #expect(progress.overall.completedUnitCount == 7_000_100)
+    progress.finish()
+    var snapshots: [ProgressSnapshot] = []
+    for await snapshot in progress.snapshots { snapshots.append(snapshot) }
+    let last = snapshots.last
+    #expect(last?.totalIsKnown == true)
+    #expect(last?.bytes == 7_000_100 && last?.total == 7_000_100)
+    #expect(last?.filesDone == 2)
+  }
+
+  @Test("snapshots of an open streamed file say the total is not known")
+  func streamedSnapshot() async throws {
+    let progress = TransferProgress(files: [(name: "stdin", size: 0)], streamed: [true])
+    progress.advance(0, to: 3 << 20)
+    progress.finish()
+    var first: ProgressSnapshot?
+    for await snapshot in progress.snapshots where first == nil { first = snapshot }
+    let snapshot = try #require(first)
+    #expect(!snapshot.totalIsKnown && !snapshot.currentFileSizeIsKnown)
+    #expect(snapshot.bytes == 3 << 20 && snapshot.currentFileSize == 3 << 20)
+  }
 }

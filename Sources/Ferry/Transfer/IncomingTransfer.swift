@@ -11,7 +11,9 @@ public final class IncomingTransfer: Sendable {
   public let files: [(path: String, size: UInt64)]
   /// How many of ``files`` are empty folders (size 0), for a summary that counts them apart.
   public let folders: Int
-  /// Bytes in the whole offer.
+  /// The paths in ``files`` that are streamed (size 0 there): their size is what arrives.
+  public let streamed: Set<String>
+  /// Bytes in the whole offer (streamed files not counted: their size is not known).
   public var totalBytes: UInt64 { files.reduce(0) { $0 + $1.size } }
   /// Progress of the offer and each file. Cancelling it cancels the transfer on both ends.
   public let progress: TransferProgress
@@ -19,8 +21,10 @@ public final class IncomingTransfer: Sendable {
 
   init(
     id: OfferID = .next(), peer: PeerID, files: [(path: String, size: UInt64)], folders: Int = 0,
-    progress: TransferProgress, cancel: @escaping @Sendable () -> Void
+    streamed: Set<String> = [], progress: TransferProgress,
+    cancel: @escaping @Sendable () -> Void
   ) {
+    self.streamed = streamed
     self.id = id
     self.peer = peer
     self.files = files

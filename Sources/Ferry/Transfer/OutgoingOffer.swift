@@ -50,6 +50,8 @@ final class OutgoingOffer: Sendable {
     /// sent whole).
     var sent: [Int: Range<UInt64>] = [:]
     var cancelled = false
+    /// The streamed file being read, if one is: stopped when the offer fails.
+    var source: StreamSource?
     /// What the receiver is told when this side fails: only paths relative to the offer.
     var reasonForPeer: String?
   }
@@ -228,6 +230,9 @@ final class OutgoingOffer: Sendable {
     _ index: Int, from offset: UInt64, channel: UInt32, inFlight: inout InFlight
   ) async throws {
     let file = files[index]
+    if file.isStreamed {
+      return try await sendStream(index, channel: channel, inFlight: &inFlight)
+    }
     if file.isFolder {
       // An empty folder: nothing to read, only its FILE_END (the digest of no bytes).
       let digest = ContentHasher(state.withLock { $0.checksum }).finalize()
@@ -296,6 +301,61 @@ final class OutgoingOffer: Sendable {
       progress.advance(index, to: position, uncrossed: holeBytes)
       state.withLock { $0.sent[index] = offset..<position }
     } while position < file.size
+  }
+
+  /// Reads streamed file `index` to its end as it comes (a read waits on a thread of its own,
+  /// ``StreamSource``), sending each piece as a CHUNK at once — a trickle is not held back to
+  /// fill a batch — then its FILE_END with the digest of all of it. Its size was announced as
+  /// 0 and is what was sent; it always starts at 0 (the receiver never resumes one).
+  private func sendStream(_ index: Int, channel: UInt32, inFlight: inout InFlight) async throws {
+    let source = StreamSource(url: urls[index])
+    let cancelled = state.withLock { state in
+      state.source = source
+      state.sent[index] = 0..<0
+      return state.failure != nil
+    }
+    defer {
+      source.close()
+      state.withLock { $0.source = nil }
+    }
+    if cancelled { source.stop() }
+    let checksum = state.withLock { $0.checksum }
+    let hasher = BackgroundHasher(ContentHasher(checksum), size: .max, on: hashQueue)
+    let allocator = link.channel.allocator
+    var position: UInt64 = 0
+    while true {
+      if let failure = state.withLock({ $0.failure }) { throw failure }
+      var buffer = allocator.buffer(capacity: 4 + TransferMessage.maximumChunkSize)
+      buffer.writeInteger(UInt32(index))
+      let read: StreamSource.Read
+      do {
+        read = try await source.read(
+          upTo: TransferMessage.maximumChunkSize, allocator: allocator)
+      } catch let error as TransferError {
+        if case .resource(.cannotRead(let local)) = error { throw readFailure(index, local) }
+        throw error
+      }
+      guard case .bytes(var bytes) = read else { break }
+      let count = bytes.readableBytes
+      guard ResourceMessage.maximumFileSize - position >= UInt64(count) else {
+        throw readFailure(index, "\(urls[index].path): longer than a file may be (2^62 bytes)")
+      }
+      await hasher.update(bytes)
+      buffer.writeBuffer(&bytes)
+      position += UInt64(count)
+      bytesSent.add(UInt64(count), ordering: .relaxed)
+      try await inFlight.add(
+        [WireFrame(type: .chunk, channel: channel, payload: buffer)], link: link, channel: channel)
+      try await inFlight.submitNow(link: link, channel: channel)
+      progress.advance(index, to: position)
+      state.withLock { $0.sent[index] = 0..<position }
+    }
+    let digest = await hasher.finalize()
+    state.withLock { $0.digests[index] = digest }
+    try await inFlight.add(
+      [frame(.fileEnd(channel: channel, file: UInt32(index), digest: digest))], link: link,
+      channel: channel)
+    progress.advance(index, to: position)
   }
 
   /// Holes shorter than this are read and sent as the zeros they hold: a frame per small hole,
@@ -434,7 +494,7 @@ final class OutgoingOffer: Sendable {
       guard case .offerAccept(_, let offsets, let held)? = try? ResourceMessage(frame: frame.flat),
         offsets.count == files.count,
         zip(offsets, files).allSatisfy({ $0 == ResourceMessage.skip || $0 <= $1.size }),
-        held.allSatisfy({ !files[Int($0)].isFolder })
+        held.allSatisfy({ !files[Int($0)].isFolder && !files[Int($0)].isStreamed })
       else { return violation("the receiver answered the offer wrongly") }
       let (first, waiter) = state.withLock {
         state -> (Bool, CheckedContinuation<[UInt64], any Error>?) in
@@ -510,15 +570,16 @@ final class OutgoingOffer: Sendable {
   }
 
   private func fail(_ error: TransferError) {
-    let (first, accept, done) = state.withLock { state in
+    let (first, accept, done, source) = state.withLock { state in
       let first = state.failure == nil
       if first { state.failure = error }
       defer {
         state.acceptWaiter = nil
         state.doneWaiter = nil
       }
-      return (first, state.acceptWaiter, state.doneWaiter)
+      return (first, state.acceptWaiter, state.doneWaiter, state.source)
     }
+    source?.stop()
     if first {
       let remote = link.channel.remoteAddress?.description ?? "?"
       FerryLogging.logger.info(

@@ -19,6 +19,12 @@ public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
   case tooLarge(String)
   /// The source file cannot be read.
   case cannotRead(String)
+  /// The peer speaks a protocol version without something this offer needs: named here
+  /// (streamed files need version 5).
+  case unsupportedByPeer(String)
+  /// A streamed item (``ResourceItem/isStreamed``) was being read when its transfer broke off:
+  /// what was read is gone, so it cannot be resumed or sent again.
+  case streamInterrupted(path: String)
 
   /// A message for users.
   public var description: String {
@@ -37,6 +43,12 @@ public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
     case .tooManyFiles(let count):
       return "the offer has \(count) files; the limit is \(ProtocolLimits.maximumFilesPerOffer)"
     case .cannotRead(let reason): return "cannot read \(reason)"
+    case .unsupportedByPeer(let what):
+      return "the receiver's Ferry is too old for \(what): update it there"
+    case .streamInterrupted(let path):
+      return
+        "\(path) was read as it came and the transfer broke off: it cannot be resumed or sent "
+        + "again"
     case .tooLarge(let what):
       return
         "\(what) is larger than \(Quantity.bytes(ProtocolLimits.maximumOfferBytes)), the most one "

@@ -14,12 +14,27 @@ public struct ResourceItem: Hashable, Sendable {
   /// Whether this is an empty folder for the receiver to create (nothing of its contents is
   /// sent), rather than a file. A peer older than protocol version 3 is offered no folders.
   public var isFolder: Bool
+  /// Whether this is a stream — a pipe, say, or standard input — read once, as it comes, to
+  /// its end: its size is known only then, so the receiver is offered it with size unknown
+  /// (protocol version 5) and it is never resumed or sent again after its first byte was read.
+  public var isStreamed: Bool = false
 
   /// A file and the path it gets at the receiver.
   public init(url: URL, path: String) {
     self.url = url
     self.path = path
     self.isFolder = false
+  }
+
+  /// A stream read from `url` (a pipe or FIFO, a socket, a terminal) to its end, as it comes,
+  /// and received as one file at `path`; see ``isStreamed``. `/dev/stdin` is this process's
+  /// standard input itself (never opened again, which for a pipe whose writer is gone would
+  /// wait for ever); a FIFO is opened without waiting for its writer (the first read does).
+  public init(streamingFrom url: URL, path: String) {
+    self.url = url
+    self.path = path
+    self.isFolder = false
+    self.isStreamed = true
   }
 
   /// An empty folder, created at `path` under the receiver's destination (its contents, if it
@@ -80,7 +95,7 @@ public struct ResourceItem: Hashable, Sendable {
   /// here with a clear error instead of being refused after it was accepted: every path is a
   /// valid ``RelativePath``; no path is offered twice (the same file named twice is kept once);
   /// no path is both a file and a folder; every file is a regular file and every folder item
-  /// a folder; at most
+  /// a folder (a streamed item may be anything but a folder, and is not opened here); at most
   /// ``ProtocolLimits/maximumFilesPerOffer``.
   ///
   /// - Returns: `items` without repeats of the same file under the same path.
@@ -102,6 +117,19 @@ public struct ResourceItem: Hashable, Sendable {
       var status = stat()
       guard stat(item.url.path, &status) == 0 else {
         throw .cannotRead("\(item.url.path): \(errnoText().lowercased())")
+      }
+      if item.isStreamed {
+        // Read as it comes, once: nothing to probe (opening a FIFO could block), no size yet.
+        guard status.st_mode & S_IFMT != S_IFDIR else {
+          throw .cannotRead("\(item.url.path): a folder, not something to read")
+        }
+        guard identities[item.path] == nil else {
+          throw .unsafePath(.duplicate(escaped(item.path, keepingUnicode: true)))
+        }
+        identities[item.path] = (device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        kept.append(item)
+        paths.append(path)
+        continue
       }
       guard status.st_mode & S_IFMT == (item.isFolder ? S_IFDIR : S_IFREG) else {
         throw .cannotRead(

@@ -26,7 +26,10 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
   public let files: [(path: String, size: UInt64)]
   /// The paths in ``files`` that are empty folders to create rather than files.
   public let folders: Set<String>
-  /// The bytes of every file together.
+  /// The paths in ``files`` that are streamed: their size (0 in ``files``) is not known until
+  /// they end, and accepting takes whatever they hold, as long as the destination has room.
+  public let streamed: Set<String>
+  /// The bytes of every file whose size is known, together.
   public let totalBytes: UInt64
 
   private let pending = Atomic<Bool>(true)
@@ -36,13 +39,15 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
   /// - Parameter question: Counts this offer until the application answers or releases it.
   init(
     id: OfferID = .next(), peer: PeerID, files: [(path: String, size: UInt64)],
-    folders: Set<String> = [], question: OpenQuestions.Question? = nil,
+    folders: Set<String> = [], streamed: Set<String> = [],
+    question: OpenQuestions.Question? = nil,
     decide: @escaping @Sendable (Decision) -> Void
   ) {
     self.id = id
     self.peer = peer
     self.files = files
     self.folders = folders
+    self.streamed = streamed
     self.totalBytes = files.reduce(0) { $0 + $1.size }  // at most 2^62: checked when decoded
     self.question = question
     self.decide = decide
@@ -65,9 +70,10 @@ public final class ResourceOffer: Sendable, CustomStringConvertible {
   /// asking about an offer nobody is waiting on.
   public var isPending: Bool { pending.load(ordering: .acquiring) }
 
-  /// `N files, SIZE from PEER`.
+  /// `N files, SIZE from PEER` (`and N of unknown size` when some are streamed).
   public var description: String {
-    "\(Quantity.count(files.count, "file")), \(Quantity.bytes(totalBytes)) from \(peer)"
+    "\(Quantity.count(files.count, "file")), \(Quantity.bytes(totalBytes))"
+      + (streamed.isEmpty ? "" : " and \(streamed.count) of unknown size") + " from \(peer)"
   }
 
   /// Accepts: the files are received into `options.destination` as ``Session/resourceEvents``

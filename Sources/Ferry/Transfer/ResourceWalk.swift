@@ -9,7 +9,7 @@ import Foundation
 /// consecutive offers (``Session/sendResources(_:to:)`` takes at most
 /// ``ProtocolLimits/maximumFilesPerOffer`` files at once).
 ///
-/// Each entry is a file (found as itself) or a folder (every regular file below it, as
+/// Each entry is a file (found as itself, as is a streamed item, with size 0) or a folder (every regular file below it, as
 /// `entry.path/relative/path`; each folder's names in byte order, a folder's files before the
 /// next name's; a folder with nothing to send below it is found as an empty folder,
 /// ``ResourceItem/isFolder``, once its names are walked). Symbolic links, pipes, sockets and devices inside folders are left out and
@@ -69,6 +69,15 @@ public struct ResourceWalk {
     while true {
       if stack.isEmpty {
         guard let entry = entries.next() else { return nil }
+        if entry.isStreamed {
+          // Read as it comes when it is sent: nothing to stat, no size yet.
+          do {
+            _ = try RelativePath(validating: entry.path)
+          } catch {
+            throw .unsafePath(error)
+          }
+          return Found(item: entry, size: 0)
+        }
         var status = stat()
         guard stat(entry.url.path, &status) == 0 else {
           throw .cannotRead("\(entry.url.path): \(errnoText().lowercased())")

@@ -44,11 +44,13 @@ extension Session {
 
   /// Sends files to `peer` as one offer (see ``ResourceItem/expanding(_:)`` for folders).
   /// Files are pipelined: no round trip per file. Each is checked end to end with `checksum`
-  /// (SHA-256 whatever is asked with a peer older than protocol version 3).
+  /// (SHA-256 whatever is asked with a peer older than protocol version 3). A streamed item
+  /// (``ResourceItem/init(streamingFrom:path:)``) is read as it comes, on a thread of its own.
   ///
   /// - Throws: ``TransferError/notConnected(_:)``; ``TransferError/resource(_:)`` when the
   ///   items fail ``ResourceItem/checked(_:)`` (a file cannot be read, a path is unsafe or
-  ///   named twice, more than 100 000 files), before anything is sent.
+  ///   named twice, more than 100 000 files), or hold a streamed item and the peer speaks a
+  ///   version before 5 (``ResourceError/unsupportedByPeer(_:)``), before anything is sent.
   public func sendResources(
     _ requested: [ResourceItem], to peer: PeerID, checksum: ChecksumAlgorithm = .xxh3
   ) throws(TransferError) -> ResourceTransfer {
@@ -74,6 +76,21 @@ extension Session {
     var files: [OfferedFile] = []
     var urls: [URL] = []
     for item in items where folders || !item.isFolder {
+      if item.isStreamed {
+        guard version >= WireProtocol.streamedFilesVersion else {
+          throw .resource(.unsupportedByPeer("a file of unknown size (\(item.path))"))
+        }
+        // Its size is what arrives before its end; its time is now; it is the sender's own
+        // (mode 0600, as a file it wrote itself), less the receiver's umask.
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        files.append(
+          OfferedFile(
+            path: item.path, size: 0, modificationSeconds: Int64(now.tv_sec),
+            modificationNanoseconds: UInt32(now.tv_nsec), mode: 0o600 | OfferedFile.streamBit))
+        urls.append(item.url)
+        continue
+      }
       var status = stat()
       guard stat(item.url.path, &status) == 0,
         (status.st_mode & S_IFMT) == (item.isFolder ? S_IFDIR : S_IFREG)
@@ -91,7 +108,8 @@ extension Session {
       urls.append(item.url)
     }
     guard !files.isEmpty else { throw .resource(.tooManyFiles(0)) }
-    let progress = TransferProgress(files: files.map { ($0.path, $0.size) })
+    let progress = TransferProgress(
+      files: files.map { ($0.path, $0.size) }, streamed: files.map(\.isStreamed))
     let offer = OutgoingOffer(
       files: files, urls: urls, link: link, progress: progress, checksum: checksum,
       stall: timeouts.transferStall)

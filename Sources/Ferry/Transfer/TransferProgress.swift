@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -12,6 +13,10 @@ import Synchronization
 /// parent by walking all its children, which makes batches of thousands of files quadratic;
 /// ``overall`` is kept as the running sum instead. Updates are throttled (per MiB or 100 ms) so
 /// they cost nothing measurable.
+///
+/// A streamed file (``ResourceItem/isStreamed``) has no size until it ends: while it is open it
+/// counts as one byte more than has arrived (so that it never reads as complete), the totals
+/// grow with it, and snapshots say the total is not known yet.
 public final class TransferProgress: @unchecked Sendable {
   /// The whole transfer, in bytes. `cancel()` cancels the transfer on both ends.
   public let overall: Progress
@@ -20,6 +25,11 @@ public final class TransferProgress: @unchecked Sendable {
 
   /// What changes as the transfer goes, with the `Progress` objects it writes.
   private struct State {
+    /// Each file's units: its size (1 for an empty file); for a streamed file still open, one
+    /// more than its bytes so far.
+    var sizes: [Int64]
+    /// Streamed files not finished yet: while any is, the total is not known.
+    var open: Set<Int>
     var files: [Int: Progress] = [:]
     var done: [Int64]
     var reported: [Int64]
@@ -37,26 +47,36 @@ public final class TransferProgress: @unchecked Sendable {
     /// without any (skipped, identical) had none of its bytes cross.
     var advanced: [Bool]
     var lastPublished = ContinuousClock.now - .seconds(1)
+    /// The file whose snapshot was held back by the throttle, if one was.
+    var heldBack: Int?
+    /// Whether a late publication of it is scheduled.
+    var trailing = false
     var rateMark: (time: ContinuousClock.Instant, bytes: Int64) = (.now, 0)
     var rate = 0.0
   }
 
   private let continuation: AsyncStream<ProgressSnapshot>.Continuation
-  private let sizes: [Int64]
   private let names: [String]
   private let byteSizes: [Int64]
+  /// The streamed files (``State/open`` holds those not ended yet).
+  private let streamed: Set<Int>
   private let state: Mutex<State>
 
-  init(files entries: [(name: String, size: UInt64)]) {
+  /// - Parameter streamed: Per file, whether it is streamed (its size, 0, is not known yet);
+  ///   none when empty.
+  init(files entries: [(name: String, size: UInt64)], streamed: [Bool] = []) {
     // An empty file counts as one unit, so that it too goes from 0 to 1.
-    sizes = entries.map { Int64(max($0.size, 1)) }
+    let sizes = entries.map { Int64(max($0.size, 1)) }
     names = entries.map(\.name)
     byteSizes = entries.map { Int64($0.size) }
+    let streamedFiles = Set(streamed.indices.filter { streamed[$0] })
+    self.streamed = streamedFiles
     overall = Progress(totalUnitCount: sizes.reduce(0, +))
     overall.kind = .file
     let zeros = [Int64](repeating: 0, count: entries.count)
     state = Mutex(
       State(
+        sizes: sizes, open: streamedFiles,
         done: zeros, reported: zeros, finished: Array(repeating: false, count: entries.count),
         advanced: Array(repeating: false, count: entries.count)))
     (snapshots, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -66,9 +86,10 @@ public final class TransferProgress: @unchecked Sendable {
   func file(_ index: Int) -> Progress {
     state.withLock { state in
       if let progress = state.files[index] { return progress }
-      let progress = Progress(totalUnitCount: sizes[index])
+      let size = state.sizes[index]
+      let progress = Progress(totalUnitCount: size)
       progress.completedUnitCount =
-        state.finished[index] ? sizes[index] : min(state.reported[index], sizes[index] - 1)
+        state.finished[index] ? size : min(state.reported[index], size - 1)
       state.files[index] = progress
       return progress
     }
@@ -82,20 +103,62 @@ public final class TransferProgress: @unchecked Sendable {
       guard !state.finished[index] else { return nil }
       state.uncrossed += Int64(clamping: uncrossed)
       state.advanced[index] = true
+      // A streamed file grows as it comes: one unit more than it holds, until it ends.
+      if state.open.contains(index), Int64(clamping: bytes) >= state.sizes[index] {
+        grow(index, to: Int64(clamping: bytes) + 1, &state)
+      }
       // Never reach the total before `complete`: fractionCompleted hits 1.0 exactly once.
-      let value = min(Int64(bytes), sizes[index] - 1)
+      let value = min(Int64(bytes), state.sizes[index] - 1)
       state.sum += value - state.done[index]
       state.done[index] = value
       guard
         value - state.reported[index] >= 1 << 20
           || ContinuousClock.now - state.lastPublished >= .milliseconds(100)
-      else { return nil }
+      else { return holdBack(index, &state) }
       state.reported[index] = value
       state.files[index]?.completedUnitCount = value
       overall.completedUnitCount = state.sum
-      return dueSnapshot(index, force: false, &state)
+      return dueSnapshot(index, force: false, &state) ?? holdBack(index, &state)
     }
     if let snapshot { continuation.yield(snapshot) }
+  }
+
+  /// Holds file `index`'s snapshot back (the throttle): it is published shortly unless a newer
+  /// one goes first, so that a transfer that pauses (a pipe waiting for its writer, a link
+  /// that stalls) shows where it stands. Under the lock; returns nil.
+  private func holdBack(_ index: Int, _ state: inout State) -> ProgressSnapshot? {
+    state.heldBack = index
+    if !state.trailing {
+      state.trailing = true
+      DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(150)) {
+        [weak self] in self?.publishHeldBack()
+      }
+    }
+    return nil
+  }
+
+  /// Publishes the snapshot ``advance(_:to:uncrossed:)`` held back, if no newer one went.
+  private func publishHeldBack() {
+    let snapshot = state.withLock { state -> ProgressSnapshot? in
+      state.trailing = false
+      guard let index = state.heldBack, state.filesDone < state.sizes.count else { return nil }
+      state.heldBack = nil
+      state.reported[index] = state.done[index]
+      state.files[index]?.completedUnitCount = state.done[index]
+      overall.completedUnitCount = state.sum
+      return dueSnapshot(index, force: true, &state)
+    }
+    if let snapshot { continuation.yield(snapshot) }
+  }
+
+  /// The transfer's size in bytes: every file's, a streamed file's counted as what it holds so
+  /// far (its size once it ended). Any thread.
+  public var totalBytes: Int64 {
+    state.withLock { state in
+      byteSizes.indices.reduce(Int64(0)) { sum, index in
+        sum + (streamed.contains(index) ? state.done[index] : byteSizes[index])
+      }
+    }
   }
 
   /// Bytes whose data crossed the link so far: done, less holes, resumed prefixes and files
@@ -111,19 +174,25 @@ public final class TransferProgress: @unchecked Sendable {
     let snapshot = state.withLock { state -> ProgressSnapshot? in
       guard !state.finished[index] else { return nil }
       state.finished[index] = true
+      // A streamed file's size is what it came to.
+      if state.open.remove(index) != nil {
+        grow(index, to: max(state.done[index], 1), &state)
+      }
       if failed {
         state.filesFailed += 1
-        state.bytesMissing += sizes[index] - state.done[index]
+        state.bytesMissing += state.sizes[index] - state.done[index]
       }
       // Completed without data (skipped, identical): done, but nothing crossed for it.
-      if !failed, !state.advanced[index] { state.uncrossed += sizes[index] - state.done[index] }
-      state.sum += sizes[index] - state.done[index]
+      if !failed, !state.advanced[index] {
+        state.uncrossed += state.sizes[index] - state.done[index]
+      }
+      state.sum += state.sizes[index] - state.done[index]
       // A failed file's row keeps what arrived (its `Progress` still completes, once).
-      if !failed { state.done[index] = sizes[index] }
-      state.reported[index] = sizes[index]
-      state.files[index]?.completedUnitCount = sizes[index]
+      if !failed { state.done[index] = state.sizes[index] }
+      state.reported[index] = state.sizes[index]
+      state.files[index]?.completedUnitCount = state.sizes[index]
       state.filesDone += 1
-      let last = state.filesDone == sizes.count
+      let last = state.filesDone == state.sizes.count
       if last || ContinuousClock.now - state.lastPublished >= .milliseconds(100) {
         overall.completedUnitCount = state.sum
       }
@@ -143,6 +212,7 @@ public final class TransferProgress: @unchecked Sendable {
     let now = ContinuousClock.now
     guard force || now - state.lastPublished >= .milliseconds(100) else { return nil }
     state.lastPublished = now
+    state.heldBack = nil
     // The rate over the last half second or more; a transfer done sooner gets its average.
     let elapsed = now - state.rateMark.time
     if elapsed >= .milliseconds(500) || (force && state.rate == 0 && elapsed > .zero) {
@@ -155,8 +225,19 @@ public final class TransferProgress: @unchecked Sendable {
     return ProgressSnapshot(
       bytes: state.sum - state.bytesMissing, total: overall.totalUnitCount,
       bytesPerSecond: state.rate, filesDone: state.filesDone - state.filesFailed,
-      fileCount: sizes.count, currentFile: names[index],
-      currentFileBytes: min(state.done[index], byteSizes[index]),
-      currentFileSize: byteSizes[index])
+      fileCount: state.sizes.count, currentFile: names[index],
+      currentFileBytes: state.open.contains(index)
+        ? state.done[index] : min(state.done[index], byteSizes[index]),
+      currentFileSize: state.open.contains(index) ? state.done[index] : byteSizes[index],
+      totalIsKnown: state.open.isEmpty, currentFileSizeIsKnown: !state.open.contains(index))
+  }
+
+  /// Sets streamed file `index`'s units to `size`, the overall total with it (under the lock).
+  private func grow(_ index: Int, to size: Int64, _ state: inout State) {
+    let change = size - state.sizes[index]
+    guard change != 0 else { return }
+    state.sizes[index] = size
+    overall.totalUnitCount += change
+    state.files[index]?.totalUnitCount = size
   }
 }

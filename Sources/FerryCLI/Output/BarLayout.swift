@@ -9,14 +9,19 @@ import Foundation
 enum BarLayout {
   /// `label [====    ]  42%  1.2 MB/3.0 MB` followed by `extras` (the rate, the ETA, the
   /// file count, each with its leading spaces), fitted to `columns` (the last one left free).
+  /// While the total is not known (`totalKnown` false: a streamed file is still open), the bar
+  /// stays empty and the line reads `label [      ]  ...  1.2 MB/?`.
   static func line(
-    label: String, done: Int64, total: Int64, extras: (rate: String?, eta: String?, files: String?),
+    label: String, done: Int64, total: Int64, totalKnown: Bool = true,
+    extras: (rate: String?, eta: String?, files: String?),
     columns: Int, bar preferredBar: Int, name preferredName: Int
   ) -> String {
-    let fraction = total > 0 ? min(1, max(0, Double(done) / Double(total))) : 1
+    let fraction =
+      !totalKnown ? 0 : total > 0 ? min(1, max(0, Double(done) / Double(total))) : 1
     let core =
-      "] " + String(format: "%3d%%", Int(fraction * 100))
-      + "  \(Quantity.bytes(UInt64(max(0, done))))/\(Quantity.bytes(UInt64(max(0, total))))"
+      "] " + (totalKnown ? String(format: "%3d%%", Int(fraction * 100)) : " ...")
+      + "  \(Quantity.bytes(UInt64(max(0, done))))/"
+      + (totalKnown ? Quantity.bytes(UInt64(max(0, total))) : "?")
     var extras = extras
     func tail() -> String { (extras.rate ?? "") + (extras.eta ?? "") + (extras.files ?? "") }
     let budget = max(1, columns - 1)

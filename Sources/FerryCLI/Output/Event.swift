@@ -52,7 +52,8 @@ enum Event: String, CaseIterable, Sendable {
     case .invited: return ["peer", "code"]
     case .invitation:
       return [
-        "peer", "fingerprint", "status", "code", "files", "folders", "bytes", "text", "expires",
+        "peer", "fingerprint", "status", "code", "files", "folders", "bytes", "streamed", "text",
+        "expires",
       ]
     case .keyChanged: return ["peer", "fingerprint", "previous"]
     case .accepted: return ["peer", "fingerprint", "code", "resumed"]
@@ -61,7 +62,7 @@ enum Event: String, CaseIterable, Sendable {
     case .withdrawn: return ["peer"]
     case .text: return ["peer", "text"]
     case .check: return ["name", "status", "message", "fix"]
-    case .offer: return ["peer", "files", "folders", "bytes"]
+    case .offer: return ["peer", "files", "folders", "bytes", "streamed"]
     case .progress: return ["peer", "bytes", "total", "bytes_per_second", "files_done", "files"]
     case .fileDone: return ["peer", "path", "checksum", "digest", "sha256", "status", "saved"]
     case .leftOut: return ["path", "reason", "unreadable"]

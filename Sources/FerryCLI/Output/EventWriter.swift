@@ -45,7 +45,8 @@ struct EventWriter: Sendable {
       .progress,
       [
         ("peer", .string(peer)), ("bytes", .int(Int(snapshot.bytes))),
-        ("total", .int(Int(snapshot.total))),
+        // Not known while a streamed file (standard input) is still open.
+        ("total", snapshot.totalIsKnown ? .int(Int(snapshot.total)) : .null),
         ("bytes_per_second", .int(wholeNumber(snapshot.bytesPerSecond))),
         ("files_done", .int(snapshot.filesDone)), ("files", .int(snapshot.fileCount)),
       ])

@@ -109,7 +109,8 @@ final class ProgressBar: Sendable {
   }
 
   private static func isComplete(_ snapshot: ProgressSnapshot) -> Bool {
-    snapshot.bytes >= snapshot.total && snapshot.filesDone == snapshot.fileCount
+    snapshot.totalIsKnown && snapshot.bytes >= snapshot.total
+      && snapshot.filesDone == snapshot.fileCount
   }
 
   /// Shows `prompt` as the last line of the drawing, the cursor after it, until
@@ -275,8 +276,8 @@ final class ProgressBar: Sendable {
         lines.append(
           BarLayout.line(
             label: printable(file), done: snapshot.currentFileBytes,
-            total: snapshot.currentFileSize, extras: (nil, nil, nil), columns: columns, bar: 16,
-            name: 32))
+            total: snapshot.currentFileSize, totalKnown: snapshot.currentFileSizeIsKnown,
+            extras: (nil, nil, nil), columns: columns, bar: 16, name: 32))
       }
       lines.append(
         Self.totalLine(snapshot, label: row.label, still: now - row.at, columns: columns))
@@ -304,7 +305,7 @@ final class ProgressBar: Sendable {
     if stalled {
       let seconds = Int(still.inSeconds)
       eta = "  stalled \(seconds / 60):" + String(format: "%02d", seconds % 60)
-    } else if rate > 0, snapshot.total > snapshot.bytes {
+    } else if rate > 0, snapshot.totalIsKnown, snapshot.total > snapshot.bytes {
       // A trickle (a slow or hostile peer) gives an ETA beyond any clock: shown as such.
       let seconds = wholeNumber(Double(snapshot.total - snapshot.bytes) / rate)
       eta =
@@ -313,10 +314,11 @@ final class ProgressBar: Sendable {
     }
     // The file under way is counted: "file 5/5" while the fifth moves.
     let current =
-      snapshot.bytes < snapshot.total
+      snapshot.bytes < snapshot.total || !snapshot.totalIsKnown
       ? min(snapshot.filesDone + 1, snapshot.fileCount) : snapshot.filesDone
     return BarLayout.line(
       label: printable(label), done: snapshot.bytes, total: snapshot.total,
+      totalKnown: snapshot.totalIsKnown,
       extras: (
         rate: rate > 0 ? "  \(Quantity.bytes(UInt64(wholeNumber(rate))))/s" : nil, eta: eta,
         files: snapshot.fileCount > 1 ? "  file \(current)/\(snapshot.fileCount)" : nil

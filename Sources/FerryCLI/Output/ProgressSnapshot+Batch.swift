@@ -8,6 +8,7 @@ extension ProgressSnapshot {
       bytes: self.bytes + Int64(clamping: bytes), total: max(total, Int64(clamping: summary.bytes)),
       bytesPerSecond: bytesPerSecond, filesDone: filesDone + files,
       fileCount: max(fileCount, summary.entries), currentFile: currentFile,
-      currentFileBytes: currentFileBytes, currentFileSize: currentFileSize)
+      currentFileBytes: currentFileBytes, currentFileSize: currentFileSize,
+      totalIsKnown: totalIsKnown, currentFileSizeIsKnown: currentFileSizeIsKnown)
   }
 }

@@ -10,7 +10,10 @@ struct OfferSummary: Codable, Sendable, Equatable {
   var files: Int
   /// Number of empty folders to create; nil (from senders before them) means none.
   var folders: Int?
-  /// Total bytes.
+  /// How many of the files are streamed (standard input read as it is sent): their size is
+  /// not known, and not in ``bytes``; nil means none.
+  var streamed: Int?
+  /// Total bytes of the files whose size is known.
   var bytes: UInt64
   /// The first few paths.
   var names: [String]
@@ -41,14 +44,19 @@ struct OfferSummary: Codable, Sendable, Equatable {
   struct Builder {
     private var files = 0
     private var folders = 0
+    private var streamed = 0
     private var bytes: UInt64 = 0
     private var names: [String] = []
     private var overview = TreeOverview()
 
     /// Counts one more file, or empty folder (which is counted apart and named in no list but
-    /// its top-level entry's; a hidden one counts as hidden). Sizes are each at most 2^63 and
-    /// the caller stops above 2^62 in all, so the sum cannot overflow.
-    mutating func add(_ path: String, size: UInt64, isFolder: Bool = false) {
+    /// its top-level entry's; a hidden one counts as hidden), or streamed file (of no size yet).
+    /// Sizes are each at most 2^63 and the caller stops above 2^62 in all, so the sum cannot
+    /// overflow.
+    mutating func add(
+      _ path: String, size: UInt64, isFolder: Bool = false, isStreamed: Bool = false
+    ) {
+      if isStreamed { streamed += 1 }
       if isFolder {
         folders += 1
         overview.add(path)
@@ -66,7 +74,7 @@ struct OfferSummary: Codable, Sendable, Equatable {
     /// The summary of every file counted.
     var summary: OfferSummary {
       OfferSummary(
-        files: files, folders: folders, bytes: bytes, names: names,
+        files: files, folders: folders, streamed: streamed, bytes: bytes, names: names,
         roots: overview.roots.reduce(0) { $0 + $1.utf8.count } <= OfferSummary.maximumRootBytes
           ? overview.roots : nil,
         hidden: overview.hidden)
@@ -74,12 +82,14 @@ struct OfferSummary: Codable, Sendable, Equatable {
   }
 
   private init(
-    files: Int, folders: Int, bytes: UInt64, names: [String], roots: [String]?, hidden: Int
+    files: Int, folders: Int, streamed: Int, bytes: UInt64, names: [String], roots: [String]?,
+    hidden: Int
   ) {
     (self.files, self.bytes, self.names, self.roots, self.hidden) = (
       files, bytes, names, roots, hidden
     )
     self.folders = folders > 0 ? folders : nil
+    self.streamed = streamed > 0 ? streamed : nil
   }
 
   /// Files and empty folders together: the entries of the batch's offers.
@@ -107,6 +117,7 @@ struct OfferSummary: Codable, Sendable, Equatable {
     guard let summary = try? JSONDecoder().decode(OfferSummary.self, from: Data(bytes)),
       (0...Int(Int32.max)).contains(summary.files),
       (0...Int(Int32.max)).contains(summary.folders ?? 0),
+      (0...summary.files).contains(summary.streamed ?? 0),
       summary.bytes <= ProtocolLimits.maximumOfferBytes,
       summary.names.count <= min(summary.files, shownNames),
       summary.names.allSatisfy({ $0.utf8.count <= RelativePath.maximumBytes }),
@@ -123,13 +134,15 @@ struct OfferSummary: Codable, Sendable, Equatable {
   struct Tally: Sendable, Equatable {
     var files = 0
     var folders = 0
+    var streamed = 0
     var bytes: UInt64 = 0
     var hidden = 0
 
     static func + (lhs: Tally, rhs: Tally) -> Tally {
       Tally(
         files: lhs.files + rhs.files, folders: lhs.folders + rhs.folders,
-        bytes: lhs.bytes + rhs.bytes, hidden: lhs.hidden + rhs.hidden)
+        streamed: lhs.streamed + rhs.streamed, bytes: lhs.bytes + rhs.bytes,
+        hidden: lhs.hidden + rhs.hidden)
     }
   }
 
@@ -139,13 +152,14 @@ struct OfferSummary: Codable, Sendable, Equatable {
   /// showed, in order (all of them: a summary that shows fewer names than it could hides
   /// nothing behind "… and N more"); together they have no more files, empty folders
   /// (`folders`, the offer's paths that are folders), bytes or hidden files than announced;
-  /// nothing lies outside the top-level entries it listed. What a person said yes to is then
-  /// what is written.
+  /// nothing lies outside the top-level entries it listed; no more files of unknown size
+  /// (`streamed`) than it said — a yes to a known size is never a yes to an unknown one. What
+  /// a person said yes to is then what is written.
   ///
   /// - Returns: The tally with this offer counted, or nil when it is not admitted.
   func admits(
     _ entries: [(path: String, size: UInt64)], folders: Set<String> = [],
-    after before: Tally = Tally()
+    streamed: Set<String> = [], after before: Tally = Tally()
   ) -> Tally? {
     guard let roots, let hidden, !entries.isEmpty,
       names.count == min(self.files, Self.shownNames)
@@ -165,9 +179,11 @@ struct OfferSummary: Codable, Sendable, Equatable {
       before
       + Tally(
         files: files.count, folders: entries.count - files.count,
+        streamed: files.count { streamed.contains($0.path) },
         bytes: files.reduce(0) { $0 + $1.size }, hidden: overview.hidden)
     let listed = Set(roots.map { Array($0.utf8) })
-    guard tally.files <= self.files, tally.folders <= self.folders ?? 0, tally.bytes <= bytes,
+    guard tally.files <= self.files, tally.folders <= self.folders ?? 0,
+      tally.streamed <= self.streamed ?? 0, tally.bytes <= bytes,
       tally.hidden <= hidden, overview.roots.allSatisfy({ listed.contains(Array($0.utf8)) })
     else { return nil }
     return tally

@@ -383,6 +383,9 @@ final class LinkMultiplexer: ChannelInboundHandler {
         return violation("a folder in a version \(protocolVersion) OFFER")
       }
     }
+    if protocolVersion < WireProtocol.streamedFilesVersion, files.contains(where: \.isStreamed) {
+      return violation("a streamed file in a version \(protocolVersion) OFFER")
+    }
     guard opensChannel(id, "offer") else { return }
     guard table.incomingOffers < limits.maximumIncomingOffers else {
       return exceeded("more than \(limits.maximumIncomingOffers) offers open at once")

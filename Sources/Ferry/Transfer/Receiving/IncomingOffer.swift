@@ -81,6 +81,8 @@ final class IncomingOffer: @unchecked Sendable {
   private var progress: TransferProgress?
   /// The file being received.
   private var current: StagedFile?
+  /// Where the space reserved for the streamed file being received ends.
+  private var streamReserved: UInt64 = 0
   private var remaining = Set<Int>()
   private var firstFailure: TransferError?
   private var pendingCredit = 0
@@ -167,7 +169,8 @@ final class IncomingOffer: @unchecked Sendable {
       phase = .deciding
       let question = ResourceOffer(
         id: id, peer: peer, files: offered.map { ($0.path, $0.size) },
-        folders: Set(offered.filter(\.isFolder).map(\.path)), question: open
+        folders: Set(offered.filter(\.isFolder).map(\.path)),
+        streamed: Set(offered.filter(\.isStreamed).map(\.path)), question: open
       ) {
         [weak self] decision in
         guard let self else { return }
@@ -228,6 +231,13 @@ final class IncomingOffer: @unchecked Sendable {
     var busy: Set<Int> = []
     for (index, file) in offered.enumerated() {
       let name = staging.name(for: file, from: peer.fingerprint)
+      // A streamed file never resumes: it is staged under a name of its own, from nothing.
+      if file.isStreamed {
+        names.append(staging.uniqueName(like: name))
+        claimed.insert(index)
+        fresh.insert(index)
+        continue
+      }
       names.append(name)
       // One writer per staged file.
       if staging.claim(name) { claimed.insert(index) } else { busy.insert(index) }
@@ -291,7 +301,7 @@ final class IncomingOffer: @unchecked Sendable {
         // The same content already there (size and time first, then the digest) is neither
         // sent nor written, whatever the conflict policy: that is for different content. Under
         // the rename policy, "there" is also the name its copy got when its own was taken.
-        if holdsFiles, options.relocate, !file.isFolder,
+        if holdsFiles, options.relocate, !file.isFolder, !file.isStreamed,
           let copy = staging.destination.heldFile(
             at: paths[index], matching: file, from: peer.fingerprint.bytes,
             renamed: options.conflictPolicy == .rename)
@@ -358,11 +368,13 @@ final class IncomingOffer: @unchecked Sendable {
     phase = .receiving
     lastHeard = .now
     watchForStall()
-    let progress = TransferProgress(files: offered.map { ($0.path, $0.size) })
+    let progress = TransferProgress(
+      files: offered.map { ($0.path, $0.size) }, streamed: offered.map(\.isStreamed))
     self.progress = progress
     let transfer = IncomingTransfer(
       id: id, peer: peer, files: offered.map { ($0.path, $0.size) },
-      folders: offered.count { $0.isFolder }, progress: progress
+      folders: offered.count { $0.isFolder },
+      streamed: Set(offered.filter(\.isStreamed).map(\.path)), progress: progress
     ) { [weak self] in
       self?.cancelFromApplication()
     }
@@ -494,6 +506,12 @@ final class IncomingOffer: @unchecked Sendable {
       guard begin(index) else { return }
     }
     guard let file = current else { return }
+    if offered[index].isStreamed {
+      guard case .bytes(let bytes) = piece else {
+        return violation("a HOLE in streamed file \(index)")
+      }
+      guard roomForStream(index, upTo: file.position + UInt64(bytes.readableBytes)) else { return }
+    }
     do {
       try file.write(piece)
     } catch {
@@ -506,6 +524,27 @@ final class IncomingOffer: @unchecked Sendable {
     pendingCredit += credit
     if pendingCredit >= 1 << 20 { flushCredit() }
   }
+
+  /// Space for streamed file `index` up to `end`: reserved ``streamStep`` ahead of what is
+  /// written, again each time the file reaches it (what was reserved before is written by
+  /// then, and given back); abandons the offer and returns false when the filesystem has no
+  /// room left for it.
+  private func roomForStream(_ index: Int, upTo end: UInt64) -> Bool {
+    guard end > streamReserved, let staging else { return true }
+    release(file: index)
+    do {
+      try reserve(Self.streamStep, on: staging)
+    } catch {
+      abandon(.resource(error), notify: true)
+      return false
+    }
+    promised[index] = Self.streamStep
+    streamReserved = end + Self.streamStep
+    return true
+  }
+
+  /// How far ahead of a streamed file's data its space is reserved.
+  static let streamStep: UInt64 = 64 << 20
 
   private func flushCredit() {
     guard pendingCredit > 0 else { return }
@@ -540,6 +579,7 @@ final class IncomingOffer: @unchecked Sendable {
       current = try StagedFile(
         names[index], in: staging, index: index, offered: offered[index],
         offset: offsets[index], checksum: checksum, hashingOn: hashQueue)
+      streamReserved = 0
       events.yield(.started(name: offered[index].path, peer: peer, progress: progress!.file(index)))
       return true
     } catch {
@@ -775,7 +815,10 @@ final class IncomingOffer: @unchecked Sendable {
     if let file = current {
       file.discard()
       current = nil
-      if case .resource(.integrityCheckFailed) = error, let staging {
+      // A streamed file cannot resume: what it staged is of no use.
+      var corrupt = false
+      if case .resource(.integrityCheckFailed) = error { corrupt = true }
+      if let staging, file.offered.isStreamed || corrupt {
         staging.remove(names[file.index])
       }
     }
@@ -878,7 +921,7 @@ final class IncomingOffer: @unchecked Sendable {
     switch error {
     case .unsafePath, .insufficientSpace, .integrityCheckFailed, .tooManyFiles, .tooLarge:
       return error.description
-    case .unsafeDestination, .cannotWrite, .cannotRead:
+    case .unsafeDestination, .cannotWrite, .cannotRead, .unsupportedByPeer, .streamInterrupted:
       return refusing
         ? "the receiver cannot store files where it receives them (its user is told why)"
         : "the receiver could not write the files (its user is told why)"

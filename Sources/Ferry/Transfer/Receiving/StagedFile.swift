@@ -76,7 +76,14 @@ final class StagedFile {
     self.position = offset
     self.flushed = offset
     self.written = offset
-    self.hasher = BackgroundHasher(hasher, size: offered.size - offset, on: queue)
+    self.hasher = BackgroundHasher(
+      hasher, size: offered.isStreamed ? .max : offered.size - offset, on: queue)
+  }
+
+  /// The most bytes the file may hold: its size, or for a streamed file (whose size is what
+  /// arrives) the most any file may have.
+  private var limit: UInt64 {
+    offered.isStreamed ? ResourceMessage.maximumFileSize : offered.size
   }
 
   deinit {
@@ -94,7 +101,7 @@ final class StagedFile {
     case .bytes(let buffer):
       bytes = buffer
     case .hole(let length):
-      guard offered.size - position >= length else {
+      guard limit - position >= length else {
         throw .integrityCheckFailed(path: offered.path)
       }
       hasher.updateZeros(length)
@@ -102,7 +109,7 @@ final class StagedFile {
       return
     }
     let count = bytes.readableBytes
-    guard offered.size - position >= UInt64(count) else {
+    guard limit - position >= UInt64(count) else {
       throw .integrityCheckFailed(path: offered.path)
     }
     let (fd, start) = (self.fd, position)
@@ -138,7 +145,9 @@ final class StagedFile {
   /// file is closed whatever the outcome.
   func settle(digest: [UInt8], sender: [UInt8]) -> Settlement {
     defer { discard() }
-    guard position == offered.size, hasher.finalize() == digest else { return .corrupt }
+    guard position == offered.size || offered.isStreamed, hasher.finalize() == digest else {
+      return .corrupt
+    }
     // A file that ends in a hole: its length, without writing the zeros.
     if written < position {
       guard ftruncate(fd, off_t(position)) == 0 else { return .failed(reason: errnoText()) }
@@ -160,7 +169,7 @@ final class StagedFile {
       tv_sec: Int(offered.modificationSeconds), tv_nsec: Int(offered.modificationNanoseconds))
     var times = [time, time]
     guard futimens(fd, &times) == 0 else { return .failed(reason: errnoText()) }
-    if offered.size >= StagingArea.metadataThreshold {
+    if position >= StagingArea.metadataThreshold {
       guard fsync(fd) == 0 else { return .failed(reason: errnoText()) }
     }
     // close(2) is where a network filesystem reports a write it could not make.

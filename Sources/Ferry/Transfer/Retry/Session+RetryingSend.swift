@@ -6,7 +6,8 @@ extension Session {
   /// when `policy.retryFor` passes without progress (bytes sent here that the receiver
   /// confirmed holding: ``RetryPolicy/retryFor``), after `policy.maximumAttempts`, or at once for
   /// what is never retried (a decline, an authentication failure, a cancel at either end, a
-  /// refused offer, a file error).
+  /// refused offer, a file error, and an attempt that began to read a streamed item:
+  /// ``ResourceError/streamInterrupted(path:)``, unless the receiver had stored it).
   ///
   /// - Parameters:
   ///   - checksum: The digest each file is checked with (as for ``sendResources(_:to:checksum:)``).
@@ -50,6 +51,11 @@ extension Session {
         guard RetryPolicy.isRetryable(error), !linkWasClosedOnPurpose(target) else {
           throw .transfer(error)
         }
+        // A stream whose reading began cannot be read again: what was read is gone.
+        if let started = Self.startedStream(items, delivery) {
+          throw .transfer(
+            started.stored ? error : .resource(.streamInterrupted(path: started.path)))
+        }
         failure = error
       }
       // Wait, then reconnect, until the policy's time without progress runs out.
@@ -87,6 +93,16 @@ extension Session {
         break
       }
     }
+  }
+
+  /// The first streamed item of `items` that the failed attempt `delivery` began to read, if
+  /// any: such an attempt is never retried.
+  private static func startedStream(_ items: [ResourceItem], _ delivery: [SendProgress.File])
+    -> SendProgress.File?
+  {
+    let streamed = Set(items.lazy.filter(\.isStreamed).map(\.path))
+    guard !streamed.isEmpty else { return nil }
+    return delivery.first { streamed.contains($0.path) && $0.sent != nil }
   }
 
   /// One attempt: offers `items` to `target` and waits for the verdicts.

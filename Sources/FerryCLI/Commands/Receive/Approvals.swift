@@ -59,6 +59,8 @@ final class Approvals: Sendable {
     let sizes: [String: UInt64]
     /// Those of its entries that are empty folders.
     let folders: Set<String>
+    /// Those of its entries that are streamed files (of unknown size).
+    var streamed: Set<String> = []
     /// Its entries settled so far.
     var settled = Set<String>()
 
@@ -67,8 +69,18 @@ final class Approvals: Sendable {
       let files = settled.filter { !folders.contains($0) }
       return OfferSummary.Tally(
         files: files.count, folders: settled.count - files.count,
+        streamed: files.count { streamed.contains($0) },
         bytes: files.reduce(0) { $0 + (sizes[$1] ?? 0) },
         hidden: TreeOverview(Array(settled)).hidden)
+    }
+
+    /// What settled entry `path` adds to the budget spent.
+    func tally(of path: String) -> OfferSummary.Tally {
+      let folder = folders.contains(path)
+      return OfferSummary.Tally(
+        files: folder ? 0 : 1, folders: folder ? 1 : 0,
+        streamed: streamed.contains(path) ? 1 : 0, bytes: folder ? 0 : sizes[path] ?? 0,
+        hidden: TreeOverview([path]).hidden)
     }
   }
 
@@ -95,7 +107,7 @@ final class Approvals: Sendable {
     case ended
   }
 
-  /// What ``admit(_:_:folders:offer:)`` decided about one offer.
+  /// What ``admit(_:_:folders:streamed:offer:)`` decided about one offer.
   struct Admission: Sendable {
     /// Whether it is the next part of the approved batch (within what is left of it).
     let admitted: Bool
@@ -143,14 +155,14 @@ final class Approvals: Sendable {
   }
 
   /// Whether `files`, offered by `fingerprint`, are the next part of the batch its summary
-  /// announced (``OfferSummary/admits(_:folders:after:)``), with no other part being received,
+  /// announced (``OfferSummary/admits(_:folders:streamed:after:)``), with no other part being received,
   /// fewer than ``maximumResumes`` parts failed and the batch not ended (a part that failed on
   /// a link still up is offered again on it): it is then counted as
   /// the part being received. Entries settled before under the same approval are left out of
   /// the count and returned, to be answered without being written.
   func admit(
     _ fingerprint: Fingerprint, _ files: [(path: String, size: UInt64)], folders: Set<String>,
-    offer: OfferID
+    streamed: Set<String> = [], offer: OfferID
   ) -> Admission {
     approvals.withLock { approvals in
       guard var approval = approvals[fingerprint] else {
@@ -171,7 +183,8 @@ final class Approvals: Sendable {
         tally = again.isEmpty ? nil : approval.done
         approval.failures += 1
       } else {
-        tally = summary.admits(fresh, folders: folders, after: approval.done)
+        tally = summary.admits(
+          fresh, folders: folders, streamed: streamed, after: approval.done)
       }
       guard let tally else { return refused }
       var sizes: [String: UInt64] = [:]
@@ -179,7 +192,8 @@ final class Approvals: Sendable {
       approval.part = .receiving(
         Part(
           offer: offer, tally: tally, sizes: sizes,
-          folders: folders.filter { sizes[$0] != nil }))
+          folders: folders.filter { sizes[$0] != nil },
+          streamed: streamed.filter { sizes[$0] != nil }))
       approvals[fingerprint] = approval
       return Admission(admitted: true, receivedBefore: again)
     }
@@ -198,13 +212,7 @@ final class Approvals: Sendable {
       case .failed(var part):
         // Its event came after the part failed: counted now.
         guard part.sizes[path] != nil, part.settled.insert(path).inserted else { return }
-        approval.done =
-          approval.done
-          + OfferSummary.Tally(
-            files: part.folders.contains(path) ? 0 : 1,
-            folders: part.folders.contains(path) ? 1 : 0,
-            bytes: part.folders.contains(path) ? 0 : part.sizes[path] ?? 0,
-            hidden: TreeOverview([path]).hidden)
+        approval.done = approval.done + part.tally(of: path)
         approval.settled.insert(path)
         approval.part = .failed(part)
       case .none, .finished:

@@ -40,6 +40,7 @@ struct InvitationPrompt: Sendable {
         ("folders", summary.map { .int($0.folders ?? 0) } ?? .null),
         ("text", .bool(summary?.text != nil)),
         ("bytes", summary.map { .int(Int($0.bytes)) } ?? .null),
+        ("streamed", summary.map { .int($0.streamed ?? 0) } ?? .null),
         ("expires", .string(EventWriter.timestamp(Self.date(of: invitation.expiresAt)))),
       ])
   }
@@ -73,7 +74,7 @@ struct InvitationPrompt: Sendable {
     } else if let summary {
       lines += Self.listing(
         count: summary.files, bytes: summary.bytes, names: summary.names, roots: summary.roots,
-        hidden: summary.hidden, folders: summary.folders ?? 0)
+        hidden: summary.hidden, folders: summary.folders ?? 0, streamed: summary.streamed ?? 0)
     } else {
       lines.append("(it did not say what)")
     }
@@ -110,7 +111,8 @@ struct InvitationPrompt: Sendable {
     case .differsFrom(let summary):
       lines.append(
         "\(Self.who(offer.peer, status: status)) offers other files than it announced "
-          + "(\(Quantity.count(summary.files, "file")), \(Quantity.bytes(summary.bytes))):")
+          + "(\(Quantity.count(summary.files, "file")), "
+          + "\(Self.size(summary.bytes, streamed: summary.streamed ?? 0, of: summary.files))):")
     case .unannounced:
       lines.append("\(Self.who(offer.peer, status: status)) offers:")
     case .later:
@@ -120,7 +122,7 @@ struct InvitationPrompt: Sendable {
     lines += Self.listing(
       count: offer.files.count, bytes: offer.totalBytes,
       names: offer.files.prefix(Self.shownNames).map(\.path), roots: overview.roots,
-      hidden: overview.hidden)
+      hidden: overview.hidden, streamed: offer.streamed.count)
     lines.append("Verification code: \(code) (compare with the sender's screen)")
     let answer = await question(
       lines, from: offer.peer.displayName,
@@ -207,10 +209,13 @@ struct InvitationPrompt: Sendable {
   /// `N files, SIZE:` and the first names (escaped), with `… and N more`; when names are not
   /// all shown, the top-level entries they are in; and how many files are hidden.
   static func listing(
-    count: Int, bytes: UInt64, names: [String], roots: [String]?, hidden: Int?, folders: Int = 0
+    count: Int, bytes: UInt64, names: [String], roots: [String]?, hidden: Int?, folders: Int = 0,
+    streamed: Int = 0
   ) -> [String] {
     let empty = folders > 0 ? ", \(Quantity.count(folders, "empty folder"))" : ""
-    var lines = ["\(Quantity.count(count, "file"))\(empty), \(Quantity.bytes(bytes)):"]
+    var lines = [
+      "\(Quantity.count(count, "file"))\(empty), \(size(bytes, streamed: streamed, of: count)):"
+    ]
     lines += names.prefix(shownNames).map { "  " + printable($0) }
     // Where they all go: whenever some are not named (more files, or empty folders).
     if count > min(names.count, shownNames) || folders > 0 {
@@ -234,6 +239,15 @@ struct InvitationPrompt: Sendable {
       lines.append("  (the sender did not say whether any file is hidden)")
     }
     return lines
+  }
+
+  /// The size of `count` files of `bytes` bytes, `streamed` of which (standard input read as it
+  /// is sent) have no size yet: `1.2 MB`, `size unknown (sent as it is read)`, or
+  /// `1.2 MB and 1 of unknown size`.
+  static func size(_ bytes: UInt64, streamed: Int, of count: Int) -> String {
+    guard streamed > 0 else { return Quantity.bytes(bytes) }
+    guard streamed < count else { return "size unknown (sent as it is read)" }
+    return "\(Quantity.bytes(bytes)) and \(streamed) of unknown size"
   }
 
   /// `trusted`, `known`, `new`, `KEY CHANGED` or `LOOK-ALIKE NAME`.

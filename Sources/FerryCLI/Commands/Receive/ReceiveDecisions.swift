@@ -209,7 +209,8 @@ struct ReceiveDecisions: Sendable {
     // waits for the whole batch).
     // Files it settled before under this approval are never written again, whoever decides.
     let admission = approvals.admit(
-      offer.peer.fingerprint, offer.files, folders: offer.folders, offer: offer.id)
+      offer.peer.fingerprint, offer.files, folders: offer.folders, streamed: offer.streamed,
+      offer: offer.id)
     if approval.byPolicy || admission.admitted {
       return accept(offer, receivedBefore: admission.receivedBefore)
     } else if first, let summary = approval.summary {

@@ -31,6 +31,7 @@ struct ReceiveReporter: Sendable {
           ("files", .int(transfer.files.count - transfer.folders)),
           ("folders", .int(transfer.folders)),
           ("bytes", .int(Int(transfer.totalBytes))),
+          ("streamed", .int(transfer.streamed.count)),
         ])
       Task { await follow(transfer) }
     case .started:
@@ -132,7 +133,8 @@ struct ReceiveReporter: Sendable {
         bar.above {
           output.note(
             "Received \(TransferSummary.items(transfer.files.count, folders: transfer.folders)), "
-              + "\(Quantity.bytes(transfer.totalBytes)) from \(transfer.peer)\(timing)"
+              + "\(Quantity.bytes(UInt64(max(0, transfer.progress.totalBytes)))) from "
+              + "\(transfer.peer)\(timing)"
               + "\(already)\(listed).")
         }
       }
@@ -199,7 +201,8 @@ struct ReceiveReporter: Sendable {
         ("peer", .string(transfer.peer.displayName)),
         ("files", .int(transfer.files.count - transfer.folders)),
         ("folders", .int(transfer.folders)),
-        ("bytes", .int(Int(transfer.totalBytes))),
+        // Streamed files counted as what they came to.
+        ("bytes", .int(Int(transfer.progress.totalBytes))),
         ("error", error.map { .string($0.description) } ?? .null),
         ("code", error.map { .string(code($0).rawValue) } ?? .null),
       ])
@@ -213,7 +216,7 @@ struct ReceiveReporter: Sendable {
     output.note(
       "Stopped receiving from \(transfer.peer)"
         + (kept
-          ? "; what arrived is kept in the staging folder: sending the same files again resumes."
+          ? "; \(keptWords(transfer))."
           : "."))
   }
 
@@ -237,14 +240,14 @@ struct ReceiveReporter: Sendable {
     }
   }
 
-  /// What the person reads when a transfer from `transfer`'s sender ends with `error`: a
-  /// cancel said as whose it was, and for a cancel or a lost link, that what arrived is kept
-  /// for the sender to resume.
   /// Whether standard output, where "Saved PATH" lines go, is a terminal.
   private static let stdoutIsTerminal = isatty(STDOUT_FILENO) == 1
 
+  /// What the person reads when a transfer from `transfer`'s sender ends with `error`: a
+  /// cancel said as whose it was, and for a cancel or a lost link, that what arrived is kept
+  /// for the sender to resume (but for files sent as they were read, which never resume).
   static func ending(of transfer: IncomingTransfer, _ error: TransferError) -> String {
-    let kept = "what arrived is kept in the staging folder: sending the same files again resumes"
+    let kept = keptWords(transfer)
     switch error {
     case .cancelledByPeer(let reason):
       let said = reason.isEmpty ? "" : " (\(DisplayText.escaping(reason)))"
@@ -254,6 +257,17 @@ struct ReceiveReporter: Sendable {
     default:
       return "Transfer from \(transfer.peer) ended: \(error)."
     }
+  }
+
+  /// What stays of `transfer` when it ends early: what arrived, staged for a resume — but
+  /// nothing of a file sent as it was read (standard input), which cannot resume.
+  static func keptWords(_ transfer: IncomingTransfer) -> String {
+    let kept = "what arrived is kept in the staging folder: sending the same files again resumes"
+    if transfer.streamed.isEmpty { return kept }
+    if transfer.streamed.count == transfer.files.count {
+      return "nothing of it is kept: it was sent as it was read, and cannot resume"
+    }
+    return kept + " (but for what was sent as it was read)"
   }
 
   /// The stable JSON code of a failed file.

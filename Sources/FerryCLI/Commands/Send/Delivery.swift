@@ -230,13 +230,14 @@ struct Delivery: Sendable {
       [
         ("peer", .string(label)), ("files", .int(totals.files - totals.folders)),
         ("folders", .int(totals.folders)), ("stored", .int(totals.stored)),
-        ("identical", .int(totals.identical)), ("bytes", .int(Int(summary.bytes))),
+        ("identical", .int(totals.identical)),
+        ("bytes", .int(Int(summary.bytes + totals.streamed))),
         ("bytes_sent", .int(Int(totals.sent))), ("unreadable", .int(parts.unreadable)),
       ])
     let line = TransferSummary.sent(
       files: totals.files, folders: totals.folders, stored: totals.stored,
       identical: totals.identical,
-      total: summary.bytes, sent: totals.sent, to: peer.displayName,
+      total: summary.bytes + totals.streamed, sent: totals.sent, to: peer.displayName,
       took: ContinuousClock.now - started)
     bar.above { output.note(line) }
     // Like rsync's exit 23: the rest was sent, but not everything asked for.
@@ -261,6 +262,8 @@ struct Delivery: Sendable {
     var folders = 0
     /// File bytes that went over the wire, every attempt of every part.
     var sent: UInt64 = 0
+    /// Bytes of streamed files (standard input), which the summary could not count.
+    var streamed: UInt64 = 0
   }
 
   /// Sends one part (one offer), reporting its files and progress within the batch's.
@@ -327,8 +330,15 @@ struct Delivery: Sendable {
     if let (transfer, reporter) = current {
       await reporter.value
       active.remove(transfer)
-      totals.bytes += transfer.files.reduce(0) { $0 + $1.size }
+      let known = transfer.files.reduce(0) { $0 + $1.size }
+      let all = UInt64(max(0, transfer.progress.totalBytes))
+      totals.bytes += max(known, all)
+      totals.streamed += all > known ? all - known : 0
     }
+    // What arrived of a streamed file is gone with a broken transfer: nothing to resume.
+    let resume =
+      part.contains(where: \.isStreamed)
+      ? "" : "; what arrived is kept: run the same send again to resume"
     if interrupted {
       return CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted)
     }
@@ -366,8 +376,9 @@ struct Delivery: Sendable {
         peer,
         CLIFailure(
           status: .transferFailed,
-          message: "\(peer) stopped the transfer (\(DisplayText.escaping(reason))); what it "
-            + "received is kept: run the same send again to resume",
+          message: "\(peer) stopped the transfer (\(DisplayText.escaping(reason)))"
+            + (resume.isEmpty
+              ? "" : "; what it received is kept: run the same send again to resume"),
           code: .cancelled))
     case .failure(.invitation(let error)):
       return report(peer, Self.failure(error, label: label))
@@ -377,8 +388,7 @@ struct Delivery: Sendable {
         CLIFailure(
           status: .transferFailed,
           message: "to \(peer.displayName): \(error)"
-            + (RetryPolicy.isRetryable(error)
-              ? "; what arrived is kept: run the same send again to resume" : ""),
+            + (RetryPolicy.isRetryable(error) ? resume : ""),
           code: .transferFailed))
     }
   }

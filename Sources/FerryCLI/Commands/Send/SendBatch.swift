@@ -35,7 +35,9 @@ struct SendBatch: Sendable {
         if $0.unreadable { unreadable += 1 }
         skipped($0)
       }) {
-        builder.add(found.item.path, size: found.size, isFolder: found.item.isFolder)
+        builder.add(
+          found.item.path, size: found.size, isFolder: found.item.isFolder,
+          isStreamed: found.item.isStreamed)
         guard builder.totalBytes <= ProtocolLimits.maximumOfferBytes else {
           throw SendPaths.failure(
             .tooLarge(DisplayText.escaping(found.item.url.path) + " (with the files before it)"))

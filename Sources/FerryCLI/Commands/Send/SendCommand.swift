@@ -37,7 +37,9 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
   @OptionGroup var logging: LogOptions
 
   @Argument(
-    help: "Files and folders to send; - for standard input (named by --stdin-name).",
+    help: ArgumentHelp(
+      "Files and folders to send; - for standard input (named by --stdin-name; a pipe is sent "
+        + "as it is read, once the receiver said yes)."),
     completion: .file())
   var paths: [String] = []
 
@@ -198,8 +200,9 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     if let failure = combined(outcomes) { throw failure }
   }
 
-  /// What to offer: the paths and `--files-from`, and standard input (`-`) read into its
-  /// spool; nil for `--text`.
+  /// What to offer: the paths and `--files-from`, and standard input (`-`): a file as itself,
+  /// a pipe streamed (``StandardInputSource``), a terminal or a pipe for several receivers read
+  /// into its spool; nil for `--text`.
   private func batch(_ events: EventWriter) throws(CLIFailure) -> (SendBatch?, StandardInputSpool?)
   {
     guard text == nil else { return (nil, nil) }
@@ -220,8 +223,24 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         ])
     }
     guard paths.contains("-") else { return (try SendBatch(entries: entries, skipped: note), nil) }
+    let name = stdinName ?? "stdin"
+    try StandardInputSpool.check(name: name)
+    let kind = StandardInputSource.kind
+    if kind == .file || (kind == .stream && to.count <= 1) {
+      // A file as itself; a pipe sent as it is read, once the receiver said yes.
+      let item =
+        kind == .file
+        ? ResourceItem(url: StandardInputSource.url, path: name)
+        : ResourceItem(streamingFrom: StandardInputSource.url, path: name)
+      let all = try SendPaths.checked(entries + [item])
+      return (try SendBatch(entries: all, skipped: note), nil)
+    }
+    // A terminal is read to Ctrl-D first; a pipe for several receivers too (each gets it all).
+    if kind == .stream {
+      events.note("Reading standard input to its end first: it goes to \(to.count) receivers.")
+    }
     // Ctrl-C while standard input is read leaves no temporary file behind.
-    let spool = try StandardInputSpool(name: stdinName ?? "stdin")
+    let spool = try StandardInputSpool(name: name)
     Interrupts.onInterrupt { spool.remove() }
     try spool.read { events.note($0) }
     do {
@@ -250,6 +269,13 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     if wanted.isEmpty {
       delivery.output.note("Looking for receivers…")
       let chosen = try await finder.choose(ask: Self.canAsk)
+      if chosen.count > 1, delivery.batch?.entries.contains(where: \.isStreamed) == true {
+        throw CLIFailure(
+          status: .usage,
+          message: "standard input is sent as it is read, to one receiver: to send it to "
+            + "several, name each with --to (it is then read to its end first)",
+          code: .usage)
+      }
       return await withTaskGroup(of: CLIFailure?.self) { group in
         for target in chosen {
           group.addTask { await delivery.send(to: target, browser: browser) }

@@ -5,10 +5,11 @@ import Foundation
   import Glibc
 #endif
 
-/// `ferry send -`: standard input, read to its end into a private temporary file (a folder of
-/// its own in `$TMPDIR`, mode 0700) and offered as one file named `--stdin-name`. Read first
-/// so that the receiver is asked about its real size and a dropped link resumes like any file;
-/// removed when the command ends (Ctrl-C too).
+/// `ferry send -` when standard input cannot be sent as it is read (``StandardInputSource``):
+/// read to its end into a private temporary file (a folder of its own in `$TMPDIR`, mode 0700)
+/// and offered as one file named `--stdin-name` — for a terminal (whose Ctrl-D ends it before
+/// anyone is asked at the other end) and for several receivers (each gets the whole file).
+/// Removed when the command ends (Ctrl-C too).
 final class StandardInputSpool: Sendable {
   /// The private folder holding the file.
   let folder: URL
@@ -20,15 +21,7 @@ final class StandardInputSpool: Sendable {
   /// - Throws: ``CLIFailure`` (usage) for a name that is not one plain file name, or when
   ///   the folder cannot be made.
   init(name: String) throws(CLIFailure) {
-    guard !name.isEmpty, !name.contains("/"), name != ".", name != "..",
-      (try? RelativePath(validating: name)) != nil
-    else {
-      throw CLIFailure(
-        status: .usage,
-        message: "--stdin-name '\(DisplayText.escaping(name))' is not a file name (one name, "
-          + "no '/', no control characters)",
-        code: .invalidPath)
-    }
+    try Self.check(name: name)
     do {
       folder = try PrivateFiles.makeFolder(prefix: "ferry-stdin")
     } catch {
@@ -59,6 +52,21 @@ final class StandardInputSpool: Sendable {
       case .write(let code):
         throw Self.failure("cannot keep standard input in \(folder.path)", code)
       }
+    }
+  }
+
+  /// Checks that `name` (`--stdin-name`) is one plain file name.
+  ///
+  /// - Throws: ``CLIFailure`` (usage) for a name with a `/`, control characters, `.` or `..`.
+  static func check(name: String) throws(CLIFailure) {
+    guard !name.isEmpty, !name.contains("/"), name != ".", name != "..",
+      (try? RelativePath(validating: name)) != nil
+    else {
+      throw CLIFailure(
+        status: .usage,
+        message: "--stdin-name '\(DisplayText.escaping(name))' is not a file name (one name, "
+          + "no '/', no control characters)",
+        code: .invalidPath)
     }
   }
 
