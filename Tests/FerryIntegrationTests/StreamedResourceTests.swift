@@ -1,3 +1,4 @@
+import FerryWire
 import Foundation
 import Testing
 
@@ -120,5 +121,86 @@ struct StreamedResourceTests {
     #expect(
       (try? FileManager.default.contentsOfDirectory(
         atPath: destination.appendingPathComponent(".ferry-partial").path))?.isEmpty ?? true)
+  }
+
+  @Test("a writer quiet for longer than the stall limit: empty CHUNKs keep the offer alive")
+  func quietWriter() async throws {
+    var timeouts = ConnectionTimeouts()
+    timeouts.transferStall = .seconds(2)
+    let pair = try await ConnectedPair.make(timeouts: timeouts)
+    defer { pair.close() }
+    let destination = try temporaryDirectory("stream-quiet")
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    let (url, writer) = try pipe("stream-quiet-in")
+    var open = true
+    defer { if open { close(writer) } }
+    let transfer = try pair.inviter.sendResources(
+      [ResourceItem(streamingFrom: url, path: "late.txt")], to: pair.advertiserPeer)
+    await write(writer, count: 10, seed: 4)
+    try await Task.sleep(for: .seconds(5))
+    await write(writer, count: 10, seed: 5)
+    close(writer)
+    open = false
+    let results = try await transfer.result()
+    #expect(results.map(\.status) == [.stored])
+    let size = try FileManager.default.attributesOfItem(
+      atPath: destination.appendingPathComponent("late.txt").path)[.size]
+    #expect(size as? Int == 20)
+  }
+
+  @Test("a HOLE in a streamed file ends the offer; nothing of it stays staged or placed")
+  func holeInStream() async throws {
+    let pair = try await ConnectedPair.make()
+    defer { pair.close() }
+    let destination = try temporaryDirectory("stream-hole")
+    pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
+    let events = EventRecorder(pair.advertiser.resourceEvents)
+    let channel: UInt32 = 1001  // odd: the inviter's
+    let link = try pair.inviter.link(to: pair.advertiserPeer)
+    let entry = OfferedFile(
+      path: "s", size: 0, modificationSeconds: 0, modificationNanoseconds: 0,
+      mode: OfferedFile.streamBit | 0o600)
+    for frame in [
+      ResourceMessage.offer(channel: channel, files: [entry], digest: .xxh3).frame,
+      ResourceMessage.chunk(channel: channel, file: 0, bytes: [1, 2, 3]).frame,
+      ResourceMessage.hole(channel: channel, file: 0, length: 1 << 30).frame,
+    ] {
+      link.onMultiplexer { $0.answerOffer(frame) }
+    }
+    let finished = await events.first {
+      if case .offerFinished = $0 { return true }
+      return false
+    }
+    guard case .offerFinished(_, let error?)? = finished?.record.element else {
+      Issue.record("the offer did not fail: \(events.all.map(\.element))")
+      return
+    }
+    #expect("\(error)".contains("HOLE"), "\(error)")
+    #expect(!FileManager.default.fileExists(atPath: destination.appendingPathComponent("s").path))
+    #expect(
+      (try? FileManager.default.contentsOfDirectory(
+        atPath: destination.appendingPathComponent(".ferry-partial").path))?.isEmpty ?? true)
+  }
+
+  @Test(
+    "a streamed file's staging left by a receiver that was killed is removed at once, not after days"
+  )
+  func leftByAKilledReceiver() throws {
+    let destination = try temporaryDirectory("stream-left")
+    let staging = try StagingArea(destination: destination)
+    let name = staging.streamName(like: "0123456789abcdef0123456789abcdef.part")
+    let (fd, _) = try staging.open(name)
+    _ = Glibc.write(fd, "left", 4)
+    close(fd)
+    staging.release([name])
+    let kept = "0123456789abcdef0123456789abcdee.part"
+    let (other, _) = try staging.open(kept)
+    close(other)
+    let removed = staging.removeStale(olderThan: .seconds(7 * 86_400))
+    #expect(removed.files == 1 && removed.bytes == 4)
+    #expect(staging.stagedLength(kept) == 0)
+    #expect(
+      try FileManager.default.contentsOfDirectory(
+        atPath: destination.appendingPathComponent(".ferry-partial").path) == [kept])
   }
 }

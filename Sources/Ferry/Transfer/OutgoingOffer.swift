@@ -13,6 +13,9 @@ final class OutgoingOffer: Sendable {
   private let framesHeard = Atomic<UInt64>(0)
   /// Bytes of resumed prefixes read and hashed here: work of this side's own, not a stall.
   private let prefixRead = Atomic<UInt64>(0)
+  /// Empty CHUNKs sent while a streamed file's writer was quiet: waiting for this side's own
+  /// input, not a stall.
+  private let idleSent = Atomic<UInt64>(0)
   private let stall: Duration
   private let files: [OfferedFile]
   private let urls: [URL]
@@ -151,7 +154,8 @@ final class OutgoingOffer: Sendable {
         return SendProgress.File(
           path: files[index].path, size: files[index].size,
           offset: offset == ResourceMessage.skip ? nil : offset,
-          stored: status == .stored || status == .identical, sent: state.sent[index])
+          stored: status == .stored || status == .identical, sent: state.sent[index],
+          result: state.results[index])
       }
     }
   }
@@ -311,7 +315,6 @@ final class OutgoingOffer: Sendable {
     let source = StreamSource(url: urls[index])
     let cancelled = state.withLock { state in
       state.source = source
-      state.sent[index] = 0..<0
       return state.failure != nil
     }
     defer {
@@ -330,10 +333,20 @@ final class OutgoingOffer: Sendable {
       let read: StreamSource.Read
       do {
         read = try await source.read(
-          upTo: TransferMessage.maximumChunkSize, allocator: allocator)
+          upTo: TransferMessage.maximumChunkSize, allocator: allocator, idle: streamIdle)
       } catch let error as TransferError {
         if case .resource(.cannotRead(let local)) = error { throw readFailure(index, local) }
         throw error
+      }
+      if case .idle = read {
+        // The writer is quiet: an empty CHUNK tells the receiver the offer is alive, and
+        // this side's own watchdog that it waits for its input, not for the receiver.
+        idleSent.add(1, ordering: .relaxed)
+        try await inFlight.add(
+          [WireFrame(type: .chunk, channel: channel, payload: buffer)], link: link,
+          channel: channel)
+        try await inFlight.submitNow(link: link, channel: channel)
+        continue
       }
       guard case .bytes(var bytes) = read else { break }
       let count = bytes.readableBytes
@@ -357,6 +370,11 @@ final class OutgoingOffer: Sendable {
       channel: channel)
     progress.advance(index, to: position)
   }
+
+  /// How long a streamed file's writer may stay quiet before the offer is kept alive with an
+  /// empty CHUNK: a quarter of the stall limit (15 s of the default 60 s), after which the
+  /// receiver would end an offer it hears nothing of.
+  private var streamIdle: Duration { stall / 4 }
 
   /// Holes shorter than this are read and sent as the zeros they hold: a frame per small hole,
   /// and chunks cut short at each, would cost more than the zeros.
@@ -460,7 +478,7 @@ final class OutgoingOffer: Sendable {
   private func watchForStall(channel: UInt32) async {
     func mark() -> UInt64 {
       bytesSent.load(ordering: .relaxed) &+ framesHeard.load(ordering: .relaxed)
-        &+ prefixRead.load(ordering: .relaxed)
+        &+ prefixRead.load(ordering: .relaxed) &+ idleSent.load(ordering: .relaxed)
     }
     var seen = mark()
     var since = ContinuousClock.now

@@ -30,6 +30,9 @@ final class StagingArea: Sendable {
   static let metaSuffix = ".meta"
   /// The suffix of a verified file handed to the application where it was staged.
   static let receivedSuffix = ".received"
+  /// The suffix of a streamed file being received (before ``partSuffix``): it can never be
+  /// resumed, so one left behind (a receiver that was killed) is removed at any age.
+  static let streamSuffix = ".stream"
 
   let destination: ConfinedDirectory
   /// Descriptor of the staging directory (opened without following symlinks).
@@ -116,6 +119,18 @@ final class StagingArea: Sendable {
       let candidate =
         String(name.dropLast(Self.partSuffix.count)) + "-"
         + Hex.lowercase((0..<6).map { _ in UInt8.random(in: 0...255) }) + Self.partSuffix
+      if claim(candidate) { return candidate }
+    }
+  }
+
+  /// A staging name of its own, claimed, for a streamed file (``streamSuffix``): never resumed,
+  /// so never shared.
+  func streamName(like name: String) -> String {
+    let stem = String(name.dropLast(Self.partSuffix.count))
+    while true {
+      let candidate =
+        stem + "-" + Hex.lowercase((0..<6).map { _ in UInt8.random(in: 0...255) })
+        + Self.streamSuffix + Self.partSuffix
       if claim(candidate) { return candidate }
     }
   }
@@ -229,7 +244,8 @@ final class StagingArea: Sendable {
 
   /// Removes what this class leaves in the staging directory and nobody resumed for `age`:
   /// `.part` files (unless an offer holds them) and `.meta` files, and `.meta` files whose
-  /// staged file is gone. Files handed over (`.received`) are the application's and stay.
+  /// staged file is gone; a streamed file's `.stream.part`, which nothing can resume, at any
+  /// age. Files handed over (`.received`) are the application's and stay.
   /// Returns how many staged files were removed and their bytes.
   @discardableResult
   func removeStale(olderThan age: Duration) -> (files: Int, bytes: UInt64) {
@@ -253,7 +269,8 @@ final class StagingArea: Sendable {
       guard isPart || isMeta else { continue }
       var status = stat()
       guard fstatat(fd, entry, &status, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
-      let stale = status.st_mtim.tv_sec < limit
+      let stale =
+        status.st_mtim.tv_sec < limit || entry.hasSuffix(Self.streamSuffix + Self.partSuffix)
       if isMeta {
         let part = String(entry.dropLast(Self.metaSuffix.count))
         if stale || !present.contains(part) { unlinkat(fd, entry, 0) }
@@ -359,7 +376,8 @@ final class StagingClaims: Sendable {
 
 /// Free space promised to offers being received, per filesystem: an offer is accepted only if
 /// the free space not yet promised to others covers it, so two offers accepted at once cannot
-/// both count on the same free bytes. Promises shrink as files complete.
+/// both count on the same free bytes. Promises shrink as their bytes are written (bytes on disk
+/// are already gone from the free space) and as files complete.
 final class SpaceReservations: Sendable {
   static let shared = SpaceReservations()
   private let reserved = Mutex<[UInt64: UInt64]>([:])

@@ -19,6 +19,8 @@ final class StreamSource: Sendable {
     case bytes(ByteBuffer)
     /// The stream ended.
     case end
+    /// Nothing came for the idle time asked for (the stream is still open).
+    case idle
   }
 
   private let url: URL
@@ -37,16 +39,19 @@ final class StreamSource: Sendable {
     if fd >= 0 { Glibc.close(fd) }
   }
 
-  /// Reads the next bytes: waits until some come, then takes what is there at once, up to
-  /// `limit` bytes.
+  /// Reads the next bytes: waits until some come (or, with `idle`, that long at most), then
+  /// takes what is there at once, up to `limit` bytes.
   ///
   /// - Throws: ``TransferError/resource(_:)`` (``ResourceError/cannotRead(_:)``) when the
   ///   stream cannot be opened or read, and ``TransferError/cancelled`` once ``stop()`` was
   ///   called.
-  func read(upTo limit: Int, allocator: ByteBufferAllocator) async throws -> Read {
+  func read(upTo limit: Int, allocator: ByteBufferAllocator, idle: Duration? = nil) async throws
+    -> Read
+  {
     try await withCheckedThrowingContinuation { continuation in
       queue.async {
-        continuation.resume(with: Result { try self.readNow(upTo: limit, allocator: allocator) })
+        continuation.resume(
+          with: Result { try self.readNow(upTo: limit, allocator: allocator, idle: idle) })
       }
     }
   }
@@ -67,13 +72,15 @@ final class StreamSource: Sendable {
   }
 
   /// On `queue`.
-  private func readNow(upTo limit: Int, allocator: ByteBufferAllocator) throws -> Read {
+  private func readNow(upTo limit: Int, allocator: ByteBufferAllocator, idle: Duration?) throws
+    -> Read
+  {
     let fd = try opened()
     var buffer = allocator.buffer(capacity: limit)
     var failure: Int32 = 0
     var ended = false
     // Wait for the first byte (in steps, to notice a stop), then take what is there at once.
-    guard try wait(fd, forever: true) else { return .end }
+    guard try wait(fd, forever: true, until: idle.map { .now + $0 }) else { return .idle }
     buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: limit) { pointer in
       var total = 0
       while total < limit {
@@ -103,10 +110,13 @@ final class StreamSource: Sendable {
   }
 
   /// Whether `fd` has something to read (bytes or its end): waits for it when `forever`
-  /// (until ``stop()``), or only looks.
-  private func wait(_ fd: Int32, forever: Bool) throws -> Bool {
+  /// (until ``stop()``, or `deadline`), or only looks.
+  private func wait(
+    _ fd: Int32, forever: Bool, until deadline: ContinuousClock.Instant? = nil
+  ) throws -> Bool {
     while true {
       if stopped.load(ordering: .relaxed) { throw TransferError.cancelled }
+      if let deadline, ContinuousClock.now >= deadline { return false }
       var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
       let result = poll(&entry, 1, forever ? 200 : 0)
       if result < 0 {

@@ -30,6 +30,8 @@ public final class TransferProgress: @unchecked Sendable {
     var sizes: [Int64]
     /// Streamed files not finished yet: while any is, the total is not known.
     var open: Set<Int>
+    /// The bytes each streamed file holds so far (its size once it ended).
+    var streamedBytes: [Int: Int64] = [:]
     var files: [Int: Progress] = [:]
     var done: [Int64]
     var reported: [Int64]
@@ -104,8 +106,11 @@ public final class TransferProgress: @unchecked Sendable {
       state.uncrossed += Int64(clamping: uncrossed)
       state.advanced[index] = true
       // A streamed file grows as it comes: one unit more than it holds, until it ends.
-      if state.open.contains(index), Int64(clamping: bytes) >= state.sizes[index] {
-        grow(index, to: Int64(clamping: bytes) + 1, &state)
+      if state.open.contains(index) {
+        state.streamedBytes[index] = Int64(clamping: bytes)
+        if Int64(clamping: bytes) >= state.sizes[index] {
+          grow(index, to: Int64(clamping: bytes) + 1, &state)
+        }
       }
       // Never reach the total before `complete`: fractionCompleted hits 1.0 exactly once.
       let value = min(Int64(bytes), state.sizes[index] - 1)
@@ -141,7 +146,11 @@ public final class TransferProgress: @unchecked Sendable {
   private func publishHeldBack() {
     let snapshot = state.withLock { state -> ProgressSnapshot? in
       state.trailing = false
-      guard let index = state.heldBack, state.filesDone < state.sizes.count else { return nil }
+      guard let index = state.heldBack, !state.finished[index] else { return nil }
+      // Never more often than the throttle allows: later, then.
+      guard ContinuousClock.now - state.lastPublished >= .milliseconds(100) else {
+        return holdBack(index, &state)
+      }
       state.heldBack = nil
       state.reported[index] = state.done[index]
       state.files[index]?.completedUnitCount = state.done[index]
@@ -156,7 +165,7 @@ public final class TransferProgress: @unchecked Sendable {
   public var totalBytes: Int64 {
     state.withLock { state in
       byteSizes.indices.reduce(Int64(0)) { sum, index in
-        sum + (streamed.contains(index) ? state.done[index] : byteSizes[index])
+        sum + (streamed.contains(index) ? state.streamedBytes[index, default: 0] : byteSizes[index])
       }
     }
   }
@@ -174,6 +183,7 @@ public final class TransferProgress: @unchecked Sendable {
     let snapshot = state.withLock { state -> ProgressSnapshot? in
       guard !state.finished[index] else { return nil }
       state.finished[index] = true
+      if state.heldBack == index { state.heldBack = nil }
       // A streamed file's size is what it came to.
       if state.open.remove(index) != nil {
         grow(index, to: max(state.done[index], 1), &state)
@@ -226,9 +236,10 @@ public final class TransferProgress: @unchecked Sendable {
       bytes: state.sum - state.bytesMissing, total: overall.totalUnitCount,
       bytesPerSecond: state.rate, filesDone: state.filesDone - state.filesFailed,
       fileCount: state.sizes.count, currentFile: names[index],
-      currentFileBytes: state.open.contains(index)
-        ? state.done[index] : min(state.done[index], byteSizes[index]),
-      currentFileSize: state.open.contains(index) ? state.done[index] : byteSizes[index],
+      currentFileBytes: streamed.contains(index)
+        ? state.streamedBytes[index, default: 0] : min(state.done[index], byteSizes[index]),
+      currentFileSize: streamed.contains(index)
+        ? state.streamedBytes[index, default: 0] : byteSizes[index],
       totalIsKnown: state.open.isEmpty, currentFileSizeIsKnown: !state.open.contains(index))
   }
 

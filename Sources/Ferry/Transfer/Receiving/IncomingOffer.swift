@@ -49,7 +49,8 @@ final class IncomingOffer: @unchecked Sendable {
   private var staging: StagingArea?
   private var names: [String] = []
   private var offsets: [UInt64] = []
-  /// Bytes still promised (reserved) for each file not yet finished.
+  /// Bytes still promised (reserved) for each file not yet finished: what it still needs (it
+  /// shrinks as bytes are written), or for a streamed file what is reserved ahead of them.
   private var promised: [Int: UInt64] = [:]
   /// Files the destination holds with the offered size and time: the sender sends such a file's
   /// digest first, and the file itself (its space reserved then) only if the content differs.
@@ -233,7 +234,7 @@ final class IncomingOffer: @unchecked Sendable {
       let name = staging.name(for: file, from: peer.fingerprint)
       // A streamed file never resumes: it is staged under a name of its own, from nothing.
       if file.isStreamed {
-        names.append(staging.uniqueName(like: name))
+        names.append(staging.streamName(like: name))
         claimed.insert(index)
         fresh.insert(index)
         continue
@@ -518,29 +519,40 @@ final class IncomingOffer: @unchecked Sendable {
       return abandon(.resource(error), notify: true)
     }
     var holes: UInt64 = 0
-    if case .hole(let length) = piece { holes = length }
+    switch piece {
+    case .hole(let length): holes = length
+    case .bytes(let bytes): consume(UInt64(bytes.readableBytes), of: index)
+    }
     progress?.advance(index, to: file.position, uncrossed: holes)
     // Credit is handed back per MiB written, in one hop (the multiplexer batches further).
     pendingCredit += credit
     if pendingCredit >= 1 << 20 { flushCredit() }
   }
 
-  /// Space for streamed file `index` up to `end`: reserved ``streamStep`` ahead of what is
-  /// written, again each time the file reaches it (what was reserved before is written by
-  /// then, and given back); abandons the offer and returns false when the filesystem has no
-  /// room left for it.
+  /// Space for streamed file `index` up to `end`: reserved ``streamStep`` at a time, ahead of
+  /// what is written (what is written stops being a promise as it lands: ``consume(_:of:)``);
+  /// abandons the offer and returns false when the filesystem has no room left for it.
   private func roomForStream(_ index: Int, upTo end: UInt64) -> Bool {
     guard end > streamReserved, let staging else { return true }
-    release(file: index)
     do {
       try reserve(Self.streamStep, on: staging)
     } catch {
       abandon(.resource(error), notify: true)
       return false
     }
-    promised[index] = Self.streamStep
-    streamReserved = end + Self.streamStep
+    promised[index, default: 0] += Self.streamStep
+    streamReserved += Self.streamStep
     return true
+  }
+
+  /// `bytes` of file `index` were written: they are on disk now, and what the free space counts,
+  /// so its promise shrinks by as much (else they would count twice against the space left,
+  /// for as long as the file took).
+  private func consume(_ bytes: UInt64, of index: Int) {
+    guard let left = promised[index], left > 0, let staging else { return }
+    let used = min(left, bytes)
+    promised[index] = left - used
+    SpaceReservations.shared.release(used, on: staging.device)
   }
 
   /// How far ahead of a streamed file's data its space is reserved.

@@ -17,6 +17,8 @@ struct SendProgress {
     let stored: Bool
     /// The bytes of the file this attempt sent; nil when none.
     let sent: Range<UInt64>?
+    /// The receiver's verdict on the file in this attempt, if it gave one.
+    var result: FileResult? = nil
   }
 
   /// What one failed attempt came to.

@@ -6,8 +6,9 @@ extension Session {
   /// when `policy.retryFor` passes without progress (bytes sent here that the receiver
   /// confirmed holding: ``RetryPolicy/retryFor``), after `policy.maximumAttempts`, or at once for
   /// what is never retried (a decline, an authentication failure, a cancel at either end, a
-  /// refused offer, a file error, and an attempt that began to read a streamed item:
-  /// ``ResourceError/streamInterrupted(path:)``, unless the receiver had stored it).
+  /// refused offer, a file error, and an attempt that began to read a streamed item the
+  /// receiver had not stored: ``ResourceError/streamInterrupted(path:)``; one it had stored is
+  /// left out of the attempts after, and its verdict is among those returned).
   ///
   /// - Parameters:
   ///   - checksum: The digest each file is checked with (as for ``sendResources(_:to:checksum:)``).
@@ -25,6 +26,9 @@ extension Session {
     events: (RetryEvent) -> Void = { _ in }
   ) async throws(RetriedSendError) -> [FileResult] {
     var target = peer
+    var items = items
+    // Verdicts of streamed items stored by an attempt that then failed: not sent again.
+    var carried: [FileResult] = []
     var attempt = 0
     var progress = SendProgress()
     // The last progress (or the start), and what `policy.retryFor` counts from: that, or the
@@ -39,7 +43,7 @@ extension Session {
         items, to: target, checksum: checksum, attempt: attempt, events: events)
       {
       case .success(let results):
-        return results
+        return carried + results
       case .failure(let error, let delivery):
         switch progress.record(delivery) {
         case .progress: (progressed, since) = (.now, .now)
@@ -51,11 +55,16 @@ extension Session {
         guard RetryPolicy.isRetryable(error), !linkWasClosedOnPurpose(target) else {
           throw .transfer(error)
         }
-        // A stream whose reading began cannot be read again: what was read is gone.
-        if let started = Self.startedStream(items, delivery) {
-          throw .transfer(
-            started.stored ? error : .resource(.streamInterrupted(path: started.path)))
+        // A stream whose reading began cannot be read again: what was read is gone. One the
+        // receiver stored is done; the rest goes on without it.
+        for started in Self.startedStreams(items, delivery) {
+          guard started.stored, let result = started.result else {
+            throw .transfer(.resource(.streamInterrupted(path: started.path)))
+          }
+          carried.append(result)
+          items.removeAll { $0.isStreamed && $0.path == started.path }
         }
+        if items.isEmpty { return carried }
         failure = error
       }
       // Wait, then reconnect, until the policy's time without progress runs out.
@@ -95,14 +104,14 @@ extension Session {
     }
   }
 
-  /// The first streamed item of `items` that the failed attempt `delivery` began to read, if
-  /// any: such an attempt is never retried.
-  private static func startedStream(_ items: [ResourceItem], _ delivery: [SendProgress.File])
-    -> SendProgress.File?
+  /// The streamed items of `items` that the failed attempt `delivery` began to read: none can
+  /// be sent again.
+  private static func startedStreams(_ items: [ResourceItem], _ delivery: [SendProgress.File])
+    -> [SendProgress.File]
   {
     let streamed = Set(items.lazy.filter(\.isStreamed).map(\.path))
-    guard !streamed.isEmpty else { return nil }
-    return delivery.first { streamed.contains($0.path) && $0.sent != nil }
+    guard !streamed.isEmpty else { return [] }
+    return delivery.filter { streamed.contains($0.path) && $0.sent != nil }
   }
 
   /// One attempt: offers `items` to `target` and waits for the verdicts.

@@ -51,6 +51,19 @@ struct Delivery: Sendable {
           + "(mDNS lists it until its records expire)",
         code: .noPeer)
     }
+    // Standard input sent as it is read needs version 5: said before anyone is asked there,
+    // with nothing of it read yet.
+    if let version = target.info.protocolVersion, version < 5,
+      batch?.entries.contains(where: \.isStreamed) == true
+    {
+      return CLIFailure(
+        status: .usage,
+        message:
+          "\(printable(target.name)) runs an older Ferry (protocol \(version)), which cannot "
+          + "take standard input as it is read: update it, or save standard input to a file and "
+          + "send that",
+        code: .usage)
+    }
     let reachable = DiscoveredPeer(
       name: target.name, serviceType: target.serviceType, domain: target.domain,
       hostName: target.hostName, port: target.port, addresses: answering, info: target.info)

@@ -21,12 +21,18 @@ enum StandardInputSource {
     case stream
   }
 
-  /// What standard input is now.
+  /// What standard input is now. A regular file counts as a file only when this process can
+  /// open it again (``url``) and nothing of it was read yet: otherwise it is read where it is,
+  /// as a stream (`sudo -u bob ferry send - < alice-only.txt`, `{ read header; ferry send -; }`).
   static var kind: Kind {
     var status = stat()
     if isatty(0) == 1 { return .terminal }
-    guard fstat(0, &status) == 0 else { return .stream }
-    return status.st_mode & S_IFMT == S_IFREG ? .file : .stream
+    guard fstat(0, &status) == 0, status.st_mode & S_IFMT == S_IFREG, lseek(0, 0, SEEK_CUR) == 0
+    else { return .stream }
+    let again = open(url.path, O_RDONLY | O_CLOEXEC)
+    guard again >= 0 else { return .stream }
+    close(again)
+    return .file
   }
 
   /// Where standard input is opened from (a regular file anew, from its start).
