@@ -137,13 +137,12 @@
           guard let question = open.open() else {
             throw LinkLimitExceeded("offers waiting for a decision")
           }
-          let offer = IncomingOffer(
+          return FerryOfferEndpoint.start(
             channel: id, peer: invite.peer, link: link, files: files,
             checksum: ChecksumAlgorithm(digest),
-            reception: .asking(question) { questions.append($0) }, events: questions.events,
-            executor: InlineExecutor.shared)
-          offer.start()
-          return { offer.receive($0) }
+            reception: .asking(question) { questions.append($0) }, holdsFiles: true,
+            events: questions.events, executor: InlineExecutor.shared,
+            stall: ConnectionTimeouts().transferStall)
         }
       }
     }

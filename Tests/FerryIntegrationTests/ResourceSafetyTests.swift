@@ -430,7 +430,7 @@ struct ResourceSafetyTests {
       Issue.record("a file under a file was stored")
     } catch {
       let text = "\(error)"
-      #expect(text.contains(IncomingOffer.notStored), "\(text)")
+      #expect(text.contains(IncomingOfferStateMachine.notStored), "\(text)")
       #expect(!text.contains("symbolic link") && !text.contains("not a directory"), "\(text)")
     }
     #expect(try Data(contentsOf: destination.appendingPathComponent("blocker")).count == 3)

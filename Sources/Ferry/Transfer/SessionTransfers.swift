@@ -83,13 +83,11 @@ final class SessionTransfers: Sendable {
         }
         reception = .asking(question) { [offersContinuation] in offersContinuation.yield($0) }
       }
-      let offer = IncomingOffer(
+      return FerryOfferEndpoint.start(
         channel: channel, peer: peer, link: link, files: files,
         checksum: ChecksumAlgorithm(digest), reception: reception,
         holdsFiles: version >= WireProtocol.heldFilesVersion,
         events: self.resourceContinuation, executor: self.makeExecutor(), stall: self.stall)
-      offer.start()
-      return { signal in offer.receive(signal) }
     }
   }
 
