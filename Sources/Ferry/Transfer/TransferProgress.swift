@@ -14,7 +14,8 @@ import Synchronization
 /// ``overall`` is kept as the running sum instead. Updates are throttled (per MiB or 100 ms) so
 /// they cost nothing measurable.
 ///
-/// A streamed file (``ResourceItem/isStreamed``) has no size until it ends: while it is open it
+/// One record per file (its size, what is done and reported, its `Progress`). A streamed file
+/// (``ResourceItem/isStreamed``) has no size until it ends: while it is open it
 /// counts as one byte more than has arrived (so that it never reads as complete), the totals
 /// grow with it, and snapshots say the total is not known yet.
 public final class TransferProgress: @unchecked Sendable {
@@ -23,19 +24,42 @@ public final class TransferProgress: @unchecked Sendable {
   /// Snapshots, at most ~10 per second plus the final one; only the newest is buffered.
   public let snapshots: AsyncStream<ProgressSnapshot>
 
+  /// One file, as its progress goes.
+  private struct FileRecord {
+    let name: String
+    /// Its size in bytes (0 for a streamed file: not known).
+    let bytes: Int64
+    /// Whether it is streamed: its size is what arrives.
+    let streamed: Bool
+    /// Its units: its size (1 for an empty file); for a streamed file still open, one more
+    /// than its bytes so far.
+    var units: Int64
+    /// Units done; at most `units - 1` until it completes.
+    var done: Int64 = 0
+    /// Units last published (to its `Progress` and in a snapshot).
+    var reported: Int64 = 0
+    /// For a streamed file: the bytes it holds so far (its size once it ended).
+    var streamedBytes: Int64 = 0
+    var finished = false
+    /// Whether data was written or read for it (``advance(_:to:uncrossed:)``): one completed
+    /// without any (skipped, identical) had none of its bytes cross.
+    var advanced = false
+    /// Its `Progress`, once asked for.
+    var progress: Progress?
+
+    /// Whether it is a streamed file still open.
+    var isOpenStream: Bool { streamed && !finished }
+    /// Its bytes as a snapshot shows them: so far, and its size (a streamed file's so far).
+    var shownBytes: (done: Int64, size: Int64) {
+      streamed ? (streamedBytes, streamedBytes) : (min(done, bytes), bytes)
+    }
+  }
+
   /// What changes as the transfer goes, with the `Progress` objects it writes.
   private struct State {
-    /// Each file's units: its size (1 for an empty file); for a streamed file still open, one
-    /// more than its bytes so far.
-    var sizes: [Int64]
+    var files: [FileRecord]
     /// Streamed files not finished yet: while any is, the total is not known.
-    var open: Set<Int>
-    /// The bytes each streamed file holds so far (its size once it ended).
-    var streamedBytes: [Int: Int64] = [:]
-    var files: [Int: Progress] = [:]
-    var done: [Int64]
-    var reported: [Int64]
-    var finished: [Bool]
+    var openStreams: Int
     var sum: Int64 = 0
     var filesDone = 0
     /// Files that ended unfinished (failed or cancelled), and the bytes they never had:
@@ -45,9 +69,6 @@ public final class TransferProgress: @unchecked Sendable {
     /// Bytes counted done for which no data crossed (holes of sparse files, prefixes resumed):
     /// the rate leaves them out (a 10 GB hole is not 10 GB/s).
     var uncrossed: Int64 = 0
-    /// Files that data was written or read for (``advance(_:to:uncrossed:)``): one completed
-    /// without any (skipped, identical) had none of its bytes cross.
-    var advanced: [Bool]
     var lastPublished = ContinuousClock.now - .seconds(1)
     /// The file whose snapshot was held back by the throttle, if one was.
     var heldBack: Int?
@@ -58,41 +79,32 @@ public final class TransferProgress: @unchecked Sendable {
   }
 
   private let continuation: AsyncStream<ProgressSnapshot>.Continuation
-  private let names: [String]
-  private let byteSizes: [Int64]
-  /// The streamed files (``State/open`` holds those not ended yet).
-  private let streamed: Set<Int>
   private let state: Mutex<State>
 
   /// - Parameter streamed: Per file, whether it is streamed (its size, 0, is not known yet);
   ///   none when empty.
   init(files entries: [(name: String, size: UInt64)], streamed: [Bool] = []) {
     // An empty file counts as one unit, so that it too goes from 0 to 1.
-    let sizes = entries.map { Int64(max($0.size, 1)) }
-    names = entries.map(\.name)
-    byteSizes = entries.map { Int64($0.size) }
-    let streamedFiles = Set(streamed.indices.filter { streamed[$0] })
-    self.streamed = streamedFiles
-    overall = Progress(totalUnitCount: sizes.reduce(0, +))
+    let files = entries.indices.map { index in
+      FileRecord(
+        name: entries[index].name, bytes: Int64(entries[index].size),
+        streamed: streamed.indices.contains(index) && streamed[index],
+        units: Int64(max(entries[index].size, 1)))
+    }
+    overall = Progress(totalUnitCount: files.reduce(0) { $0 + $1.units })
     overall.kind = .file
-    let zeros = [Int64](repeating: 0, count: entries.count)
-    state = Mutex(
-      State(
-        sizes: sizes, open: streamedFiles,
-        done: zeros, reported: zeros, finished: Array(repeating: false, count: entries.count),
-        advanced: Array(repeating: false, count: entries.count)))
+    state = Mutex(State(files: files, openStreams: files.count { $0.streamed }))
     (snapshots, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
   }
 
   /// The progress of file `index` (in bytes; made on first use).
   func file(_ index: Int) -> Progress {
     state.withLock { state in
-      if let progress = state.files[index] { return progress }
-      let size = state.sizes[index]
-      let progress = Progress(totalUnitCount: size)
-      progress.completedUnitCount =
-        state.finished[index] ? size : min(state.reported[index], size - 1)
-      state.files[index] = progress
+      if let progress = state.files[index].progress { return progress }
+      let file = state.files[index]
+      let progress = Progress(totalUnitCount: file.units)
+      progress.completedUnitCount = file.finished ? file.units : min(file.reported, file.units - 1)
+      state.files[index].progress = progress
       return progress
     }
   }
@@ -102,26 +114,26 @@ public final class TransferProgress: @unchecked Sendable {
   /// resume): counted in `bytes`, left out of the rate.
   func advance(_ index: Int, to bytes: UInt64, uncrossed: UInt64 = 0) {
     let snapshot = state.withLock { state -> ProgressSnapshot? in
-      guard !state.finished[index] else { return nil }
+      guard !state.files[index].finished else { return nil }
       state.uncrossed += Int64(clamping: uncrossed)
-      state.advanced[index] = true
+      state.files[index].advanced = true
       // A streamed file grows as it comes: one unit more than it holds, until it ends.
-      if state.open.contains(index) {
-        state.streamedBytes[index] = Int64(clamping: bytes)
-        if Int64(clamping: bytes) >= state.sizes[index] {
+      if state.files[index].streamed {
+        state.files[index].streamedBytes = Int64(clamping: bytes)
+        if Int64(clamping: bytes) >= state.files[index].units {
           grow(index, to: Int64(clamping: bytes) + 1, &state)
         }
       }
       // Never reach the total before `complete`: fractionCompleted hits 1.0 exactly once.
-      let value = min(Int64(bytes), state.sizes[index] - 1)
-      state.sum += value - state.done[index]
-      state.done[index] = value
+      let value = min(Int64(clamping: bytes), state.files[index].units - 1)
+      state.sum += value - state.files[index].done
+      state.files[index].done = value
       guard
-        value - state.reported[index] >= 1 << 20
+        value - state.files[index].reported >= 1 << 20
           || ContinuousClock.now - state.lastPublished >= .milliseconds(100)
       else { return holdBack(index, &state) }
-      state.reported[index] = value
-      state.files[index]?.completedUnitCount = value
+      state.files[index].reported = value
+      state.files[index].progress?.completedUnitCount = value
       overall.completedUnitCount = state.sum
       return dueSnapshot(index, force: false, &state) ?? holdBack(index, &state)
     }
@@ -146,14 +158,14 @@ public final class TransferProgress: @unchecked Sendable {
   private func publishHeldBack() {
     let snapshot = state.withLock { state -> ProgressSnapshot? in
       state.trailing = false
-      guard let index = state.heldBack, !state.finished[index] else { return nil }
+      guard let index = state.heldBack, !state.files[index].finished else { return nil }
       // Never more often than the throttle allows: later, then.
       guard ContinuousClock.now - state.lastPublished >= .milliseconds(100) else {
         return holdBack(index, &state)
       }
       state.heldBack = nil
-      state.reported[index] = state.done[index]
-      state.files[index]?.completedUnitCount = state.done[index]
+      state.files[index].reported = state.files[index].done
+      state.files[index].progress?.completedUnitCount = state.files[index].done
       overall.completedUnitCount = state.sum
       return dueSnapshot(index, force: true, &state)
     }
@@ -164,9 +176,7 @@ public final class TransferProgress: @unchecked Sendable {
   /// far (its size once it ended). Any thread.
   public var totalBytes: Int64 {
     state.withLock { state in
-      byteSizes.indices.reduce(Int64(0)) { sum, index in
-        sum + (streamed.contains(index) ? state.streamedBytes[index, default: 0] : byteSizes[index])
-      }
+      state.files.reduce(Int64(0)) { $0 + ($1.streamed ? $1.streamedBytes : $1.bytes) }
     }
   }
 
@@ -181,28 +191,28 @@ public final class TransferProgress: @unchecked Sendable {
   /// (their `bytes` and `filesDone` count what really arrived or was sent).
   func complete(_ index: Int, failed: Bool = false) {
     let snapshot = state.withLock { state -> ProgressSnapshot? in
-      guard !state.finished[index] else { return nil }
-      state.finished[index] = true
-      if state.heldBack == index { state.heldBack = nil }
+      guard !state.files[index].finished else { return nil }
       // A streamed file's size is what it came to.
-      if state.open.remove(index) != nil {
-        grow(index, to: max(state.done[index], 1), &state)
+      if state.files[index].streamed {
+        state.openStreams -= 1
+        grow(index, to: max(state.files[index].done, 1), &state)
       }
+      state.files[index].finished = true
+      if state.heldBack == index { state.heldBack = nil }
+      let file = state.files[index]
       if failed {
         state.filesFailed += 1
-        state.bytesMissing += state.sizes[index] - state.done[index]
+        state.bytesMissing += file.units - file.done
       }
       // Completed without data (skipped, identical): done, but nothing crossed for it.
-      if !failed, !state.advanced[index] {
-        state.uncrossed += state.sizes[index] - state.done[index]
-      }
-      state.sum += state.sizes[index] - state.done[index]
+      if !failed, !file.advanced { state.uncrossed += file.units - file.done }
+      state.sum += file.units - file.done
       // A failed file's row keeps what arrived (its `Progress` still completes, once).
-      if !failed { state.done[index] = state.sizes[index] }
-      state.reported[index] = state.sizes[index]
-      state.files[index]?.completedUnitCount = state.sizes[index]
+      if !failed { state.files[index].done = file.units }
+      state.files[index].reported = file.units
+      file.progress?.completedUnitCount = file.units
       state.filesDone += 1
-      let last = state.filesDone == state.sizes.count
+      let last = state.filesDone == state.files.count
       if last || ContinuousClock.now - state.lastPublished >= .milliseconds(100) {
         overall.completedUnitCount = state.sum
       }
@@ -232,23 +242,21 @@ public final class TransferProgress: @unchecked Sendable {
       state.rate = max(0, Double(bytes - state.rateMark.bytes) / seconds)
       state.rateMark = (now, bytes)
     }
+    let file = state.files[index]
     return ProgressSnapshot(
       bytes: state.sum - state.bytesMissing, total: overall.totalUnitCount,
       bytesPerSecond: state.rate, filesDone: state.filesDone - state.filesFailed,
-      fileCount: state.sizes.count, currentFile: names[index],
-      currentFileBytes: streamed.contains(index)
-        ? state.streamedBytes[index, default: 0] : min(state.done[index], byteSizes[index]),
-      currentFileSize: streamed.contains(index)
-        ? state.streamedBytes[index, default: 0] : byteSizes[index],
-      totalIsKnown: state.open.isEmpty, currentFileSizeIsKnown: !state.open.contains(index))
+      fileCount: state.files.count, currentFile: file.name,
+      currentFileBytes: file.shownBytes.done, currentFileSize: file.shownBytes.size,
+      totalIsKnown: state.openStreams == 0, currentFileSizeIsKnown: !file.isOpenStream)
   }
 
   /// Sets streamed file `index`'s units to `size`, the overall total with it (under the lock).
   private func grow(_ index: Int, to size: Int64, _ state: inout State) {
-    let change = size - state.sizes[index]
+    let change = size - state.files[index].units
     guard change != 0 else { return }
-    state.sizes[index] = size
+    state.files[index].units = size
     overall.totalUnitCount += change
-    state.files[index]?.totalUnitCount = size
+    state.files[index].progress?.totalUnitCount = size
   }
 }
