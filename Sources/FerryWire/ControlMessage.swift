@@ -54,6 +54,9 @@ package enum ControlMessage: Hashable, Sendable {
     case unsupportedVersion = 2
     /// The handshake did not complete in time.
     case timeout = 3
+    /// Another link between the same two peers takes this one's place (version 5; a peer of
+    /// version 4 is told so with code 0 and the words).
+    case superseded = 4
   }
 
   /// The frame type this message travels in.

@@ -109,7 +109,7 @@ public final class Invitation: Sendable, CustomStringConvertible {
           // Both invited each other: the link this end invited is the one both keep. Accept
           // this one (the inviter's end then settles the same way) and close it.
           _ = handler.accept()
-          handler.disconnect(reason: Session.crossedReason)
+          handler.disconnect(superseded: .crossed)
         case .settling:
           // Both are inviting each other and this end's invitation decides: wait for it.
           return .settle

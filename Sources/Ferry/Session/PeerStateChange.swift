@@ -4,18 +4,17 @@ public struct PeerStateChange: Hashable, Sendable {
   public let peer: PeerID
   /// Its new state.
   public let state: PeerState
-  /// Why it left, for ``PeerState/notConnected``.
-  public let reason: String?
-  /// For ``PeerState/notConnected``: the link was closed on purpose, by either end (a GOODBYE,
-  /// a protocol violation or a broken limit), rather than lost (a drop, a reset, silence).
-  /// Only a lost link is worth connecting again.
-  public let closedOnPurpose: Bool
+  /// For ``PeerState/notConnected``: why its link ended — closed on purpose by either end, lost,
+  /// or superseded by another link between the same two peers (``LinkEnd``); nil otherwise.
+  public let end: LinkEnd?
 
-  /// A change; `closedOnPurpose` only means something for ``PeerState/notConnected``.
-  public init(peer: PeerID, state: PeerState, reason: String?, closedOnPurpose: Bool = false) {
+  /// Why it left, in words, for ``PeerState/notConnected`` (``end``'s description).
+  public var reason: String? { end?.description }
+
+  /// A change; `end` only for ``PeerState/notConnected``.
+  public init(peer: PeerID, state: PeerState, end: LinkEnd? = nil) {
     self.peer = peer
     self.state = state
-    self.reason = reason
-    self.closedOnPurpose = closedOnPurpose
+    self.end = end
   }
 }

@@ -38,7 +38,6 @@ public final class Session: Sendable {
   private let members = Mutex(SessionMembers())
   /// Peers whose last link ended on purpose (a GOODBYE, a violation) rather than being lost:
   /// a retrying send does not connect to them again.
-  private let closedOnPurpose = Mutex<Set<Fingerprint>>([])
   /// Set by ``close()``: no invitation goes out after it, and no link is adopted.
   private let closed = Atomic<Bool>(false)
   /// The number of the last wait for this end's own invitations (``invitationsSettled``).
@@ -380,16 +379,17 @@ public final class Session: Sendable {
       let member = SessionMembers.Member(
         peer: peer, link: link, invitedHere: invitedHere,
         version: handler.protocolVersion ?? 1, verificationCode: handler.verificationCode)
-      let previous = members.links.updateValue(member, forKey: peer.fingerprint)
+      let previous = members.links[peer.fingerprint]
+      members.add(member)
       // A replaced link's peer stayed connected: said once. The accepting end says connecting
       // first, as the inviting end did when the handshake began (as MultipeerConnectivity
       // does). Said under the lock, as every change of this peer's membership is, so that no
       // other link's report can come in between.
       if previous == nil {
         if !invitedHere {
-          continuation.yield(PeerStateChange(peer: peer, state: .connecting, reason: nil))
+          continuation.yield(PeerStateChange(peer: peer, state: .connecting))
         }
-        continuation.yield(PeerStateChange(peer: peer, state: .connected, reason: nil))
+        continuation.yield(PeerStateChange(peer: peer, state: .connected))
       }
       return (.adopted, previous)
     }
@@ -403,39 +403,25 @@ public final class Session: Sendable {
     case .adopted:
       break
     }
-    previous?.link.onHandler { $0.disconnect(reason: Self.replacedReason) }
-    closedOnPurpose.withLock { _ = $0.remove(peer.fingerprint) }
-    handler.onLinkEnded = { [weak self, unowned handler] reason in
+    previous?.link.onHandler { $0.disconnect(superseded: .replaced) }
+    handler.onLinkEnded = { [weak self] end in
       // On the loop, in the turn that ended the link: recorded before any transfer on it fails.
-      self?.linkEnded(peer, link: link, reason: reason, onPurpose: handler.endedOnPurpose)
+      self?.linkEnded(peer, link: link, end: end)
     }
     attachTransfers(of: link, to: peer, version: handler.protocolVersion ?? 1)
     return .adopted
   }
 
-  /// The GOODBYE reason of a link replaced by a newer one to the same peer (both ends keep
-  /// the newer link: the peer that reads it is about to adopt that link, or has).
-  package static let replacedReason = "replaced by a new connection"
-  /// The GOODBYE reason of an accepted link closed because both peers invited each other and
-  /// the other link stays.
-  package static let crossedReason = "connected already, by this end's invitation"
-  /// The GOODBYE reason of an invited link the inviter closes because both peers invited each
-  /// other and the peer's link stays.
-  package static let keptPeersLinkReason = "connected already, by the peer's invitation"
-  /// Every GOODBYE reason that says the link was superseded by another link between the same
-  /// two peers.
-  package static let supersededReasons = [replacedReason, crossedReason, keptPeersLinkReason]
-
-  func report(_ peer: PeerID, _ state: PeerState, reason: String? = nil) {
-    continuation.yield(PeerStateChange(peer: peer, state: state, reason: reason))
+  func report(_ peer: PeerID, _ state: PeerState, end: LinkEnd? = nil) {
+    continuation.yield(PeerStateChange(peer: peer, state: state, end: end))
   }
 
   /// Reports a second link's progress only while the peer has no link: a peer connected by
   /// one link is not "connecting" or "not connected" because another was tried.
-  private func reportUnlessConnected(_ peer: PeerID, _ state: PeerState, reason: String? = nil) {
+  private func reportUnlessConnected(_ peer: PeerID, _ state: PeerState, end: LinkEnd? = nil) {
     // Checked and said under one lock: an adoption cannot slip in between.
     members.withLock { members in
-      if members.links[peer.fingerprint] == nil { report(peer, state, reason: reason) }
+      if members.links[peer.fingerprint] == nil { report(peer, state, end: end) }
     }
   }
 
@@ -474,30 +460,18 @@ public final class Session: Sendable {
     }
   }
 
-  /// Whether `peer`'s last link ended on purpose (a GOODBYE, a violation), not lost.
-  func linkWasClosedOnPurpose(_ peer: PeerID) -> Bool {
-    closedOnPurpose.withLock { $0.contains(peer.fingerprint) }
+  /// Why `peer`'s last link ended, while it has no link (nil: it has one, or never had).
+  func lastLinkEnd(of peer: PeerID) -> LinkEnd? {
+    members.withLock { $0.ended[peer.fingerprint] }
   }
 
-  private func linkEnded(_ peer: PeerID, link: ConnectionLink, reason: String, onPurpose: Bool) {
-    guard members.withLock({ $0.links[peer.fingerprint]?.link === link }) else { return }
-    // Marked before the member goes: a retrying send that finds the peer gone finds why too.
-    closedOnPurpose.withLock { closed in
-      if onPurpose {
-        // Bounded: at most one entry per peer that was ever connected and left on purpose.
-        if closed.count >= 1024 { closed.removeAll() }
-        closed.insert(peer.fingerprint)
-      } else {
-        closed.remove(peer.fingerprint)
-      }
-    }
-    // Removed and said under one lock, so that a new link's connected cannot come first.
+  private func linkEnded(_ peer: PeerID, link: ConnectionLink, end: LinkEnd) {
+    // Removed, its end kept and said under one lock, so that a new link's connected cannot
+    // come first, and a retrying send that finds the peer gone finds why too.
     members.withLock { members in
       guard members.links[peer.fingerprint]?.link === link else { return }
-      members.links[peer.fingerprint] = nil
-      continuation.yield(
-        PeerStateChange(
-          peer: peer, state: .notConnected, reason: reason, closedOnPurpose: onPurpose))
+      members.remove(peer.fingerprint, ended: end)
+      continuation.yield(PeerStateChange(peer: peer, state: .notConnected, end: end))
     }
   }
 
@@ -559,7 +533,7 @@ public final class Session: Sendable {
       case .alreadyConnected, .settling:
         // The peer's own invitation of this end is the link both keep (`.settling` is only
         // for links the peer invited).
-        handler.disconnect(reason: Self.keptPeersLinkReason)
+        handler.disconnect(superseded: .keptPeersLink)
         return peer
       case .full:
         handler.disconnect(reason: "the session is full")
@@ -582,7 +556,8 @@ public final class Session: Sendable {
     } catch let error as InvitationError {
       // A peer reported as connecting must be reported as not connected.
       if let peer = await link.withHandler({ $0.remote }) {
-        reportUnlessConnected(peer, .notConnected, reason: error.description)
+        // The connection that failed was never a link: lost, as far as retrying goes.
+        reportUnlessConnected(peer, .notConnected, end: .lost(words: error.description))
       }
       throw error
     } catch {

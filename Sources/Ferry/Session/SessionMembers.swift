@@ -16,7 +16,25 @@ struct SessionMembers {
   }
 
   /// The connected peers.
-  var links: [Fingerprint: Member] = [:]
+  private(set) var links: [Fingerprint: Member] = [:]
+  /// Why each peer's last link ended, while it has none; bounded: at most ``maximumEnded``
+  /// (the oldest knowledge goes first).
+  private(set) var ended: [Fingerprint: LinkEnd] = [:]
+  /// The most ended links remembered.
+  static let maximumEnded = 1024
+
+  /// `member` is `peer`'s link now.
+  mutating func add(_ member: Member) {
+    links[member.peer.fingerprint] = member
+    ended[member.peer.fingerprint] = nil
+  }
+
+  /// `peer`'s link ended, for `end`.
+  mutating func remove(_ peer: Fingerprint, ended end: LinkEnd) {
+    links[peer] = nil
+    if ended.count >= Self.maximumEnded { ended.removeAll() }
+    ended[peer] = end
+  }
   /// This end's invitations under way, by the fingerprint they require; bounded by the
   /// application's own calls, each of which ends within its timeout.
   private var inviting: [Fingerprint: Int] = [:]

@@ -109,7 +109,7 @@ struct PeerGate<Event> {
   }
 
   /// Ferry reported `state` for `peer`; `replacedByPeer` when the peer closed the link
-  /// saying it keeps a newer one (``Session/replacedReason``).
+  /// saying it keeps a newer one (``LinkEnd/superseded(words:)``).
   mutating func ferryReported(_ state: PeerState, for peer: PeerID, replacedByPeer: Bool = false)
     -> [Step]
   {

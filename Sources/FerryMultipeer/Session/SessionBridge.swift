@@ -10,9 +10,7 @@ enum SessionBridge {
     let changes = ferry.stateChanges
     Task { [weak session] in
       for await change in changes {
-        let replaced = Session.supersededReasons.contains {
-          change.reason?.hasSuffix($0) == true
-        }
+        let replaced = change.end?.isSuperseded == true
         session?.gate {
           $0.ferryReported(change.state, for: change.peer, replacedByPeer: replaced)
         }

@@ -36,7 +36,7 @@ struct ConnectionHandlerTests {
     handler.onInvite = { reports.invites.append($0) }
     handler.onVerificationCode = { _, code in reports.codes.append(code) }
     handler.onInvitationWithdrawn = { reports.withdrawn += 1 }
-    handler.onLinkEnded = { reports.ended.append($0) }
+    handler.onLinkEnded = { reports.ended.append($0.description) }
     try channel.pipeline.syncOperations.addHandler(handler)
     try channel.connect(to: SocketAddress(ipAddress: "192.0.2.1", port: 1)).wait()
     handler.assumeTLSCompleted(peer: remote)

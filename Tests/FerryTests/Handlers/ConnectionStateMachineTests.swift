@@ -129,20 +129,21 @@ struct ConnectionStateMachineTests {
         let actions = machine.received(message, now: Self.now)
         let context = "\(stage.rawValue) × \(name): \(actions)"
         if stage == .closed {
-          #expect(actions.isEmpty && machine.state == .closed, "\(context)")
+          #expect(actions.isEmpty && machine.isClosed, "\(context)")
         } else if stage == .tlsHandshake {
           // Nothing can arrive before TLS is up; if it did, the connection closes, without a
           // GOODBYE (TLS is not there to carry it).
           #expect(actions.contains(.close) && !Self.isViolation(actions), "\(context)")
         } else if name == "GOODBYE" {
           #expect(actions.contains(.close) && !Self.isViolation(actions), "\(context)")
-          #expect(machine.endReason?.contains("bye") == true, "\(context)")
+          #expect(machine.end?.description.contains("bye") == true, "\(context)")
+          #expect(machine.end?.isOnPurpose == true, "\(context)")
         } else if Self.allowed[stage]!.contains(name) {
           #expect(!Self.isViolation(actions), "\(context)")
         } else {
           #expect(Self.isViolation(actions) && actions.contains(.close), "\(context)")
           if case .connected = before {
-            #expect(actions.contains(.linkEnded(machine.endReason!)), "\(context)")
+            #expect(actions.contains(.linkEnded(machine.end!)), "\(context)")
           }
         }
       }
@@ -173,13 +174,21 @@ struct ConnectionStateMachineTests {
       inviter.received(.hello(versions: [4, 9], displayName: "there"), now: Self.now) == [
         .peerKnown(Self.peer)
       ], "INVITE waits for the advertiser's commitment")
-    #expect(inviter.state == .awaitingCommit(Self.peer))
+    if case .awaitingCommit(let known) = inviter.state {
+      #expect(known.peer == Self.peer && known.version == 4)
+    } else {
+      Issue.record("not awaiting COMMIT: \(inviter.state)")
+    }
     let invite = inviter.received(.commit(Self.commitment), now: Self.now)
     #expect(
       invite == [
         .send(.invite(timeoutMilliseconds: 120_000, nonce: Self.inviterNonce, context: [7]))
       ], "a day's wait is clamped to 120 s; the handshake deadline runs until REVEAL")
-    #expect(inviter.state == .awaitingAnswer(Self.peer, expiresAt: Self.now + .seconds(120)))
+    if case .awaitingAnswer(let asked) = inviter.state {
+      #expect(asked.known.peer == Self.peer && asked.expiresAt == Self.now + .seconds(120))
+    } else {
+      Issue.record("not awaiting the answer: \(inviter.state)")
+    }
     #expect(inviter.verificationCode == nil)
     #expect(
       inviter.received(.reveal(Self.advertiserNonce), now: Self.now) == [
@@ -234,7 +243,8 @@ struct ConnectionStateMachineTests {
     let actions = inviter.received(.reveal(other), now: Self.now)
     #expect(Self.isViolation(actions) && actions.contains(.close), "\(actions)")
     #expect(inviter.verificationCode == nil)
-    #expect(actions.contains(.answer(.failure(.protocolViolation(reason: inviter.endReason!)))))
+    #expect(
+      actions.contains(.answer(.failure(.protocolViolation(reason: inviter.end!.description)))))
   }
 
   @Test("refusals before the invitation: no common version, a bad name, no ALPN, no certificate")
@@ -271,7 +281,8 @@ struct ConnectionStateMachineTests {
     #expect(
       anonymous.tlsCompleted(peer: nil, alpn: WireProtocol.alpn, keyingMaterial: Self.keying)
         == [.close])
-    #expect(anonymous.endReason == "authentication failed: the peer presented no certificate")
+    #expect(
+      anonymous.end?.description == "authentication failed: the peer presented no certificate")
 
     // No exporter value: no code could be compared, so no connection.
     var unexported = Self.make(.inviter(context: [], timeout: .seconds(5)))
@@ -316,14 +327,15 @@ struct ConnectionStateMachineTests {
     let dead = alive.heartbeat(silentFor: .milliseconds(7001))
     #expect(
       dead == [
-        .stopHeartbeat, .linkEnded("the link timed out (no sign of life from the peer for 7 s)"),
+        .stopHeartbeat, .linkEnded(.timedOut(.seconds(7))),
         .close,
       ])
     #expect(alive.heartbeat(silentFor: .seconds(60)).isEmpty, "reported once")
     // The connection's own end afterwards keeps the reason: a dead link is not "closed".
     let inactive = alive.channelInactive(now: .now)
     #expect(!"\(inactive)".contains("was closed"), "\(inactive)")
-    #expect(alive.endReason?.contains("timed out") == true)
+    #expect(alive.end == .timedOut(.seconds(7)))
+    #expect(alive.end?.description.contains("timed out") == true)
   }
 
   @Test("the application's answers and the inviter's withdrawal, in every state")
@@ -347,7 +359,7 @@ struct ConnectionStateMachineTests {
       let declined = declining.decline(.busy, reason: "busy")
       if stage == .pendingDecision || stage == .awaitingInvite {
         #expect(declined == [.cancelDeadline, .send(.decline(.busy, reason: "busy")), .close])
-        #expect(declining.state == .closed)
+        #expect(declining.isClosed)
       } else {
         #expect(declined.isEmpty, "\(stage.rawValue)")
       }
@@ -373,14 +385,14 @@ struct ConnectionStateMachineTests {
       let rest = Array(actions.dropFirst(2))
       switch stage {
       case .connectedInviter, .connectedAdvertiser:
-        #expect(rest == [.linkEnded("the connection was closed")])
+        #expect(rest == [.linkEnded(.lost(words: "the connection was closed"))])
       case .pendingDecision: #expect(rest == [.invitationWithdrawn])
       case .awaitingCommit, .awaitingAnswer, .revealed:
         #expect(rest == [.answer(.failure(.connectionFailed(reason: "the connection was closed")))])
       case .tlsHandshake, .awaitingHello, .awaitingInvite, .closed:
         #expect(rest.isEmpty, "\(stage.rawValue): \(rest)")  // the advertiser has no answer
       }
-      #expect(machine.state == .closed)
+      #expect(machine.isClosed)
       #expect(machine.channelInactive(now: Self.now) == [.cancelDeadline, .stopHeartbeat])
     }
     // The inviter's answer fails once, with the first cause; its deadline makes it a timeout.
@@ -399,7 +411,7 @@ struct ConnectionStateMachineTests {
     #expect(
       actions == [
         .send(.goodbye(.protocolError, reason: "limit exceeded: too much")), .stopHeartbeat,
-        .linkEnded("limit exceeded: too much"), .close,
+        .linkEnded(.violation(words: "limit exceeded: too much")), .close,
       ])
     #expect(connected.violation("again").isEmpty)
     #expect(connected.sessionFrame(.message).isEmpty, "nothing forwarded after the end")
@@ -407,12 +419,52 @@ struct ConnectionStateMachineTests {
     var leaving = Stage.connectedAdvertiser.machine()
     #expect(
       leaving.disconnect(reason: "done") == [
-        .send(.goodbye(.normal, reason: "done")), .stopHeartbeat, .linkEnded("done"), .close,
+        .send(.goodbye(.normal, reason: "done")), .stopHeartbeat,
+        .linkEnded(.closedHere(words: "done")), .close,
       ])
     var vanished = Stage.connectedAdvertiser.machine()
     _ = vanished.received(.goodbye(.normal, reason: ""), now: Self.now)
     #expect(vanished.errorCaught(.uncleanShutdown) == [.close])
-    #expect(vanished.endReason == "the peer closed the connection", "the GOODBYE's reason stays")
+    #expect(
+      vanished.end == .closedByPeer(words: "the peer closed the connection"),
+      "the GOODBYE's reason stays")
+  }
+
+  @Test(
+    "a superseded link says so in its GOODBYE's code (version 5) or in words (version 4), and the end it reports is typed"
+  )
+  func superseded() {
+    // This side: code 4 to a peer that agreed on version 5, code 0 and the words to version 4.
+    for (version, code) in [(UInt16(5), ControlMessage.GoodbyeCode.superseded), (4, .normal)] {
+      var machine = Self.make(.advertiser)
+      _ = machine.tlsCompleted(
+        peer: Self.remote, alpn: WireProtocol.alpn, keyingMaterial: Self.keying)
+      _ = machine.received(.hello(versions: [version], displayName: "there"), now: Self.now)
+      _ = machine.received(
+        .invite(timeoutMilliseconds: 1000, nonce: Self.inviterNonce, context: []), now: Self.now)
+      _ = machine.accept()
+      let actions = machine.disconnect(superseded: .replaced)
+      #expect(
+        actions.first == .send(.goodbye(code, reason: "replaced by a new connection")),
+        "\(version): \(actions)")
+      #expect(machine.end == .superseded(words: "replaced by a new connection"))
+      #expect(machine.end?.isOnPurpose == true && machine.end?.isSuperseded == true)
+    }
+    // The peer: code 4, or code 0 with one of the words a version 4 peer says it in.
+    let heard: [(ControlMessage.GoodbyeCode, String, Bool)] = [
+      (.superseded, "anything", true),
+      (.normal, "connected already, by this end's invitation", true),
+      (.normal, "connected already, by the peer's invitation", true),
+      (.normal, "replaced by a new connection", true), (.normal, "shutting down", false),
+      (.normal, "xreplaced by a new connection", false),
+    ]
+    for (code, reason, superseded) in heard {
+      var machine = Stage.connectedAdvertiser.machine()
+      let actions = machine.received(.goodbye(code, reason: reason), now: Self.now)
+      #expect(machine.end?.isSuperseded == superseded, "\(code) \(reason)")
+      #expect(machine.end?.isOnPurpose == true)
+      #expect(actions.contains(.linkEnded(machine.end!)), "\(actions)")
+    }
   }
 
   @Test(

@@ -56,7 +56,7 @@ final class ConnectionHandler: ChannelInboundHandler {
   private var wasConnected = false
 
   /// Called once when a connected link ends, with why. Set by the session that adopts the link.
-  var onLinkEnded: ((String) -> Void)?
+  var onLinkEnded: ((LinkEnd) -> Void)?
   /// Called when a pending invitation is withdrawn or expires before an answer (advertiser).
   var onInvitationWithdrawn: (() -> Void)?
   /// Called when an INVITE arrives (advertiser).
@@ -94,8 +94,8 @@ final class ConnectionHandler: ChannelInboundHandler {
   var isConnected: Bool { machine.isConnected }
   /// The protocol version agreed on in HELLO (nil before).
   var protocolVersion: UInt16? { machine.version }
-  /// Whether the link ended on purpose (a GOODBYE, a violation), not lost.
-  var endedOnPurpose: Bool { machine.endedOnPurpose }
+  /// Why the connection ended, once it did.
+  var end: LinkEnd? { machine.end }
   /// The connection's verification code, once both nonces are known (advertiser: on INVITE;
   /// inviter: on REVEAL).
   var verificationCode: VerificationCode? { machine.verificationCode }
@@ -209,9 +209,10 @@ final class ConnectionHandler: ChannelInboundHandler {
     // A handshake that never completed: its TLS context goes back all the same.
     exporter.release()
     perform(machine.channelInactive(now: .now))
-    budget.endReason = machine.endReason
+    budget.endReason = machine.end?.description
     if !wasConnected {
-      logger.debug("connection closed before it was connected: \(machine.endReason ?? "closed")")
+      logger.debug(
+        "connection closed before it was connected: \(machine.end?.description ?? "closed")")
     }
     onInvitationWithdrawn = nil
     onInvite = nil
@@ -251,6 +252,12 @@ final class ConnectionHandler: ChannelInboundHandler {
   /// Closes a connected link with GOODBYE; the link is reported ended at once.
   func disconnect(reason: String) {
     perform(machine.disconnect(reason: reason), closingGently: true)
+  }
+
+  /// Closes a link another link between the same two peers replaces (GOODBYE `superseded`);
+  /// the link is reported ended at once.
+  func disconnect(superseded: Supersession) {
+    perform(machine.disconnect(superseded: superseded), closingGently: true)
   }
 
   /// The longest a link closed on purpose waits, after its GOODBYE, for the peer to close its
@@ -344,12 +351,12 @@ final class ConnectionHandler: ChannelInboundHandler {
         let withdrawn = onInvitationWithdrawn
         onInvitationWithdrawn = nil
         withdrawn?()
-      case .linkEnded(let reason):
-        logger.info("link ended: \(reason)")
-        budget.endReason = reason
+      case .linkEnded(let end):
+        logger.info("link ended: \(end)")
+        budget.endReason = end.description
         let ended = onLinkEnded
         onLinkEnded = nil
-        ended?(reason)
+        ended?(end)
       }
     }
   }

@@ -24,24 +24,75 @@ struct ConnectionStateMachine {
     case advertiser
   }
 
-  /// Where the connection is.
+  /// Where the connection is. Each state carries what is valid in it: the peer once HELLO
+  /// named it, the agreed version, the keying material until the code is derived, the
+  /// commitment until REVEAL, the code once known, the PING count while connected, and why it
+  /// ended once it did.
   enum State: Hashable {
     /// TLS is being negotiated.
     case tlsHandshake
     /// TLS is up with a peer proving this key; its HELLO is awaited.
-    case awaitingHello(Fingerprint)
+    case awaitingHello(Greeting)
     /// The inviter knows the peer and waits for its COMMIT before sending INVITE.
-    case awaitingCommit(PeerID)
+    case awaitingCommit(Known)
     /// The advertiser knows the peer, sent its COMMIT and waits for the INVITE.
-    case awaitingInvite(PeerID)
-    /// The inviter sent INVITE and waits for ACCEPT or DECLINE until `expiresAt`.
-    case awaitingAnswer(PeerID, expiresAt: ContinuousClock.Instant)
+    case awaitingInvite(Known)
+    /// The inviter sent INVITE and waits for REVEAL, then ACCEPT or DECLINE.
+    case awaitingAnswer(Asked)
     /// The advertiser's application has the invitation and has not answered.
-    case pendingDecision(PeerID)
+    case pendingDecision(Pending)
     /// The link is up: session frames flow, heartbeats run.
-    case connected(PeerID)
-    /// Over; nothing more is done (the channel is closing or closed).
-    case closed
+    case connected(Connected)
+    /// Over, for this reason; nothing more is done (the channel is closing or closed).
+    case closed(Closed)
+  }
+
+  /// TLS is up: who proved its key, and the session's exporter value for the code.
+  struct Greeting: Hashable {
+    let fingerprint: Fingerprint
+    let keyingMaterial: [UInt8]
+  }
+
+  /// The peer named itself in HELLO, and a version was agreed.
+  struct Known: Hashable {
+    let peer: PeerID
+    let version: UInt16
+    let keyingMaterial: [UInt8]
+  }
+
+  /// The inviter's INVITE is out.
+  struct Asked: Hashable {
+    let known: Known
+    /// When it stops waiting for the answer.
+    let expiresAt: ContinuousClock.Instant
+    /// The advertiser's COMMIT, until REVEAL is checked against it.
+    var commitment: [UInt8]?
+    /// The code, once REVEAL gave the advertiser's nonce.
+    var code: VerificationCode?
+  }
+
+  /// The advertiser's application has the invitation.
+  struct Pending: Hashable {
+    let known: Known
+    let code: VerificationCode
+    /// Whether REVEAL was sent.
+    var revealed = false
+  }
+
+  /// A connected link.
+  struct Connected: Hashable {
+    let peer: PeerID
+    let version: UInt16
+    let code: VerificationCode
+    /// PINGs sent: each carries the next number.
+    var pings: UInt64 = 0
+  }
+
+  /// An ended connection: why, and what it had agreed.
+  struct Closed: Hashable {
+    let end: LinkEnd
+    let version: UInt16?
+    let code: VerificationCode?
   }
 
   /// What the handler must do, in order.
@@ -74,8 +125,8 @@ struct ConnectionStateMachine {
     case answer(Result<PeerID, InvitationError>)
     /// The pending invitation was withdrawn or expired before an answer.
     case invitationWithdrawn
-    /// The connected link ended, with this reason.
-    case linkEnded(String)
+    /// The connected link ended, for this reason.
+    case linkEnded(LinkEnd)
   }
 
   /// What the advertiser learns from an INVITE.
@@ -109,29 +160,9 @@ struct ConnectionStateMachine {
   let localFingerprint: Fingerprint
   let timeouts: ConnectionTimeouts
   private(set) var state = State.tlsHandshake
-  /// The connection's verification code, once both nonces are known: on the advertiser from
-  /// the INVITE, on the inviter from REVEAL.
-  private(set) var verificationCode: VerificationCode?
   /// This end's verification nonce: the advertiser's (committed to in COMMIT, sent in REVEAL)
   /// or the inviter's (sent in INVITE).
   private let nonce: [UInt8]
-  /// The TLS session's exporter value for the verification code (from ``tlsCompleted``).
-  private var keyingMaterial: [UInt8] = []
-  /// The inviter's copy of the advertiser's COMMIT, until REVEAL is checked against it.
-  private var commitment: [UInt8]?
-  /// Whether the advertiser sent REVEAL.
-  private(set) var revealed = false
-  /// Why the connection ended (or is ending), when known: what transfers under way report.
-  private(set) var endReason: String?
-  /// The protocol version both ends agreed on in HELLO (nil before).
-  private(set) var version: UInt16?
-  /// Whether the link ended on purpose — a GOODBYE from either side, or a protocol violation —
-  /// rather than being lost (a connection reset, a dead heartbeat): only a lost link is worth
-  /// connecting again.
-  private(set) var endedOnPurpose = false
-  private var answered = false
-  /// PINGs sent: each carries the next number.
-  private var pings: UInt64 = 0
 
   /// - Parameters:
   ///   - localFingerprint: This end's fingerprint (the verification code hashes both).
@@ -148,14 +179,51 @@ struct ConnectionStateMachine {
     self.nonce = nonce
   }
 
-  /// The peer, once its HELLO named it.
+  /// The peer, once its HELLO named it (and until the connection ended).
   var peer: PeerID? {
     switch state {
-    case .awaitingCommit(let peer), .awaitingInvite(let peer), .awaitingAnswer(let peer, _),
-      .pendingDecision(let peer), .connected(let peer):
-      peer
+    case .awaitingCommit(let known), .awaitingInvite(let known): known.peer
+    case .awaitingAnswer(let asked): asked.known.peer
+    case .pendingDecision(let pending): pending.known.peer
+    case .connected(let connected): connected.peer
     case .tlsHandshake, .awaitingHello, .closed: nil
     }
+  }
+
+  /// The protocol version both ends agreed on in HELLO (nil before).
+  var version: UInt16? {
+    switch state {
+    case .awaitingCommit(let known), .awaitingInvite(let known): known.version
+    case .awaitingAnswer(let asked): asked.known.version
+    case .pendingDecision(let pending): pending.known.version
+    case .connected(let connected): connected.version
+    case .closed(let closed): closed.version
+    case .tlsHandshake, .awaitingHello: nil
+    }
+  }
+
+  /// The connection's verification code, once both nonces are known: on the advertiser from
+  /// the INVITE, on the inviter from REVEAL.
+  var verificationCode: VerificationCode? {
+    switch state {
+    case .awaitingAnswer(let asked): asked.code
+    case .pendingDecision(let pending): pending.code
+    case .connected(let connected): connected.code
+    case .closed(let closed): closed.code
+    case .tlsHandshake, .awaitingHello, .awaitingCommit, .awaitingInvite: nil
+    }
+  }
+
+  /// Why the connection ended, once it did: what transfers under way report.
+  var end: LinkEnd? {
+    if case .closed(let closed) = state { return closed.end }
+    return nil
+  }
+
+  /// Whether the advertiser sent REVEAL for its pending invitation.
+  var revealed: Bool {
+    if case .pendingDecision(let pending) = state { return pending.revealed }
+    return false
   }
 
   /// Whether TLS is still being negotiated.
@@ -170,6 +238,12 @@ struct ConnectionStateMachine {
   /// Whether the link is connected.
   var isConnected: Bool {
     if case .connected = state { return true }
+    return false
+  }
+
+  /// Whether the connection ended.
+  var isClosed: Bool {
+    if case .closed = state { return true }
     return false
   }
 
@@ -201,8 +275,7 @@ struct ConnectionStateMachine {
         .authenticationFailed(
           reason: "the TLS session gave no keying material for the verification code"))
     }
-    self.keyingMaterial = keyingMaterial
-    state = .awaitingHello(fingerprint)
+    state = .awaitingHello(Greeting(fingerprint: fingerprint, keyingMaterial: keyingMaterial))
     return [.send(.hello(versions: WireProtocol.supportedVersions, displayName: localName))]
   }
 
@@ -215,40 +288,46 @@ struct ConnectionStateMachine {
   /// A control message arrived at `now`.
   mutating func received(_ message: ControlMessage, now: ContinuousClock.Instant) -> [Action] {
     switch (state, message) {
-    case (.awaitingHello(let fingerprint), .hello(let versions, let name)):
-      return hello(from: fingerprint, versions: versions, name: name)
-    case (.awaitingCommit(let peer), .commit(let digest)):
-      return commit(digest, from: peer, now: now)
-    case (.awaitingInvite(let peer), .invite(let milliseconds, let inviterNonce, let context)):
+    case (.awaitingHello(let greeting), .hello(let versions, let name)):
+      return hello(from: greeting, versions: versions, name: name)
+    case (.awaitingCommit(let known), .commit(let digest)):
+      return commit(digest, from: known, now: now)
+    case (.awaitingInvite(let known), .invite(let milliseconds, let inviterNonce, let context)):
       // The inviter's wait, as it says, but never longer than the clamp: one connection must
       // not hold a prompt or a pending slot for days.
       let timeout = min(
         Duration.milliseconds(Int64(milliseconds)), ConnectionTimeouts.maximumInvitationTimeout)
-      let code = deriveCode(with: peer, inviterNonce: inviterNonce, advertiserNonce: nonce)
-      verificationCode = code
-      state = .pendingDecision(peer)
+      let code = deriveCode(known, inviterNonce: inviterNonce, advertiserNonce: nonce)
+      state = .pendingDecision(Pending(known: known, code: code))
       // It expires when the inviter stops waiting, plus a grace second so that the inviter's
       // own timeout (and its CANCEL) comes first. REVEAL waits for ``reveal()``: only an
       // invitation this end admits gives the inviter its code.
       return [
         .cancelDeadline, .scheduleExpiry(timeout + .seconds(1)),
         .invite(
-          IncomingInvite(peer: peer, context: context, timeout: timeout, verificationCode: code)),
+          IncomingInvite(
+            peer: known.peer, context: context, timeout: timeout, verificationCode: code)),
       ]
-    case (.awaitingAnswer(let peer, _), .reveal(let advertiserNonce)) where commitment != nil:
+    case (.awaitingAnswer(var asked), .reveal(let advertiserNonce)) where asked.commitment != nil:
       // The nonce must be the one the advertiser committed to before it saw ours: else it
       // could have picked it to make the code what it wanted.
-      guard VerificationCode.commitment(to: advertiserNonce) == commitment else {
+      guard VerificationCode.commitment(to: advertiserNonce) == asked.commitment else {
         return violation("the nonce in REVEAL does not match the COMMIT")
       }
-      commitment = nil
-      let code = deriveCode(with: peer, inviterNonce: nonce, advertiserNonce: advertiserNonce)
-      verificationCode = code
+      let code = deriveCode(asked.known, inviterNonce: nonce, advertiserNonce: advertiserNonce)
+      asked.commitment = nil
+      asked.code = code
+      state = .awaitingAnswer(asked)
       return [.cancelDeadline, .verificationCode(code)]
-    case (.awaitingAnswer(let peer, _), .accept) where verificationCode != nil:
-      // (An ACCEPT before REVEAL is a protocol error: the code was never shown.)
-      state = .connected(peer)
-      return [.markConnected, .startHeartbeat] + answer(.success(peer))
+    case (.awaitingAnswer(let asked), .accept):
+      // An ACCEPT before REVEAL is a protocol error: the code was never shown.
+      guard let code = asked.code else {
+        return violation(WireError.unexpected(message.frameType).description)
+      }
+      let answering = answer(.success(asked.known.peer))
+      state = .connected(
+        Connected(peer: asked.known.peer, version: asked.known.version, code: code))
+      return [.markConnected, .startHeartbeat] + answering
     case (.awaitingAnswer, .decline(let code, let reason)):
       switch code {
       case .declined: return fail(.declined(reason: reason))
@@ -256,9 +335,8 @@ struct ConnectionStateMachine {
       case .sessionFull: return fail(.sessionFull)
       }
     case (.pendingDecision, .cancel):
-      endReason = "the inviter withdrew the invitation"
-      state = .closed
-      return [.cancelDeadline, .invitationWithdrawn, .close]
+      return [.cancelDeadline] + close(.lost(words: "the inviter withdrew the invitation"))
+        + [.close]
     case (.connected, .ping(let value)):
       return [.pong(value)]
     case (.connected, .pong):
@@ -266,30 +344,23 @@ struct ConnectionStateMachine {
     case (.closed, _):
       return []
     case (_, .goodbye(let code, let reason)):
-      endedOnPurpose = true
-      let said =
-        reason.isEmpty
-        ? "the peer closed the connection"
-        : "the peer closed the connection: \(DisplayText.escaping(reason))"
-      endReason = said
-      // A connected link is reported ended now: nothing more is forwarded.
-      let ended = endLink(reason: said)
+      let end = LinkEnd.goodbye(code, reason: reason)
       switch code {
-      case .unsupportedVersion: return ended + fail(.protocolVersionUnsupported(peerVersions: []))
+      case .unsupportedVersion: return fail(.protocolVersionUnsupported(peerVersions: []), end)
       case .protocolError:
         let what = reason.isEmpty ? "" : ": \(DisplayText.escaping(reason))"
-        return ended + fail(.protocolViolation(reason: "the peer reported one\(what)"))
-      case .timeout: return ended + fail(.connectionFailed(reason: said))
-      case .normal: return ended + fail(.closedByPeer(reason: said))
+        return fail(.protocolViolation(reason: "the peer reported one\(what)"), end)
+      case .timeout: return fail(.connectionFailed(reason: end.description), end)
+      case .normal, .superseded: return fail(.closedByPeer(reason: end.description), end)
       }
     default:
       return violation(WireError.unexpected(message.frameType).description)
     }
   }
 
-  private mutating func hello(
-    from fingerprint: Fingerprint, versions: [UInt16], name: String
-  ) -> [Action] {
+  private mutating func hello(from greeting: Greeting, versions: [UInt16], name: String)
+    -> [Action]
+  {
     guard
       let agreed = WireProtocol.negotiate(ours: WireProtocol.supportedVersions, theirs: versions)
     else {
@@ -302,44 +373,43 @@ struct ConnectionStateMachine {
       return [.send(.goodbye(.unsupportedVersion, reason: "no common protocol version"))]
         + fail(.protocolVersionUnsupported(peerVersions: versions))
     }
-    guard let peer = try? PeerID(displayName: name, fingerprint: fingerprint) else {
+    guard let peer = try? PeerID(displayName: name, fingerprint: greeting.fingerprint) else {
       return violation(WireError.invalidField(.hello, "display name").description)
     }
-    version = agreed
+    let known = Known(peer: peer, version: agreed, keyingMaterial: greeting.keyingMaterial)
     switch role {
     case .inviter:
       // INVITE carries our nonce: it waits for the advertiser's commitment (the handshake
       // deadline still runs).
-      state = .awaitingCommit(peer)
+      state = .awaitingCommit(known)
       return [.peerKnown(peer)]
     case .advertiser:
       // Committed before the INVITE shows the inviter's nonce.
-      state = .awaitingInvite(peer)
+      state = .awaitingInvite(known)
       return [.send(.commit(VerificationCode.commitment(to: nonce)))]
     }
   }
 
   /// The inviter has the advertiser's commitment: INVITE, with this end's nonce.
   private mutating func commit(
-    _ digest: [UInt8], from peer: PeerID, now: ContinuousClock.Instant
+    _ digest: [UInt8], from known: Known, now: ContinuousClock.Instant
   ) -> [Action] {
     guard case .inviter(let context, let timeout) = role else { return [] }
-    commitment = digest
     let clamped = min(timeout, ConnectionTimeouts.maximumInvitationTimeout)
-    state = .awaitingAnswer(peer, expiresAt: now + clamped)
+    state = .awaitingAnswer(Asked(known: known, expiresAt: now + clamped, commitment: digest))
     let milliseconds = UInt32(clamping: clamped.timeAmount.nanoseconds / 1_000_000)
     // The handshake deadline still runs, until REVEAL: an advertiser reveals at once, and a man
     // in the middle must not hold this end while it looks for a code that matches.
     return [.send(.invite(timeoutMilliseconds: milliseconds, nonce: nonce, context: context))]
   }
 
-  /// The code of this connection with `peer`.
+  /// The code of this connection with `known`'s peer.
   private func deriveCode(
-    with peer: PeerID, inviterNonce: [UInt8], advertiserNonce: [UInt8]
+    _ known: Known, inviterNonce: [UInt8], advertiserNonce: [UInt8]
   ) -> VerificationCode {
     VerificationCode(
-      keyingMaterial: keyingMaterial, inviterNonce: inviterNonce,
-      advertiserNonce: advertiserNonce, fingerprints: localFingerprint, peer.fingerprint)
+      keyingMaterial: known.keyingMaterial, inviterNonce: inviterNonce,
+      advertiserNonce: advertiserNonce, fingerprints: localFingerprint, known.peer.fingerprint)
   }
 
   /// The channel reported an error.
@@ -354,9 +424,8 @@ struct ConnectionStateMachine {
     case .uncleanShutdown:
       // After a GOODBYE (or our own close) the reason is already known; a peer that then
       // drops the connection without a TLS close does not change it.
-      let reason = endReason ?? "the peer vanished (connection closed without a TLS close)"
-      endReason = reason
-      return fail(.connectionFailed(reason: reason))
+      let end = LinkEnd.lost(words: "the peer vanished (connection closed without a TLS close)")
+      return fail(.connectionFailed(reason: end.description), end)
     case .other(let text):
       return fail(.connectionFailed(reason: text))
     }
@@ -364,19 +433,12 @@ struct ConnectionStateMachine {
 
   /// The channel closed at `now`: whatever was waiting learns why.
   mutating func channelInactive(now: ContinuousClock.Instant) -> [Action] {
-    let previous = state
-    state = .closed
-    let reason = endReason ?? "the connection was closed"
-    endReason = reason
+    let closed = LinkEnd.lost(words: "the connection was closed")
     var actions: [Action] = [.cancelDeadline, .stopHeartbeat]
-    switch previous {
-    case .connected:
-      actions.append(.linkEnded(reason))
-    case .pendingDecision:
-      actions.append(.invitationWithdrawn)
-    case .closed:
+    switch state {
+    case .closed, .connected, .pendingDecision:
       break
-    case .awaitingAnswer(_, let expiresAt) where now >= expiresAt:
+    case .awaitingAnswer(let asked) where now >= asked.expiresAt:
       // The advertiser gave up at the same moment as we did.
       actions += answer(.failure(.timedOut))
     case .tlsHandshake:
@@ -384,25 +446,24 @@ struct ConnectionStateMachine {
       actions += answer(
         .failure(.connectionFailed(reason: "the connection closed during the TLS handshake")))
     case .awaitingHello, .awaitingCommit, .awaitingInvite, .awaitingAnswer:
-      actions += answer(.failure(.connectionFailed(reason: reason)))
+      actions += answer(.failure(.connectionFailed(reason: closed.description)))
     }
-    return actions
+    return actions + close(closed).filter { $0 != .stopHeartbeat }
   }
 
   // MARK: Timers
 
   /// The handshake deadline passed (``ConnectionTimeouts/handshake``).
   mutating func handshakeDeadlinePassed() -> [Action] {
+    let timedOut = LinkEnd.lost(words: "handshake timed out")
     switch state {
     case .tlsHandshake:
-      endReason = "handshake timed out"
-      return fail(.timedOut)
+      return fail(.timedOut, timedOut)
     case .awaitingHello, .awaitingCommit, .awaitingInvite:
-      endReason = "handshake timed out"
-      return [.send(.goodbye(.timeout, reason: "handshake timed out"))] + fail(.timedOut)
-    case .awaitingAnswer where commitment != nil:
-      endReason = "the advertiser did not reveal its nonce in time"
-      return [.send(.cancel)] + fail(.timedOut)
+      return [.send(.goodbye(.timeout, reason: "handshake timed out"))] + fail(.timedOut, timedOut)
+    case .awaitingAnswer(let asked) where asked.commitment != nil:
+      return [.send(.cancel)]
+        + fail(.timedOut, .lost(words: "the advertiser did not reveal its nonce in time"))
     case .awaitingAnswer, .pendingDecision, .connected, .closed:
       return []
     }
@@ -411,24 +472,20 @@ struct ConnectionStateMachine {
   /// The pending invitation's time ran out.
   mutating func invitationExpired() -> [Action] {
     guard case .pendingDecision = state else { return [] }
-    endReason = "the invitation expired"
-    state = .closed
-    return [.invitationWithdrawn, .close]
+    return close(.lost(words: "the invitation expired")) + [.close]
   }
 
   /// A heartbeat tick, the peer having been silent for `silence`: PING, or the link is dead.
   mutating func heartbeat(silentFor silence: Duration) -> [Action] {
-    guard case .connected = state else { return [] }
+    guard case .connected(var connected) = state else { return [] }
     guard silence <= timeouts.deadAfter else {
       // Reported now: closing TLS may wait for a close_notify that a dead peer never sends.
       // Kept as the end's reason, so that nothing later calls a dead link merely "closed".
-      let seconds = timeouts.deadAfter.components.seconds
-      let reason = "the link timed out (no sign of life from the peer for \(seconds) s)"
-      endReason = reason
-      return endLink(reason: reason) + [.close]
+      return close(.timedOut(.seconds(timeouts.deadAfter.components.seconds))) + [.close]
     }
-    pings &+= 1
-    return [.send(.ping(pings))]
+    connected.pings &+= 1
+    state = .connected(connected)
+    return [.send(.ping(connected.pings))]
   }
 
   // MARK: The application
@@ -437,17 +494,20 @@ struct ConnectionStateMachine {
   /// invitation is admitted, before the application is asked. The inviter then knows the code
   /// and can show it while this end decides. No actions when it is not pending or revealed.
   mutating func reveal() -> [Action] {
-    guard case .pendingDecision = state, !revealed else { return [] }
-    revealed = true
+    guard case .pendingDecision(var pending) = state, !pending.revealed else { return [] }
+    pending.revealed = true
+    state = .pendingDecision(pending)
     return [.send(.reveal(nonce))]
   }
 
   /// Accepts the pending invitation (revealing first if that was not done: an ACCEPT never
   /// precedes REVEAL); no actions when it is no longer pending.
   mutating func accept() -> [Action] {
-    guard case .pendingDecision(let peer) = state else { return [] }
+    guard case .pendingDecision = state else { return [] }
     let revealing = reveal()
-    state = .connected(peer)
+    guard case .pendingDecision(let pending) = state else { return [] }
+    state = .connected(
+      Connected(peer: pending.known.peer, version: pending.known.version, code: pending.code))
     return [.cancelDeadline, .markConnected] + revealing + [.send(.accept), .startHeartbeat]
   }
 
@@ -456,7 +516,10 @@ struct ConnectionStateMachine {
   mutating func decline(_ code: ControlMessage.DeclineCode, reason: String) -> [Action] {
     switch state {
     case .pendingDecision, .awaitingInvite:
-      state = .closed
+      state = .closed(
+        Closed(
+          end: .closedHere(words: "declined: \(reason)"), version: version,
+          code: verificationCode))
       return [.cancelDeadline, .send(.decline(code, reason: reason)), .close]
     default:
       return []
@@ -475,42 +538,63 @@ struct ConnectionStateMachine {
 
   /// Closes with GOODBYE; a connected link is reported ended at once.
   mutating func disconnect(reason: String) -> [Action] {
-    guard state != .closed else { return [] }
-    endReason = reason
-    endedOnPurpose = true
-    return [.send(.goodbye(.normal, reason: reason))] + endLink(reason: reason) + [.close]
+    guard !isClosed else { return [] }
+    return [.send(.goodbye(.normal, reason: reason))]
+      + close(.closedHere(words: reason)) + [.close]
+  }
+
+  /// Closes with GOODBYE because another link between the same two peers takes this one's
+  /// place: code `superseded` (version 5), or code 0 with its words to a peer of version 4.
+  mutating func disconnect(superseded: Supersession) -> [Action] {
+    guard !isClosed else { return [] }
+    let code: ControlMessage.GoodbyeCode =
+      (version ?? 0) >= WireProtocol.streamedFilesVersion ? .superseded : .normal
+    return [.send(.goodbye(code, reason: superseded.words))]
+      + close(.superseded(words: superseded.words)) + [.close]
   }
 
   /// The peer broke the protocol or one of the link's limits: GOODBYE with code 1 and the
   /// reason (unless TLS is not up), the link reported ended, the connection closed.
   mutating func violation(_ reason: String) -> [Action] {
-    guard state != .closed else { return [] }
-    endReason = reason
-    endedOnPurpose = true
+    guard !isClosed else { return [] }
     var actions: [Action] = []
     if state != .tlsHandshake { actions.append(.send(.goodbye(.protocolError, reason: reason))) }
-    return actions + endLink(reason: reason) + fail(.protocolViolation(reason: reason))
+    return actions + fail(.protocolViolation(reason: reason), .violation(words: reason))
   }
 
   // MARK: Helpers
 
-  /// Marks a connected link ended and reports it, once.
-  private mutating func endLink(reason: String) -> [Action] {
-    guard case .connected = state else { return [] }
-    state = .closed
-    return [.stopHeartbeat, .linkEnded(reason)]
+  /// Ends the connection with `end`, once: a connected link is reported ended, a pending
+  /// invitation withdrawn.
+  private mutating func close(_ end: LinkEnd) -> [Action] {
+    let previous = state
+    switch previous {
+    case .closed: return []
+    default: state = .closed(Closed(end: end, version: version, code: verificationCode))
+    }
+    switch previous {
+    case .connected: return [.stopHeartbeat, .linkEnded(end)]
+    case .pendingDecision: return [.invitationWithdrawn]
+    default: return []
+    }
   }
 
-  /// Fails the inviter's answer (if still pending) and closes the connection.
-  private mutating func fail(_ error: InvitationError) -> [Action] {
-    if endReason == nil { endReason = error.description }
-    return answer(.failure(error)) + [.close]
+  /// Fails the inviter's answer (if still pending), ends the connection (with `end`, or the
+  /// error's words) and closes it.
+  private mutating func fail(_ error: InvitationError, _ end: LinkEnd? = nil) -> [Action] {
+    let answering = answer(.failure(error))
+    return answering + close(end ?? .lost(words: error.description)) + [.close]
   }
 
-  /// Completes the inviter's answer, once.
-  private mutating func answer(_ result: Result<PeerID, InvitationError>) -> [Action] {
-    guard case .inviter = role, !answered else { return [] }
-    answered = true
-    return [.answer(result)]
+  /// Completes the inviter's answer, once: while it still waits for one (before the link is
+  /// connected, and before the connection ended).
+  private func answer(_ result: Result<PeerID, InvitationError>) -> [Action] {
+    guard case .inviter = role else { return [] }
+    switch state {
+    case .tlsHandshake, .awaitingHello, .awaitingCommit, .awaitingAnswer:
+      return [.answer(result)]
+    case .awaitingInvite, .pendingDecision, .connected, .closed:
+      return []
+    }
   }
 }

@@ -52,7 +52,7 @@ extension Session {
         case .unknown: break
         }
         // A link the peer (or this side, for a violation) closed on purpose is not lost.
-        guard RetryPolicy.isRetryable(error), !linkWasClosedOnPurpose(target) else {
+        guard RetryPolicy.isRetryable(error), lastLinkEnd(of: target)?.isOnPurpose != true else {
           throw .transfer(error)
         }
         // A stream whose reading began cannot be read again: what was read is gone. One the

@@ -232,7 +232,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     Task {
       // A link closed on purpose (a GOODBYE, a violation) is not lost: nothing comes back.
       for await change in session.stateChanges where change.state == .notConnected {
-        if change.closedOnPurpose {
+        if change.end?.isOnPurpose == true {
           approvals.ended(change.peer.fingerprint)
         } else {
           approvals.linkLost(change.peer.fingerprint)
