@@ -26,12 +26,6 @@ func connectFailureReason(_ error: any Error) -> String {
   return reasons.joined(separator: "; ")
 }
 
-/// Why a listener could not bind `port`, as a ``DiscoveryError``.
-func listenFailure(_ error: any Error, port: UInt16) -> DiscoveryError {
-  if (error as? IOError)?.errnoCode == EADDRINUSE { return .portInUse(port: port) }
-  return .cannotListen(port: port, reason: plainSocketError(error))
-}
-
 /// A socket error in words: the system's text for an errno ("address already in use"), or NIO's
 /// description for anything else.
 func plainSocketError(_ error: any Error) -> String {

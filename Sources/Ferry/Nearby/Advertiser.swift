@@ -1,3 +1,5 @@
+import Foundation
+import NIOCore
 import Synchronization
 
 /// Publishes this peer on the local network through avahi-daemon and receives invitations, like
@@ -416,4 +418,10 @@ public final class Advertiser: Sendable {
       connection.close()
     }
   }
+}
+
+/// Why a listener could not bind `port`, as a ``DiscoveryError``.
+private func listenFailure(_ error: any Error, port: UInt16) -> DiscoveryError {
+  if (error as? IOError)?.errnoCode == EADDRINUSE { return .portInUse(port: port) }
+  return .cannotListen(port: port, reason: plainSocketError(error))
 }
