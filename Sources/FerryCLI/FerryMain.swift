@@ -47,13 +47,8 @@ enum FerryMain {
         let usage = code == .validationFailure || code.rawValue == 64
         let hint = usage ? Self.hint(for: arguments, message: message) : nil
         if json {
-          EventWriter(json: true, quiet: true).event(
-            .error,
-            [
-              ("code", .string(ErrorCode.usage.rawValue)),
-              ("exit", .int(Int(ExitStatus.usage.rawValue))),
-              ("message", .string(FerryCommand.message(for: error))),
-            ])
+          EventWriter(json: true, quiet: true).emit(
+            Failure(code: .usage, exit: .usage, message: FerryCommand.message(for: error)))
         }
         if !message.isEmpty {
           StandardStream.error.write(message + "\n" + (hint.map { "Hint: \($0)\n" } ?? ""))

@@ -66,10 +66,10 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
     let json = json
     let probing = Task {
       await probe.run(browser) { peer in
-        output.event(.peerLost, peerFields(peer) + [("reason", .string("unreachable"))])
+        output.emit(PeerLost(peer, reason: "unreachable"))
         if !json { output.say("- \(peer.peerID?.description ?? peer.name) (not answering)") }
       } back: { peer in
-        output.event(.peerFound, peerFields(peer))
+        output.emit(PeerSeen(peer), as: .peerFound)
         if !json { output.say("+ \(Self.humanLine(peer))") }
       }
     }
@@ -81,18 +81,18 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
         case .found(let peer):
           foundAny = true
           _ = probe.reset(peer)
-          output.event(.peerFound, peerFields(peer))
+          output.emit(PeerSeen(peer), as: .peerFound)
           if !json { output.say("+ \(Self.humanLine(peer))") }
         case .updated(let peer):
           // A peer reported gone stays so while its records change (a dead machine's expire
           // one by one): it is found again when it answers.
           guard !probe.isGone(peer) else { continue }
-          output.event(.peerUpdated, peerFields(peer))
+          output.emit(PeerSeen(peer), as: .peerUpdated)
           if !json { output.say("~ \(Self.humanLine(peer))") }
         case .lost(let peer):
           // Reported already when it stopped answering.
           guard !probe.reset(peer) else { continue }
-          output.event(.peerLost, peerFields(peer))
+          output.emit(PeerLost(peer))
           if !json { output.say("- \(peer.peerID?.description ?? peer.name)") }
         }
       }
@@ -117,28 +117,3 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
 }
 
 /// The JSON fields describing a discovered peer, shared by the peer-* events.
-func peerFields(_ peer: DiscoveredPeer) -> [(String, JSONValue)] {
-  [
-    ("name", .string(peer.name)),
-    ("fingerprint", peer.info.fingerprint.map { .string($0.hexString) } ?? .null),
-    ("protocol_version", peer.info.protocolVersion.map { .int($0) } ?? .null),
-    ("service", .string(peer.serviceType.dnsSDType)),
-    ("domain", .string(peer.domain)),
-    ("host", .string(peer.hostName)),
-    ("port", .int(Int(peer.port))),
-    (
-      "addresses",
-      .array(
-        peer.addresses.map {
-          .object([
-            ("ip", .string($0.ip)), ("family", .string($0.family.rawValue)),
-            ("interface", .string($0.interface)),
-          ])
-        })
-    ),
-    (
-      "txt",
-      .object(peer.info.values.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })
-    ),
-  ]
-}

@@ -27,15 +27,12 @@ struct IdentityCommand: LoggingCommand, AsyncParsableCommand {
     let identity = try loadIdentity()
     let directory = FerryHome.defaultDirectory
     let certificate = directory.appendingPathComponent(Identity.certificateFileName).path
-    output.event(
-      .identity,
-      [
-        ("fingerprint", .string(identity.fingerprint.hexString)),
-        ("fingerprint_grouped", .string(identity.fingerprint.description)),
-        ("short", .string(identity.fingerprint.shortDescription)),
-        ("certificate", .string(certificate)),
-        ("directory", .string(directory.path)),
-      ])
+    output.emit(
+      IdentityShown(
+        fingerprint: identity.fingerprint.hexString,
+        fingerprintGrouped: identity.fingerprint.description,
+        short: identity.fingerprint.shortDescription, certificate: certificate,
+        directory: directory.path))
     if !json {
       output.say("Fingerprint: \(identity.fingerprint)")
       output.say("Short:       \(identity.fingerprint.shortDescription)")

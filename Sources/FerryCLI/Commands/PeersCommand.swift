@@ -33,14 +33,11 @@ struct PeersCommand: LoggingCommand, AsyncParsableCommand {
       throw CLIFailure(status: .transferFailed, message: error.description, code: .peersFile)
     }
     for peer in peers {
-      output.event(
-        .peer,
-        [
-          ("name", .string(peer.name)), ("fingerprint", .string(peer.fingerprint)),
-          ("trusted", .bool(peer.trusted)),
-          ("first_seen", .string(EventWriter.timestamp(peer.firstSeen))),
-          ("last_seen", .string(EventWriter.timestamp(peer.lastSeen))),
-        ])
+      output.emit(
+        KnownPeer(
+          name: peer.name, fingerprint: peer.fingerprint, trusted: peer.trusted,
+          firstSeen: EventWriter.timestamp(peer.firstSeen),
+          lastSeen: EventWriter.timestamp(peer.lastSeen)))
       if !json {
         let fingerprint =
           (try? Fingerprint(parsing: peer.fingerprint))?.shortDescription ?? peer.fingerprint

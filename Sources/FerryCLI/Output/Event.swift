@@ -1,5 +1,6 @@
-/// The NDJSON events `--json` writes: their names and the fields each may carry, declared once
-/// here (docs/CLI.md lists exactly these; `EventCatalogTests` checks it).
+/// The NDJSON events `--json` writes: their names, declared once here, and the fields each may
+/// carry, read from the records that write them (``EventRecord``; docs/CLI.md lists exactly
+/// these, `EventCatalogTests` checks it).
 enum Event: String, CaseIterable, Sendable {
   case peerFound = "peer-found"
   case peerUpdated = "peer-updated"
@@ -30,55 +31,26 @@ enum Event: String, CaseIterable, Sendable {
   case identity
   case peer
 
-  /// The fields of a peer seen through discovery (`peer-found`, `peer-updated`, `peer-lost`).
-  static let discoveredPeerFields = [
-    "name", "fingerprint", "protocol_version", "service", "domain", "host", "port", "addresses",
-    "txt",
+  /// Every event record, by the events it is: what each event's fields are read from.
+  static let records: [any EventRecord.Type] = [
+    PeerSeen.self, PeerLost.self, Advertising.self, DiscoveryOutage.self, DiscoveryFailed.self,
+    Renamed.self, Invited.self, InvitationAsked.self, KeyChanged.self, SendAccepted.self,
+    ReceiveAccepted.self, Declined.self, OfferDeclined.self, Withdrawn.self, TextReceived.self,
+    OfferStarted.self, OfferRefused.self, TransferProgressed.self, FileDone.self, LeftOut.self,
+    SendDone.self, ReceiveDone.self, Retrying.self, Resumed.self, StagingCleaned.self,
+    Failure.self, Check.self, IdentityShown.self, KnownPeer.self,
   ]
 
-  /// The fields of each element of `addresses`.
-  static let addressFields = ["ip", "family", "interface"]
+  /// The fields of each element of a discovered peer's `addresses`.
+  static var addressFields: [String] { EventFieldNames.of(PeerSeen.Address.self) }
 
   /// Every field the event may carry besides `event` and `timestamp` (some only from one
-  /// command, or only in some cases: docs/CLI.md says which).
+  /// command, or only in some cases: docs/CLI.md says which), read from its records.
   var fields: [String] {
-    switch self {
-    case .peerFound, .peerUpdated: return Self.discoveredPeerFields
-    case .peerLost: return Self.discoveredPeerFields + ["reason"]
-    case .advertising: return ["name", "fingerprint", "service", "port", "dir", "discoverable"]
-    case .discoveryUnavailable, .discoveryInterrupted: return ["reason"]
-    case .discoveryFailed: return ["message"]
-    case .renamed: return ["from", "to"]
-    case .invited: return ["peer", "code"]
-    case .invitation:
-      return [
-        "peer", "fingerprint", "status", "code", "files", "folders", "bytes", "streamed", "text",
-        "expires",
-      ]
-    case .keyChanged: return ["peer", "fingerprint", "previous"]
-    case .accepted: return ["peer", "fingerprint", "code", "resumed"]
-    case .declined: return ["peer", "reason", "files", "bytes"]
-    case .refused: return ["peer", "files", "code", "message"]
-    case .withdrawn: return ["peer"]
-    case .text: return ["peer", "text"]
-    case .check: return ["name", "status", "message", "fix"]
-    case .offer: return ["peer", "files", "folders", "bytes", "streamed"]
-    case .progress: return ["peer", "bytes", "total", "bytes_per_second", "files_done", "files"]
-    case .fileDone: return ["peer", "path", "checksum", "digest", "sha256", "status", "saved"]
-    case .leftOut: return ["path", "reason", "unreadable"]
-    case .done:
-      return [
-        "peer", "files", "folders", "bytes", "stored", "identical", "bytes_sent", "unreadable",
-        "error",
-        "code",
-      ]
-    case .retrying: return ["peer", "attempt", "delay", "reason"]
-    case .resumed: return ["peer", "attempt"]
-    case .stagingCleaned: return ["files", "bytes", "dir"]
-    case .error: return ["code", "exit", "message", "peer", "path"]
-    case .identity:
-      return ["fingerprint", "fingerprint_grouped", "short", "certificate", "directory"]
-    case .peer: return ["name", "fingerprint", "trusted", "first_seen", "last_seen"]
+    var names: [String] = []
+    for record in Self.records where record.events.contains(self) {
+      for name in record.fieldNames where !names.contains(name) { names.append(name) }
     }
+    return names
   }
 }

@@ -11,15 +11,16 @@ struct EventWriter: Sendable {
   /// Whether stdout carries data (`receive --stdout`): events and lines go to stderr.
   var dataOnStandardOutput = false
 
-  /// Emits one JSON event: `{"event":NAME,"timestamp":ISO-8601,...fields}` (JSON mode only).
-  /// `fields` are among those ``Event/fields`` declares for `event`.
-  func event(_ event: Event, _ fields: [(String, JSONValue)] = []) {
-    assert(
-      fields.allSatisfy { event.fields.contains($0.0) },
-      "\(event.rawValue) does not declare \(fields.map(\.0))")
+  /// Emits one JSON event: `{"event":NAME,"timestamp":ISO-8601,...fields}` (JSON mode only),
+  /// `record`'s fields, as `event` (one of the record's ``EventRecord/events``; its first when
+  /// nil).
+  func emit<Record: EventRecord>(_ record: Record, as event: Event? = nil) {
+    let event = event ?? Record.events[0]
+    assert(Record.events.contains(event), "\(Record.self) is not \(event.rawValue)")
     guard json else { return }
     let object = JSONValue.object(
-      [("event", .string(event.rawValue)), ("timestamp", .string(Self.timestamp()))] + fields)
+      [("event", .string(event.rawValue)), ("timestamp", .string(Self.timestamp()))]
+        + record.fields)
     (dataOnStandardOutput ? StandardStream.error : .output).write(object.serialized + "\n")
   }
 
@@ -41,25 +42,12 @@ struct EventWriter: Sendable {
   /// Reports a transfer's progress: `bar`'s row for `peer`, and a `progress` event.
   func progress(_ snapshot: ProgressSnapshot, peer: String, bar: ProgressBar) {
     bar.update(peer, snapshot)
-    event(
-      .progress,
-      [
-        ("peer", .string(peer)), ("bytes", .int(Int(snapshot.bytes))),
-        // Not known while a streamed file (standard input) is still open.
-        ("total", snapshot.totalIsKnown ? .int(Int(snapshot.total)) : .null),
-        ("bytes_per_second", .int(wholeNumber(snapshot.bytesPerSecond))),
-        ("files_done", .int(snapshot.filesDone)), ("files", .int(snapshot.fileCount)),
-      ])
+    emit(TransferProgressed(snapshot, peer: peer))
   }
 
   /// Reports a failure: an `error` event in JSON mode, and `ferry: error: …` on stderr always.
   func failure(_ failure: CLIFailure) {
-    event(
-      .error,
-      [
-        ("code", .string(failure.code.rawValue)), ("exit", .int(Int(failure.status.rawValue))),
-        ("message", .string(failure.message)),
-      ])
+    emit(Failure(code: failure.code, exit: failure.status, message: failure.message))
     StandardStream.error.write(
       "ferry: \(TerminalStyle.alert("error:")) \(DisplayText.terminalSafe(failure.message))\n")
   }

@@ -87,3 +87,18 @@ enum JSONValue: Sendable, Equatable {
     out += "\""
   }
 }
+
+extension JSONValue: Codable {
+  /// Written as it is, by ``JSONValueEncoder`` (which takes a JSONValue whole); any other
+  /// encoder gets its text.
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    try container.encode(serialized)
+  }
+
+  /// Nothing decodes events: this only lets records hold JSON (``EventFieldNames`` asks for
+  /// one, and gets null).
+  init(from decoder: any Decoder) throws {
+    self = .null
+  }
+}

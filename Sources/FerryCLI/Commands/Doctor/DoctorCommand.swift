@@ -95,12 +95,9 @@ struct DoctorCommand: LoggingCommand, AsyncParsableCommand {
 
   /// Prints one check: a line with its status and words, and its fix below.
   static func report(_ check: DoctorCheck, to output: EventWriter) {
-    output.event(
-      .check,
-      [
-        ("name", .string(check.name)), ("status", .string(check.status.rawValue)),
-        ("message", .string(check.message)), ("fix", check.fix.map { .string($0) } ?? .null),
-      ])
+    output.emit(
+      Check(
+        name: check.name, status: check.status.rawValue, message: check.message, fix: check.fix))
     let mark =
       switch check.status {
       case .ok: "ok     "

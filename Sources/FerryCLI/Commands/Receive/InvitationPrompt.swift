@@ -29,20 +29,14 @@ struct InvitationPrompt: Sendable {
   /// part of the question (``ask(_:summary:)``), drawn in its turn, or printed by
   /// ``warn(_:)`` when nobody is asked.
   func announce(_ invitation: Invitation, summary: OfferSummary?) {
-    output.event(
-      .invitation,
-      [
-        ("peer", .string(invitation.peer.displayName)),
-        ("fingerprint", .string(invitation.fingerprint.hexString)),
-        ("status", .string(Self.status(invitation.status))),
-        ("code", .string(invitation.verificationCode.digits)),
-        ("files", summary.map { .int($0.files) } ?? .null),
-        ("folders", summary.map { .int($0.folders ?? 0) } ?? .null),
-        ("text", .bool(summary?.text != nil)),
-        ("bytes", summary.map { .int(Int($0.bytes)) } ?? .null),
-        ("streamed", summary.map { .int($0.streamed ?? 0) } ?? .null),
-        ("expires", .string(EventWriter.timestamp(Self.date(of: invitation.expiresAt)))),
-      ])
+    output.emit(
+      InvitationAsked(
+        peer: invitation.peer.displayName, fingerprint: invitation.fingerprint.hexString,
+        status: Self.status(invitation.status), code: invitation.verificationCode.digits,
+        files: summary?.files, folders: summary.map { $0.folders ?? 0 },
+        text: summary?.text != nil, bytes: summary.map { Int($0.bytes) },
+        streamed: summary.map { $0.streamed ?? 0 },
+        expires: EventWriter.timestamp(Self.date(of: invitation.expiresAt))))
   }
 
   /// Warns loudly, now, when the sender's key changed or its name mimics a known one: for an

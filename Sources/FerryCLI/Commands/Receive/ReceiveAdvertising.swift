@@ -26,7 +26,7 @@ struct ReceiveAdvertising: Sendable {
       return published
     } catch .discoveryUnavailable(let reason) {
       // Still useful: senders can connect with --address.
-      output.event(.discoveryUnavailable, [("reason", .string(reason))])
+      output.emit(DiscoveryOutage(reason: reason), as: .discoveryUnavailable)
       let addresses = LocalAddresses.all()
       let these =
         addresses.count > 1
@@ -47,13 +47,10 @@ struct ReceiveAdvertising: Sendable {
   /// Emits `renamed` (if Avahi picked another name) and `advertising`.
   private func announce(_ published: String, discoverable: Bool) {
     if published != displayName { reportRenamed(from: displayName, to: published) }
-    output.event(
-      .advertising,
-      [
-        ("name", .string(published)), ("fingerprint", .string(fingerprint.hexString)),
-        ("service", .string(serviceType.dnsSDType)), ("port", .int(Int(advertiser.port))),
-        ("dir", .string(destination.path)), ("discoverable", .bool(discoverable)),
-      ])
+    output.emit(
+      Advertising(
+        name: published, fingerprint: fingerprint.hexString, service: serviceType.dnsSDType,
+        port: Int(advertiser.port), dir: destination.path, discoverable: discoverable))
   }
 
   /// Tries to publish every ``retryInterval`` until avahi-daemon answers, the advertiser is
@@ -89,17 +86,17 @@ struct ReceiveAdvertising: Sendable {
       case .renamed(let from, let to):
         reportRenamed(from: from, to: to)
       case .daemonDisconnected(let reason):
-        output.event(.discoveryInterrupted, [("reason", .string(reason))])
+        output.emit(DiscoveryOutage(reason: reason), as: .discoveryInterrupted)
         output.note("avahi-daemon went away (\(reason)); advertising again when it returns.")
       case .failed(let error):
-        output.event(.discoveryFailed, [("message", .string(error.description))])
+        output.emit(DiscoveryFailed(message: error.description))
         output.note("Advertising failed: \(error). Senders can still use --address.")
       }
     }
   }
 
   private func reportRenamed(from: String, to: String) {
-    output.event(.renamed, [("from", .string(from)), ("to", .string(to))])
+    output.emit(Renamed(from: from, to: to))
     output.note("The name '\(from)' is taken on the network; advertising as '\(to)'.")
   }
 }

@@ -36,7 +36,7 @@ struct ReceiveDecisions: Sendable {
     // Invitations are asked about one at a time; one that waited behind another prompt may
     // have been withdrawn meanwhile.
     guard invitation.isPending else {
-      output.event(.withdrawn, [("peer", .string(invitation.peer.displayName))])
+      output.emit(Withdrawn(peer: invitation.peer.displayName))
       prompt.bar.above {
         output.note("\(invitation.peer) gave up waiting before it could be asked about.")
       }
@@ -89,7 +89,7 @@ struct ReceiveDecisions: Sendable {
         accept = false
         reason = "no answer at the receiver"
       case .withdrawn:
-        output.event(.withdrawn, [("peer", .string(invitation.peer.displayName))])
+        output.emit(Withdrawn(peer: invitation.peer.displayName))
         return
       }
     }
@@ -100,8 +100,7 @@ struct ReceiveDecisions: Sendable {
     }
     guard accept else {
       invitation.decline(reason: reason)
-      output.event(
-        .declined, [("peer", .string(invitation.peer.displayName)), ("reason", .string(reason))])
+      output.emit(Declined(peer: invitation.peer.displayName, reason: reason))
       prompt.bar.above { output.note("Declined \(invitation.peer) (\(reason)).") }
       if isOutcome, let gate, gate.claimRefusal(from: invitation.fingerprint) {
         // The DECLINE needs a moment on the wire before --once ends the process (the
@@ -130,22 +129,16 @@ struct ReceiveDecisions: Sendable {
     }
     do {
       try await invitation.accept(into: session)
-      output.event(
-        .accepted,
-        [("peer", .string(invitation.peer.displayName)), ("resumed", .bool(resumed != nil))])
+      output.emit(ReceiveAccepted(peer: invitation.peer.displayName, resumed: resumed != nil))
       prompt.bar.above {
         output.note(
           "Accepted \(invitation.peer), verification code \(invitation.verificationCode).")
       }
       if let text = summary?.text { show(text, from: invitation.peer) }
     } catch {
-      output.event(
-        .error,
-        [
-          ("peer", .string(invitation.peer.displayName)),
-          ("code", .string(ErrorCode.acceptFailed.rawValue)),
-          ("message", .string(error.description)),
-        ])
+      output.emit(
+        Failure(
+          code: .acceptFailed, message: error.description, peer: invitation.peer.displayName))
       prompt.bar.above { output.note("Could not accept \(invitation.peer): \(error)") }
       // Nothing to come back to: the next invitation is asked about.
       approvals.ended(invitation.fingerprint)
@@ -165,7 +158,7 @@ struct ReceiveDecisions: Sendable {
   private func show(_ text: String, from peer: PeerID) {
     // Its approval covers the text alone: no offer may follow on it.
     approvals.ended(peer.fingerprint)
-    output.event(.text, [("peer", .string(peer.displayName)), ("text", .string(text))])
+    output.emit(TextReceived(peer: peer.displayName, text: text))
     if oneFile {
       // --stdout: the text is the data; escaped only when a terminal would act on it.
       let terminal = StandardStream.output.isTerminal
@@ -234,7 +227,7 @@ struct ReceiveDecisions: Sendable {
   /// `offer` was withdrawn by its sender before it was accepted: said, and under `--once` the
   /// outcome.
   private func reportWithdrawn(_ offer: ResourceOffer) {
-    output.event(.withdrawn, [("peer", .string(offer.peer.displayName))])
+    output.emit(Withdrawn(peer: offer.peer.displayName))
     gate?.decided(accepted: false)
     if gate != nil {
       outcomes.yield(
@@ -265,12 +258,10 @@ struct ReceiveDecisions: Sendable {
   private func decline(_ offer: ResourceOffer, _ reason: String, counts: Bool) {
     offer.decline(reason: reason)
     if counts { approvals.ended(offer.peer.fingerprint) }
-    output.event(
-      .declined,
-      [
-        ("peer", .string(offer.peer.displayName)), ("reason", .string(reason)),
-        ("files", .int(offer.files.count)), ("bytes", .int(Int(offer.totalBytes))),
-      ])
+    output.emit(
+      OfferDeclined(
+        peer: offer.peer.displayName, reason: reason, files: offer.files.count,
+        bytes: Int(offer.totalBytes)))
     prompt.bar.above {
       output.note(
         "Declined \(Quantity.count(offer.files.count, "file")), \(Quantity.bytes(offer.totalBytes)) from "

@@ -24,15 +24,11 @@ struct ReceiveReporter: Sendable {
       approvals.started(transfer)
       gate?.receiving(transfer)
       incoming.add(transfer)
-      output.event(
-        .offer,
-        [
-          ("peer", .string(transfer.peer.displayName)),
-          ("files", .int(transfer.files.count - transfer.folders)),
-          ("folders", .int(transfer.folders)),
-          ("bytes", .int(Int(transfer.totalBytes))),
-          ("streamed", .int(transfer.streamed.count)),
-        ])
+      output.emit(
+        OfferStarted(
+          peer: transfer.peer.displayName, files: transfer.files.count - transfer.folders,
+          folders: transfer.folders, bytes: Int(transfer.totalBytes),
+          streamed: transfer.streamed.count))
       Task { await follow(transfer) }
     case .started:
       break
@@ -41,16 +37,10 @@ struct ReceiveReporter: Sendable {
       // --stdout: the verified (staged) file goes to standard output, not into place.
       let toOutput = sink != nil && url != nil
       if toOutput, let url { sink?.received(url) }
-      output.event(
-        .fileDone,
-        [
-          ("peer", .string(peer.displayName)), ("path", .string(name)),
-          ("saved", toOutput ? .string("-") : url.map { .string($0.path) } ?? .null),
-          ("checksum", digest.map { .string($0.checksum.rawValue) } ?? .null),
-          ("digest", digest.map { .string($0.hex) } ?? .null),
-          ("sha256", digest.flatMap { $0.checksum == .sha256 ? .string($0.hex) : nil } ?? .null),
-          ("status", .string(url == nil ? "skipped" : "stored")),
-        ])
+      output.emit(
+        FileDone(
+          received: name, from: peer.displayName, status: url == nil ? "skipped" : "stored",
+          digest: digest, saved: toOutput ? "-" : url?.path))
       // On a terminal, past the first few of an offer, saved files are counted in its
       // summary line; a pipe (`| grep Saved`) gets every one.
       if toOutput || url == nil || !Self.stdoutIsTerminal || incoming.showsSaved(from: peer) {
@@ -67,15 +57,10 @@ struct ReceiveReporter: Sendable {
       approvals.settled(peer.fingerprint, path: name)
       // --stdout --dir D: D already holds it; that copy is written out (and stays).
       sink?.received(url, remove: false)
-      output.event(
-        .fileDone,
-        [
-          ("peer", .string(peer.displayName)), ("path", .string(name)),
-          ("saved", .string(sink == nil ? url.path : "-")),
-          ("checksum", .string(digest.checksum.rawValue)), ("digest", .string(digest.hex)),
-          ("sha256", digest.checksum == .sha256 ? .string(digest.hex) : .null),
-          ("status", .string("identical")),
-        ])
+      output.emit(
+        FileDone(
+          received: name, from: peer.displayName, status: "identical", digest: digest,
+          saved: sink == nil ? url.path : "-"))
       if sink == nil {
         incoming.countIdentical(from: peer)
         bar.above { output.say("Already there: \(printable(url.path)) (identical, not sent)") }
@@ -84,29 +69,22 @@ struct ReceiveReporter: Sendable {
       // Ctrl-C: each offer it cut short is reported once, whole (``interrupted``), not file
       // by file after its `done`.
       guard !Interrupts.wasInterrupted else { return }
-      output.event(
-        .error,
-        [
-          ("peer", .string(peer.displayName)), ("path", .string(name)),
-          ("code", .string(Self.code(error).rawValue)), ("message", .string(error.description)),
-        ])
+      output.emit(
+        Failure(
+          code: Self.code(error), message: error.description, peer: peer.displayName, path: name))
       bar.above { output.note("\(printable(name)): \(error)") }
     case .staleStagingRemoved(let files, let bytes, let destination):
-      output.event(
-        .stagingCleaned,
-        [("files", .int(files)), ("bytes", .int(Int(bytes))), ("dir", .string(destination.path))])
+      output.emit(StagingCleaned(files: files, bytes: Int(bytes), dir: destination.path))
       bar.above {
         output.note(
           "Removed \(Quantity.count(files, "partial file")) (\(Quantity.bytes(bytes))) that no sender resumed from "
             + "\(printable(destination.path))/.ferry-partial.")
       }
     case .offerRefused(let peer, let files, let error):
-      output.event(
-        .refused,
-        [
-          ("peer", .string(peer.displayName)), ("files", .int(files)),
-          ("code", .string(Self.code(error).rawValue)), ("message", .string(error.description)),
-        ])
+      output.emit(
+        OfferRefused(
+          peer: peer.displayName, files: files, code: Self.code(error).rawValue,
+          message: error.description))
       bar.above { output.note("Refused the offer from \(peer): \(error)") }
       approvals.ended(peer.fingerprint)
       if gate?.claimRefusal(from: peer.fingerprint) == true {
@@ -195,17 +173,13 @@ struct ReceiveReporter: Sendable {
   private static func done(
     _ transfer: IncomingTransfer, _ error: TransferError?, output: EventWriter
   ) {
-    output.event(
-      .done,
-      [
-        ("peer", .string(transfer.peer.displayName)),
-        ("files", .int(transfer.files.count - transfer.folders)),
-        ("folders", .int(transfer.folders)),
+    output.emit(
+      ReceiveDone(
+        peer: transfer.peer.displayName, files: transfer.files.count - transfer.folders,
+        folders: transfer.folders,
         // Streamed files counted as what they came to.
-        ("bytes", .int(Int(transfer.progress.totalBytes))),
-        ("error", error.map { .string($0.description) } ?? .null),
-        ("code", error.map { .string(code($0).rawValue) } ?? .null),
-      ])
+        bytes: Int(transfer.progress.totalBytes), error: error?.description,
+        code: error.map { code($0).rawValue }))
   }
 
   /// Reports `transfer`, cancelled by Ctrl-C (``IncomingTransfers/cancelAll()``), as ended: its

@@ -35,7 +35,7 @@ struct Delivery: Sendable {
   func send(to target: DiscoveredPeer, browser: Browser, pinned: Bool = false) async
     -> CLIFailure?
   {
-    output.event(.peerFound, peerFields(target))
+    output.emit(PeerSeen(target), as: .peerFound)
     // mDNS lists a receiver whose machine or link went until its records expire (minutes): a
     // receiver that answers at none of its addresses is given up on now, and one that answers
     // is invited at the addresses that did.
@@ -152,7 +152,7 @@ struct Delivery: Sendable {
     { [output, bar] peer, code in
       let whom = address.map { "\(peer) at \($0)" } ?? printable(label)
       bar.above { output.note("Asking \(whom) to accept; verification code \(code)") }
-      output.event(.invited, [("peer", .string(label)), ("code", .string(code.digits))])
+      output.emit(Invited(peer: label, code: code.digits))
     }
   }
 
@@ -168,17 +168,14 @@ struct Delivery: Sendable {
     } catch {
       let failure = Self.failure(error, label: label)
       if case .declined(let reason) = error {
-        output.event(.declined, [("peer", .string(label)), ("reason", .string(reason))])
+        output.emit(Declined(peer: label, reason: reason))
       }
       return failure
     }
     let code = session.verificationCode(with: peer)
-    output.event(
-      .accepted,
-      [
-        ("peer", .string(peer.displayName)), ("fingerprint", .string(peer.fingerprint.hexString)),
-        ("code", code.map { .string($0.digits) } ?? .null),
-      ])
+    output.emit(
+      SendAccepted(
+        peer: peer.displayName, fingerprint: peer.fingerprint.hexString, code: code?.digits))
     bar.above {
       output.note("\(peer) accepted" + (code.map { " (verification code \($0))." } ?? "."))
     }
@@ -189,12 +186,10 @@ struct Delivery: Sendable {
     keys.remember(peer)
     if let text = summary.text {
       // The text travelled in the invitation; accepted is delivered.
-      output.event(
-        .done,
-        [
-          ("peer", .string(peer.displayName)), ("files", .int(0)), ("bytes", .int(0)),
-          ("stored", .int(0)), ("identical", .int(0)), ("bytes_sent", .int(text.utf8.count)),
-        ])
+      output.emit(
+        SendDone(
+          peer: peer.displayName, files: 0, folders: 0, bytes: 0, stored: 0, identical: 0,
+          bytesSent: text.utf8.count, unreadable: 0))
       output.say(
         "Sent the text (\(Quantity.count(text.count, "character"))) to \(peer.displayName).")
       session.disconnect(peer)
@@ -238,15 +233,11 @@ struct Delivery: Sendable {
       }
     }
     bar.remove(label)
-    output.event(
-      .done,
-      [
-        ("peer", .string(label)), ("files", .int(totals.files - totals.folders)),
-        ("folders", .int(totals.folders)), ("stored", .int(totals.stored)),
-        ("identical", .int(totals.identical)),
-        ("bytes", .int(Int(summary.bytes + totals.streamed))),
-        ("bytes_sent", .int(Int(totals.sent))), ("unreadable", .int(parts.unreadable)),
-      ])
+    output.emit(
+      SendDone(
+        peer: label, files: totals.files - totals.folders, folders: totals.folders,
+        bytes: Int(summary.bytes + totals.streamed), stored: totals.stored,
+        identical: totals.identical, bytesSent: Int(totals.sent), unreadable: parts.unreadable))
     let line = TransferSummary.sent(
       files: totals.files, folders: totals.folders, stored: totals.stored,
       identical: totals.identical,
@@ -303,7 +294,7 @@ struct Delivery: Sendable {
               return transfer.cancel()
             }
             if attempt > 1 {
-              output.event(.resumed, [("peer", .string(label)), ("attempt", .int(attempt))])
+              output.emit(Resumed(peer: label, attempt: attempt))
               bar.above { output.note("Reconnected to \(peer.displayName); resuming.") }
             }
             current = (
@@ -323,12 +314,10 @@ struct Delivery: Sendable {
               active.remove(transfer)
             }
             let seconds = delay.inSeconds
-            output.event(
-              .retrying,
-              [
-                ("peer", .string(label)), ("attempt", .int(attempt)),
-                ("delay", .double((seconds * 10).rounded() / 10)), ("reason", .string(reason)),
-              ])
+            output.emit(
+              Retrying(
+                peer: label, attempt: attempt, delay: (seconds * 10).rounded() / 10,
+                reason: reason))
             bar.above {
               output.note(
                 "Lost \(peer.displayName) (\(reason)); reconnecting in "
@@ -358,19 +347,7 @@ struct Delivery: Sendable {
     switch outcome {
     case .success(let results):
       for result in results {
-        output.event(
-          .fileDone,
-          [
-            ("peer", .string(label)), ("path", .string(result.path)),
-            ("status", .string("\(result.status)")),
-            ("checksum", result.digest.isEmpty ? .null : .string(result.checksum.rawValue)),
-            ("digest", result.digest.isEmpty ? .null : .string(result.digestHex)),
-            (
-              "sha256",
-              result.digest.isEmpty || result.checksum != .sha256
-                ? .null : .string(result.digestHex)
-            ),
-          ])
+        output.emit(FileDone(sent: result, to: label))
         switch result.status {
         case .stored: totals.stored += 1
         case .identical: totals.identical += 1
@@ -409,12 +386,7 @@ struct Delivery: Sendable {
   /// A failure for one receiver among several is reported now; the command's exit status
   /// combines them at the end.
   private func report(_ peer: PeerID, _ failure: CLIFailure) -> CLIFailure {
-    output.event(
-      .error,
-      [
-        ("peer", .string(peer.displayName)), ("code", .string(failure.code.rawValue)),
-        ("message", .string(failure.message)),
-      ])
+    output.emit(Failure(code: failure.code, message: failure.message, peer: peer.displayName))
     return failure
   }
 

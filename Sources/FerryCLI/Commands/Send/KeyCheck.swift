@@ -27,12 +27,10 @@ struct KeyCheck: Sendable {
     case .known, .new: return nil
     }
     let name = printable(peer.displayName)
-    output.event(
-      .keyChanged,
-      [
-        ("peer", .string(peer.displayName)), ("fingerprint", .string(peer.fingerprint.hexString)),
-        ("previous", .string(previous.hexString)),
-      ])
+    output.emit(
+      KeyChanged(
+        peer: peer.displayName, fingerprint: peer.fingerprint.hexString,
+        previous: previous.hexString))
     bar.above { output.note(warning) }
     if interactive {
       let answer = await TerminalInput.shared.nextLine(

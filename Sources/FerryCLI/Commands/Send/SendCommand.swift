@@ -215,12 +215,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     }
     let note = { (skipped: ResourceItem.Skipped) in
       events.note("Leaving out \(printable(skipped.path)): \(skipped.reason)")
-      events.event(
-        .leftOut,
-        [
-          ("path", .string(skipped.path)), ("reason", .string(skipped.reason)),
-          ("unreadable", .bool(skipped.unreadable)),
-        ])
+      events.emit(
+        LeftOut(path: skipped.path, reason: skipped.reason, unreadable: skipped.unreadable))
     }
     guard paths.contains("-") else { return (try SendBatch(entries: entries, skipped: note), nil) }
     let name = stdinName ?? "stdin"
@@ -294,12 +290,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
           do throws(CLIFailure) {
             (target, pinned) = try await finder.find(name, as: reference, ask: ask)
           } catch {
-            delivery.output.event(
-              .error,
-              [
-                ("peer", .string(name)), ("code", .string(error.code.rawValue)),
-                ("message", .string(error.message)),
-              ])
+            delivery.output.emit(Failure(code: error.code, message: error.message, peer: name))
             return error
           }
           // Two --to naming the same receiver: it gets the files once.
