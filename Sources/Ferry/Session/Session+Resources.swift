@@ -91,6 +91,15 @@ extension Session {
         urls.append(item.url)
         continue
       }
+      // What a walk found a moment ago: the file is compared with it before it is read.
+      if let found = item.metadata, !item.isFolder {
+        files.append(
+          OfferedFile(
+            path: item.path, size: found.size, modificationSeconds: found.modificationSeconds,
+            modificationNanoseconds: found.modificationNanoseconds, mode: found.mode))
+        urls.append(item.url)
+        continue
+      }
       var status = stat()
       guard stat(item.url.path, &status) == 0,
         (status.st_mode & S_IFMT) == (item.isFolder ? S_IFDIR : S_IFREG)

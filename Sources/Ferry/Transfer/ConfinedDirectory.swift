@@ -73,32 +73,25 @@ struct ConfinedDirectory {
       throw .unsafeDestination(
         "\(escaped(path.description, keepingUnicode: true)) is not a single name")
     }
-    switch policy {
-    case .overwrite:
+    if policy == .overwrite {
       // rename(2) replaces a file; it refuses to replace a directory, and replaces a symlink
       // itself (never writing through it).
-      break
-    case .skip:
-      if exists(target, in: directory) { return nil }
-    case .rename:
-      var attempt = 1
-      while exists(target, in: directory) {
-        target = numbered(path.fileName, attempt)
-        attempt += 1
-      }
-    }
-    if policy == .overwrite {
       guard renameat(from, name, directory, target) == 0 else {
         throw .cannotWrite("\(parentPath)/\(target): \(errnoText())")
       }
     } else {
-      // renameat2(RENAME_NOREPLACE) so that a file appearing meanwhile is never clobbered.
+      // renameat2(RENAME_NOREPLACE): the name itself first, then — under the rename policy —
+      // `name (1).ext`, `name (2).ext`, … until one is free (no look first: the rename is the
+      // look, and a file appearing meanwhile is never clobbered); past a thousand taken
+      // names, random numbers.
+      var attempt = 1
       while renameNoReplace(from, name, directory, target) != 0 {
         guard errno == EEXIST, policy == .rename else {
           if errno == EEXIST { return nil }
           throw .cannotWrite("\(parentPath)/\(target): \(errnoText())")
         }
-        target = numbered(path.fileName, Int.random(in: 2...99_999))
+        target = numbered(path.fileName, attempt <= 1000 ? attempt : Int.random(in: 1001...99_999))
+        attempt += 1
       }
     }
     return URL(fileURLWithPath: parentPath + "/" + target)
@@ -132,26 +125,80 @@ struct ConfinedDirectory {
   /// Whether something (a file, folder or link) is at `path` under the root. Walks the
   /// folders as ``openDirectory(_:create:)`` does, never following a link; a missing or unsafe
   /// folder on the way means nothing is there.
-  func exists(_ path: RelativePath) -> Bool {
-    guard let directory = try? openDirectory(path.components.dropLast(), create: false) else {
-      return false
-    }
-    defer { close(directory) }
+  func exists(_ path: RelativePath, folders: FolderCache? = nil) -> Bool {
+    guard let directory = folder(of: path, folders) else { return false }
+    defer { if folders == nil { close(directory) } }
     return exists(path.fileName, in: directory)
   }
 
-  /// The extended attribute naming the sender (its 32-byte fingerprint) a placed file came
-  /// from: only that sender's files are ever compared for it (``holdsFile(at:matching:from:)``).
+  /// The folders a run of lookups walked last (a survey of an offer's files, most of them in
+  /// the same folder as the one before): the last folder's descriptor, or that it is missing.
+  /// One survey's, on one thread; closes its descriptor when released.
+  final class FolderCache {
+    fileprivate var components: [String]?
+    fileprivate var fd: Int32 = -1
+
+    init() {}
+
+    deinit {
+      if fd >= 0 { close(fd) }
+    }
+  }
+
+  /// The folder `path` is in, opened without following a link: from `folders` when it holds
+  /// it (which keeps it: the caller closes it only without a cache), else walked; nil when it
+  /// is missing or not a folder.
+  private func folder(of path: RelativePath, _ folders: FolderCache?) -> Int32? {
+    let parents = Array(path.components.dropLast())
+    guard let folders else { return try? openDirectory(parents[...], create: false) }
+    if folders.components != parents {
+      if folders.fd >= 0 { close(folders.fd) }
+      folders.components = parents
+      folders.fd = (try? openDirectory(parents[...], create: false)) ?? -1
+    }
+    return folders.fd >= 0 ? folders.fd : nil
+  }
+
+  /// The extended attribute a placed file carries: the sender's 32-byte fingerprint — only
+  /// that sender's files are ever compared for it (``holdsFile(at:matching:from:)``) — then the
+  /// path it was offered as (its name before the rename policy numbered it:
+  /// ``heldFile(at:matching:from:renamed:)`` reads it). One attribute, one system call per
+  /// file.
+  static let placementAttribute = "user.ferry.placed"
+  /// What builds before the one attribute wrote (a file they placed is still recognized):
+  /// the sender alone, and the path offered.
   static let senderAttribute = "user.ferry.sender"
-  /// The extended attribute recording the path a placed file was offered as (its name before
-  /// the rename policy numbered it): ``heldFile(at:matching:from:renamed:)`` reads it.
   static let offeredAttribute = "user.ferry.offered"
+
+  /// The sender and the path offered that open file `fd` records, if it records them
+  /// (``placementAttribute``, or the two attributes before it).
+  private static func placement(_ fd: Int32) -> (sender: [UInt8], offered: [UInt8]?)? {
+    var recorded = [UInt8](repeating: 0, count: 32 + RelativePath.maximumBytes + 1)
+    let length = recorded.withUnsafeMutableBytes {
+      ferry_get_attribute(fd, Self.placementAttribute, $0.baseAddress, $0.count)
+    }
+    if length >= 32 { return (Array(recorded[..<32]), Array(recorded[32..<length])) }
+    var sender = [UInt8](repeating: 0, count: 64)
+    let senderLength = sender.withUnsafeMutableBytes {
+      ferry_get_attribute(fd, Self.senderAttribute, $0.baseAddress, $0.count)
+    }
+    guard senderLength == 32 else { return nil }
+    let offeredLength = recorded.withUnsafeMutableBytes {
+      ferry_get_attribute(fd, Self.offeredAttribute, $0.baseAddress, $0.count)
+    }
+    return (
+      Array(sender.prefix(32)), offeredLength >= 0 ? Array(recorded.prefix(offeredLength)) : nil
+    )
+  }
 
   /// Whether a regular file that `sender` sent (``senderAttribute``) with `file`'s size and
   /// modification time is at `path` under the root — a cheap check: nothing is read. Walks and
   /// opens without following a link. On a filesystem without extended attributes, never.
-  func holdsFile(at path: RelativePath, matching file: OfferedFile, from sender: [UInt8]) -> Bool {
-    guard let fd = openFile(at: path, matching: file) else { return false }
+  func holdsFile(
+    at path: RelativePath, matching file: OfferedFile, from sender: [UInt8],
+    folders: FolderCache? = nil
+  ) -> Bool {
+    guard let fd = openFile(at: path, matching: file, folders: folders) else { return false }
     defer { close(fd) }
     return Self.carries(sender, fd)
   }
@@ -164,14 +211,16 @@ struct ConfinedDirectory {
   /// thousand): the same file
   /// sent again after its name was taken. Nil when there is none. Nothing is read or written.
   func heldFile(
-    at path: RelativePath, matching file: OfferedFile, from sender: [UInt8], renamed: Bool
+    at path: RelativePath, matching file: OfferedFile, from sender: [UInt8], renamed: Bool,
+    folders: FolderCache? = nil
   ) -> RelativePath? {
-    if holdsFile(at: path, matching: file, from: sender) { return path }
-    guard renamed, exists(path) else { return nil }
+    if holdsFile(at: path, matching: file, from: sender, folders: folders) { return path }
+    guard renamed, exists(path, folders: folders) else { return nil }
     // Bounded: past a thousand taken names, sending once more costs a copy, not a long walk.
     for number in 1...1000 {
-      guard let candidate = Self.renamed(path, number), exists(candidate) else { return nil }
-      if holdsFile(at: candidate, matching: file, from: sender, offeredAs: path) {
+      guard let candidate = Self.renamed(path, number), exists(candidate, folders: folders)
+      else { return nil }
+      if holdsFile(at: candidate, matching: file, from: sender, offeredAs: path, folders: folders) {
         return candidate
       }
     }
@@ -184,17 +233,12 @@ struct ConfinedDirectory {
   /// offering its own `X (1).txt` and then `X.txt`.
   private func holdsFile(
     at path: RelativePath, matching file: OfferedFile, from sender: [UInt8],
-    offeredAs offered: RelativePath
+    offeredAs offered: RelativePath, folders: FolderCache?
   ) -> Bool {
-    guard let fd = openFile(at: path, matching: file) else { return false }
+    guard let fd = openFile(at: path, matching: file, folders: folders) else { return false }
     defer { close(fd) }
-    let expected = Array(offered.description.utf8)
-    var recorded = [UInt8](repeating: 0, count: expected.count + 1)
-    let length = recorded.withUnsafeMutableBytes {
-      ferry_get_attribute(fd, Self.offeredAttribute, $0.baseAddress, $0.count)
-    }
-    return Self.carries(sender, fd) && length == expected.count
-      && Array(recorded.prefix(length)) == expected
+    guard let recorded = Self.placement(fd) else { return false }
+    return recorded.sender == sender && recorded.offered == Array(offered.description.utf8)
   }
 
   /// `path` with its last component numbered as the `rename` policy numbers it
@@ -207,19 +251,15 @@ struct ConfinedDirectory {
   /// Whether the regular file at `path` under the root is one that `sender` placed
   /// (``senderAttribute``), whatever its size and time now: what that sender may be told of it
   /// (that its own file is there). Walks and opens without following a link.
-  func holdsFile(at path: RelativePath, from sender: [UInt8]) -> Bool {
-    guard let fd = openFile(at: path, matching: nil) else { return false }
+  func holdsFile(at path: RelativePath, from sender: [UInt8], folders: FolderCache? = nil) -> Bool {
+    guard let fd = openFile(at: path, matching: nil, folders: folders) else { return false }
     defer { close(fd) }
     return Self.carries(sender, fd)
   }
 
-  /// Whether open file `fd` records `sender` in its ``senderAttribute``.
+  /// Whether open file `fd` records `sender` as the one that placed it.
   private static func carries(_ sender: [UInt8], _ fd: Int32) -> Bool {
-    var recorded = [UInt8](repeating: 0, count: 64)
-    let length = recorded.withUnsafeMutableBytes {
-      ferry_get_attribute(fd, Self.senderAttribute, $0.baseAddress, $0.count)
-    }
-    return length == sender.count && Array(recorded.prefix(length)) == sender
+    placement(fd)?.sender == sender
   }
 
   /// The `checksum` digest of the regular file at `path` under the root when its size and
@@ -241,11 +281,11 @@ struct ConfinedDirectory {
   /// Opens, for reading, the regular file at `path` under the root if it has `file`'s size and
   /// modification time (any, when `file` is nil); the caller closes it. Walks and opens without
   /// following a link.
-  private func openFile(at path: RelativePath, matching file: OfferedFile?) -> Int32? {
-    guard let directory = try? openDirectory(path.components.dropLast(), create: false) else {
-      return nil
-    }
-    defer { close(directory) }
+  private func openFile(
+    at path: RelativePath, matching file: OfferedFile?, folders: FolderCache? = nil
+  ) -> Int32? {
+    guard let directory = folder(of: path, folders) else { return nil }
+    defer { if folders == nil { close(directory) } }
     let fd = openat(directory, path.fileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     var status = stat()

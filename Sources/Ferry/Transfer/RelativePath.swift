@@ -54,6 +54,12 @@ public struct RelativePath: Hashable, Sendable, CustomStringConvertible {
       if part.count > Self.maximumComponentBytes { throw .componentTooLong(shown()) }
       // Whole UTF-8 sequences never contain 0x2F, so each part is valid UTF-8 on its own.
       let component = String(decoding: part, as: UTF8.self)
+      // Printable ASCII (most names) has no control, format or separator character: only
+      // other bytes need their scalar's category looked up.
+      if part.allSatisfy({ (0x20...0x7E).contains($0) }) {
+        components.append(component)
+        continue
+      }
       for scalar in component.unicodeScalars {
         switch scalar.properties.generalCategory {
         case .control: throw .controlCharacter(shown())

@@ -18,6 +18,43 @@ public struct ResourceItem: Hashable, Sendable {
   /// its end: its size is known only then, so the receiver is offered it with size unknown
   /// (protocol version 5) and it is never resumed or sent again after its first byte was read.
   public var isStreamed: Bool = false
+  /// What a walk found of the file (``ResourceWalk``), so that offering it need not look again:
+  /// the file is opened and compared with it before it is read all the same. Nil for an item
+  /// made by hand.
+  var metadata: Metadata?
+
+  /// A file's size, time, permission bits and identity, as `stat(2)` gave them.
+  struct Metadata: Sendable {
+    let size: UInt64
+    let modificationSeconds: Int64
+    let modificationNanoseconds: UInt32
+    let mode: UInt32
+    let device: UInt64
+    let inode: UInt64
+
+    init(_ status: stat) {
+      size = UInt64(max(0, status.st_size))
+      modificationSeconds = Int64(status.st_mtim.tv_sec)
+      modificationNanoseconds = UInt32(status.st_mtim.tv_nsec)
+      mode = UInt32(status.st_mode & 0o777)
+      device = UInt64(status.st_dev)
+      inode = UInt64(status.st_ino)
+    }
+  }
+
+  /// Items are equal when they name the same thing the same way (what a walk found of it aside).
+  public static func == (lhs: ResourceItem, rhs: ResourceItem) -> Bool {
+    lhs.url == rhs.url && lhs.path == rhs.path && lhs.isFolder == rhs.isFolder
+      && lhs.isStreamed == rhs.isStreamed
+  }
+
+  /// Hashes what ``==`` compares.
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(url)
+    hasher.combine(path)
+    hasher.combine(isFolder)
+    hasher.combine(isStreamed)
+  }
 
   /// A file and the path it gets at the receiver.
   public init(url: URL, path: String) {
@@ -113,6 +150,23 @@ public struct ResourceItem: Hashable, Sendable {
         path = try RelativePath(validating: item.path)
       } catch {
         throw .unsafePath(error)
+      }
+      // Found by a walk a moment ago: readable, a regular file, of this size.
+      if let found = item.metadata, !item.isFolder, !item.isStreamed {
+        let identity = (device: found.device, inode: found.inode)
+        if let earlier = identities[item.path] {
+          if earlier == identity { continue }
+          throw .unsafePath(.duplicate(escaped(item.path, keepingUnicode: true)))
+        }
+        identities[item.path] = identity
+        total += found.size
+        guard total <= ProtocolLimits.maximumOfferBytes else {
+          throw .tooLarge(
+            escaped(item.url.path, keepingUnicode: true) + " (with the files before it)")
+        }
+        kept.append(item)
+        paths.append(path)
+        continue
       }
       var status = stat()
       guard stat(item.url.path, &status) == 0 else {

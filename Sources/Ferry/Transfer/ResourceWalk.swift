@@ -31,8 +31,17 @@ public struct ResourceWalk {
     public let size: UInt64
   }
 
+  /// A folder's descriptor, open while the folder is walked: its names are looked up relative
+  /// to it (no path walked again from the root per name). Closed with its last reference.
+  private final class FolderHandle {
+    let fd: Int32
+    init(_ fd: Int32) { self.fd = fd }
+    deinit { close(fd) }
+  }
+
   /// A folder being read: its names (sorted), and which comes next.
   private struct Folder {
+    let handle: FolderHandle
     let directory: String
     let relative: String
     let names: [String]
@@ -109,21 +118,27 @@ public struct ResourceWalk {
       let name = folder.names[folder.next]
       stack[top].next += 1
       let onDisk = folder.directory + "/" + name
+      let fd = folder.handle.fd
       var status = stat()
-      guard lstat(onDisk, &status) == 0 else {
+      guard fstatat(fd, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
         // Gone since the folder was read: not there to send.
         if errno == ENOENT || leftOut(onDisk, skipped) { continue }
         throw .cannotRead("\(onDisk): \(errnoText().lowercased())")
       }
       switch status.st_mode & S_IFMT {
       case S_IFREG:
-        if access(onDisk, R_OK) != 0, leftOut(onDisk, skipped) { continue }
-        let file = try found(onDisk, path: folder.relative + "/" + name, status: status)
+        // Readable now, before anyone is asked, not found out after the receiver said yes.
+        if faccessat(fd, name, R_OK, 0) != 0 {
+          if leftOut(onDisk, skipped) { continue }
+          throw .cannotRead("\(onDisk): \(errnoText().lowercased())")
+        }
+        let file = try found(
+          onDisk, path: folder.relative + "/" + name, status: status, readable: true)
         stack[top].found = true
         return file
       case S_IFDIR:
         // Listed and walked into: both need permission.
-        if access(onDisk, R_OK | X_OK) != 0, leftOut(onDisk, skipped) { continue }
+        if faccessat(fd, name, R_OK | X_OK, 0) != 0, leftOut(onDisk, skipped) { continue }
         try push(onDisk, relative: folder.relative + "/" + name)
       case let kind:
         skipped(ResourceItem.Skipped(path: onDisk, reason: fileKind(kind)))
@@ -142,20 +157,24 @@ public struct ResourceWalk {
     return true
   }
 
-  /// A file to offer, checked as the receiver will check its path, and readable.
-  private func found(_ onDisk: String, path: String, status: stat) throws(ResourceError) -> Found {
+  /// A file to offer, checked as the receiver will check its path, and readable (`readable`:
+  /// looked at already); what its `status` says of it goes with it, so that offering it need
+  /// not look again.
+  private func found(_ onDisk: String, path: String, status: stat, readable: Bool = false)
+    throws(ResourceError) -> Found
+  {
     do {
       _ = try RelativePath(validating: path)
     } catch {
       throw .unsafePath(error)
     }
     // Readable now, before anyone is asked, not found out after the receiver said yes.
-    guard access(onDisk, R_OK) == 0 else {
+    guard readable || access(onDisk, R_OK) == 0 else {
       throw .cannotRead("\(onDisk): \(errnoText().lowercased())")
     }
-    return Found(
-      item: ResourceItem(url: URL(fileURLWithPath: onDisk), path: path),
-      size: UInt64(max(0, status.st_size)))
+    var item = ResourceItem(url: URL(fileURLWithPath: onDisk, isDirectory: false), path: path)
+    item.metadata = ResourceItem.Metadata(status)
+    return Found(item: item, size: UInt64(max(0, status.st_size)))
   }
 
   /// A folder with nothing found below it, to be created empty; checked as ``found(_:path:status:)``
@@ -167,7 +186,9 @@ public struct ResourceWalk {
       throw .unsafePath(error)
     }
     return Found(
-      item: ResourceItem(folderAt: URL(fileURLWithPath: folder.directory), path: folder.relative),
+      item: ResourceItem(
+        folderAt: URL(fileURLWithPath: folder.directory, isDirectory: true),
+        path: folder.relative),
       size: 0)
   }
 
@@ -176,7 +197,12 @@ public struct ResourceWalk {
     guard stack.count < RelativePath.maximumDepth else {
       throw .unsafePath(.tooDeep(escaped(relative, keepingUnicode: true)))
     }
-    guard let stream = opendir(directory) else {
+    let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { throw .cannotRead("\(directory): \(errnoText().lowercased())") }
+    let handle = FolderHandle(fd)
+    let listing = dup(fd)
+    guard listing >= 0, let stream = fdopendir(listing) else {
+      if listing >= 0 { close(listing) }
       throw .cannotRead("\(directory): \(errnoText().lowercased())")
     }
     defer { closedir(stream) }
@@ -191,6 +217,6 @@ public struct ResourceWalk {
       names.append(name)
     }
     names.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-    stack.append(Folder(directory: directory, relative: relative, names: names))
+    stack.append(Folder(handle: handle, directory: directory, relative: relative, names: names))
   }
 }

@@ -146,11 +146,21 @@ final class StagingArea: Sendable {
   }
 
   /// Opens a staged file for writing, keeping what it holds, under an exclusive lock; returns
-  /// the descriptor and its length. Never follows a symlink.
+  /// the descriptor, its length, and whether it was created now, with `mode` (which the
+  /// umask narrows). Never follows a symlink.
   ///
   /// - Throws: ``ResourceError/cannotWrite(_:)``, also when another process is writing it.
-  func open(_ name: String) throws(ResourceError) -> (fd: Int32, length: UInt64) {
-    let file = openat(fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+  func open(_ name: String, creatingWith mode: mode_t = 0o600) throws(ResourceError) -> (
+    fd: Int32, length: UInt64, created: Bool
+  ) {
+    // Most files are new: created with their mode at once (no fchmod later, no fstat now:
+    // a file just created is empty). One there already is opened as it is.
+    var created = true
+    var file = openat(fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+    if file < 0, errno == EEXIST {
+      created = false
+      file = openat(fd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+    }
     guard file >= 0 else { throw .cannotWrite("staging file \(name): \(errnoText())") }
     guard flock(file, LOCK_EX | LOCK_NB) == 0 else {
       let busy = errno == EWOULDBLOCK
@@ -161,12 +171,13 @@ final class StagingArea: Sendable {
           ? "staging file \(name): another process is receiving the same file"
           : "staging file \(name): \(reason)")
     }
+    if created { return (file, 0, true) }
     var status = stat()
     guard fstat(file, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
       close(file)
       throw .cannotWrite("staging file \(name): not a regular file")
     }
-    return (file, UInt64(status.st_size))
+    return (file, UInt64(status.st_size), false)
   }
 
   /// The length of a staged file, 0 if there is none (a symlink counts as none).

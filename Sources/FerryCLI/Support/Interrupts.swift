@@ -42,6 +42,7 @@ enum Interrupts {
     }
     // A signal that came after the check above: its cleanup is cut short, but the status
     // still says the command was interrupted.
+    StandardStream.flushAll()
     Foundation.exit(wasInterrupted ? ExitStatus.interrupted.rawValue : status)
   }
 
@@ -92,6 +93,7 @@ enum Interrupts {
   /// Exits 130 if no other thread has begun to exit; otherwise waits for that exit.
   private static func exitOnce() -> Never {
     if !exitClaimed.exchange(true, ordering: .acquiringAndReleasing) {
+      StandardStream.flushAll()
       Foundation.exit(ExitStatus.interrupted.rawValue)
     }
     // Another thread is inside exit(3): the process ends with it.

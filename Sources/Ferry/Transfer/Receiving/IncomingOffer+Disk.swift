@@ -77,15 +77,19 @@ extension IncomingOffer {
     let slots = machine.slots
     let sender = peer.fingerprint.bytes
     var facts: [Int: Machine.FileFacts] = [:]
+    // Files come folder by folder: each folder is walked to once, not once per file.
+    let folders = ConfinedDirectory.FolderCache()
     for question in questions {
       let slot = slots[question.index]
       var found = Machine.FileFacts()
       if question.held {
         found.heldCopy = staging.destination.heldFile(
-          at: slot.path, matching: slot.offered, from: sender, renamed: question.renamed)
+          at: slot.path, matching: slot.offered, from: sender, renamed: question.renamed,
+          folders: folders)
       }
       if found.heldCopy == nil, question.placedBySender {
-        found.placedBySender = staging.destination.holdsFile(at: slot.path, from: sender)
+        found.placedBySender = staging.destination.holdsFile(
+          at: slot.path, from: sender, folders: folders)
       }
       if found.heldCopy == nil, !found.placedBySender, question.staged {
         found.staged = staging.stagedLength(slot.name)
@@ -187,6 +191,7 @@ extension IncomingOffer {
       if slot.offered.size >= StagingArea.metadataThreshold {
         staging.removeMeta(slot.name)  // only large files have one
       }
+      writeBackEarly(staging, placed: slot.position)
       return .placed(placed)
     } catch {
       staging.remove(slot.name)
@@ -217,6 +222,24 @@ extension IncomingOffer {
       return .failed(error)
     }
   }
+
+  /// Every ``writeBackStep`` of small files placed, starts writing the filesystem back in the
+  /// background (syncfs(2) on a queue of its own, one at a time), so that the offer's last
+  /// flush — which alone says the files are safe — has little left to do.
+  private func writeBackEarly(_ staging: StagingArea, placed bytes: UInt64) {
+    guard bytes < StagingArea.metadataThreshold else { return }  // large ones are fsync'd
+    placedSinceWriteBack += 1
+    guard placedSinceWriteBack >= Self.writeBackStep, writingBack.claim() else { return }
+    placedSinceWriteBack = 0
+    let writingBack = self.writingBack
+    DispatchQueue.global(qos: .utility).async {
+      _ = ferry_syncfs(staging.fd)
+      writingBack.release()
+    }
+  }
+
+  /// How many small files are placed between two early write-backs.
+  static let writeBackStep = 2048
 
   /// Whether what is at `slot`'s name is a file this sender placed (what it may be told).
   private func ownedBySender(_ slot: FileSlot) -> Bool {

@@ -30,6 +30,12 @@ final class IncomingOffer: @unchecked Sendable {
   let checksum: ChecksumAlgorithm
   /// Set when the offer ends: the held file being hashed is left (any thread).
   let hashingStopped = Atomic<Bool>(false)
+  /// What the front end delivered and the executor has not taken yet (any thread).
+  private let inbox = Mutex<[Inbound]>([])
+  /// Small files placed since the last early write-back (``writeBackEarly(_:placed:)``).
+  var placedSinceWriteBack = 0
+  /// Whether an early write-back runs now (any thread).
+  let writingBack = WriteBackFlag()
 
   // Executor-confined.
   var machine: Machine
@@ -81,36 +87,76 @@ final class IncomingOffer: @unchecked Sendable {
 
   /// Bytes of file `index` (or a hole), earning `credit` once written.
   func data(_ index: Int, _ piece: StagedFile.Piece, credit: Int) {
-    executor.run {
-      self.piece = piece
-      let (count, hole): (UInt64, Bool)
-      switch piece {
-      case .bytes(let bytes): (count, hole) = (UInt64(bytes.readableBytes), false)
-      case .hole(let length): (count, hole) = (length, true)
-      }
-      self.run { $0.data(index, count: count, hole: hole, credit: credit, now: .now, into: &$1) }
-      self.piece = nil
-    }
+    deliver(.data(index, piece, credit: credit))
   }
 
   /// File `index` ends with `digest`.
   func fileEnded(_ index: Int, digest: [UInt8]) {
-    handle { $0.fileEnded(index, digest: digest, now: .now, into: &$1) }
+    deliver(.end(index, digest))
   }
 
   /// The sender gave up.
   func senderReset(reason: String) {
-    handle { $0.senderReset(reason: reason, into: &$1) }
+    deliver(.reset(reason))
   }
 
   /// The link is gone.
   func linkClosed(reason: String) {
-    handle { $0.linkClosed(reason: reason, into: &$1) }
+    deliver(.linkClosed(reason))
   }
 
   /// The sender broke the protocol (`text` says how).
   func violation(_ text: String) {
-    handle { $0.violation(text, into: &$1) }
+    deliver(.violation(text))
+  }
+
+  /// What a front end hands over, in the order it came.
+  enum Inbound: Sendable {
+    case data(Int, StagedFile.Piece, credit: Int)
+    case end(Int, [UInt8])
+    case reset(String)
+    case linkClosed(String)
+    case violation(String)
+  }
+
+  /// Queues `inbound` for the executor: what comes while a turn of it is already queued joins
+  /// that turn (a small file's CHUNK and FILE_END, and the files after it, cost one hop, not
+  /// one each).
+  private func deliver(_ inbound: Inbound) {
+    let first = inbox.withLock { inbox -> Bool in
+      inbox.append(inbound)
+      return inbox.count == 1
+    }
+    if first { executor.run { self.drainInbox() } }
+  }
+
+  /// Hands what the front end delivered to the machine, in order. On the executor.
+  private func drainInbox() {
+    let items = inbox.withLock { inbox -> [Inbound] in
+      defer { inbox.removeAll(keepingCapacity: true) }
+      return inbox
+    }
+    for item in items {
+      switch item {
+      case .data(let index, let piece, let credit):
+        self.piece = piece
+        let (count, hole): (UInt64, Bool)
+        switch piece {
+        case .bytes(let bytes): (count, hole) = (UInt64(bytes.readableBytes), false)
+        case .hole(let length): (count, hole) = (length, true)
+        }
+        run { $0.data(index, count: count, hole: hole, credit: credit, now: .now, into: &$1) }
+        self.piece = nil
+      case .end(let index, let digest):
+        run { $0.fileEnded(index, digest: digest, now: .now, into: &$1) }
+      case .reset(let reason):
+        run { $0.senderReset(reason: reason, into: &$1) }
+      case .linkClosed(let reason):
+        run { $0.linkClosed(reason: reason, into: &$1) }
+      case .violation(let text):
+        run { $0.violation(text, into: &$1) }
+      }
+    }
   }
 
   /// The application cancelled (any thread): the sender is told at once; the offer's own
@@ -329,5 +375,21 @@ final class IncomingOffer: @unchecked Sendable {
     // Most acknowledgements carry no reason: nothing to search (once per file).
     guard !text.isEmpty, let root = destinationPath, !root.isEmpty else { return text }
     return text.replacing(root + "/", with: "").replacing(root, with: "the destination")
+  }
+}
+
+/// Whether an early write-back of an offer runs now (``IncomingOffer/writingBack``): shared
+/// with the queue that runs it.
+final class WriteBackFlag: Sendable {
+  private let value = Atomic<Bool>(false)
+
+  /// Claims the flag: true when it was free (this caller runs the write-back).
+  func claim() -> Bool {
+    !value.exchange(true, ordering: .acquiringAndReleasing)
+  }
+
+  /// Frees the flag.
+  func release() {
+    value.store(false, ordering: .releasing)
   }
 }

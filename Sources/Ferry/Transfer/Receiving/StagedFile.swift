@@ -43,6 +43,8 @@ final class StagedFile {
   private var flushed: UInt64
   /// Where the file's last written byte ends: short of ``position`` when it ends in a hole.
   private var written: UInt64
+  /// Whether it was created now with its final permission bits (no fchmod when it settles).
+  private let modeSet: Bool
 
   /// Opens staging file `name` of `staging`, cuts it to `offset` bytes and hashes those.
   ///
@@ -52,7 +54,13 @@ final class StagedFile {
     _ name: String, in staging: StagingArea, index: Int, offered: OfferedFile, offset: UInt64,
     checksum: ChecksumAlgorithm, hashingOn queue: DispatchQueue
   ) throws(ResourceError) {
-    let (fd, length) = try staging.open(name)
+    // Created with its final permission bits when it can be (the staging folder is this
+    // user's alone, 0700): the sender's, narrowed by the umask — but one its owner may not
+    // write to could not take its attribute, and gets them when it is settled.
+    let mode = mode_t(offered.mode & 0o777)
+    let direct = mode & 0o200 != 0
+    let (fd, length, created) = try staging.open(name, creatingWith: direct ? mode : 0o600)
+    self.modeSet = created && direct
     guard length >= offset else {
       close(fd)
       throw .cannotWrite("staged data of \(offered.path) shrank")
@@ -139,7 +147,8 @@ final class StagedFile {
     }
   }
 
-  /// Ends the file: checks it against `digest`, records `sender` (``ConfinedDirectory/senderAttribute``),
+  /// Ends the file: checks it against `digest`, records `sender` and the path offered
+  /// (``ConfinedDirectory/placementAttribute``),
   /// sets its mode and times, flushes it when it is large (small ones share one syncfs(2) at the
   /// end of the offer: a per-file fsync would cost more than the transfer) and closes it. The
   /// file is closed whatever the outcome.
@@ -153,18 +162,16 @@ final class StagedFile {
       guard ftruncate(fd, off_t(position)) == 0 else { return .failed(reason: errnoText()) }
     }
     // The sender's permission bits, narrowed by this process's umask (a sender cannot make a
-    // file writable by others where the user would not have).
+    // file writable by others where the user would not have): given when it was created, or
+    // now.
     let mode = mode_t(offered.mode & 0o777) & ~processUmask
     // Before fchmod: a file made read-only would refuse its owner the attribute. Where the
     // filesystem keeps no extended attributes (ENOTSUP), the file is only never compared when
     // the same sender sends it again: it is stored all the same.
-    _ = sender.withUnsafeBytes {
-      ferry_set_attribute(fd, ConfinedDirectory.senderAttribute, $0.baseAddress, $0.count)
+    _ = (sender + Array(offered.path.utf8)).withUnsafeBytes {
+      ferry_set_attribute(fd, ConfinedDirectory.placementAttribute, $0.baseAddress, $0.count)
     }
-    _ = Array(offered.path.utf8).withUnsafeBytes {
-      ferry_set_attribute(fd, ConfinedDirectory.offeredAttribute, $0.baseAddress, $0.count)
-    }
-    guard fchmod(fd, mode) == 0 else { return .failed(reason: errnoText()) }
+    guard modeSet || fchmod(fd, mode) == 0 else { return .failed(reason: errnoText()) }
     let time = timespec(
       tv_sec: Int(offered.modificationSeconds), tv_nsec: Int(offered.modificationNanoseconds))
     var times = [time, time]

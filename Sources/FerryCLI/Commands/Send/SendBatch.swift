@@ -10,6 +10,11 @@ struct SendBatch: Sendable {
   let entries: [ResourceItem]
   /// What the invitation announces.
   let summary: OfferSummary
+  /// The files the first walk found, when they are one part: sent as they are, without a
+  /// second walk (a batch of more is walked again, part by part, in bounded memory).
+  private let walked: [ResourceItem]?
+  /// What the first walk left out because it could not be read.
+  private let unreadable: Int
 
   /// The most files in one offer of the batch: large enough that the round trip between parts
   /// is lost in the data, small enough that a part's bookkeeping stays a few megabytes. Tests
@@ -30,11 +35,16 @@ struct SendBatch: Sendable {
     var builder = OfferSummary.Builder()
     var walk = ResourceWalk(entries, skippingUnreadable: true)
     var unreadable = 0
+    var walked: [ResourceItem]? = []
     do {
       while let found = try walk.next(skipped: {
         if $0.unreadable { unreadable += 1 }
         skipped($0)
       }) {
+        if walked != nil {
+          walked?.append(found.item)
+          if walked!.count > Self.partSize { walked = nil }
+        }
         builder.add(
           found.item.path, size: found.size, isFolder: found.item.isFolder,
           isStreamed: found.item.isStreamed)
@@ -61,21 +71,27 @@ struct SendBatch: Sendable {
     }
     self.entries = entries
     self.summary = summary
+    self.walked = walked
+    self.unreadable = unreadable
   }
 
-  /// The batch's parts, walked again from the start.
+  /// The batch's parts: the files the first walk found, or a walk again from the start.
   func parts() -> Parts {
-    Parts(walk: ResourceWalk(entries, skippingUnreadable: true), announced: summary.entries)
+    Parts(
+      walk: ResourceWalk(entries, skippingUnreadable: true), walked: walked,
+      unreadable: walked == nil ? 0 : unreadable, announced: summary.entries)
   }
 
   /// The batch's files, ``SendBatch/partSize`` at a time.
   struct Parts {
     fileprivate var walk: ResourceWalk
+    /// The batch's one part, found already; nil once handed out, or when the batch is walked.
+    fileprivate var walked: [ResourceItem]?
+    /// Files and folders left out so far because they could not be read: the batch is partial.
+    fileprivate(set) var unreadable = 0
     fileprivate let announced: Int
     /// Files and empty folders handed out so far.
     private(set) var files = 0
-    /// Files and folders left out so far because they could not be read: the batch is partial.
-    private(set) var unreadable = 0
 
     /// The next part, or nil when the batch is all sent.
     ///
@@ -83,6 +99,11 @@ struct SendBatch: Sendable {
     ///   now hold more files than were announced (the receiver would not take them as the
     ///   batch it said yes to).
     mutating func next() throws(CLIFailure) -> [ResourceItem]? {
+      if let part = walked {
+        walked = []
+        files += part.count
+        return part.isEmpty ? nil : part
+      }
       var part: [ResourceItem] = []
       var leftOut = 0
       do {
