@@ -26,6 +26,10 @@ extension EventRecord {
 extension String {
   /// `bytesPerSecond` as `bytes_per_second`: a property's name as an event's field.
   var snakeCased: String {
+    // Most names have no capital: they are their own field names.
+    guard utf8.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else {
+      return self
+    }
     var result = ""
     for character in self {
       if character.isUppercase {

@@ -12,46 +12,71 @@ enum JSONValueEncoder {
     return node.value
   }
 
-  /// What an encoder writes into: nothing yet, one value, an object or an array.
+  /// What an encoder writes into: nothing yet, one value, an object or an array. Members and
+  /// elements are appended in place (a record's fields cost one append each, not a copy of
+  /// those before them).
   final class Node {
-    enum Content {
-      case empty
-      case single(JSONValue)
-      case object([(String, Node)])
-      case array([Node])
+    enum Kind { case empty, single, object, array }
+
+    /// A member's or an element's value: written whole, or a container still being filled.
+    enum Slot {
+      case value(JSONValue)
+      case node(Node)
+
+      var value: JSONValue {
+        switch self {
+        case .value(let value): return value
+        case .node(let node): return node.value
+        }
+      }
     }
 
-    var content = Content.empty
+    var kind = Kind.empty
+    var single = JSONValue.null
+    var members: [(String, Slot)] = []
+    var elements: [Slot] = []
 
     var value: JSONValue {
-      switch content {
+      switch kind {
       case .empty: return .null
-      case .single(let value): return value
-      case .object(let members): return .object(members.map { ($0.0, $0.1.value) })
-      case .array(let elements): return .array(elements.map(\.value))
+      case .single: return single
+      case .object: return .object(members.map { ($0.0, $0.1.value) })
+      case .array: return .array(elements.map(\.value))
       }
     }
 
-    /// A new member `key` of this object.
+    /// Sets member `key` of this object to `value`.
+    func put(_ key: String, _ value: JSONValue) {
+      kind = .object
+      members.append((key, .value(value)))
+    }
+
+    /// A new member `key` of this object, to fill.
     func member(_ key: String) -> Node {
       let child = Node()
-      if case .object(let members) = content {
-        content = .object(members + [(key, child)])
-      } else {
-        content = .object([(key, child)])
-      }
+      kind = .object
+      members.append((key, .node(child)))
       return child
     }
 
-    /// A new element of this array.
+    /// Appends `value` to this array.
+    func append(_ value: JSONValue) {
+      kind = .array
+      elements.append(.value(value))
+    }
+
+    /// A new element of this array, to fill.
     func element() -> Node {
       let child = Node()
-      if case .array(let elements) = content {
-        content = .array(elements + [child])
-      } else {
-        content = .array([child])
-      }
+      kind = .array
+      elements.append(.node(child))
       return child
+    }
+
+    /// Makes this node the one value `value`.
+    func set(_ value: JSONValue) {
+      kind = .single
+      single = value
     }
   }
 
@@ -61,12 +86,12 @@ enum JSONValueEncoder {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-      if case .object = node.content {} else { node.content = .object([]) }
+      if node.kind != .object { node.kind = .object }
       return KeyedEncodingContainer(Keyed<Key>(node: node))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-      if case .array = node.content {} else { node.content = .array([]) }
+      if node.kind != .array { node.kind = .array }
       return Unkeyed(node: node)
     }
 
@@ -78,10 +103,11 @@ enum JSONValueEncoder {
     var codingPath: [any CodingKey] = []
 
     private func put(_ value: JSONValue, _ key: Key) {
-      node.member(key.stringValue.snakeCased).content = .single(value)
+      node.put(key.stringValue.snakeCased, value)
     }
     private func put<Value: Encodable>(_ value: Value?, _ key: Key) {
-      put(value.map(JSONValueEncoder.encode) ?? .null, key)
+      guard let value else { return put(.null, key) }
+      put(JSONValueEncoder.encode(value), key)
     }
 
     mutating func encodeNil(forKey key: Key) { put(.null, key) }
@@ -142,14 +168,11 @@ enum JSONValueEncoder {
   struct Unkeyed: UnkeyedEncodingContainer {
     let node: Node
     var codingPath: [any CodingKey] = []
-    var count: Int {
-      if case .array(let elements) = node.content { return elements.count }
-      return 0
-    }
+    var count: Int { node.elements.count }
 
-    mutating func encodeNil() { node.element().content = .single(.null) }
+    mutating func encodeNil() { node.append(.null) }
     mutating func encode<Value: Encodable>(_ value: Value) {
-      node.element().content = .single(JSONValueEncoder.encode(value))
+      node.append(JSONValueEncoder.encode(value))
     }
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type)
       -> KeyedEncodingContainer<NestedKey>
@@ -166,13 +189,13 @@ enum JSONValueEncoder {
     let node: Node
     var codingPath: [any CodingKey] = []
 
-    mutating func encodeNil() { node.content = .single(.null) }
-    mutating func encode(_ value: Bool) { node.content = .single(.bool(value)) }
-    mutating func encode(_ value: String) { node.content = .single(.string(value)) }
-    mutating func encode(_ value: Double) { node.content = .single(.double(value)) }
-    mutating func encode(_ value: Int) { node.content = .single(.int(value)) }
+    mutating func encodeNil() { node.set(.null) }
+    mutating func encode(_ value: Bool) { node.set(.bool(value)) }
+    mutating func encode(_ value: String) { node.set(.string(value)) }
+    mutating func encode(_ value: Double) { node.set(.double(value)) }
+    mutating func encode(_ value: Int) { node.set(.int(value)) }
     mutating func encode<Value: Encodable>(_ value: Value) {
-      node.content = .single(JSONValueEncoder.encode(value))
+      node.set(JSONValueEncoder.encode(value))
     }
   }
 }
