@@ -56,8 +56,7 @@ struct IncomingOfferStateMachineTests {
       case .checkHeldCopy(let index): "checkCopy(\(index))"
       case .open(let index): "open(\(index))"
       case .write(let index): "write(\(index))"
-      case .settle(let index, _): "settle(\(index))"
-      case .place(let index): "place(\(index))"
+      case .land(let index, _): "land(\(index))"
       case .makeFolder(let index): "makeFolder(\(index))"
       case .discard(let index): "discard(\(index))"
       case .removeStaged(let name): "remove(\(name))"
@@ -232,12 +231,10 @@ struct IncomingOfferStateMachineTests {
     #expect(Self.run(&machine) { $0.wrote(0, .success(()), into: &$1) } == ["release(\(1 << 20))"])
     #expect(
       Self.run(&machine) { $0.fileEnded(0, digest: [1], now: Self.now, into: &$1) }
-        == ["settle(0)"])
-    #expect(
-      Self.run(&machine) { $0.settled(0, .settled, digest: [1], into: &$1) } == ["place(0)"])
+        == ["land(0)"])
     #expect(
       Self.run(&machine) {
-        $0.placed(0, .placed(Self.destination.appending(path: "a")), into: &$1)
+        $0.landed(0, .settled(.placed(Self.destination.appending(path: "a"))), into: &$1)
       } == ["done(0)", "ack(0, stored)", "releaseNames(1)", "finish(ok)"])
     #expect(machine.isEnded)
   }
@@ -248,9 +245,9 @@ struct IncomingOfferStateMachineTests {
     #expect(
       Self.run(&machine) { $0.fileEnded(0, digest: [1], now: Self.now, into: &$1) } == ["open(0)"])
     #expect(
-      Self.run(&machine) { $0.opened(0, .success(0), into: &$1) } == ["started(0)", "settle(0)"])
+      Self.run(&machine) { $0.opened(0, .success(0), into: &$1) } == ["started(0)", "land(0)"])
     #expect(
-      Self.run(&machine) { $0.settled(0, .corrupt, digest: [1], into: &$1) }
+      Self.run(&machine) { $0.landed(0, .corrupt, into: &$1) }
         == [
           "remove(n0.part)",
           "failed(0: a: the received data is corrupt (digest mismatch))", "ack(0, corrupt)",
@@ -472,7 +469,7 @@ struct IncomingOfferStateMachineTests {
         $0.fileEnded(0, digest: ContentHasher(.xxh3).finalize(), now: Self.now, into: &$1)
       } == ["makeFolder(0)"])
     #expect(
-      Self.run(&machine) { $0.placed(0, .placed(Self.destination), into: &$1) }
+      Self.run(&machine) { $0.landed(0, .settled(.placed(Self.destination)), into: &$1) }
         == ["done(0)", "ack(0, stored)", "ackTimer"])
     let corrupt = Self.run(&machine) { $0.fileEnded(1, digest: [9], now: Self.now, into: &$1) }
     #expect(corrupt.first?.hasPrefix("failed(1:") == true, "\(corrupt)")
@@ -487,15 +484,96 @@ struct IncomingOfferStateMachineTests {
     for index in 0..<300 {
       _ = Self.run(&machine) { $0.fileEnded(index, digest: [1], now: Self.now, into: &$1) }
       _ = Self.run(&machine) { $0.opened(index, .success(0), into: &$1) }
-      _ = Self.run(&machine) { $0.settled(index, .settled, digest: [1], into: &$1) }
       let actions = Self.run(&machine) {
-        $0.placed(index, .placed(Self.destination), into: &$1)
+        $0.landed(index, .settled(.placed(Self.destination)), into: &$1)
       }
       flushes += actions.count { $0 == "flush" }
       timers += actions.count { $0 == "ackTimer" }
       if index == 299 { #expect(actions.last == "finish(ok)") }
     }
     #expect(flushes == 1 && timers == 2)
+  }
+
+  /// Takes file `index` (10 bytes) of an accepted offer from its first bytes to its end.
+  static func receiveWhole(_ machine: inout Machine, _ index: Int) -> [String] {
+    var said = run(&machine) {
+      $0.data(index, count: 10, hole: false, credit: 14, now: now, into: &$1)
+    }
+    said += run(&machine) { $0.opened(index, .success(0), into: &$1) }
+    said += run(&machine) { $0.wrote(index, .success(()), into: &$1) }
+    said += run(&machine) { $0.fileEnded(index, digest: [1], now: now, into: &$1) }
+    return said
+  }
+
+  @Test(
+    "files land beside the offer and are concluded as they land, in any order; the next file's bytes come meanwhile"
+  )
+  func landingOutOfOrder() {
+    var machine = Self.accepted([Self.file("a"), Self.file("b")])
+    #expect(Self.receiveWhole(&machine, 0).last == "land(0)")
+    // File 0 still lands: file 1 is not "before file 0 ended".
+    let second = Self.receiveWhole(&machine, 1)
+    #expect(second.first == "open(1)" && second.last == "land(1)", "\(second)")
+    #expect(
+      Self.run(&machine) { $0.landed(1, .settled(.placed(Self.destination)), into: &$1) }
+        == ["done(1)", "ack(1, stored)", "ackTimer"])
+    #expect(
+      Self.run(&machine) { $0.landed(0, .settled(.skipped(ownedBySender: false)), into: &$1) }
+        == ["done(0)", "ack(0, stored)", "releaseNames(2)", "finish(ok)"])
+    // A second word for a file that landed: nothing.
+    #expect(
+      Self.run(&machine) { $0.landed(0, .corrupt, into: &$1) }.isEmpty)
+  }
+
+  @Test(
+    "nothing more may come for a landing file: its bytes are a violation, a second end is ignored")
+  func landingIsFinal() {
+    var machine = Self.accepted([Self.file("a"), Self.file("b")])
+    _ = Self.receiveWhole(&machine, 0)
+    #expect(
+      Self.run(&machine) { $0.fileEnded(0, digest: [1], now: Self.now, into: &$1) }.isEmpty)
+    let again = Self.run(&machine) {
+      $0.data(0, count: 1, hole: false, credit: 5, now: Self.now, into: &$1)
+    }
+    #expect(
+      again.contains { $0.hasPrefix("reset(failed, cannot write data for file 0, which is not") },
+      "\(again)")
+    // The violation stops the offer, but file 0 was complete: it still lands, and is reported.
+    #expect(
+      !again.contains { $0.hasPrefix("finish(") || $0.hasPrefix("failed(0") }, "\(again)")
+    #expect(again.contains { $0.hasPrefix("failed(1:") }, "\(again)")
+    let landed = Self.run(&machine) { $0.landed(0, .settled(.placed(Self.destination)), into: &$1) }
+    #expect(landed.first == "done(0)" && landed.last?.hasPrefix("finish(") == true, "\(landed)")
+    #expect(machine.isEnded)
+  }
+
+  @Test(
+    "stopped while files land: the sender is told at once, the rest fail, each landing file is reported as it lands, the offer ends after the last"
+  )
+  func stopWhileLanding() {
+    var machine = Self.accepted([Self.file("a"), Self.file("b"), Self.file("c")], openFiles: 3)
+    _ = Self.receiveWhole(&machine, 0)
+    _ = Self.receiveWhole(&machine, 1)
+    let stopped = Self.run(&machine) { $0.cancelled(into: &$1) }
+    #expect(stopped.filter { $0.hasPrefix("failed(") } == ["failed(2: \(TransferError.cancelled))"])
+    #expect(!stopped.contains { $0.hasPrefix("finish(") }, "\(stopped)")
+    // Only file 2's name goes back now: files 0 and 1 are still being moved from theirs.
+    #expect(stopped.contains("releaseNames(1)"), "\(stopped)")
+    // Stopped is stopped: a second ending, more bytes, a timer change nothing.
+    #expect(Self.run(&machine) { $0.linkClosed(reason: "gone", into: &$1) }.isEmpty)
+    #expect(
+      Self.run(&machine) {
+        $0.data(2, count: 1, hole: false, credit: 5, now: Self.now, into: &$1)
+      }.isEmpty)
+    #expect(Self.run(&machine) { $0.stallCheck(now: Self.now + .seconds(999), into: &$1) }.isEmpty)
+    #expect(
+      Self.run(&machine) { $0.landed(1, .corrupt, into: &$1) }
+        == ["remove(n1.part)", "failed(1: b: the received data is corrupt (digest mismatch))"])
+    #expect(!machine.isEnded)
+    #expect(
+      Self.run(&machine) { $0.landed(0, .settled(.placed(Self.destination)), into: &$1) }
+        == ["done(0)", "releaseNames(2)", "finish(\(TransferError.cancelled))"])
+    #expect(machine.isEnded)
   }
 }
 

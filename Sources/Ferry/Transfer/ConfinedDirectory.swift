@@ -94,7 +94,8 @@ struct ConfinedDirectory {
         attempt += 1
       }
     }
-    return URL(fileURLWithPath: parentPath + "/" + target)
+    // What was placed is a file: saying so spares Foundation a stat to find out.
+    return URL(fileURLWithPath: parentPath + "/" + target, isDirectory: false)
   }
 
   /// Creates the empty folder `path` under the root (and the folders above it) with the

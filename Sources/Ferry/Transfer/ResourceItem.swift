@@ -243,12 +243,14 @@ private func walk(
     switch status.st_mode & S_IFMT {
     case S_IFREG:
       items.append(
-        ResourceItem(url: URL(fileURLWithPath: directory + "/" + name), path: relative + "/" + name)
-      )
+        ResourceItem(
+          url: URL(fileURLWithPath: directory + "/" + name, isDirectory: false),
+          path: relative + "/" + name))
     case S_IFDIR:
       let (folder, path) = (directory + "/" + name, relative + "/" + name)
       if try !walk(folder, relative: path, into: &items, skipped: skipped) {
-        items.append(ResourceItem(folderAt: URL(fileURLWithPath: folder), path: path))
+        items.append(
+          ResourceItem(folderAt: URL(fileURLWithPath: folder, isDirectory: true), path: path))
       }
     case let kind:
       skipped(ResourceItem.Skipped(path: directory + "/" + name, reason: fileKind(kind)))

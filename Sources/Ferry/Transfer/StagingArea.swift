@@ -41,8 +41,8 @@ final class StagingArea: Sendable {
   let device: UInt64
   /// The staging directory's identity, for claims shared by offers in this process.
   private let identity: String
-  /// The destination folder the last file was placed in, still open (closed on deinit).
-  private let lastFolder = Mutex<(components: [String], fd: Int32)?>(nil)
+  /// The destination folders files were last placed in, still open for the next ones.
+  private let folders = OpenFolders(capacity: 4)
 
   /// Opens (creating, mode 0700) the staging directory under `destination` (created if needed).
   ///
@@ -91,7 +91,6 @@ final class StagingArea: Sendable {
 
   deinit {
     StagingClaims.shared.close(identity)
-    if let folder = lastFolder.withLock({ $0 }) { close(folder.fd) }
     close(fd)
   }
 
@@ -180,6 +179,31 @@ final class StagingArea: Sendable {
     return (file, UInt64(status.st_size), false)
   }
 
+  /// The staged files' names, read in one listing (cheaper than asking after thousands of
+  /// files one by one); nil when there are more than `limit` entries or the folder cannot be
+  /// read.
+  func stagedNames(limit: Int = 100_000) -> Set<String>? {
+    names(limit: limit).map { Set($0.filter { $0.hasSuffix(Self.partSuffix) }) }
+  }
+
+  /// The names in the staging folder (those that are UTF-8), nil when it cannot be listed or
+  /// holds more than `limit`.
+  private func names(limit: Int = .max) -> [String]? {
+    let listing = dup(fd)
+    guard listing >= 0, let directory = fdopendir(listing) else {
+      if listing >= 0 { close(listing) }
+      return nil
+    }
+    defer { closedir(directory) }
+    var entries: [String] = []
+    while let entry = readdir(directory) {
+      guard entries.count < limit else { return nil }
+      let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+      if let name = String(validating: bytes, as: UTF8.self) { entries.append(name) }
+    }
+    return entries
+  }
+
   /// The length of a staged file, 0 if there is none (a symlink counts as none).
   func stagedLength(_ name: String) -> UInt64 {
     var status = stat()
@@ -210,7 +234,8 @@ final class StagingArea: Sendable {
 
   /// Moves verified staged file `name` to `path` under the destination
   /// (``ConfinedDirectory/place(_:from:at:policy:in:)``). The folder it goes into stays open
-  /// for the next file, which in a walked tree is most often in the same folder.
+  /// for the next files, which in a walked tree are most often in the same folder. Any thread:
+  /// files of one offer are placed on several at once.
   ///
   /// - Returns: Where the file landed, or nil when `policy` is `.skip` and the name was taken.
   /// - Throws: ``ResourceError`` when the destination is unsafe or cannot be written.
@@ -218,13 +243,16 @@ final class StagingArea: Sendable {
     -> URL?
   {
     let parents = Array(path.components.dropLast())
-    return try lastFolder.withLock { (last) throws(ResourceError) -> URL? in
-      if last?.components != parents {
-        if let last { Glibc.close(last.fd) }
-        last = nil
-        last = (parents, try destination.openDirectory(parents[...], create: true))
-      }
-      return try destination.place(name, from: fd, at: path, policy: policy, in: last!.fd)
+    let folder: OpenFolder
+    if let open = folders.find(parents) {
+      folder = open
+    } else {
+      folder = OpenFolder(
+        components: parents, fd: try destination.openDirectory(parents[...], create: true))
+      folders.keep(folder)
+    }
+    return try withExtendedLifetime(folder) { () throws(ResourceError) -> URL? in
+      try destination.place(name, from: fd, at: path, policy: policy, in: folder.fd)
     }
   }
 
@@ -261,17 +289,7 @@ final class StagingArea: Sendable {
   @discardableResult
   func removeStale(olderThan age: Duration) -> (files: Int, bytes: UInt64) {
     var removed: (files: Int, bytes: UInt64) = (0, 0)
-    let listing = dup(fd)
-    guard listing >= 0, let directory = fdopendir(listing) else {
-      if listing >= 0 { close(listing) }
-      return removed
-    }
-    defer { closedir(directory) }
-    var entries: [String] = []
-    while let entry = readdir(directory) {
-      let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
-      if let name = String(validating: bytes, as: UTF8.self) { entries.append(name) }
-    }
+    guard let entries = names() else { return removed }
     let present = Set(entries)
     let limit = Int(Date().timeIntervalSince1970) - Int(age.components.seconds)
     for entry in entries {

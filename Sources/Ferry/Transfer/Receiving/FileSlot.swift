@@ -35,6 +35,10 @@ struct FileSlot: Sendable {
     case comparing(Comparison)
     /// Its staged file is open and its bytes arrive.
     case open
+    /// It ended and is landing: its staged file being settled against its digest and placed
+    /// (beside the offer's order), or its empty folder made. `digest` is what is reported once
+    /// it is placed (nil for a folder).
+    case landing(digest: FileDigest?)
     /// Settled, one way or another: acknowledged (or about to be).
     case done
   }
@@ -65,6 +69,12 @@ struct FileSlot: Sendable {
 
   /// Whether it still waits for anything from the sender (not settled).
   var isPending: Bool { stage != .done }
+
+  /// Whether it ended and is landing: nothing more may come for it.
+  var isLanding: Bool {
+    if case .landing = stage { return true }
+    return false
+  }
 
   /// Whether it is a held file whose digest-first FILE_END has come.
   var digestCame: Bool {

@@ -20,7 +20,7 @@ extension IncomingOffer {
       FerryLogging.logger.info(
         "removed \(Quantity.count(stale.files, "stale partial file")), \(Quantity.bytes(stale.bytes)), from the staging folder"
       )
-      events.yield(
+      emit(
         .staleStagingRemoved(
           files: stale.files, bytes: stale.bytes, destination: options.destination))
     }
@@ -79,6 +79,9 @@ extension IncomingOffer {
     var facts: [Int: Machine.FileFacts] = [:]
     // Files come folder by folder: each folder is walked to once, not once per file.
     let folders = ConfinedDirectory.FolderCache()
+    // Many files asked about: the staging folder is listed once, and only the files in it are
+    // looked at (a miss reads as nothing staged; opening it then finds and cuts what is there).
+    let listed = questions.count > 16 ? staging.stagedNames() : nil
     for question in questions {
       let slot = slots[question.index]
       var found = Machine.FileFacts()
@@ -92,7 +95,7 @@ extension IncomingOffer {
           at: slot.path, from: sender, folders: folders)
       }
       if found.heldCopy == nil, !found.placedBySender, question.staged {
-        found.staged = staging.stagedLength(slot.name)
+        found.staged = listed?.contains(slot.name) == false ? 0 : staging.stagedLength(slot.name)
       }
       facts[question.index] = found
     }
@@ -165,43 +168,6 @@ extension IncomingOffer {
     machine.wrote(index, .success(()), into: &actions)
   }
 
-  /// Moves settled file `index` where it belongs: under the destination (``ConfinedDirectory``,
-  /// by descriptors only), or handed over in place when the options do not relocate. Under the
-  /// skip policy, a file whose name is taken (or with a file or a link where one of its folders
-  /// goes) is dropped here, after it was received.
-  func place(_ index: Int) -> Machine.Placement {
-    let slot = machine.slots[index]
-    guard let staging, let options = machine.options else {
-      return .failed(.cannotWrite("no staging folder"))
-    }
-    let skipping = options.conflictPolicy == .skip
-    do throws(ResourceError) {
-      guard options.relocate else {
-        if skipping, staging.destination.exists(slot.path) {
-          staging.remove(slot.name)
-          return .skipped(ownedBySender: ownedBySender(slot))
-        }
-        return .placed(try staging.handOver(slot.name))
-      }
-      guard let placed = try staging.place(slot.name, at: slot.path, policy: options.conflictPolicy)
-      else {
-        staging.remove(slot.name)
-        return .skipped(ownedBySender: ownedBySender(slot))
-      }
-      if slot.offered.size >= StagingArea.metadataThreshold {
-        staging.removeMeta(slot.name)  // only large files have one
-      }
-      writeBackEarly(staging, placed: slot.position)
-      return .placed(placed)
-    } catch {
-      staging.remove(slot.name)
-      if skipping, case .unsafeDestination = error {
-        return .skipped(ownedBySender: ownedBySender(slot))
-      }
-      return .failed(error)
-    }
-  }
-
   /// Creates empty folder `index` under the destination; under the skip policy, something at
   /// its name (or a file or link in its way) leaves it as it is.
   func makeFolder(_ index: Int) -> Machine.Placement {
@@ -221,29 +187,5 @@ extension IncomingOffer {
       }
       return .failed(error)
     }
-  }
-
-  /// Every ``writeBackStep`` of small files placed, starts writing the filesystem back in the
-  /// background (syncfs(2) on a queue of its own, one at a time), so that the offer's last
-  /// flush — which alone says the files are safe — has little left to do.
-  private func writeBackEarly(_ staging: StagingArea, placed bytes: UInt64) {
-    guard bytes < StagingArea.metadataThreshold else { return }  // large ones are fsync'd
-    placedSinceWriteBack += 1
-    guard placedSinceWriteBack >= Self.writeBackStep, writingBack.claim() else { return }
-    placedSinceWriteBack = 0
-    let writingBack = self.writingBack
-    DispatchQueue.global(qos: .utility).async {
-      _ = ferry_syncfs(staging.fd)
-      writingBack.release()
-    }
-  }
-
-  /// How many small files are placed between two early write-backs.
-  static let writeBackStep = 2048
-
-  /// Whether what is at `slot`'s name is a file this sender placed (what it may be told).
-  private func ownedBySender(_ slot: FileSlot) -> Bool {
-    !slot.offered.isFolder
-      && staging?.destination.holdsFile(at: slot.path, from: peer.fingerprint.bytes) == true
   }
 }

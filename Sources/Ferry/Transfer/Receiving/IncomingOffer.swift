@@ -40,8 +40,16 @@ final class IncomingOffer: @unchecked Sendable {
   // Executor-confined.
   var machine: Machine
   var staging: StagingArea?
-  /// The staged files open now.
+  /// The staged files open now (those landing beside the executor are not: they were handed
+  /// over).
   var files: [Int: StagedFile] = [:]
+  /// How many of this offer's files land beside the executor now.
+  var landingBeside = 0
+  /// Events for the application not yielded yet: those of one turn of the executor go out
+  /// together, so that its reader is woken once for them, not once per file.
+  private var outbox: [ResourceEvent] = []
+  /// Whether a turn that yields ``outbox`` at its end is running.
+  private var inTurn = false
   /// The piece of data the event being handled brought.
   var piece: StagedFile.Piece?
   weak var question: ResourceOffer?
@@ -136,6 +144,11 @@ final class IncomingOffer: @unchecked Sendable {
       defer { inbox.removeAll(keepingCapacity: true) }
       return inbox
     }
+    inTurn = true
+    defer {
+      inTurn = false
+      yieldEvents()
+    }
     for item in items {
       switch item {
       case .data(let index, let piece, let credit):
@@ -188,6 +201,20 @@ final class IncomingOffer: @unchecked Sendable {
       perform(action, &actions)
     }
     self.actions = actions
+    if !inTurn { yieldEvents() }
+  }
+
+  /// Queues `event` for the application, yielded at the end of the executor's turn. On the
+  /// executor.
+  func emit(_ event: ResourceEvent) {
+    outbox.append(event)
+  }
+
+  /// Yields the events queued, in order. On the executor.
+  private func yieldEvents() {
+    guard !outbox.isEmpty else { return }
+    for event in outbox { events.yield(event) }
+    outbox.removeAll(keepingCapacity: true)
   }
 
   /// Performs one action; any result goes back to the machine, whose actions join `actions`.
@@ -198,7 +225,7 @@ final class IncomingOffer: @unchecked Sendable {
     case .reportAccepted(let skipped): reportAccepted(skipped: skipped)
     case .reportStarted(let index):
       guard let progress else { return }
-      events.yield(.started(name: offered[index].path, peer: peer, progress: progress.file(index)))
+      emit(.started(name: offered[index].path, peer: peer, progress: progress.file(index)))
     case .conclude(let conclusion): report(conclusion)
     case .reportRefused(let error): reportRefused(error)
     case .openStaging(let options): openStaging(options, &actions)
@@ -232,12 +259,9 @@ final class IncomingOffer: @unchecked Sendable {
       machine.heldCopyChecked(index, stillThere: there, into: &actions)
     case .open(let index): open(index, &actions)
     case .write(let index): write(index, &actions)
-    case .settle(let index, let digest):
-      guard let file = files.removeValue(forKey: index) else { return }
-      let settlement = file.settle(digest: digest, sender: peer.fingerprint.bytes)
-      machine.settled(index, settlement, digest: digest, into: &actions)
-    case .place(let index): machine.placed(index, place(index), into: &actions)
-    case .makeFolder(let index): machine.placed(index, makeFolder(index), into: &actions)
+    case .land(let index, let digest): land(index, digest: digest, &actions)
+    case .makeFolder(let index):
+      machine.landed(index, .settled(makeFolder(index)), into: &actions)
     case .discard(let index): files.removeValue(forKey: index)?.discard()
     case .removeStaged(let name): staging?.remove(name)
     case .sendAccept(let offsets, let held): frontEnd.accept(offsets: offsets, held: held)
@@ -307,15 +331,14 @@ final class IncomingOffer: @unchecked Sendable {
     self.transfer = transfer
     for index in skipped {
       progress.complete(index)
-      events.yield(
-        .finished(name: offered[index].path, peer: peer, result: .success(nil), digest: nil))
+      emit(.finished(name: offered[index].path, peer: peer, result: .success(nil), digest: nil))
     }
     for (index, slot) in machine.slots.enumerated() {
       if case .receive(let offset) = slot.plan, offset > 0 {
         progress.advance(index, to: offset, uncrossed: offset)
       }
     }
-    events.yield(.offerReceived(transfer))
+    emit(.offerReceived(transfer))
   }
 
   /// File `index`'s verdict, for the application.
@@ -327,9 +350,9 @@ final class IncomingOffer: @unchecked Sendable {
     if conclusion.identical, case .success(let url?) = conclusion.result,
       let digest = conclusion.digest
     {
-      events.yield(.identical(name: offered[index].path, peer: peer, at: url, digest: digest))
+      emit(.identical(name: offered[index].path, peer: peer, at: url, digest: digest))
     } else {
-      events.yield(
+      emit(
         .finished(
           name: offered[index].path, peer: peer, result: conclusion.result,
           digest: conclusion.digest))
@@ -342,7 +365,7 @@ final class IncomingOffer: @unchecked Sendable {
     )
     // Never asked about: its question closes here.
     if question == nil, case .asking(let open, _) = reception { open.close() }
-    events.yield(.offerRefused(peer: peer, files: offered.count, error: .resource(error)))
+    emit(.offerRefused(peer: peer, files: offered.count, error: .resource(error)))
   }
 
   // MARK: The end
@@ -362,6 +385,8 @@ final class IncomingOffer: @unchecked Sendable {
     for file in files.values { file.discard() }
     files = [:]
     staging?.removeIfEmpty()
+    // The files' events go out before the offer's end does.
+    yieldEvents()
     let (gathered, events) = (acks, self.events)
     acks = []
     let outcome = error ?? flushFailure

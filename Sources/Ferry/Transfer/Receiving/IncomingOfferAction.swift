@@ -62,12 +62,12 @@ enum IncomingOfferAction: Sendable {
   /// Write the piece given with the event to file `index`'s staging file:
   /// ``IncomingOfferStateMachine/wrote(_:_:)``.
   case write(Int)
-  /// Close file `index`'s staging file, checked against `digest`:
-  /// ``IncomingOfferStateMachine/settled(_:_:)``.
-  case settle(Int, digest: [UInt8])
-  /// Place settled file `index` as the options say: ``IncomingOfferStateMachine/placed(_:_:)``.
-  case place(Int)
-  /// Create empty folder `index`: ``IncomingOfferStateMachine/placed(_:_:)``.
+  /// Land file `index`: settle its staging file (checked against `digest`, closed) and, if it
+  /// holds what was sent, place it as the options say — beside the offer's order, several
+  /// files at once, so that its result may come after later files' events:
+  /// ``IncomingOfferStateMachine/landed(_:_:into:)``.
+  case land(Int, digest: [UInt8])
+  /// Create empty folder `index`: ``IncomingOfferStateMachine/landed(_:_:into:)``.
   case makeFolder(Int)
   /// Close file `index`'s staging file without settling it (it keeps its bytes).
   case discard(Int)

@@ -50,16 +50,18 @@ extension IncomingOfferStateMachine {
   }
 
   /// Stops receiving: the files open keep their staged bytes (for a resume) — but a streamed
-  /// one, which cannot resume, and a corrupt one — and nothing more is placed; every file not
-  /// settled fails with `error`. The sender is told unless it is the one who stopped: what it
-  /// did wrong (`saying`), or why in words that name nothing of this machine's own files.
+  /// one, which cannot resume, and a corrupt one — and nothing more is opened; every file not
+  /// settled fails with `error`, but those already landing (complete, being settled and
+  /// placed), which are reported as they land, the offer ending after the last. The sender is
+  /// told unless it is the one who stopped: what it did wrong (`saying`), or why in words that
+  /// name nothing of this machine's own files.
   mutating func abandon(
     _ error: TransferError, notify: Bool, saying: String? = nil, into actions: inout [Action]
   ) {
     let receiving: Receiving?
     let slots: [FileSlot]
     switch state {
-    case .idle, .ended, .modifying:
+    case .idle, .ended, .modifying, .stopping:
       return
     case .deciding(let offer):
       (receiving, slots) = (nil, offer.slots)
@@ -68,7 +70,14 @@ extension IncomingOfferStateMachine {
     case .receiving(let accepted):
       (receiving, slots) = (accepted, accepted.slots)
     }
-    state = .ended
+    let landing = Set(slots.indices.filter { receiving != nil && slots[$0].isLanding })
+    if let receiving, !landing.isEmpty {
+      let names = landing.map { slots[$0] }.filter(\.claimed).map(\.name)
+      state = .stopping(
+        Stopping(slots: receiving.slots, error: error, landing: landing, names: names))
+    } else {
+      state = .ended
+    }
     actions.append(.log("stopped: \(error)"))
     actions.append(.withdrawQuestion)
     var corrupt = false
@@ -79,7 +88,8 @@ extension IncomingOfferStateMachine {
         actions.append(.removeStaged(slots[index].name))
       }
     }
-    for index in slots.indices where receiving != nil && slots[index].isPending {
+    for index in slots.indices
+    where receiving != nil && slots[index].isPending && !landing.contains(index) {
       actions.append(
         .conclude(
           Action.Conclusion(index: index, result: .failure(error), digest: nil, identical: false)))
@@ -95,11 +105,11 @@ extension IncomingOfferStateMachine {
       }
       actions.append(.reset(error == .cancelled ? .cancelled : .failed, reason: reason))
     }
-    giveBack(slots, into: &actions)
-    if receiving != nil {
-      actions.append(.finish(error: error))
-    } else {
+    giveBack(landing.isEmpty ? slots : slots.filter { !$0.isLanding }, into: &actions)
+    if receiving == nil {
       actions.append(.closeChannel)
+    } else if landing.isEmpty {
+      actions.append(.finish(error: error))
     }
   }
 

@@ -45,7 +45,7 @@ extension IncomingOfferStateMachine {
     let verdict = update { receiving -> Verdict in
       receiving.lastHeard = now
       guard receiving.slots.indices.contains(index), receiving.slots[index].isPending,
-        !receiving.slots[index].offered.isFolder
+        !receiving.slots[index].isLanding, !receiving.slots[index].offered.isFolder
       else { return .unexpected }
       let slot = receiving.slots[index]
       if slot.digestCame { return .uncompared }
@@ -79,9 +79,9 @@ extension IncomingOfferStateMachine {
     let openFiles = configuration.openFiles
     let verdict = update { receiving -> Verdict in
       receiving.lastHeard = now
-      guard receiving.slots.indices.contains(index), receiving.slots[index].isPending else {
-        return .ignore
-      }
+      guard receiving.slots.indices.contains(index), receiving.slots[index].isPending,
+        !receiving.slots[index].isLanding
+      else { return .ignore }
       let slot = receiving.slots[index]
       if case .comparing(var comparison) = slot.stage, comparison.theirs == nil {
         // A held file's digest, sent first.
@@ -119,6 +119,7 @@ extension IncomingOfferStateMachine {
   /// Takes `pending` as far as it goes: space for a held file sent whole, its staging file
   /// opened, room ahead of a streamed file, then the write — or the settling of its end.
   private mutating func proceed(_ pending: Pending, into actions: inout [Action]) {
+    let checksum = configuration.checksum
     let next = update { receiving -> Action in
       let index = pending.index
       let slot = receiving.slots[index]
@@ -129,7 +130,8 @@ extension IncomingOfferStateMachine {
       if let digest = pending.end {
         receiving.pendingData = nil
         receiving.open.removeAll { $0 == index }
-        return .settle(index, digest: digest)
+        receiving.slots[index].stage = .landing(digest: FileDigest(checksum, digest))
+        return .land(index, digest: digest)
       }
       if slot.offered.isStreamed, slot.position + pending.count > slot.reservedUpTo {
         return .reserve(Self.streamStep, for: .stream(index))
@@ -295,30 +297,81 @@ extension IncomingOfferStateMachine {
     flushAcks(into: &actions)
   }
 
-  // MARK: Settling
+  // MARK: Landing
 
-  /// File `index` was closed and checked against its digest.
-  mutating func settled(
-    _ index: Int, _ settlement: StagedFile.Settlement, digest: [UInt8],
-    into actions: inout [Action]
+  /// File `index` landed (``IncomingOfferAction/land(_:digest:)``, or an empty folder's
+  /// ``IncomingOfferAction/makeFolder(_:)``), in whatever order files land: stored; skipped
+  /// under the skip policy (the sender hears "skipped" only when what is there is a file it
+  /// placed itself — what it may know — and otherwise "stored", as for a file stored under
+  /// another name, so that it cannot probe for names put there by anyone else); corrupt; or
+  /// failed. An offer that stopped meanwhile reports it as it landed and ends after the last.
+  mutating func landed(_ index: Int, _ landing: Landing, into actions: inout [Action]) {
+    if case .stopping = state { return landedAfterStop(index, landing, into: &actions) }
+    guard isReceiving, slots.indices.contains(index),
+      case .landing(let digest) = slots[index].stage
+    else { return }
+    let verdict = Self.verdict(of: landing, for: slots[index], digest: digest, configuration)
+    if verdict.removeStaged { actions.append(.removeStaged(slots[index].name)) }
+    conclude(
+      index, verdict.status, reason: verdict.reason, result: verdict.result,
+      digest: verdict.digest, toPeer: verdict.toPeer, into: &actions)
+  }
+
+  /// A file that was landing when the offer stopped has landed: the application hears how
+  /// (the sender, told the offer stopped, hears nothing more); after the last one, the offer
+  /// ends.
+  private mutating func landedAfterStop(
+    _ index: Int, _ landing: Landing, into actions: inout [Action]
   ) {
-    guard isReceiving else { return }
-    let path = offered[index].path
-    switch settlement {
+    guard case .stopping(var stopping) = state, stopping.landing.contains(index),
+      case .landing(let digest) = stopping.slots[index].stage
+    else { return }
+    let slot = stopping.slots[index]
+    let verdict = Self.verdict(of: landing, for: slot, digest: digest, configuration)
+    if verdict.removeStaged { actions.append(.removeStaged(slot.name)) }
+    if slot.promised > 0 { actions.append(.release(slot.promised)) }
+    stopping.slots[index].promised = 0
+    stopping.slots[index].stage = .done
+    stopping.landing.remove(index)
+    actions.append(
+      .conclude(
+        Action.Conclusion(
+          index: index, result: verdict.result, digest: verdict.digest, identical: false)))
+    guard stopping.landing.isEmpty else {
+      state = .stopping(stopping)
+      return
+    }
+    state = .ended
+    if !stopping.names.isEmpty { actions.append(.releaseNames(stopping.names)) }
+    actions.append(.finish(error: stopping.error))
+  }
+
+  /// What a landing comes to: for the sender (`status`, or `toPeer`, with `reason`), for the
+  /// application (`result`, `digest`), and whether the staged file goes.
+  private static func verdict(
+    of landing: Landing, for slot: FileSlot, digest: FileDigest?, _ configuration: Configuration
+  ) -> (
+    status: ResourceMessage.FileStatus, toPeer: ResourceMessage.FileStatus?, reason: String,
+    result: Result<URL?, TransferError>, digest: FileDigest?, removeStaged: Bool
+  ) {
+    let path = slot.offered.path
+    switch landing {
     case .corrupt:
-      actions.append(.removeStaged(slots[index].name))
-      conclude(
-        index, .corrupt, reason: "\(configuration.checksum.rawValue) digest mismatch",
-        result: .failure(.resource(.integrityCheckFailed(path: path))), into: &actions)
+      return (
+        .corrupt, nil, "\(configuration.checksum.rawValue) digest mismatch",
+        .failure(.resource(.integrityCheckFailed(path: path))), nil, true
+      )
     case .failed(let reason):
-      actions.append(.removeStaged(slots[index].name))
-      conclude(
-        index, .failed, reason: Self.notStored,
-        result: .failure(.resource(.cannotWrite("\(path): \(reason)"))), into: &actions)
-    case .settled:
-      let settled = FileDigest(configuration.checksum, digest)
-      update { $0.settledDigest = settled }
-      actions.append(.place(index))
+      return (
+        .failed, nil, notStored, .failure(.resource(.cannotWrite("\(path): \(reason)"))), nil,
+        true
+      )
+    case .settled(.placed(let url)):
+      return (.stored, nil, "", .success(url), digest, false)
+    case .settled(.skipped(let owned)):
+      return (.skipped, owned ? .skipped : .stored, "", .success(nil), digest, false)
+    case .settled(.failed(let error)):
+      return (.failed, nil, notStored, .failure(.resource(error)), nil, false)
     }
   }
 
@@ -335,33 +388,8 @@ extension IncomingOfferStateMachine {
     guard options.relocate else {
       return conclude(index, .skipped, reason: "", result: .success(nil), into: &actions)
     }
-    update { $0.settledDigest = nil }
+    update { $0.slots[index].stage = .landing(digest: nil) }
     actions.append(.makeFolder(index))
-  }
-
-  /// Settled file (or empty folder) `index` was placed: stored; skipped under the skip policy
-  /// (the sender hears "skipped" only when what is there is a file it placed itself — what it
-  /// may know — and otherwise "stored", as for a file stored under another name, so that it
-  /// cannot probe for names put there by anyone else); or it failed.
-  mutating func placed(_ index: Int, _ placement: Placement, into actions: inout [Action]) {
-    guard
-      let digest = update({ receiving -> FileDigest? in
-        defer { receiving.settledDigest = nil }
-        return receiving.settledDigest
-      })
-    else { return }
-    switch placement {
-    case .placed(let url):
-      conclude(index, .stored, reason: "", result: .success(url), digest: digest, into: &actions)
-    case .skipped(let owned):
-      conclude(
-        index, .skipped, reason: "", result: .success(nil), digest: digest,
-        toPeer: owned ? .skipped : .stored, into: &actions)
-    case .failed(let error):
-      conclude(
-        index, .failed, reason: Self.notStored, result: .failure(.resource(error)),
-        into: &actions)
-    }
   }
 
   /// Settles file `index`: its space goes back, the application hears of it (`status`,

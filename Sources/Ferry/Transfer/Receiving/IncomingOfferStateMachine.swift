@@ -49,7 +49,17 @@ struct IncomingOfferStateMachine {
     var staged: UInt64 = 0
   }
 
-  /// How a settled file's placing came out (``placed(_:_:)``).
+  /// How a file's landing came out (``landed(_:_:into:)``).
+  enum Landing: Sendable {
+    /// Its size or bytes do not match what the sender announced: its staged file goes.
+    case corrupt
+    /// It could not be settled (a system call failed, `reason`): its staged file goes.
+    case failed(String)
+    /// Settled — complete, checked, closed — and then placed (or not) as `placement` says.
+    case settled(Placement)
+  }
+
+  /// How a settled file's (or an empty folder's) placing came out.
   enum Placement: Sendable {
     /// It is at this URL (placed, handed over, or the folder created).
     case placed(URL)
@@ -88,6 +98,9 @@ struct IncomingOfferStateMachine {
     case staging(Staging)
     /// Accepted: files arrive.
     case receiving(Receiving)
+    /// Stopped early while files were landing: nothing more is taken from the sender; each of
+    /// them is reported as it lands, and the offer ends after the last.
+    case stopping(Stopping)
     /// Over: nothing more happens.
     case ended
     /// Only while an event changes the state in place (no copy of the slots).
@@ -133,8 +146,17 @@ struct IncomingOfferStateMachine {
     var lastHeard: ContinuousClock.Instant
     /// What came for a file and waits for it to be opened, or for its space.
     var pendingData: Pending?
-    /// The digest of the file being placed (settled, checked).
-    var settledDigest: FileDigest?
+  }
+
+  /// An accepted offer stopped while files were landing.
+  struct Stopping {
+    var slots: [FileSlot]
+    /// Why it stopped: the offer's error once the last file landed.
+    let error: TransferError
+    /// The files still landing.
+    var landing: Set<Int>
+    /// The staging names of the files that were landing, given back at the end.
+    let names: [String]
   }
 
   /// How long an offer waits for another offer of the same sender to let go of a staged file.
@@ -174,6 +196,7 @@ struct IncomingOfferStateMachine {
     case .deciding(let offer): return offer.slots
     case .staging(let staging): return staging.slots
     case .receiving(let receiving): return receiving.slots
+    case .stopping(let stopping): return stopping.slots
     case .idle, .ended, .modifying: return []
     }
   }

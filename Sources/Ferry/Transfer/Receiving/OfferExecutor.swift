@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 
 /// Where an offer's work runs, in order and off the event loop: a serial `DispatchQueue`, or (in
@@ -11,12 +12,20 @@ protocol OfferExecutor: Sendable {
   /// Runs long `work` (hashing a held file) outside this executor's order, so that the offer's
   /// frames and timers do not wait for it; `work` hands its result back with ``run(_:)``.
   func runDetached(_ work: @escaping @Sendable () -> Void)
+  /// Runs short disk work of one file (settling and placing it) beside this executor, several
+  /// at once; `work` hands its result back with ``run(_:)``.
+  func runBeside(_ work: @escaping @Sendable () -> Void)
 }
 
 extension OfferExecutor {
   /// An executor of the caller's own thread runs detached work as it runs delayed work: later,
   /// on that thread.
   func runDetached(_ work: @escaping @Sendable () -> Void) {
+    run(after: .zero, work)
+  }
+
+  /// An executor of the caller's own thread runs work beside it as it runs delayed work.
+  func runBeside(_ work: @escaping @Sendable () -> Void) {
     run(after: .zero, work)
   }
 }
@@ -37,6 +46,12 @@ extension DispatchQueue: OfferExecutor {
   func runDetached(_ work: @escaping @Sendable () -> Void) {
     DetachedWork.shared.submit(work)
   }
+
+  /// On ``DetachedWork/landing``: at most as many files land at once in the process as it
+  /// has processors (two at least).
+  func runBeside(_ work: @escaping @Sendable () -> Void) {
+    DetachedWork.landing.submit(work)
+  }
 }
 
 /// The long work of every incoming offer in the process (hashing held files), at most
@@ -44,6 +59,8 @@ extension DispatchQueue: OfferExecutor {
 /// open, this side hashes on that many threads at most.
 final class DetachedWork: Sendable {
   static let shared = DetachedWork(width: 2)
+  /// Where files land (``OfferExecutor/runBeside(_:)``): short work, apart from the long.
+  static let landing = DetachedWork(width: max(2, ProcessInfo.processInfo.activeProcessorCount))
 
   /// Jobs running at once.
   let width: Int

@@ -1,0 +1,122 @@
+import CFerrySystem
+import Dispatch
+import FerryWire
+import Foundation
+
+/// Landing files: each complete file's staging file settled against its digest and placed
+/// under the destination — beside the offer's executor, a few at once, so that receiving the
+/// next files does not wait for the kernel's work on the last ones.
+extension IncomingOffer {
+  /// How many of one offer's files land beside its executor at once; the next one lands on
+  /// the executor itself. Bounds the descriptors an offer holds open.
+  static let landingAtOnce = 4
+
+  /// Lands file `index` (its end came with `digest`): beside the executor while fewer than
+  /// ``landingAtOnce`` of this offer's files land there, else at once. On the executor.
+  func land(_ index: Int, digest: [UInt8], _ actions: inout [Machine.Action]) {
+    guard let file = files.removeValue(forKey: index), let staging, let options = machine.options
+    else {
+      return machine.landed(index, .failed("its staging file is not open"), into: &actions)
+    }
+    let lander = Lander(
+      staging: staging, options: options, sender: peer.fingerprint.bytes,
+      slot: machine.slots[index])
+    guard landingBeside < Self.landingAtOnce else {
+      let landing = lander.land(file, digest: digest)
+      noteLanded(index, landing)
+      return machine.landed(index, landing, into: &actions)
+    }
+    landingBeside += 1
+    let handed = HandedFile(file: file)
+    executor.runBeside { [self] in
+      let landing = lander.land(handed.file, digest: digest)
+      executor.run {
+        self.landingBeside -= 1
+        self.noteLanded(index, landing)
+        self.run { $0.landed(index, landing, into: &$1) }
+      }
+    }
+  }
+
+  /// Counts small files placed, and every ``writeBackStep`` of them starts writing the
+  /// filesystem back in the background (syncfs(2) on a queue of its own, one at a time), so
+  /// that the offer's last flush — which alone says the files are safe — has little left to
+  /// do. On the executor.
+  private func noteLanded(_ index: Int, _ landing: Machine.Landing) {
+    guard case .settled(.placed) = landing, machine.options?.relocate == true, let staging,
+      machine.slots[index].position < StagingArea.metadataThreshold  // large ones are fsync'd
+    else { return }
+    placedSinceWriteBack += 1
+    guard placedSinceWriteBack >= Self.writeBackStep, writingBack.claim() else { return }
+    placedSinceWriteBack = 0
+    let writingBack = self.writingBack
+    DispatchQueue.global(qos: .utility).async {
+      _ = ferry_syncfs(staging.fd)
+      writingBack.release()
+    }
+  }
+
+  /// How many small files are placed between two early write-backs.
+  static let writeBackStep = 2048
+}
+
+/// A staged file handed whole to the thread that lands it: the executor forgot it first
+/// (``IncomingOffer/files``), so one thread at a time uses it.
+private struct HandedFile: @unchecked Sendable {
+  let file: StagedFile
+}
+
+/// What landing one file needs, copied from the offer: usable on any thread.
+struct Lander: Sendable {
+  let staging: StagingArea
+  let options: ReceiveOptions
+  /// The sender's fingerprint (it names the files it placed).
+  let sender: [UInt8]
+  let slot: FileSlot
+
+  /// Settles `file` against `digest` and, if it holds what was sent, places it.
+  func land(_ file: StagedFile, digest: [UInt8]) -> IncomingOfferStateMachine.Landing {
+    switch file.settle(digest: digest, sender: sender) {
+    case .corrupt: return .corrupt
+    case .failed(let reason): return .failed(reason)
+    case .settled: return .settled(place())
+    }
+  }
+
+  /// Moves the settled file where it belongs: under the destination (``ConfinedDirectory``, by
+  /// descriptors only), or handed over in place when the options do not relocate. Under the
+  /// skip policy, a file whose name is taken (or with a file or a link where one of its folders
+  /// goes) is dropped here, after it was received.
+  private func place() -> IncomingOfferStateMachine.Placement {
+    let skipping = options.conflictPolicy == .skip
+    do throws(ResourceError) {
+      guard options.relocate else {
+        if skipping, staging.destination.exists(slot.path) {
+          staging.remove(slot.name)
+          return .skipped(ownedBySender: ownedBySender())
+        }
+        return .placed(try staging.handOver(slot.name))
+      }
+      guard let placed = try staging.place(slot.name, at: slot.path, policy: options.conflictPolicy)
+      else {
+        staging.remove(slot.name)
+        return .skipped(ownedBySender: ownedBySender())
+      }
+      if slot.offered.size >= StagingArea.metadataThreshold {
+        staging.removeMeta(slot.name)  // only large files have one
+      }
+      return .placed(placed)
+    } catch {
+      staging.remove(slot.name)
+      if skipping, case .unsafeDestination = error {
+        return .skipped(ownedBySender: ownedBySender())
+      }
+      return .failed(error)
+    }
+  }
+
+  /// Whether what is at the file's name is a file this sender placed (what it may be told).
+  private func ownedBySender() -> Bool {
+    !slot.offered.isFolder && staging.destination.holdsFile(at: slot.path, from: sender)
+  }
+}
