@@ -15,34 +15,37 @@ enum JSONValue: Sendable, Equatable {
 
   /// The compact JSON text.
   var serialized: String {
-    var out = ""
+    var out: [UInt8] = []
+    out.reserveCapacity(256)
     write(to: &out)
-    return out
+    return String(decoding: out, as: UTF8.self)
   }
 
-  private func write(to out: inout String) {
+  /// Appends the compact JSON text's UTF-8 bytes to `out` (bytes, not `String` appends: an
+  /// NDJSON line per file is on a receiver's hot path).
+  private func write(to out: inout [UInt8]) {
     switch self {
-    case .string(let string): writeString(string, to: &out)
-    case .int(let value): out += String(value)
-    case .double(let value): out += value.isFinite ? String(value) : "null"
-    case .bool(let value): out += value ? "true" : "false"
-    case .null: out += "null"
+    case .string(let string): Self.writeString(string, to: &out)
+    case .int(let value): out += String(value).utf8
+    case .double(let value): out += (value.isFinite ? String(value) : "null").utf8
+    case .bool(let value): out += (value ? "true" : "false").utf8
+    case .null: out += "null".utf8
     case .array(let values):
-      out += "["
+      out.append(UInt8(ascii: "["))
       for (index, value) in values.enumerated() {
-        if index > 0 { out += "," }
+        if index > 0 { out.append(UInt8(ascii: ",")) }
         value.write(to: &out)
       }
-      out += "]"
+      out.append(UInt8(ascii: "]"))
     case .object(let members):
-      out += "{"
+      out.append(UInt8(ascii: "{"))
       for (index, (key, value)) in members.enumerated() {
-        if index > 0 { out += "," }
-        writeString(key, to: &out)
-        out += ":"
+        if index > 0 { out.append(UInt8(ascii: ",")) }
+        Self.writeString(key, to: &out)
+        out.append(UInt8(ascii: ":"))
         value.write(to: &out)
       }
-      out += "}"
+      out.append(UInt8(ascii: "}"))
     }
   }
 
@@ -59,32 +62,39 @@ enum JSONValue: Sendable, Equatable {
     }
   }
 
-  private func writeString(_ string: String, to out: inout String) {
-    out += "\""
-    // Most strings (paths, digests, names) are printable ASCII with nothing to escape: one
-    // append, not one per character.
-    if string.utf8.allSatisfy({ (0x20..<0x7F).contains($0) && $0 != 0x22 && $0 != 0x5C }) {
-      out += string
-      out += "\""
+  private static func writeString(_ string: String, to out: inout [UInt8]) {
+    out.append(UInt8(ascii: "\""))
+    // Most strings (paths, digests, names) are printable ASCII with nothing to escape: copied
+    // as they are, not one scalar at a time.
+    var plain = string
+    let copied = plain.withUTF8 { bytes -> Bool in
+      guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) else {
+        return false
+      }
+      out.append(contentsOf: bytes)
+      return true
+    }
+    if copied {
+      out.append(UInt8(ascii: "\""))
       return
     }
     for scalar in string.unicodeScalars {
       switch scalar {
-      case "\"": out += "\\\""
-      case "\\": out += "\\\\"
-      case "\n": out += "\\n"
-      case "\r": out += "\\r"
-      case "\t": out += "\\t"
-      case _ where Self.escapes(scalar):
+      case "\"": out += #"\""#.utf8
+      case "\\": out += #"\\"#.utf8
+      case "\n": out += #"\n"#.utf8
+      case "\r": out += #"\r"#.utf8
+      case "\t": out += #"\t"#.utf8
+      case _ where escapes(scalar):
         // Beyond the BMP (tag characters): as a UTF-16 surrogate pair, as JSON requires.
         for unit in String(scalar).utf16 {
           let hex = String(unit, radix: 16)
-          out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+          out += ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).utf8
         }
-      default: out.unicodeScalars.append(scalar)
+      default: UTF8.encode(scalar) { out.append($0) }
       }
     }
-    out += "\""
+    out.append(UInt8(ascii: "\""))
   }
 }
 
