@@ -28,13 +28,12 @@ struct CLIBatchPartsTests {
     let type = Harness.uniqueServiceType()
     let destination = try temporaryDirectory("parts-dst")
     let folder = try Self.makeTree("parts-src")
-    let receiver = try ChildProcess.ferry(
+    let receiver = try await ReceiverProcess.start(
       [
-        "receive", "--yes", "--once", "--json", "--dir", destination.path, "--service", type,
-        "--name", "inbox",
-      ],
-      environment: ["FERRY_HOME": Harness.freshFerryHome()])
-    _ = await receiver.waitForLine { $0.contains("\"advertising\"") }
+        "--yes", "--once", "--json", "--dir", destination.path, "--service", type, "--name",
+        "inbox",
+      ], bus: .harness
+    ).process
     let sender = try ChildProcess.ferry(
       ["send", "--json", "--to", "inbox", "--service", type, folder.path],
       environment: Self.partEnvironment.merging(["FERRY_HOME": Harness.freshFerryHome()]) {
@@ -63,11 +62,11 @@ struct CLIBatchPartsTests {
     let type = Harness.uniqueServiceType()
     let destination = try temporaryDirectory("parts-ask-dst")
     let folder = try Self.makeTree("parts-ask-src")
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--dir", destination.path, "--service", type, "--name", "asker"],
-      environment: ["FERRY_HOME": Harness.freshFerryHome()], terminal: true)
+    let receiver = try await ReceiverProcess.start(
+      ["--dir", destination.path, "--service", type, "--name", "asker"], bus: .harness,
+      terminal: true
+    ).process
     defer { receiver.signal(SIGKILL) }
-    #expect(await receiver.waitForText("Press Ctrl-C"), "\(receiver.transcript)")
     let sender = try ChildProcess.ferry(
       ["send", "--json", "--to", "asker", "--service", type, folder.path],
       environment: Self.partEnvironment.merging(["FERRY_HOME": Harness.freshFerryHome()]) {

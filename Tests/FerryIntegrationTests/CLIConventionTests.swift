@@ -7,7 +7,6 @@ import Testing
 /// a malformed command line.
 @Suite("ferry's command-line conventions", .timeLimit(.minutes(2)))
 struct CLIConventionTests {
-  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
   @Test("every option in every command's --help has an example: in its help, README or CLI.md")
   func everyOptionHasAnExample() async throws {
@@ -64,7 +63,7 @@ struct CLIConventionTests {
         "--reuid", "65534", "--regid", "65534", "--clear-groups", Harness.ferryBinary, "send",
         "-j", "--address", "127.0.0.1:9", readable.path, secret.path,
       ],
-      environment: Self.noBus.merging(["FERRY_HOME": home.path]) { $1 })
+      environment: TestEnvironment.withoutBus(home: home.path))
     #expect(result.status == 2, "\(result.stderr)")
     #expect(
       result.stderr.contains("secret.txt: permission denied"), "\(result.stderr)")
@@ -92,19 +91,17 @@ struct CLIConventionTests {
     try FileManager.default.createDirectory(at: home, withIntermediateDirectories: false)
     chown(home.path, 65_534, 65_534)
     let destination = try temporaryDirectory("partial-dst")
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--yes", "--json", "--dir", destination.path, "--name", "partial"],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    let started = try await ReceiverProcess.start(
+      ["--yes", "--json", "--dir", destination.path, "--name", "partial"], bus: .none)
+    let (receiver, port) = (started.process, started.port)
     defer { receiver.signal(SIGKILL) }
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
     let asNobody = ["--reuid", "65534", "--regid", "65534", "--clear-groups"]
     let result = try await run(
       "/usr/bin/setpriv",
       asNobody + [
         Harness.ferryBinary, "send", "-j", "--address", "127.0.0.1:\(port)", folder.path,
       ],
-      environment: Self.noBus.merging(["FERRY_HOME": home.path]) { $1 })
+      environment: TestEnvironment.withoutBus(home: home.path))
     #expect(result.status == 7, "\(result.stderr)")
     let events = result.stdout.split(separator: "\n").compactMap { jsonObject(String($0)) }
     let leftOut = events.filter { $0["event"] as? String == "left-out" }
@@ -130,7 +127,7 @@ struct CLIConventionTests {
     let nothing = try await run(
       "/usr/bin/setpriv",
       asNobody + [Harness.ferryBinary, "send", "--address", "127.0.0.1:\(port)", folder.path],
-      environment: Self.noBus.merging(["FERRY_HOME": home.path]) { $1 })
+      environment: TestEnvironment.withoutBus(home: home.path))
     #expect(nothing.status == 2, "\(nothing.stderr)")
     #expect(
       nothing.stderr.contains("nothing to send (left out: 3 unreadable paths)"), "\(nothing.stderr)"
@@ -166,7 +163,7 @@ struct CLIConventionTests {
   func usageHints() async throws {
     let folder = try temporaryDirectory("hint")
     let receive = try await run(
-      Harness.ferryBinary, ["receive", "-y", folder.path], environment: Self.noBus)
+      Harness.ferryBinary, ["receive", "-y", folder.path], environment: TestEnvironment.noBus)
     #expect(receive.status == 2)
     #expect(receive.stderr.contains("'ferry receive --dir FOLDER'"), "\(receive.stderr)")
     let json = try await run(Harness.ferryBinary, ["send", "-j", "--bogus", "x"])

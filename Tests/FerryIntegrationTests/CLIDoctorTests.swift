@@ -6,7 +6,6 @@ import Testing
 /// receiver's port.
 @Suite("ferry doctor", .timeLimit(.minutes(2)))
 struct CLIDoctorTests {
-  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
   /// The `check` events of a `ferry doctor --json` run, by name.
   static func checks(_ stdout: String) -> [String: [String: Any]] {
@@ -41,7 +40,7 @@ struct CLIDoctorTests {
 
   @Test("avahi down: the bus and avahi are problems with their fixes, exit 1; human lines too")
   func avahiDown() async throws {
-    let environment = Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 }
+    let environment = TestEnvironment.withoutBus()
     let result = try await run(Harness.ferryBinary, ["doctor", "-j"], environment: environment)
     #expect(result.status == 1)
     let checks = Self.checks(result.stdout)
@@ -53,7 +52,7 @@ struct CLIDoctorTests {
     let human = try await run(Harness.ferryBinary, ["doctor"], environment: environment)
     #expect(human.status == 1)
     #expect(
-      human.stdout.contains("PROBLEM  bus: no D-Bus system bus at /nonexistent/ferry-test-bus"),
+      human.stdout.contains("PROBLEM  bus: no D-Bus system bus at \(TestEnvironment.noBusPath)"),
       "\(human.stdout)")
     #expect(human.stdout.contains("fix: start it"), "\(human.stdout)")
     #expect(human.stdout.contains("2 problems found"), "\(human.stdout)")
@@ -83,7 +82,7 @@ struct CLIDoctorTests {
       let result = try await run(
         "/usr/sbin/ip",
         ["netns", "exec", namespace, Harness.ferryBinary, "doctor", "-j", "--port", "52000"],
-        environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+        environment: TestEnvironment.withoutBus())
       #expect(result.status == 1)
       return Self.checks(result.stdout)
     }

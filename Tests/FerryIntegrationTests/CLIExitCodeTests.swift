@@ -31,14 +31,11 @@ struct CLIExitCodeTests {
   func nameMatching() async throws {
     let type = Harness.uniqueServiceType()
     let destination = try temporaryDirectory("kitchen-dst")
-    let receiver = try ChildProcess.ferry(
-      [
-        "receive", "-y", "-j", "-d", destination.path, "--name", "Kitchen laptop", "--service",
-        type,
-      ],
-      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    let receiver = try await ReceiverProcess.start(
+      ["-y", "-j", "-d", destination.path, "--name", "Kitchen laptop", "--service", type],
+      bus: .harness
+    ).process
     defer { receiver.signal(SIGKILL) }
-    #expect(await receiver.waitForLine { $0.contains("\"advertising\"") } != nil)
     let file = try temporaryDirectory("kitchen-src").appendingPathComponent("a.txt")
     try writeFile(file, size: 10)
     let sent = try await run(
@@ -82,17 +79,12 @@ struct CLIExitCodeTests {
     let destination = try temporaryDirectory("exit-dst")
     let file = try temporaryDirectory("exit-src").appendingPathComponent("secret.txt")
     try writeFile(file, size: 1000)
-    let receiver = try ChildProcess.ferry(
-      [
-        "receive", "--yes", "--json", "--dir", destination.path, "--service", type, "--name",
-        "real",
-      ],
-      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+    let started = try await ReceiverProcess.start(
+      ["--yes", "--json", "--dir", destination.path, "--service", type, "--name", "real"],
+      bus: .harness)
+    let (receiver, port) = (started.process, started.port)
     defer { receiver.signal(SIGKILL) }
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let fields = try #require(advertising.flatMap { jsonObject($0.text) })
-    let port = try #require(fields["port"] as? Int)
-    let real = try #require(fields["fingerprint"] as? String)
+    let real = try #require(started.fingerprint)
 
     // Sixteen hex digits that are not the receiver's: refused inside the TLS handshake.
     let wrong = String(real.prefix(16).map { $0 == "0" ? "1" : "0" })
@@ -132,11 +124,11 @@ struct CLIExitCodeTests {
     let file = try temporaryDirectory("key-src").appendingPathComponent("a.txt")
     try writeFile(file, size: 10)
     let senderHome = Harness.freshFerryHome()
-    func receiver(_ label: String, once: Bool) throws -> ChildProcess {
-      try ChildProcess.ferry(
-        ["receive", "--yes", "--json", "--dir", try temporaryDirectory(label).path]
+    func receiver(_ label: String, once: Bool) async throws -> ReceiverProcess {
+      try await ReceiverProcess.start(
+        ["--yes", "--json", "--dir", try temporaryDirectory(label).path]
           + (once ? ["--once"] : []) + ["--service", type, "--name", "desk"],
-        environment: ["FERRY_HOME": Harness.freshFerryHome()])
+        bus: .harness)
     }
     func send(_ to: String) async throws -> (status: Int32, stdout: String, stderr: String) {
       try await run(
@@ -146,11 +138,10 @@ struct CLIExitCodeTests {
     }
 
     // The first 'desk' is remembered once it accepts, and trusted: its name is pinned.
-    let first = try receiver("key-first", once: true)
+    let firstStarted = try await receiver("key-first", once: true)
+    let first = firstStarted.process
     defer { first.signal(SIGKILL) }
-    let firstAdvertising = await first.waitForLine { $0.contains("\"advertising\"") }
-    let firstKey = try #require(
-      firstAdvertising.flatMap { jsonObject($0.text) }?["fingerprint"] as? String)
+    let firstKey = try #require(firstStarted.fingerprint)
     #expect(try await send("desk").status == 0)
     #expect(await first.waitForExit() == 0)
     let trusted = try await run(
@@ -158,12 +149,11 @@ struct CLIExitCodeTests {
     #expect(trusted.status == 0, "\(trusted.stderr)")
 
     // Another machine now calls itself 'desk'.
-    let second = try receiver("key-second", once: false)
+    let secondStarted = try await receiver("key-second", once: false)
+    let second = secondStarted.process
     defer { second.signal(SIGKILL) }
-    let advertising = await second.waitForLine { $0.contains("\"advertising\"") }
-    let fields = try #require(advertising.flatMap { jsonObject($0.text) })
-    try #require(fields["name"] as? String == "desk", "renamed: the first was not gone yet")
-    let key = try #require(fields["fingerprint"] as? String)
+    try #require(secondStarted.name == "desk", "renamed: the first was not gone yet")
+    let key = try #require(secondStarted.fingerprint)
 
     let refused = try await send("desk")
     #expect(refused.status == 5, "\(refused.stderr)")

@@ -100,20 +100,15 @@ struct CLIReceiveInvitationTests {
     _ = try await run(
       Harness.ferryBinary, ["trust", Identity.generate().fingerprint.hexString, "--name", "alice"],
       environment: ["FERRY_HOME": home])
-    let receiver = try ChildProcess(
-      Harness.ferryBinary,
+    let started = try await ReceiverProcess.start(
       [
-        "receive", "--accept-from", "0000000000000000", "--dir", NSTemporaryDirectory(),
-        "--service", type,
+        "--accept-from", "0000000000000000", "--dir", NSTemporaryDirectory(), "--service", type,
         "--name", "desk", "--json",
       ],
-      environment: ["FERRY_HOME": home])
+      bus: .harness, home: home)
+    let (receiver, port) = (started.process, started.port)
     defer { receiver.signal(SIGKILL) }
-    let advertising = try #require(
-      await receiver.waitForLine { $0.contains("\"advertising\"") }.flatMap { jsonObject($0.text) },
-      "\(receiver.stderr)")
-    let port = try #require(advertising["port"] as? Int)
-    let fingerprint = try Fingerprint(parsing: try #require(advertising["fingerprint"] as? String))
+    let fingerprint = try Fingerprint(parsing: try #require(started.fingerprint))
 
     let alice = try Session(identity: makeIdentity(), displayName: "alice")
     // The code is the connection's, known to the inviter before the decline.

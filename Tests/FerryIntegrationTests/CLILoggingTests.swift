@@ -5,20 +5,15 @@ import Testing
 /// Runs without avahi-daemon (no system bus): receive listens, send uses --address.
 @Suite("ferry -v and FERRY_LOG", .timeLimit(.minutes(3)))
 struct CLILoggingTests {
-  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
   /// Starts `ferry receive` and returns it with its port.
   func receiver(_ environment: [String: String], destination: URL) async throws -> (
     ChildProcess, Int
   ) {
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--yes", "--json", "--dir", destination.path, "--name", "logged"],
-      environment: Self.noBus.merging(environment) { $1 }.merging(
-        ["FERRY_HOME": Harness.freshFerryHome()]
-      ) { $1 })
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let fields = try #require(advertising.flatMap { jsonObject($0.text) }, "\(receiver.stderr)")
-    return (receiver, try #require(fields["port"] as? Int))
+    let receiver = try await ReceiverProcess.start(
+      ["--yes", "--json", "--dir", destination.path, "--name", "logged"], bus: .none,
+      environment: environment)
+    return (receiver.process, receiver.port)
   }
 
   @Test("FERRY_LOG=notice reports a refused connection; without it nothing is logged")
@@ -42,7 +37,7 @@ struct CLILoggingTests {
     try writeFile(file, size: 100)
     let sender = try await run(
       Harness.ferryBinary, ["-v", "send", "--address", "127.0.0.1:\(loggedPort)", file.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
     #expect(sender.status == 0, "\(sender.stderr)")
     #expect(sender.stderr.contains("ferry[info]"), "\(sender.stderr)")
     #expect(sender.stderr.contains(": connected"), "\(sender.stderr)")

@@ -17,13 +17,10 @@ struct CLIMultiReceiverTests {
       for receiver in receivers { receiver.signal(SIGKILL) }
     }
     for (name, destination) in [("left", left), ("right", right)] {
-      let receiver = try ChildProcess.ferry(
-        [
-          "receive", "--yes", "--json", "--dir", destination.path, "--service", type, "--name",
-          name,
-        ],
-        environment: ["FERRY_HOME": Harness.freshFerryHome()])
-      _ = await receiver.waitForLine { $0.contains("\"advertising\"") }
+      let receiver = try await ReceiverProcess.start(
+        ["--yes", "--json", "--dir", destination.path, "--service", type, "--name", name],
+        bus: .harness
+      ).process
       receivers.append(receiver)
     }
     let source = try temporaryDirectory("multi-src")

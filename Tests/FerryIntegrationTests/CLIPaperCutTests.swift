@@ -5,7 +5,6 @@ import Testing
 /// pseudo-terminal, or in the files and exit codes a script reads. Loopback, no avahi-daemon.
 @Suite("ferry's paper cuts, as a new user meets them", .timeLimit(.minutes(3)))
 struct CLIPaperCutTests {
-  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
   @Test("peers shows dates as 2026-11-25 17:20:20, never an escaped \\u{202F}, in every locale")
   func peersDates() async throws {
@@ -43,7 +42,7 @@ struct CLIPaperCutTests {
       to: config, atomically: true, encoding: .utf8)
     let doctor = try await run(
       Harness.ferryBinary, ["doctor", "--config", config.path],
-      environment: environment.merging(Self.noBus) { $1 })
+      environment: environment.merging(TestEnvironment.noBus) { $1 })
     #expect(doctor.stdout.contains("\(home.path)/inbox does not exist yet"), "\(doctor.stdout)")
   }
 
@@ -56,7 +55,7 @@ struct CLIPaperCutTests {
       try text.write(to: file, atomically: true, encoding: .utf8)
       let result = try await run(
         Harness.ferryBinary, ["receive", "--config", file.path, "--port", "0"],
-        environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+        environment: TestEnvironment.withoutBus(),
         timeout: .seconds(10))
       return (result.status, result.stderr.replacingOccurrences(of: file.path, with: "FILE"))
     }
@@ -87,7 +86,7 @@ struct CLIPaperCutTests {
   func standardOutputTerminal() async throws {
     let receiver = try ChildProcess.ferry(
       ["receive", "--stdout", "--yes"],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+      environment: TestEnvironment.withoutBus(),
       terminal: true)
     #expect(await receiver.waitForExit(timeout: .seconds(10)) == 2)
     #expect(receiver.transcript.contains("redirect it"), "\(receiver.transcript)")
@@ -95,13 +94,10 @@ struct CLIPaperCutTests {
 
   /// A receiver on a pseudo-terminal (no avahi-daemon: reached by address) and its port.
   static func terminalReceiver(_ extra: [String] = []) async throws -> (ChildProcess, Int) {
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--dir", try temporaryDirectory("paper-dst").path, "--port", "0"] + extra,
-      environment: noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+    let receiver = try await ReceiverProcess.start(
+      ["--dir", try temporaryDirectory("paper-dst").path, "--port", "0"] + extra, bus: .none,
       terminal: true)
-    #expect(await receiver.waitForText("Press Ctrl-C"), "\(receiver.transcript)")
-    let match = try #require(receiver.transcript.firstMatch(of: #/port (\d+)\. /#))
-    return (receiver, try #require(Int(match.1)))
+    return (receiver.process, receiver.port)
   }
 
   @Test(
@@ -118,7 +114,7 @@ struct CLIPaperCutTests {
       at: folder.appendingPathComponent("empty"), withIntermediateDirectories: false)
     let sender = try ChildProcess.ferry(
       ["send", "--address", "127.0.0.1:\(port)", folder.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+      environment: TestEnvironment.withoutBus(),
       terminal: true)
     defer { sender.signal(SIGKILL) }
     #expect(await sender.waitForExit() == 0, "\(sender.transcript)")
@@ -140,12 +136,10 @@ struct CLIPaperCutTests {
   @Test("JSON counts files and empty folders apart, the same in invitation, offer and both done")
   func folderCounts() async throws {
     let destination = try temporaryDirectory("paper-counts-dst")
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--yes", "--json", "--dir", destination.path, "--port", "0"],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    let receiverStarted = try await ReceiverProcess.start(
+      ["--yes", "--json", "--dir", destination.path, "--port", "0"], bus: .none)
+    let (receiver, port) = (receiverStarted.process, receiverStarted.port)
     defer { receiver.signal(SIGKILL) }
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
     let folder = try temporaryDirectory("paper-counts").appendingPathComponent("tree")
     try writeFile(folder.appendingPathComponent("a.txt"), size: 10)
     try writeFile(folder.appendingPathComponent("sub/b.txt"), size: 20)
@@ -155,7 +149,7 @@ struct CLIPaperCutTests {
     }
     let sent = try await run(
       Harness.ferryBinary, ["send", "--json", "--address", "127.0.0.1:\(port)", folder.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
     #expect(sent.status == 0, "\(sent.stderr)")
     let sendDone = try #require(
       sent.stdout.split(separator: "\n").compactMap { jsonObject(String($0)) }.last)
@@ -179,7 +173,7 @@ struct CLIPaperCutTests {
     try writeFile(file, size: 256 << 20, seed: 9)
     let sender = try ChildProcess.ferry(
       ["send", "--address", "127.0.0.1:\(proxy.port)", file.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+      environment: TestEnvironment.withoutBus(),
       terminal: true)
     defer { sender.signal(SIGKILL) }
     #expect(await sender.waitForText("/s"), "\(sender.transcript)")
@@ -197,7 +191,7 @@ struct CLIPaperCutTests {
     try writeFile(file, size: 1000, seed: 3)
     let sender = try ChildProcess.ferry(
       ["send", "--retry-for", "0", "--address", "127.0.0.1:\(port)", file.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
     #expect(await receiver.waitForText("Accept? [y/N]"), "\(receiver.transcript)")
     #expect(receiver.transcript.contains("Every sender is asked about here."))
     receiver.signal(SIGINT)
@@ -217,7 +211,7 @@ struct CLIPaperCutTests {
     func transcript(_ environment: [String: String], terminal: Bool = true) async throws -> String {
       let child = try ChildProcess.ferry(
         ["receive", "--config", config.path],
-        environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 }
+        environment: TestEnvironment.withoutBus()
           .merging(environment) { $1 }, terminal: terminal)
       #expect(await child.waitForExit(timeout: .seconds(10)) == 2)
       return terminal ? child.transcript : child.stderr
@@ -246,7 +240,7 @@ struct CLIPaperCutTests {
     ] {
       let receiver = try ChildProcess.ferry(
         ["receive", "--dir", try temporaryDirectory("banner").path, "--port", "0"] + flags,
-        environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+        environment: TestEnvironment.withoutBus())
       defer { receiver.signal(SIGKILL) }
       let banner = await receiver.waitForLine { $0.contains("Press Ctrl-C") }
       #expect(banner?.text.contains(words) == true, "\(receiver.stdout)")

@@ -8,20 +8,13 @@ import Testing
 /// the transfer's end and can be answered. Loopback, --address, no avahi-daemon.
 @Suite("ferry receive's prompt, typed at", .timeLimit(.minutes(3)))
 struct CLIPromptInputTests {
-  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
   /// A prompting receiver on a pseudo-terminal, and its port.
   func receiver(_ label: String) async throws -> (ChildProcess, URL, UInt16) {
     let destination = try temporaryDirectory("\(label)-dst")
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--dir", destination.path, "--name", "desk"],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
-      terminal: true, columns: 100)
-    #expect(await receiver.waitForText("Press Ctrl-C"), "\(receiver.transcript)")
-    let port = try #require(
-      receiver.transcript.firstMatch(of: /port (\d+)\./).flatMap { UInt16($0.1) },
-      "\(receiver.transcript)")
-    return (receiver, destination, port)
+    let receiver = try await ReceiverProcess.start(
+      ["--dir", destination.path, "--name", "desk"], bus: .none, terminal: true, columns: 100)
+    return (receiver.process, destination, try #require(UInt16(exactly: receiver.port)))
   }
 
   /// `ferry send --json` of `files` to 127.0.0.1:`port`.
@@ -29,7 +22,7 @@ struct CLIPromptInputTests {
     try ChildProcess.ferry(
       ["send", "--json", "--retry-for", "0", "--name", name, "--address", "127.0.0.1:\(port)"]
         + files.map(\.path),
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
   }
 
   func smallFile(_ label: String) throws -> URL {
@@ -62,7 +55,8 @@ struct CLIPromptInputTests {
     let (receiver, destination, port) = try await receiver("typeahead")
     defer { receiver.signal(SIGKILL) }
     receiver.type("x\u{0C}")  // a stray key and a Ctrl-L, no Enter
-    try await Task.sleep(for: .milliseconds(300))
+    // Echoed by the terminal: the keys are in its input queue before the question comes.
+    #expect(await receiver.waitForText("x^L"), "\(receiver.transcript)")
     let file = try smallFile("typeahead")
     let sender = try send([file], port: port)
     defer { sender.signal(SIGKILL) }

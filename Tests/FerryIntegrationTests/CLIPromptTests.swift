@@ -20,10 +20,10 @@ struct CLIPromptTests {
       files = [source.appendingPathComponent("report.pdf"), source.appendingPathComponent("b.txt")]
       try writeFile(files[0], size: 300_000, seed: 1)
       try writeFile(files[1], size: 12, seed: 2)
-      receiver = try ChildProcess.ferry(
-        ["receive", "--dir", destination.path, "--service", type, "--name", name],
-        environment: ["FERRY_HOME": Harness.freshFerryHome()], terminal: true)
-      #expect(await receiver.waitForText("Press Ctrl-C"), "receiver: \(receiver.transcript)")
+      receiver = try await ReceiverProcess.start(
+        ["--dir", destination.path, "--service", type, "--name", name], bus: .harness,
+        terminal: true
+      ).process
     }
 
     func send(timeout: Int = 30) throws -> ChildProcess {

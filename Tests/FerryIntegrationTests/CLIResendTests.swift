@@ -10,7 +10,6 @@ import Testing
     if: Harness.keepsUserAttributes,
     "the temporary folder's filesystem keeps no user extended attributes"))
 struct CLIResendTests {
-  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
   /// `ferry send --json --address 127.0.0.1:PORT FOLDER`, to its end: status and events.
   func send(_ folder: URL, port: Int, home: String, options: [String] = []) async throws -> (
@@ -19,7 +18,7 @@ struct CLIResendTests {
     let result = try await run(
       Harness.ferryBinary,
       ["send", "--json", "--address", "127.0.0.1:\(port)"] + options + [folder.path],
-      environment: Self.noBus.merging(["FERRY_HOME": home]) { $1 }, timeout: .seconds(90))
+      environment: TestEnvironment.withoutBus(home: home), timeout: .seconds(90))
     let events = result.stdout.split(separator: "\n").compactMap { jsonObject(String($0)) }
     return (result.status, events, result.stderr)
   }
@@ -42,12 +41,10 @@ struct CLIResendTests {
     // An empty folder travels too, with no digest.
     try FileManager.default.createDirectory(
       at: folder.appendingPathComponent("empty/inner"), withIntermediateDirectories: true)
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--yes", "--json", "--dir", destination.path, "--name", "sums"],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    let receiverStarted = try await ReceiverProcess.start(
+      ["--yes", "--json", "--dir", destination.path, "--name", "sums"], bus: .none)
+    let (receiver, port) = (receiverStarted.process, receiverStarted.port)
     defer { receiver.signal(SIGKILL) }
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
     let home = Harness.freshFerryHome()
     let sums = Dictionary(
       uniqueKeysWithValues: try names.map {
@@ -109,12 +106,10 @@ struct CLIResendTests {
         folder.appendingPathComponent("d\(index % 7)/file\(index).dat"), size: 50 + index * 97,
         seed: UInt64(index))
     }
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--yes", "--json", "--dir", destination.path, "--name", "again"],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    let receiverStarted = try await ReceiverProcess.start(
+      ["--yes", "--json", "--dir", destination.path, "--name", "again"], bus: .none)
+    let (receiver, port) = (receiverStarted.process, receiverStarted.port)
     defer { receiver.signal(SIGKILL) }
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
     let home = Harness.freshFerryHome()
 
     let first = try await send(folder, port: port, home: home)
@@ -174,15 +169,11 @@ struct CLIResendTests {
       try FileManager.default.removeItem(
         at: skipping.appendingPathComponent("batch/d3/\(name)"))
     }
-    let skipper = try ChildProcess.ferry(
-      [
-        "receive", "--yes", "--json", "--dir", skipping.path, "--name", "skipper",
-        "--on-conflict", "skip",
-      ],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    let skipperStarted = try await ReceiverProcess.start(
+      ["--yes", "--json", "--dir", skipping.path, "--name", "skipper", "--on-conflict", "skip"],
+      bus: .none)
+    let (skipper, skipPort) = (skipperStarted.process, skipperStarted.port)
     defer { skipper.signal(SIGKILL) }
-    let listening = await skipper.waitForLine { $0.contains("\"advertising\"") }
-    let skipPort = try #require(listening.flatMap { jsonObject($0.text)?["port"] as? Int })
     let fourth = try await send(folder, port: skipPort, home: home)
     #expect(fourth.status == 0, "\(fourth.stderr)")
     #expect(fourth.events.last?["identical"] as? Int == 199, "\(fourth.events.last ?? [:])")
@@ -203,12 +194,10 @@ struct CLIResendTests {
     let source = try temporaryDirectory("renamed-src")
     let notes = source.appendingPathComponent("notes.txt")
     try Data("the sender's notes, a different file\n".utf8).write(to: notes)
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--yes", "--json", "--dir", destination.path, "--name", "renamed"],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    let receiverStarted = try await ReceiverProcess.start(
+      ["--yes", "--json", "--dir", destination.path, "--name", "renamed"], bus: .none)
+    let (receiver, port) = (receiverStarted.process, receiverStarted.port)
     defer { receiver.signal(SIGKILL) }
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
     let home = Harness.freshFerryHome()
 
     let first = try await send(notes, port: port, home: home)

@@ -7,7 +7,6 @@ import Testing
 /// them on loopback (both ends see a reset); no avahi-daemon (no system bus).
 @Suite("ferry receive takes a sender back after a lost link", .timeLimit(.minutes(3)))
 struct CLIResumeGraceTests {
-  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
   /// A 1 GiB file (allocated, never written: quick to read).
   func bigFile(_ label: String) throws -> URL {
@@ -21,7 +20,7 @@ struct CLIResumeGraceTests {
   func sendAndCut(_ file: URL, through proxy: CuttableProxy) async throws -> ChildProcess {
     let sender = try ChildProcess.ferry(
       ["send", "--json", "--address", "127.0.0.1:\(proxy.port)", "--retry-for", "30", file.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
     let moving = await sender.waitForLine(timeout: .seconds(30)) {
       $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > 1 << 20
     }
@@ -33,12 +32,10 @@ struct CLIResumeGraceTests {
   @Test("a person said yes; the link is lost mid-transfer; the comeback is accepted without asking")
   func promptingReceiver() async throws {
     let destination = try temporaryDirectory("grace-dst")
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--dir", destination.path, "--name", "desk"],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
-      terminal: true)
+    let receiver = try await ReceiverProcess.start(
+      ["--dir", destination.path, "--name", "desk"], bus: .none, terminal: true
+    ).process
     defer { receiver.signal(SIGKILL) }
-    #expect(await receiver.waitForText("Press Ctrl-C"), "\(receiver.transcript)")
     let port = try #require(
       receiver.transcript.firstMatch(of: /port (\d+)\./).flatMap { UInt16($0.1) },
       "\(receiver.transcript)")
@@ -47,7 +44,7 @@ struct CLIResumeGraceTests {
     let file = try bigFile("grace-src")
     let sender = try ChildProcess.ferry(
       ["send", "--json", "--address", "127.0.0.1:\(proxy.port)", "--retry-for", "30", file.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
     defer { sender.signal(SIGKILL) }
     #expect(await receiver.waitForText("Accept? [y/N]"), "\(receiver.transcript)")
     receiver.type("y\n")
@@ -71,13 +68,10 @@ struct CLIResumeGraceTests {
   @Test("--yes --once: the link is lost mid-transfer; the receiver waits, takes it back, exits 0")
   func onceReceiver() async throws {
     let destination = try temporaryDirectory("grace-once-dst")
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--yes", "--once", "--json", "--dir", destination.path, "--name", "sink"],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    let started = try await ReceiverProcess.start(
+      ["--yes", "--once", "--json", "--dir", destination.path, "--name", "sink"], bus: .none)
+    let (receiver, port) = (started.process, started.port)
     defer { receiver.signal(SIGKILL) }
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let port = try #require(
-      advertising.flatMap { jsonObject($0.text)?["port"] as? Int }, "\(receiver.stderr)")
     let proxy = CuttableProxy(to: UInt16(port))
     defer { proxy.stop() }
     let file = try bigFile("grace-once-src")

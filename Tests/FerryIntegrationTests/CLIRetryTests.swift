@@ -6,22 +6,16 @@ import Testing
 /// avahi-daemon (no system bus).
 @Suite("ferry send retries a dropped link", .timeLimit(.minutes(3)))
 struct CLIRetryTests {
-  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
   /// `ferry receive --yes --json` on `port` (0: any) into `destination`, as identity `home`.
   func receiver(port: Int, destination: URL, home: String, options: [String] = []) async throws
     -> (ChildProcess, Int)
   {
-    let receiver = try ChildProcess.ferry(
-      [
-        "receive", "--yes", "--json", "--dir", destination.path, "--name", "sink", "--port",
-        "\(port)",
-      ] + options,
-      environment: Self.noBus.merging(["FERRY_HOME": home]) { $1 })
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let bound = try #require(
-      advertising.flatMap { jsonObject($0.text)?["port"] as? Int }, "\(receiver.stderr)")
-    return (receiver, bound)
+    let receiver = try await ReceiverProcess.start(
+      ["--yes", "--json", "--dir", destination.path, "--name", "sink", "--port", "\(port)"]
+        + options,
+      bus: .none, home: home)
+    return (receiver.process, receiver.port)
   }
 
   @Test("the receiver killed mid-transfer and restarted 3 s later: send resumes by itself, exit 0")
@@ -35,7 +29,7 @@ struct CLIRetryTests {
     defer { receiver.signal(SIGKILL) }
     let sender = try ChildProcess.ferry(
       ["send", "--json", "--address", "127.0.0.1:\(port)", "--retry-for", "30", big.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
     defer { sender.signal(SIGKILL) }
     let moving = await receiver.waitForLine(timeout: .seconds(20)) {
       $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > 0
@@ -65,22 +59,20 @@ struct CLIRetryTests {
   func declineNotRetried() async throws {
     let destination = try temporaryDirectory("retry-decline-dst")
     let home = Harness.freshFerryHome()
-    let receiver = try ChildProcess.ferry(
+    let receiverStarted = try await ReceiverProcess.start(
       [
-        "receive", "--json", "--dir", destination.path, "--name", "picky", "--accept-from",
+        "--json", "--dir", destination.path, "--name", "picky", "--accept-from",
         String(repeating: "0", count: 64),
-      ],
-      environment: Self.noBus.merging(["FERRY_HOME": home]) { $1 })
+      ], bus: .none, home: home)
+    let (receiver, port) = (receiverStarted.process, receiverStarted.port)
     defer { receiver.signal(SIGKILL) }
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
     let file = try temporaryDirectory("retry-decline-src").appendingPathComponent("a.txt")
     try writeFile(file, size: 100)
     let started = ContinuousClock.now
     let result = try await run(
       Harness.ferryBinary,
       ["send", "--json", "--address", "127.0.0.1:\(port)", "--retry-for", "60", file.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
     #expect(result.status == 4, "\(result.stderr)")
     #expect(ContinuousClock.now - started < .seconds(10))
     #expect(!result.stdout.contains("\"retrying\""), "\(result.stdout)")
@@ -110,7 +102,7 @@ struct CLIRetryTests {
     try writeFile(file, size: 100)
     let result = try await run(
       Harness.ferryBinary, ["send", "--address", "127.0.0.1:\(port)", file.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
     #expect(result.status == 0, "\(result.stderr)")
     let cleaned = await receiver.waitForLine { $0.contains("\"staging-cleaned\"") }
     let fields = try #require(cleaned.flatMap { jsonObject($0.text) }, "\(receiver.stdout)")

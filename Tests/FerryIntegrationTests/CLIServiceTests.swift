@@ -8,7 +8,6 @@ import Testing
 @Suite(
   "ferry receive as a service (config file, folder checks, systemd units)", .timeLimit(.minutes(2)))
 struct CLIServiceTests {
-  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
   static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .deletingLastPathComponent().deletingLastPathComponent()
 
@@ -49,13 +48,9 @@ struct CLIServiceTests {
   func startReceiver(_ arguments: [String], home: String, environment: [String: String] = [:])
     async throws -> (process: ChildProcess, port: Int)
   {
-    let receiver = try ChildProcess.ferry(
-      ["receive", "-j"] + arguments,
-      environment: Self.noBus.merging(["FERRY_HOME": home]) { $1 }.merging(environment) { $1 })
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let port = try #require(
-      advertising.flatMap { jsonObject($0.text)?["port"] as? Int }, "\(receiver.stderr)")
-    return (receiver, port)
+    let receiver = try await ReceiverProcess.start(
+      ["-j"] + arguments, bus: .none, home: home, environment: environment)
+    return (receiver.process, receiver.port)
   }
 
   func send(_ file: URL, port: Int) async throws -> (status: Int32, stdout: String, stderr: String)
@@ -63,7 +58,7 @@ struct CLIServiceTests {
     try await run(
       Harness.ferryBinary,
       ["send", "-j", "--retry-for", "0", "--address", "127.0.0.1:\(port)", file.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
   }
 
   @Test("config.toml in FERRY_HOME is honoured with no flags; --dir and --port override it")
@@ -119,7 +114,7 @@ struct CLIServiceTests {
     ] {
       let result = try await run(
         Harness.ferryBinary, ["receive", "-j", "-d", folder.path] + arguments,
-        environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 }
+        environment: TestEnvironment.withoutBus()
           .merging(environment) { $1 })
       #expect(result.status == 2, "\(result.stderr)")
       #expect(
@@ -132,7 +127,7 @@ struct CLIServiceTests {
     let missing = try await run(
       Harness.ferryBinary,
       ["receive", "--yes", "--config", folder.appendingPathComponent("none.toml").path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
     #expect(missing.status == 2)
     #expect(missing.stderr.contains("none.toml: no such file or directory"), "\(missing.stderr)")
   }
@@ -145,7 +140,7 @@ struct CLIServiceTests {
     ) {
       try await run(
         Harness.ferryBinary, ["receive", "--yes", "--once", "-j"] + arguments,
-        environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+        environment: TestEnvironment.withoutBus(),
         timeout: .seconds(10))
     }
     let missing = base.appendingPathComponent("a/b")
@@ -171,7 +166,7 @@ struct CLIServiceTests {
         "mount --bind -o ro \"$1\" \"$1\" && exec \"$2\" receive --yes --once -j -d \"$1\"",
         "sh", locked.path, Harness.ferryBinary,
       ],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+      environment: TestEnvironment.withoutBus(),
       timeout: .seconds(10))
     #expect(readOnly.status == 2, "\(readOnly.stderr)")
     #expect(readOnly.stderr.contains("read-only filesystem"), "\(readOnly.stderr)")

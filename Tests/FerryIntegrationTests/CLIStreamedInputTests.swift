@@ -6,7 +6,6 @@ import Testing
 /// pipe the test writes into, loopback, --address, no avahi-daemon.
 @Suite("ferry send - streams a pipe", .timeLimit(.minutes(2)))
 struct CLIStreamedInputTests {
-  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
   /// A FIFO to give a sender as standard input, and the test's end of it (opened read-write,
   /// so that neither end waits for the other; closing it ends the sender's input).
@@ -36,18 +35,16 @@ struct CLIStreamedInputTests {
   )
   func streamed() async throws {
     let destination = try temporaryDirectory("stream-dst")
-    let receiver = try ChildProcess.ferry(
-      ["receive", "-j", "--yes", "--once", "--port", "0", "-d", destination.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    let receiverStarted = try await ReceiverProcess.start(
+      ["-j", "--yes", "--once", "--port", "0", "-d", destination.path], bus: .none)
+    let (receiver, port) = (receiverStarted.process, receiverStarted.port)
     defer { receiver.signal(SIGKILL) }
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
     let (input, writer) = try pipe("stream-in")
     var open = true
     defer { if open { close(writer) } }
     let sender = try ChildProcess.ferry(
       ["send", "-j", "--address", "127.0.0.1:\(port)", "--stdin-name", "dump.bin", "-"],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+      environment: TestEnvironment.withoutBus(),
       stdin: input)
     defer { sender.signal(SIGKILL) }
 
@@ -110,7 +107,7 @@ struct CLIStreamedInputTests {
     defer { if open { close(writer) } }
     let sender = try ChildProcess.ferry(
       ["send", "--address", "127.0.0.1:\(port)", "--stdin-name", "log.txt", "-"],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+      environment: TestEnvironment.withoutBus(),
       stdin: input)
     defer { sender.signal(SIGKILL) }
     #expect(
@@ -133,17 +130,15 @@ struct CLIStreamedInputTests {
   )
   func notResumed() async throws {
     let destination = try temporaryDirectory("stream-cut")
-    let receiver = try ChildProcess.ferry(
-      ["receive", "-j", "--yes", "--port", "0", "-d", destination.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    let receiverStarted = try await ReceiverProcess.start(
+      ["-j", "--yes", "--port", "0", "-d", destination.path], bus: .none)
+    let (receiver, port) = (receiverStarted.process, receiverStarted.port)
     defer { receiver.signal(SIGKILL) }
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let port = try #require(advertising.flatMap { jsonObject($0.text)?["port"] as? Int })
     let (input, writer) = try pipe("stream-cut-in")
     defer { close(writer) }
     let sender = try ChildProcess.ferry(
       ["send", "--address", "127.0.0.1:\(port)", "--retry-for", "60", "-"],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 },
+      environment: TestEnvironment.withoutBus(),
       stdin: input)
     defer { sender.signal(SIGKILL) }
     write(writer, Self.bytes(2_000_000, seed: 3))

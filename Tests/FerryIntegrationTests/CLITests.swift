@@ -43,10 +43,7 @@ struct CLITests {
     try FileManager.default.createSymbolicLink(
       atPath: "\(root)/tree/link", withDestinationPath: "fine.txt")
     // No bus at all: reaching discovery would exit 6.
-    let environment = [
-      "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus",
-      "FERRY_HOME": Harness.freshFerryHome(),
-    ]
+    let environment = TestEnvironment.withoutBus()
     let unsafe = try await run(
       Harness.ferryBinary, ["send", "--json", "\(root)/tree"], environment: environment)
     #expect(unsafe.status == 2)
@@ -88,7 +85,7 @@ struct CLITests {
 
   @Test("with no system bus at all, browse exits 6 and says how to start avahi-daemon")
   func noBus() async throws {
-    let environment = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
+    let environment = TestEnvironment.noBus
     let human = try await run(Harness.ferryBinary, ["browse"], environment: environment)
     #expect(human.status == 6)
     #expect(human.stderr.contains("avahi-daemon"))
@@ -124,21 +121,16 @@ struct CLITests {
     "with no avahi-daemon at all, receive still listens and send --address delivers (--files-from -0)"
   )
   func addressWithoutDiscovery() async throws {
-    let environment = [
-      "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus",
-      "FERRY_HOME": Harness.freshFerryHome(),
-    ]
+    let environment = TestEnvironment.withoutBus()
     let destination = try temporaryDirectory("direct-dst")
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--yes", "--once", "--json", "--dir", destination.path, "--name", "direct"],
-      environment: environment)
+    let started = try await ReceiverProcess.start(
+      ["--yes", "--once", "--json", "--dir", destination.path, "--name", "direct"], bus: .none,
+      home: environment["FERRY_HOME"]!)
+    let (receiver, port) = (started.process, started.port)
     defer { receiver.signal(SIGKILL) }
-    let unavailable = await receiver.waitForLine { $0.contains("\"discovery-unavailable\"") }
-    #expect(unavailable != nil, "\(receiver.stderr)")
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let fields = try #require(advertising.flatMap { jsonObject($0.text) }, "\(receiver.stderr)")
-    #expect(fields["discoverable"] as? Bool == false)
-    let port = try #require(fields["port"] as? Int)
+    // Said before it listens.
+    #expect(!receiver.events("discovery-unavailable").isEmpty, "\(receiver.stdout)")
+    #expect(started.discoverable == false)
     #expect(receiver.stderr.contains("--address"))
 
     // A second receiver on the same port says what is wrong in words, and exits 2.
@@ -164,7 +156,7 @@ struct CLITests {
         "-c", "cd \"$1\" && exec \"$2\" send --json --address \"127.0.0.1:$3\" --files-from - -0",
         "sh", source.path, Harness.ferryBinary, "\(port)",
       ],
-      environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"],
+      environment: TestEnvironment.noBus,
       stdin: list.path)
     #expect(await sender.waitForExit() == 0, "\(sender.stderr)")
     #expect(await receiver.waitForExit() == 0, "\(receiver.stderr)")
@@ -199,14 +191,11 @@ struct CLILocalAvahiTests {
   func receiveAndBrowse() async throws {
     let type = Harness.uniqueServiceType()
     let name = "cli peer \(Int.random(in: 1000...9999))"
-    let receiver = try ChildProcess.ferry([
-      "receive", "--yes", "--dir", NSTemporaryDirectory(), "--service", type, "--name", name,
-      "--json",
-    ])
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let announced = try #require(advertising.flatMap { jsonObject($0.text) }, "\(receiver.stderr)")
-    let fingerprint = try #require(announced["fingerprint"] as? String)
-    let port = try #require(announced["port"] as? Int)
+    let started = try await ReceiverProcess.start(
+      ["--yes", "--dir", NSTemporaryDirectory(), "--service", type, "--name", name, "--json"],
+      bus: .harness, home: Harness.testFerryHome)
+    let (receiver, port) = (started.process, started.port)
+    let fingerprint = try #require(started.fingerprint)
 
     let browser = try ChildProcess.ferry(["browse", "--service", type, "--json"])
     let foundLine = await browser.waitForLine { $0.contains("peer-found") }

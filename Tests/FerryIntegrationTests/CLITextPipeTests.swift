@@ -6,19 +6,13 @@ import Testing
 /// Loopback, --address, no avahi-daemon.
 @Suite("ferry send --text, send -, receive --stdout", .timeLimit(.minutes(2)))
 struct CLITextPipeTests {
-  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
   /// A receiver with no terminal, its port taken from its `advertising` event (on stderr
   /// with --stdout).
-  func receiver(_ arguments: [String], stdoutData: Bool = false) async throws -> (ChildProcess, Int)
-  {
-    let receiver = try ChildProcess.ferry(
-      ["receive", "-j", "--yes", "--once"] + arguments,
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
-    let line = await receiver.waitForLine(onStderr: stdoutData) { $0.contains("\"advertising\"") }
-    let port = try #require(
-      line.flatMap { jsonObject($0.text)?["port"] as? Int }, "\(receiver.stderr)")
-    return (receiver, port)
+  func receiver(_ arguments: [String]) async throws -> (ChildProcess, Int) {
+    let receiver = try await ReceiverProcess.start(
+      ["-j", "--yes", "--once"] + arguments, bus: .none)
+    return (receiver.process, receiver.port)
   }
 
   @Test("--text: the receiver shows it (a text event, escaped lines), exit 0 on both ends")
@@ -29,7 +23,7 @@ struct CLITextPipeTests {
     let sent = try await run(
       Harness.ferryBinary,
       ["send", "-j", "--address", "127.0.0.1:\(port)", "--text", message],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
     #expect(sent.status == 0, "\(sent.stderr)")
     #expect(await receiver.waitForExit(timeout: .seconds(10)) == 0, "\(receiver.stderr)")
     let events = receiver.stdoutLines.compactMap { jsonObject($0.text) }
@@ -39,16 +33,13 @@ struct CLITextPipeTests {
     #expect(shown?["text"] as? String == message, "\(receiver.stdout)")
 
     // Without --json the lines are printed, escaped.
-    let human = try ChildProcess.ferry(
-      ["receive", "--yes", "--once", "--port", "0", "-d", try temporaryDirectory("text-h").path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+    let humanStarted = try await ReceiverProcess.start(
+      ["--yes", "--once", "--port", "0", "-d", try temporaryDirectory("text-h").path], bus: .none)
+    let (human, humanPort) = (humanStarted.process, humanStarted.port)
     defer { human.signal(SIGKILL) }
-    let started = await human.waitForLine { $0.contains("Press Ctrl-C") }
-    let humanPort = try #require(
-      started.flatMap { $0.text.firstMatch(of: /port (\d+)\./) }.flatMap { Int($0.1) })
     let again = try await run(
       Harness.ferryBinary, ["send", "--address", "127.0.0.1:\(humanPort)", "--text", message],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
     #expect(again.status == 0, "\(again.stderr)")
     #expect(await human.waitForExit(timeout: .seconds(10)) == 0)
     #expect(human.stdout.contains("the door code is 4711\n"), "\(human.stdout)")
@@ -69,9 +60,11 @@ struct CLITextPipeTests {
     try FileManager.default.createDirectory(at: out, withIntermediateDirectories: false)
     let tmp = base.appendingPathComponent("tmp")
     try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: false)
-    let environment = Self.noBus.merging(["TMPDIR": tmp.path, "FERRY": Harness.ferryBinary]) { $1 }
+    let environment = TestEnvironment.noBus.merging([
+      "TMPDIR": tmp.path, "FERRY": Harness.ferryBinary,
+    ]) { $1 }
 
-    let port = Int.random(in: 40_000..<50_000)
+    let port = Int(freeLoopbackPort())
     let receiving = Task {
       try await run(
         "/bin/bash",
@@ -82,7 +75,8 @@ struct CLITextPipeTests {
           "bash", out.path, Harness.freshFerryHome(),
         ], environment: environment)
     }
-    try await Task.sleep(for: .milliseconds(1500))
+    // The receiver is inside a shell pipeline: ready once its port listens.
+    #expect(await waitUntilListening(port: UInt16(port)), "the receiver did not start")
     let sent = try await run(
       "/bin/bash",
       [
@@ -110,14 +104,14 @@ struct CLITextPipeTests {
 
   @Test("--stdout declines an offer of several files (exit 4); the input checks are exit 2")
   func checks() async throws {
-    let (receiver, port) = try await receiver(["--stdout"], stdoutData: true)
+    let (receiver, port) = try await receiver(["--stdout"])
     defer { receiver.signal(SIGKILL) }
     let folder = try temporaryDirectory("stdout-two")
     try writeFile(folder.appendingPathComponent("a"), size: 5)
     try writeFile(folder.appendingPathComponent("b"), size: 5)
     let two = try await run(
       Harness.ferryBinary, ["send", "--address", "127.0.0.1:\(port)", folder.path],
-      environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+      environment: TestEnvironment.withoutBus())
     #expect(two.status == 4, "\(two.stderr)")
     #expect(two.stderr.contains("takes one file (--stdout)"), "\(two.stderr)")
     #expect(receiver.stdout.isEmpty, "nothing reached stdout: \(receiver.stdout)")
@@ -132,7 +126,7 @@ struct CLITextPipeTests {
     ] {
       let result = try await run(
         Harness.ferryBinary, ["send", "--address", "127.0.0.1:9"] + arguments,
-        environment: Self.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) { $1 })
+        environment: TestEnvironment.withoutBus())
       #expect(result.status == 2, "\(arguments): \(result.stderr)")
       #expect(result.stderr.contains(words), "\(arguments): \(result.stderr)")
     }

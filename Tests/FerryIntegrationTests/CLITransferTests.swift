@@ -18,13 +18,12 @@ struct CLITransferTests {
         folder.appendingPathComponent("d\(index % 10)/file\(index).dat"), size: index * 13,
         seed: UInt64(index))
     }
-    let receiver = try ChildProcess.ferry(
+    let receiver = try await ReceiverProcess.start(
       [
-        "receive", "--yes", "--once", "--json", "--dir", destination.path, "--service", type,
-        "--name", "inbox",
-      ],
-      environment: ["FERRY_HOME": Harness.freshFerryHome()])
-    _ = await receiver.waitForLine { $0.contains("\"advertising\"") }
+        "--yes", "--once", "--json", "--dir", destination.path, "--service", type, "--name",
+        "inbox",
+      ], bus: .harness
+    ).process
     let sender = try ChildProcess.ferry(
       ["send", "--json", "--to", "inbox", "--service", type, folder.path],
       environment: ["FERRY_HOME": Harness.freshFerryHome()])
@@ -55,14 +54,13 @@ struct CLITransferTests {
     try writeFile(folder.appendingPathComponent("small.txt"), size: 1000)
     let big = folder.appendingPathComponent("a big file with a long name as well.iso")
     try writeAllocated(big, size: Int(400 << 20))  // quick to read, long enough to redraw
-    let receiver = try ChildProcess.ferry(
+    let receiver = try await ReceiverProcess.start(
       [
-        "receive", "--yes", "--once", "--json", "--dir", destination.path, "--service", type,
-        "--name", "narrow",
-      ],
-      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+        "--yes", "--once", "--json", "--dir", destination.path, "--service", type, "--name",
+        "narrow",
+      ], bus: .harness
+    ).process
     defer { receiver.signal(SIGKILL) }
-    _ = await receiver.waitForLine { $0.contains("\"advertising\"") }
     let columns = 50
     let sender = try ChildProcess.ferry(
       ["send", "--to", "narrow", "--service", type, folder.path],
@@ -90,15 +88,13 @@ struct CLITransferTests {
       Harness.ferryBinary, ["identity", "--json"], environment: ["FERRY_HOME": friendHome])
     let friendPrint = try #require(
       jsonObject(friend.stdout.trimmingCharacters(in: .newlines))?["fingerprint"] as? String)
-    let receiver = try ChildProcess.ferry(
+    let receiver = try await ReceiverProcess.start(
       [
-        "receive", "--accept-from", String(friendPrint.prefix(16)), "--json", "--dir",
-        destination.path,
+        "--accept-from", String(friendPrint.prefix(16)), "--json", "--dir", destination.path,
         "--service", type, "--name", "guarded",
-      ],
-      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+      ], bus: .harness
+    ).process
     defer { receiver.signal(SIGKILL) }
-    _ = await receiver.waitForLine { $0.contains("\"advertising\"") }
 
     let stranger = try await run(
       Harness.ferryBinary,
@@ -134,13 +130,10 @@ struct CLITransferTests {
     let destination = try temporaryDirectory("\(label)-dst")
     let big = try temporaryDirectory("\(label)-src").appendingPathComponent("big.iso")
     try writeAllocated(big, size: Int(1 << 30))  // interrupted long before it is all sent
-    let receiver = try ChildProcess.ferry(
-      [
-        "receive", "--yes", "--json", "--dir", destination.path, "--service", type, "--name",
-        "sink",
-      ],
-      environment: ["FERRY_HOME": Harness.freshFerryHome()])
-    _ = await receiver.waitForLine { $0.contains("\"advertising\"") }
+    let receiver = try await ReceiverProcess.start(
+      ["--yes", "--json", "--dir", destination.path, "--service", type, "--name", "sink"],
+      bus: .harness
+    ).process
     let sender = try ChildProcess.ferry(
       ["send", "--json", "--to", "sink", "--service", type, big.path],
       environment: ["FERRY_HOME": Harness.freshFerryHome()])

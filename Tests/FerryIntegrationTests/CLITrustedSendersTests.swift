@@ -6,7 +6,6 @@ import Testing
 /// asked. Loopback, --address, no avahi-daemon.
 @Suite("ferry receive --accept-trusted", .timeLimit(.minutes(2)))
 struct CLITrustedSendersTests {
-  static let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/ferry-test-bus"]
 
   /// A fresh identity's home and its full fingerprint.
   func identity() async throws -> (home: String, fingerprint: String) {
@@ -22,7 +21,7 @@ struct CLITrustedSendersTests {
     let result = try await run(
       Harness.ferryBinary,
       ["send", "-j", "--retry-for", "0", "--address", "127.0.0.1:\(port)", file.path],
-      environment: Self.noBus.merging(["FERRY_HOME": home]) { $1 })
+      environment: TestEnvironment.withoutBus(home: home))
     return (result.status, result.stderr)
   }
 
@@ -36,13 +35,11 @@ struct CLITrustedSendersTests {
       environment: ["FERRY_HOME": receiverHome])
     #expect(trusted.status == 0, "\(trusted.stderr)")
     let destination = try temporaryDirectory("trusted-dst")
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--accept-trusted", "-j", "-d", destination.path, "--name", "box"],
-      environment: Self.noBus.merging(["FERRY_HOME": receiverHome]) { $1 })
+    let started = try await ReceiverProcess.start(
+      ["--accept-trusted", "-j", "-d", destination.path, "--name", "box"], bus: .none,
+      home: receiverHome)
+    let (receiver, port) = (started.process, started.port)
     defer { receiver.signal(SIGKILL) }
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let port = try #require(
-      advertising.flatMap { jsonObject($0.text)?["port"] as? Int }, "\(receiver.stderr)")
     let file = try temporaryDirectory("trusted-src").appendingPathComponent("note.txt")
     try writeFile(file, size: 100)
 
@@ -62,13 +59,11 @@ struct CLITrustedSendersTests {
     _ = try await run(
       Harness.ferryBinary, ["trust", friend], environment: ["FERRY_HOME": receiverHome])
     let destination = try temporaryDirectory("trusted-tty-dst")
-    let receiver = try ChildProcess.ferry(
-      ["receive", "--accept-trusted", "-d", destination.path, "--name", "box"],
-      environment: Self.noBus.merging(["FERRY_HOME": receiverHome]) { $1 }, terminal: true)
+    let started = try await ReceiverProcess.start(
+      ["--accept-trusted", "-d", destination.path, "--name", "box"], bus: .none, home: receiverHome,
+      terminal: true)
+    let (receiver, port) = (started.process, started.port)
     defer { receiver.signal(SIGKILL) }
-    #expect(await receiver.waitForText("Press Ctrl-C"), "\(receiver.transcript)")
-    let port = try #require(
-      receiver.transcript.firstMatch(of: /port (\d+)\./).flatMap { Int($0.1) })
     let file = try temporaryDirectory("trusted-tty-src").appendingPathComponent("note.txt")
     try writeFile(file, size: 100)
     let fromFriend = try await send(file, from: friendHome, port: port)
@@ -83,7 +78,8 @@ struct CLITrustedSendersTests {
   @Test("--accept-trusted with --yes is a usage error")
   func withYes() async throws {
     let result = try await run(
-      Harness.ferryBinary, ["receive", "--accept-trusted", "--yes"], environment: Self.noBus)
+      Harness.ferryBinary, ["receive", "--accept-trusted", "--yes"],
+      environment: TestEnvironment.noBus)
     #expect(result.status == 2)
   }
 }

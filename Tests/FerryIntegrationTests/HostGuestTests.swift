@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Ferry
@@ -16,6 +17,8 @@ struct HostGuestTests {
     let listener: InvitationListener
     let port: UInt16
     let accepting: Task<Void, Never>
+    /// How many invitations arrived.
+    let invitations = Counter()
 
     /// `accepting`: false leaves every invitation unanswered.
     init(
@@ -28,9 +31,10 @@ struct HostGuestTests {
         maximumPending: maximumPending)
       port = try await listener.start(port: 0)
       session = try Session(identity: identity, displayName: name, timeouts: timeouts)
-      accepting = Task { [listener, session] in
-        for await invitation in listener.invitations where answers {
-          try? await invitation.accept(into: session)
+      accepting = Task { [listener, session, invitations] in
+        for await invitation in listener.invitations {
+          invitations.value.add(1, ordering: .relaxed)
+          if answers { try? await invitation.accept(into: session) }
         }
       }
     }
@@ -133,7 +137,8 @@ struct HostGuestTests {
         host: "127.0.0.1", port: larger.port, expecting: larger.fingerprint, timeout: .seconds(60))
     }
     defer { bySmaller.cancel() }
-    try await Task.sleep(for: .milliseconds(500))
+    // The smaller end's invitation is there, unanswered.
+    try await waitUntil { larger.invitations.value.load(ordering: .relaxed) == 1 }
     let started = ContinuousClock.now
     let peer = try await larger.session.invite(
       host: "127.0.0.1", port: smaller.port, expecting: smaller.fingerprint, timeout: .seconds(6))
@@ -263,10 +268,10 @@ struct HostGuestTests {
         case .sending(let transfer, let attempt):
           guard attempt == 1 else { break }
           Task {
-            while transfer.bytesSent < UInt64(size / 4) {
-              try await Task.sleep(for: .milliseconds(5))
+            for await snapshot in transfer.progress.snapshots
+            where snapshot.bytes >= Int64(size / 4) {
+              return await fault()
             }
-            await fault()
           }
         case .retrying:
           retries += 1
@@ -319,6 +324,11 @@ struct HostGuestTests {
       try sha256(of: send.destination.appendingPathComponent("big.bin")) == sha256(of: send.file))
     #expect(Double(proxy.bytesFromClients) <= 1.3 * Double(size), "\(proxy.bytesFromClients)")
   }
+}
+
+/// A count shared between tasks.
+final class Counter: Sendable {
+  let value = Atomic<Int>(0)
 }
 
 /// Polls `condition` every 20 ms for at most `timeout`.

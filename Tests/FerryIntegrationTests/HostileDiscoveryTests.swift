@@ -36,16 +36,14 @@ struct HostileDiscoveryTests {
   func toHijack() async throws {
     let type = try ServiceType(Harness.uniqueServiceType())
     let destination = try temporaryDirectory("real-dst")
-    let real = try ChildProcess.ferry(
+    let realStarted = try await ReceiverProcess.start(
       [
-        "receive", "--yes", "--json", "--dir", destination.path, "--service", type.name,
-        "--name", "real-desk",
+        "--yes", "--json", "--dir", destination.path, "--service", type.name, "--name", "real-desk",
       ],
-      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+      bus: .harness)
+    let real = realStarted.process
     defer { real.signal(SIGKILL) }
-    let advertising = try #require(
-      await real.waitForLine { $0.contains("\"advertising\"") }.flatMap { jsonObject($0.text) })
-    let key = try #require(advertising["fingerprint"] as? String)
+    let key = try #require(realStarted.fingerprint)
     // The impostor: a TLS endpoint of its own, advertised under names made from the real key.
     let (impostor, port, impostorKey) = try await HostilePeer.serve("decline", ["--hold", "30"])
     defer { impostor.signal(SIGKILL) }
@@ -116,7 +114,8 @@ struct HostileDiscoveryTests {
     let name = "evil\u{1B}]0;pwned\u{7}\u{1B}[2J\u{202E}txt"
     let fake = try publish(name, type: type, port: 9, txt: ["v=1"])
     defer { fake.signal(SIGTERM) }
-    try await Task.sleep(for: .seconds(1))
+    let established = await fake.waitForLine(onStderr: true) { $0.hasPrefix("Established") }
+    try #require(established != nil, "avahi-publish-service: \(fake.stderr)")
     let browse = try await run(
       Harness.ferryBinary, ["browse", "--service", type.name, "--timeout", "4"])
     #expect(browse.stdout.contains("evil\\u{1B}]0;pwned"), "\(browse.stdout) \(fake.stderr)")

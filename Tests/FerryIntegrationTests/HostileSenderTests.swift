@@ -450,7 +450,11 @@ struct HostileSenderTests {
       _ = try await HostilePeer.attack(
         port: receiver.port, "invite", ["--context", HostilePeer.hex("{}")], name: name)
     }
-    try await Task.sleep(for: .milliseconds(500))
+    // Each invitation is accepted (--yes) and noted with its verification code.
+    try await waitUntil {
+      (receiver.process.stdout + receiver.process.stderr)
+        .components(separatedBy: "verification code").count - 1 >= 4
+    }
     let shown = receiver.process.stdout + receiver.process.stderr
     #expect(shown.contains("\\u{1B}"), "the reasons were not shown at all: \(shown)")
     #expect(!shown.unicodeScalars.contains("\u{1B}"), "a raw ESC reached the terminal")

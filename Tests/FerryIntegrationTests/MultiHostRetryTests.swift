@@ -52,14 +52,12 @@ struct MultiHostRetryTests {
   }
 
   /// `ferry receive --yes --json` on host b into `destination`, as `home`, on `port` (0: any).
-  func receiver(_ label: String, destination: URL, home: String, port: Int = 0) throws
-    -> ChildProcess
+  func receiver(_ label: String, destination: URL, home: String, port: Int = 0) async throws
+    -> ReceiverProcess
   {
-    try ChildProcess.ferry(
-      [
-        "receive", "--yes", "--json", "--dir", destination.path, "--name", label, "--port",
-        "\(port)",
-      ], on: "b", environment: ["FERRY_HOME": home])
+    try await ReceiverProcess.start(
+      ["--yes", "--json", "--dir", destination.path, "--name", label, "--port", "\(port)"],
+      bus: .harness, on: "b", home: home)
   }
 
   func shapedSend(_ label: String, size: Int, moved: Int) async throws -> Shaped {
@@ -72,10 +70,8 @@ struct MultiHostRetryTests {
       ])
     let destination = try temporaryDirectory("\(label)-dst")
     let home = Harness.freshFerryHome()
-    let receiver = try receiver(label, destination: destination, home: home)
-    let advertising = await receiver.waitForLine { $0.contains("\"advertising\"") }
-    let port = try #require(
-      advertising.flatMap { jsonObject($0.text)?["port"] as? Int }, "\(receiver.stderr)")
+    let started = try await receiver(label, destination: destination, home: home)
+    let (receiver, port) = (started.process, started.port)
     let file = try temporaryDirectory("\(label)-src").appendingPathComponent("big.bin")
     try writeFile(file, size: size, seed: UInt64(size))
     let address = try #require(Harness.hostAddresses["b"])
@@ -160,8 +156,9 @@ struct MultiHostRetryTests {
     send.receiver.signal(SIGKILL)
     _ = await send.receiver.waitForExit()
     try await Task.sleep(for: .seconds(3))
-    send.receiver = try receiver(
-      send.label, destination: send.destination, home: send.home, port: send.port)
+    send.receiver = try await receiver(
+      send.label, destination: send.destination, home: send.home, port: send.port
+    ).process
     let restarted = send.receiver
     defer { restarted.signal(SIGKILL) }
     try await expectDelivered(send)

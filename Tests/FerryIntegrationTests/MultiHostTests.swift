@@ -10,15 +10,10 @@ struct MultiHostTests {
   func startReceiver(on host: String, name: String, type: String) async throws -> (
     process: ChildProcess, advertising: [String: Any], advertisedAt: ContinuousClock.Instant
   ) {
-    let process = try ChildProcess.ferry(
-      [
-        "receive", "--yes", "--dir", NSTemporaryDirectory(), "--service", type, "--name", name,
-        "--json",
-      ],
-      on: host)
-    let line = await process.waitForLine { $0.contains("\"advertising\"") }
-    let event = try #require(line.flatMap { jsonObject($0.text) }, "\(process.stderr)")
-    return (process, event, line!.time)
+    let receiver = try await ReceiverProcess.start(
+      ["--yes", "--dir", NSTemporaryDirectory(), "--service", type, "--name", name, "--json"],
+      bus: .harness, on: host, home: Harness.testFerryHome)
+    return (receiver.process, receiver.advertising?.fields ?? [:], receiver.readyAt)
   }
 
   @Test(

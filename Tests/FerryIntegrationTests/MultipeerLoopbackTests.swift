@@ -162,9 +162,8 @@ struct MultipeerLoopbackTests {
       await guest.recorder.wait {
         $0.contains(.finished("mc-host", name: "note", movedTo: nil, error: nil))
       })
-    try await Task.sleep(for: .milliseconds(200))
     let handed = try #require(guest.recorder.handedURLs.withLock { $0.first })
-    #expect(!FileManager.default.fileExists(atPath: handed.path))
+    try await waitUntil { !FileManager.default.fileExists(atPath: handed.path) }
 
     // Sending to a peer not connected fails at once.
     let stranger = MCPeerID(displayName: "stranger")
@@ -267,7 +266,8 @@ struct MultipeerLoopbackTests {
     // Stop browsing, stop advertising: start both again and the hub is found again.
     first.browser.stopBrowsingForPeers()
     host.advertiser.stopAdvertisingPeer()
-    try await Task.sleep(for: .seconds(1))
+    // Withdrawn once a browser still running says it is gone.
+    #expect(await second.recorder.wait { $0.contains(.lost("mc-hub")) })
     host.advertiser.startAdvertisingPeer()
     let before = first.recorder.calls.filter { $0 == .found("mc-hub", info: ["app": "mc-hub"]) }
     first.browser.startBrowsingForPeers()

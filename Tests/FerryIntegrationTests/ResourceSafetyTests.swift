@@ -215,7 +215,12 @@ struct ResourceSafetyTests {
           if case .offerReceived = $0 { return true }
           return false
         })
-      try await Task.sleep(for: .milliseconds(300))
+      // Bytes are moving once the file is opened at its first ones.
+      let started = await events.first {
+        if case .started = $0 { return true }
+        return false
+      }
+      #expect(started != nil)
       if side == "sender" {
         transfer.progress.overall.cancel()
       } else if case .offerReceived(let incoming) = offer.record.element {

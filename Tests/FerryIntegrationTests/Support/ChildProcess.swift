@@ -184,6 +184,42 @@ final class ChildProcess: Sendable {
     return nil
   }
 
+  /// Waits for the NDJSON event `name` on stdout (or stderr) that satisfies `predicate`,
+  /// among the lines after the first `skipping`; nil on timeout or when the stream closed
+  /// without one.
+  func waitForEvent(
+    _ name: String, onStderr: Bool = false, skipping: Int = 0, timeout: Duration = .seconds(10),
+    where predicate: (Observation) -> Bool = { _ in true }
+  ) async -> Observation? {
+    let deadline = ContinuousClock.now + timeout
+    var next = skipping
+    while ContinuousClock.now < deadline {
+      let (lines, closed) = state.withLock {
+        onStderr ? ($0.stderr, $0.stderrClosed) : ($0.stdout, $0.stdoutClosed)
+      }
+      while next < lines.count {
+        let text = lines[next].text
+        next += 1
+        guard text.contains("\"\(name)\""), jsonObject(text)?["event"] as? String == name
+        else { continue }
+        let event = Observation(line: text, time: lines[next - 1].time)
+        if predicate(event) { return event }
+      }
+      if closed { return nil }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    return nil
+  }
+
+  /// The NDJSON events on stdout (or stderr) so far, `name`d ones only when given.
+  func events(_ name: String? = nil, onStderr: Bool = false) -> [Observation] {
+    (onStderr ? stderrLines : stdoutLines).compactMap { line in
+      guard let event = jsonObject(line.text)?["event"] as? String, name == nil || event == name
+      else { return nil }
+      return Observation(line: line.text)
+    }
+  }
+
   /// Sends a signal to the process, unless it has been reaped.
   func signal(_ number: Int32) {
     if state.withLock({ $0.exitStatus == nil }) { kill(pid, number) }
@@ -328,4 +364,20 @@ func jsonObject(_ line: String) -> [String: Any]? {
 /// Seconds in a duration, for printing.
 func seconds(_ duration: Duration) -> Double {
   Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+/// One NDJSON line a child wrote, kept as its text (so that it is Sendable) and read as a
+/// JSON object.
+struct Observation: Sendable, CustomStringConvertible {
+  let line: String
+  /// When it was read.
+  var time = ContinuousClock.now
+
+  /// The line's fields (empty if it is not a JSON object).
+  var fields: [String: Any] { jsonObject(line) ?? [:] }
+
+  /// One field.
+  subscript(_ key: String) -> Any? { fields[key] }
+
+  var description: String { line }
 }

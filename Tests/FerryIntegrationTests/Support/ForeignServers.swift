@@ -74,18 +74,28 @@ final class OneShotServer: Sendable {
   }
 }
 
-/// Waits until something listens on 127.0.0.1:`port` (TCP), at most `timeout`: read from
-/// /proc/net/tcp, so nothing connects and a server that accepts only once is not used up.
+/// Waits until something listens on 127.0.0.1:`port` (TCP) — bound to it, to 0.0.0.0 or to
+/// `::` (dual-stack) — at most `timeout`: read from /proc/net/tcp and tcp6, so nothing connects
+/// and a server that accepts only once is not used up.
 func waitUntilListening(port: UInt16, timeout: Duration = .seconds(10)) async -> Bool {
-  let local = String(format: "0100007F:%04X", port)
+  let portHex = String(format: ":%04X", port)
+  let addresses: Set<Substring> = [
+    "0100007F", "00000000", "00000000000000000000000000000000",
+    "00000000000000000000FFFF0100007F",
+  ]
   let deadline = ContinuousClock.now + timeout
   while ContinuousClock.now < deadline {
-    let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
-    let listening = table.split(separator: "\n").contains { line in
-      let fields = line.split(separator: " ")
-      return fields.count > 3 && fields[1] == local && fields[3] == "0A"
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+      let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
+      let listening = text.split(separator: "\n").contains { line in
+        let fields = line.split(separator: " ")
+        guard fields.count > 3, fields[3] == "0A", fields[1].hasSuffix(portHex) else {
+          return false
+        }
+        return addresses.contains(fields[1].dropLast(portHex.count))
+      }
+      if listening { return true }
     }
-    if listening { return true }
     try? await Task.sleep(for: .milliseconds(20))
   }
   return false

@@ -102,19 +102,6 @@ enum HostilePeer {
   }
 }
 
-/// One JSON line the hostile peer printed (kept as text, so that it can cross tasks).
-struct Observation: Sendable, CustomStringConvertible {
-  let line: String
-
-  /// The line's fields (empty if it is not a JSON object).
-  var fields: [String: Any] { jsonObject(line) ?? [:] }
-
-  /// One field.
-  subscript(_ key: String) -> Any? { fields[key] }
-
-  var description: String { line }
-}
-
 /// A `ferry receive` attacked by the hostile peer: its destination is `dest` inside a folder of
 /// its own, so that anything written outside it shows.
 struct AttackedReceiver {
@@ -144,37 +131,24 @@ struct AttackedReceiver {
       Harness.ferryBinary, ["identity", "--json"], environment: ["FERRY_HOME": properHome])
     let properKey = try #require(
       jsonObject(proper.stdout.trimmingCharacters(in: .newlines))?["fingerprint"] as? String)
-    let port = Int(freeLoopbackPort())
     let policy = arguments.contains("--accept-from") ? ["--accept-from", properKey] : []
-    let command =
+    let receiver = try await ReceiverProcess.start(
       arguments + policy + [
-        "--dir", destination.path, "--port", "\(port)", "--service", Harness.uniqueServiceType(),
+        "--dir", destination.path, "--port", "0", "--service", Harness.uniqueServiceType(),
         "--name", "victim",
-      ]
-    let process: ChildProcess
-    if let umask {
-      process = try ChildProcess(
-        "/bin/sh",
-        ["-c", "umask \(umask); exec \"$0\" receive \"$@\"", Harness.ferryBinary] + command,
-        environment: ["FERRY_HOME": home], terminal: terminal)
-    } else {
-      process = try ChildProcess.ferry(
-        ["receive"] + command, environment: ["FERRY_HOME": home], terminal: terminal)
+      ], bus: .harness, home: home, terminal: terminal, umask: umask)
+    var fingerprint = receiver.fingerprint
+    if fingerprint == nil {
+      // Only the banner was read (no NDJSON): its identity says.
+      let identity = try await run(
+        Harness.ferryBinary, ["identity", "--json"], environment: ["FERRY_HOME": home])
+      fingerprint =
+        jsonObject(identity.stdout.trimmingCharacters(in: .newlines))?["fingerprint"]
+        as? String
     }
-    // "Receiving into …" is on stderr with --json, on stdout without.
-    let onStderr = arguments.contains("--json")
-    let ready =
-      terminal
-      ? await process.waitForText("Press Ctrl-C")
-      : await process.waitForLine(onStderr: onStderr) { $0.contains("Press Ctrl-C") } != nil
-    try #require(ready, "receive did not start: \(process.transcript)\(process.stderr)")
-    let identity = try await run(
-      Harness.ferryBinary, ["identity", "--json"], environment: ["FERRY_HOME": home])
-    let fingerprint = try #require(
-      jsonObject(identity.stdout.trimmingCharacters(in: .newlines))?["fingerprint"] as? String)
     return AttackedReceiver(
-      parent: parent, destination: destination, process: process, home: home, port: port,
-      fingerprint: fingerprint, properHome: properHome)
+      parent: parent, destination: destination, process: receiver.process, home: home,
+      port: receiver.port, fingerprint: try #require(fingerprint), properHome: properHome)
   }
 
   /// Waits until the terminal has shown `count` questions (`Accept? [y/N]`) in all.
