@@ -1,0 +1,142 @@
+import FerryWire
+
+/// The connection state machine's states, actions and what they carry.
+extension ConnectionStateMachine {
+  /// Which end of the invitation this is.
+  enum Role: Hashable {
+    /// Sends INVITE with `context` after HELLO and waits at most `timeout` for the answer.
+    case inviter(context: [UInt8], timeout: Duration)
+    /// Reports the INVITE and waits for the application's answer.
+    case advertiser
+  }
+
+  /// Where the connection is. Each state carries what is valid in it: the peer once HELLO
+  /// named it, the agreed version, the keying material until the code is derived, the
+  /// commitment until REVEAL, the code once known, the PING count while connected, and why it
+  /// ended once it did.
+  enum State: Hashable {
+    /// TLS is being negotiated.
+    case tlsHandshake
+    /// TLS is up with a peer proving this key; its HELLO is awaited.
+    case awaitingHello(Greeting)
+    /// The inviter knows the peer and waits for its COMMIT before sending INVITE.
+    case awaitingCommit(Known)
+    /// The advertiser knows the peer, sent its COMMIT and waits for the INVITE.
+    case awaitingInvite(Known)
+    /// The inviter sent INVITE and waits for REVEAL, then ACCEPT or DECLINE.
+    case awaitingAnswer(Asked)
+    /// The advertiser's application has the invitation and has not answered.
+    case pendingDecision(Pending)
+    /// The link is up: session frames flow, heartbeats run.
+    case connected(Connected)
+    /// Over, for this reason; nothing more is done (the channel is closing or closed).
+    case closed(Closed)
+  }
+
+  /// TLS is up: who proved its key, and the session's exporter value for the code.
+  struct Greeting: Hashable {
+    let fingerprint: Fingerprint
+    let keyingMaterial: [UInt8]
+  }
+
+  /// The peer named itself in HELLO, and a version was agreed.
+  struct Known: Hashable {
+    let peer: PeerID
+    let version: UInt16
+    let keyingMaterial: [UInt8]
+  }
+
+  /// The inviter's INVITE is out.
+  struct Asked: Hashable {
+    let known: Known
+    /// When it stops waiting for the answer.
+    let expiresAt: ContinuousClock.Instant
+    /// The advertiser's COMMIT, until REVEAL is checked against it.
+    var commitment: [UInt8]?
+    /// The code, once REVEAL gave the advertiser's nonce.
+    var code: VerificationCode?
+  }
+
+  /// The advertiser's application has the invitation.
+  struct Pending: Hashable {
+    let known: Known
+    let code: VerificationCode
+    /// Whether REVEAL was sent.
+    var revealed = false
+  }
+
+  /// A connected link.
+  struct Connected: Hashable {
+    let peer: PeerID
+    let version: UInt16
+    let code: VerificationCode
+    /// PINGs sent: each carries the next number.
+    var pings: UInt64 = 0
+  }
+
+  /// An ended connection: why, and what it had agreed.
+  struct Closed: Hashable {
+    let end: LinkEnd
+    let version: UInt16?
+    let code: VerificationCode?
+  }
+
+  /// What the handler must do, in order.
+  enum Action: Hashable {
+    /// Write and flush this control message.
+    case send(ControlMessage)
+    /// Close the channel.
+    case close
+    /// Cancel the handshake deadline or the invitation's expiry.
+    case cancelDeadline
+    /// Expire the pending invitation after this long (``invitationExpired()``).
+    case scheduleExpiry(Duration)
+    /// Start sending PINGs and watching for silence (``heartbeat(silentFor:)``).
+    case startHeartbeat
+    /// Stop the heartbeat.
+    case stopHeartbeat
+    /// The link is connected: session frames may now be read (``LinkBudget/connected``).
+    case markConnected
+    /// Pass the session frame on to the multiplexer.
+    case forward
+    /// Answer a PING with this PONG, if the peer reads its replies (else ``violation(_:)``).
+    case pong(UInt64)
+    /// The inviter learned who the advertiser is (before the answer).
+    case peerKnown(PeerID)
+    /// The inviter learned the verification code (on REVEAL, before the answer).
+    case verificationCode(VerificationCode)
+    /// The advertiser received an invitation, for the application.
+    case invite(IncomingInvite)
+    /// Complete the inviter's answer.
+    case answer(Result<PeerID, InvitationError>)
+    /// The pending invitation was withdrawn or expired before an answer.
+    case invitationWithdrawn
+    /// The connected link ended, for this reason.
+    case linkEnded(LinkEnd)
+  }
+
+  /// What the advertiser learns from an INVITE.
+  struct IncomingInvite: Hashable {
+    let peer: PeerID
+    let context: [UInt8]
+    let timeout: Duration
+    /// The code of this connection, which the inviter can show once REVEAL (``reveal()``, when
+    /// the invitation is admitted, before the application is asked) reaches it.
+    let verificationCode: VerificationCode
+  }
+
+  /// How a channel error is classified by the handler, which alone can read NIO's errors.
+  enum ChannelError: Hashable {
+    /// A frame that could not be decoded.
+    case wire(WireError)
+    /// TLS failed during its handshake, for this reason.
+    case tlsHandshake(String)
+    /// The connection broke (closed or reset) during the TLS handshake: the network, not a
+    /// refusal.
+    case tlsHandshakeInterrupted(String)
+    /// The peer closed TCP without a TLS close.
+    case uncleanShutdown
+    /// Anything else.
+    case other(String)
+  }
+}
