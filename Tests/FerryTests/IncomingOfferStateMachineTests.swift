@@ -66,7 +66,7 @@ struct IncomingOfferStateMachineTests {
       case .flushAcks: "flush"
       case .scheduleAckFlush: "ackTimer"
       case .grant(let bytes): "grant(\(bytes))"
-      case .reset(let code, let reason): "reset(\(code), \(reason))"
+      case .reset(let code, let reason, _): "reset(\(code), \(reason))"
       case .closeChannel: "close"
       case .scheduleStallCheck: "stallTimer"
       case .finish(let error): "finish(\(error.map { "\($0)" } ?? "ok"))"
@@ -234,7 +234,8 @@ struct IncomingOfferStateMachineTests {
         == ["land(0)"])
     #expect(
       Self.run(&machine) {
-        $0.landed(0, .settled(.placed(Self.destination.appending(path: "a"))), into: &$1)
+        $0.landed(
+          0, .settled(.placed(Self.destination.appending(path: "a")), digest: [1]), into: &$1)
       } == ["done(0)", "ack(0, stored)", "releaseNames(1)", "finish(ok)"])
     #expect(machine.isEnded)
   }
@@ -469,7 +470,9 @@ struct IncomingOfferStateMachineTests {
         $0.fileEnded(0, digest: ContentHasher(.xxh3).finalize(), now: Self.now, into: &$1)
       } == ["makeFolder(0)"])
     #expect(
-      Self.run(&machine) { $0.landed(0, .settled(.placed(Self.destination)), into: &$1) }
+      Self.run(&machine) {
+        $0.landed(0, .settled(.placed(Self.destination), digest: nil), into: &$1)
+      }
         == ["done(0)", "ack(0, stored)", "ackTimer"])
     let corrupt = Self.run(&machine) { $0.fileEnded(1, digest: [9], now: Self.now, into: &$1) }
     #expect(corrupt.first?.hasPrefix("failed(1:") == true, "\(corrupt)")
@@ -485,7 +488,7 @@ struct IncomingOfferStateMachineTests {
       _ = Self.run(&machine) { $0.fileEnded(index, digest: [1], now: Self.now, into: &$1) }
       _ = Self.run(&machine) { $0.opened(index, .success(0), into: &$1) }
       let actions = Self.run(&machine) {
-        $0.landed(index, .settled(.placed(Self.destination)), into: &$1)
+        $0.landed(index, .settled(.placed(Self.destination), digest: [1]), into: &$1)
       }
       flushes += actions.count { $0 == "flush" }
       timers += actions.count { $0 == "ackTimer" }
@@ -515,10 +518,14 @@ struct IncomingOfferStateMachineTests {
     let second = Self.receiveWhole(&machine, 1)
     #expect(second.first == "open(1)" && second.last == "land(1)", "\(second)")
     #expect(
-      Self.run(&machine) { $0.landed(1, .settled(.placed(Self.destination)), into: &$1) }
+      Self.run(&machine) {
+        $0.landed(1, .settled(.placed(Self.destination), digest: [1]), into: &$1)
+      }
         == ["done(1)", "ack(1, stored)", "ackTimer"])
     #expect(
-      Self.run(&machine) { $0.landed(0, .settled(.skipped(ownedBySender: false)), into: &$1) }
+      Self.run(&machine) {
+        $0.landed(0, .settled(.skipped(ownedBySender: false), digest: [1]), into: &$1)
+      }
         == ["done(0)", "ack(0, stored)", "releaseNames(2)", "finish(ok)"])
     // A second word for a file that landed: nothing.
     #expect(
@@ -542,7 +549,9 @@ struct IncomingOfferStateMachineTests {
     #expect(
       !again.contains { $0.hasPrefix("finish(") || $0.hasPrefix("failed(0") }, "\(again)")
     #expect(again.contains { $0.hasPrefix("failed(1:") }, "\(again)")
-    let landed = Self.run(&machine) { $0.landed(0, .settled(.placed(Self.destination)), into: &$1) }
+    let landed = Self.run(&machine) {
+      $0.landed(0, .settled(.placed(Self.destination), digest: [1]), into: &$1)
+    }
     #expect(landed.first == "done(0)" && landed.last?.hasPrefix("finish(") == true, "\(landed)")
     #expect(machine.isEnded)
   }
@@ -571,7 +580,9 @@ struct IncomingOfferStateMachineTests {
         == ["remove(n1.part)", "failed(1: b: the received data is corrupt (digest mismatch))"])
     #expect(!machine.isEnded)
     #expect(
-      Self.run(&machine) { $0.landed(0, .settled(.placed(Self.destination)), into: &$1) }
+      Self.run(&machine) {
+        $0.landed(0, .settled(.placed(Self.destination), digest: [1]), into: &$1)
+      }
         == ["done(0)", "releaseNames(2)", "finish(\(TransferError.cancelled))"])
     #expect(machine.isEnded)
   }

@@ -5,10 +5,10 @@ import Synchronization
 /// about frees its channel at once, but the application still holds its file list until its
 /// prompt gets to it; counting those here bounds what a sender that offers and cancels in a
 /// loop can make the application hold. Thread-safe.
-final class OpenQuestions: Sendable {
+package final class OpenQuestions: Sendable {
   /// One open question: counted until ``close()`` (or until it is released, whichever comes
   /// first), exactly once.
-  final class Question: Sendable {
+  package final class Question: Sendable {
     private let questions: OpenQuestions
     private let open = Atomic<Bool>(true)
 
@@ -21,7 +21,7 @@ final class OpenQuestions: Sendable {
     }
 
     /// Stops counting this question; later calls do nothing.
-    func close() {
+    package func close() {
       guard open.exchange(false, ordering: .acquiringAndReleasing) else { return }
       questions.count.withLock { $0 -= 1 }
     }
@@ -31,7 +31,7 @@ final class OpenQuestions: Sendable {
   let limit: Int
   private let count = Mutex(0)
 
-  init(limit: Int) {
+  package init(limit: Int) {
     self.limit = limit
   }
 
@@ -39,7 +39,7 @@ final class OpenQuestions: Sendable {
   var openCount: Int { count.withLock { $0 } }
 
   /// Opens one question; nil (nothing opened) when ``limit`` are open.
-  func open() -> Question? {
+  package func open() -> Question? {
     let opened = count.withLock { count in
       guard count < limit else { return false }
       count += 1

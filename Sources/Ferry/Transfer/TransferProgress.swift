@@ -83,7 +83,7 @@ public final class TransferProgress: @unchecked Sendable {
 
   /// - Parameter streamed: Per file, whether it is streamed (its size, 0, is not known yet);
   ///   none when empty.
-  init(files entries: [(name: String, size: UInt64)], streamed: [Bool] = []) {
+  package init(files entries: [(name: String, size: UInt64)], streamed: [Bool] = []) {
     // An empty file counts as one unit, so that it too goes from 0 to 1.
     let files = entries.indices.map { index in
       FileRecord(
@@ -98,7 +98,7 @@ public final class TransferProgress: @unchecked Sendable {
   }
 
   /// The progress of file `index` (in bytes; made on first use).
-  func file(_ index: Int) -> Progress {
+  package func file(_ index: Int) -> Progress {
     state.withLock { state in
       if let progress = state.files[index].progress { return progress }
       let file = state.files[index]
@@ -112,7 +112,7 @@ public final class TransferProgress: @unchecked Sendable {
   /// File `index` has `bytes` done (not yet complete), `uncrossed` of the bytes since the last
   /// call done without any data crossing (a sparse file's holes, a prefix already there on a
   /// resume): counted in `bytes`, left out of the rate.
-  func advance(_ index: Int, to bytes: UInt64, uncrossed: UInt64 = 0) {
+  package func advance(_ index: Int, to bytes: UInt64, uncrossed: UInt64 = 0) {
     let snapshot = state.withLock { state -> ProgressSnapshot? in
       guard !state.files[index].finished else { return nil }
       state.uncrossed += Int64(clamping: uncrossed)
@@ -189,7 +189,7 @@ public final class TransferProgress: @unchecked Sendable {
   /// File `index` is finished (stored, skipped or, when `failed`, failed or cancelled): its
   /// `Progress` is complete, once. A failed file's missing bytes are left out of the snapshots
   /// (their `bytes` and `filesDone` count what really arrived or was sent).
-  func complete(_ index: Int, failed: Bool = false) {
+  package func complete(_ index: Int, failed: Bool = false) {
     let snapshot = state.withLock { state -> ProgressSnapshot? in
       guard !state.files[index].finished else { return nil }
       // A streamed file's size is what it came to.
@@ -222,7 +222,7 @@ public final class TransferProgress: @unchecked Sendable {
   }
 
   /// Ends the snapshot stream.
-  func finish() {
+  package func finish() {
     state.withLock { overall.completedUnitCount = $0.sum }
     continuation.finish()
   }

@@ -86,7 +86,7 @@ struct FerryOfferAnswers: IncomingOfferFrontEnd {
     link.onMultiplexer { $0.grant(bytes, channel: channel) }
   }
 
-  func reset(_ code: TransferMessage.ResetCode, reason: String) {
+  func reset(_ code: TransferMessage.ResetCode, reason: String, cause: OfferEnd) {
     let frame = TransferMessage.reset(channel: channel, code, reason: reason).frame
     link.onMultiplexer { $0.answerOffer(frame) }
   }

@@ -36,9 +36,8 @@ struct FileSlot: Sendable {
     /// Its staged file is open and its bytes arrive.
     case open
     /// It ended and is landing: its staged file being settled against its digest and placed
-    /// (beside the offer's order), or its empty folder made. `digest` is what is reported once
-    /// it is placed (nil for a folder).
-    case landing(digest: FileDigest?)
+    /// (beside the offer's order), or its empty folder made.
+    case landing
     /// Settled, one way or another: acknowledged (or about to be).
     case done
   }

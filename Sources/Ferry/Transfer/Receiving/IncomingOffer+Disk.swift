@@ -30,8 +30,9 @@ extension IncomingOffer {
     var fresh: Set<Int> = []
     for (index, file) in offered.enumerated() {
       let name = staging.name(for: file, from: peer.fingerprint)
-      // A streamed file never resumes: it is staged under a name of its own, from nothing.
-      if file.isStreamed {
+      // A streamed file never resumes: it is staged under a name of its own, from nothing (as
+      // every file is when the front end's protocol cannot resume).
+      if file.isStreamed || !resumes {
         names.append(staging.streamName(like: name))
         fresh.insert(index)
         continue

@@ -13,7 +13,7 @@ extension IncomingOffer {
 
   /// Lands file `index` (its end came with `digest`): beside the executor while fewer than
   /// ``landingAtOnce`` of this offer's files land there, else at once. On the executor.
-  func land(_ index: Int, digest: [UInt8], _ actions: inout [Machine.Action]) {
+  func land(_ index: Int, digest: [UInt8]?, _ actions: inout [Machine.Action]) {
     guard let file = files.removeValue(forKey: index), let staging, let options = machine.options
     else {
       return machine.landed(index, .failed("its staging file is not open"), into: &actions)
@@ -43,7 +43,7 @@ extension IncomingOffer {
   /// that the offer's last flush — which alone says the files are safe — has little left to
   /// do. On the executor.
   private func noteLanded(_ index: Int, _ landing: Machine.Landing) {
-    guard case .settled(.placed) = landing, machine.options?.relocate == true, let staging,
+    guard case .settled(.placed, _) = landing, machine.options?.relocate == true, let staging,
       machine.slots[index].position < StagingArea.metadataThreshold  // large ones are fsync'd
     else { return }
     placedSinceWriteBack += 1
@@ -75,11 +75,11 @@ struct Lander: Sendable {
   let slot: FileSlot
 
   /// Settles `file` against `digest` and, if it holds what was sent, places it.
-  func land(_ file: StagedFile, digest: [UInt8]) -> IncomingOfferStateMachine.Landing {
+  func land(_ file: StagedFile, digest: [UInt8]?) -> IncomingOfferStateMachine.Landing {
     switch file.settle(digest: digest, sender: sender) {
     case .corrupt: return .corrupt
     case .failed(let reason): return .failed(reason)
-    case .settled: return .settled(place())
+    case .settled(let digest): return .settled(place(), digest: digest)
     }
   }
 

@@ -15,7 +15,7 @@ import Synchronization
 /// All its state lives on `executor` (disk I/O never runs on an event loop); a front end's calls
 /// arrive in order and are handled in order. Held files are hashed on ``DetachedWork`` (a few
 /// at once in the process), beside the executor.
-final class IncomingOffer: @unchecked Sendable {
+package final class IncomingOffer: @unchecked Sendable {
   typealias Machine = IncomingOfferStateMachine
 
   /// What the application's ``ResourceOffer`` and ``IncomingTransfer`` of this offer share.
@@ -28,6 +28,10 @@ final class IncomingOffer: @unchecked Sendable {
   let frontEnd: any IncomingOfferFrontEnd
   let hashQueue = DispatchQueue(label: "ferry.incoming-offer.digest")
   let checksum: ChecksumAlgorithm
+  /// Whether a file's bytes staged by an earlier attempt are kept for this one (a front end
+  /// whose protocol always sends whole files, and may send other content under the same name,
+  /// stages every file afresh).
+  let resumes: Bool
   /// Set when the offer ends: the held file being hashed is left (any thread).
   let hashingStopped = Atomic<Bool>(false)
   /// What the front end delivered and the executor has not taken yet (any thread).
@@ -62,10 +66,11 @@ final class IncomingOffer: @unchecked Sendable {
   /// The actions being performed (kept to reuse its storage).
   private var actions: [Machine.Action] = []
 
-  init(
+  package init(
     peer: PeerID, files: [OfferedFile], checksum: ChecksumAlgorithm, reception: OfferReception,
-    holdsFiles: Bool, openFiles: Int = 1, events: AsyncStream<ResourceEvent>.Continuation,
-    executor: any OfferExecutor, stall: Duration, frontEnd: any IncomingOfferFrontEnd
+    holdsFiles: Bool, openFiles: Int = 1, acknowledgesAtOnce: Bool = false, resumes: Bool = true,
+    events: AsyncStream<ResourceEvent>.Continuation, executor: any OfferExecutor,
+    stall: Duration, frontEnd: any IncomingOfferFrontEnd
   ) {
     self.peer = peer
     self.offered = files
@@ -74,17 +79,19 @@ final class IncomingOffer: @unchecked Sendable {
     self.events = events
     self.executor = executor
     self.frontEnd = frontEnd
+    self.resumes = resumes
     machine = Machine(
       files: files,
       configuration: Machine.Configuration(
         sender: peer, checksum: checksum, holdsFiles: holdsFiles, openFiles: openFiles,
-        stall: stall, emptyDigest: ContentHasher(checksum).finalize()))
+        stall: stall, emptyDigest: ContentHasher(checksum).finalize(),
+        acknowledgesAtOnce: acknowledgesAtOnce))
   }
 
   // MARK: What a front end hands over (any thread)
 
   /// Starts handling the offer.
-  func start() {
+  package func start() {
     let kind: Machine.Reception
     switch reception {
     case .automatic(let options): kind = .automatic(options)
@@ -94,34 +101,34 @@ final class IncomingOffer: @unchecked Sendable {
   }
 
   /// Bytes of file `index` (or a hole), earning `credit` once written.
-  func data(_ index: Int, _ piece: StagedFile.Piece, credit: Int) {
+  package func data(_ index: Int, _ piece: StagedFile.Piece, credit: Int) {
     deliver(.data(index, piece, credit: credit))
   }
 
-  /// File `index` ends with `digest`.
-  func fileEnded(_ index: Int, digest: [UInt8]) {
+  /// File `index` ends with `digest` (nil: the sender gave none; its length is checked).
+  package func fileEnded(_ index: Int, digest: [UInt8]?) {
     deliver(.end(index, digest))
   }
 
   /// The sender gave up.
-  func senderReset(reason: String) {
+  package func senderReset(reason: String) {
     deliver(.reset(reason))
   }
 
   /// The link is gone.
-  func linkClosed(reason: String) {
+  package func linkClosed(reason: String) {
     deliver(.linkClosed(reason))
   }
 
   /// The sender broke the protocol (`text` says how).
-  func violation(_ text: String) {
+  package func violation(_ text: String) {
     deliver(.violation(text))
   }
 
   /// What a front end hands over, in the order it came.
   enum Inbound: Sendable {
     case data(Int, StagedFile.Piece, credit: Int)
-    case end(Int, [UInt8])
+    case end(Int, [UInt8]?)
     case reset(String)
     case linkClosed(String)
     case violation(String)
@@ -174,7 +181,7 @@ final class IncomingOffer: @unchecked Sendable {
 
   /// The application cancelled (any thread): the sender is told at once; the offer's own
   /// cleanup (queued first, so that it is the cancel that ends the offer) follows.
-  func cancelFromApplication() {
+  package func cancelFromApplication() {
     handle { $0.cancelled(into: &$1) }
     // Said as the sender's side says it: whose cancel it was.
     frontEnd.cancel(reason: "the receiver cancelled the transfer")
@@ -261,7 +268,7 @@ final class IncomingOffer: @unchecked Sendable {
     case .write(let index): write(index, &actions)
     case .land(let index, let digest): land(index, digest: digest, &actions)
     case .makeFolder(let index):
-      machine.landed(index, .settled(makeFolder(index)), into: &actions)
+      machine.landed(index, .settled(makeFolder(index), digest: nil), into: &actions)
     case .discard(let index): files.removeValue(forKey: index)?.discard()
     case .removeStaged(let name): staging?.remove(name)
     case .sendAccept(let offsets, let held): frontEnd.accept(offsets: offsets, held: held)
@@ -276,7 +283,8 @@ final class IncomingOffer: @unchecked Sendable {
         self?.run { $0.ackTimerFired(into: &$1) }
       }
     case .grant(let bytes): frontEnd.grant(bytes)
-    case .reset(let code, let reason): frontEnd.reset(code, reason: forPeer(reason))
+    case .reset(let code, let reason, let cause):
+      frontEnd.reset(code, reason: forPeer(reason), cause: cause)
     case .closeChannel: frontEnd.close(after: [], then: {})
     case .scheduleStallCheck:
       executor.run(after: machine.configuration.stall / 4) { [weak self] in

@@ -62,11 +62,12 @@ enum IncomingOfferAction: Sendable {
   /// Write the piece given with the event to file `index`'s staging file:
   /// ``IncomingOfferStateMachine/wrote(_:_:)``.
   case write(Int)
-  /// Land file `index`: settle its staging file (checked against `digest`, closed) and, if it
+  /// Land file `index`: settle its staging file (checked against `digest` — nil: its length
+  /// only, the sender gave no digest — and closed) and, if it
   /// holds what was sent, place it as the options say — beside the offer's order, several
   /// files at once, so that its result may come after later files' events:
   /// ``IncomingOfferStateMachine/landed(_:_:into:)``.
-  case land(Int, digest: [UInt8])
+  case land(Int, digest: [UInt8]?)
   /// Create empty folder `index`: ``IncomingOfferStateMachine/landed(_:_:into:)``.
   case makeFolder(Int)
   /// Close file `index`'s staging file without settling it (it keeps its bytes).
@@ -87,8 +88,9 @@ enum IncomingOfferAction: Sendable {
   case scheduleAckFlush
   /// Grant the sender `bytes` more credit on the offer.
   case grant(Int)
-  /// Tell the sender the offer ends (RESET), with this code and reason.
-  case reset(TransferMessage.ResetCode, reason: String)
+  /// Tell the sender the offer ends (RESET), with this code and reason, and why (for a front
+  /// end whose protocol says it otherwise).
+  case reset(TransferMessage.ResetCode, reason: String, cause: OfferEnd)
   /// The offer's channel is done with: forget it (after what was queued on it).
   case closeChannel
 

@@ -4,7 +4,7 @@ import FerryWire
 /// of ``IncomingOffer``. The Ferry wire says it in frames on the offer's channel
 /// (``FerryOfferAnswers``); another protocol in its own terms. Called on the offer's executor,
 /// in order; an implementation hands the words on without waiting.
-protocol IncomingOfferFrontEnd: Sendable {
+package protocol IncomingOfferFrontEnd: Sendable {
   /// The offer is accepted: where each file starts (``ResourceMessage/skip``: left out), and
   /// which files are held (their digest is to come first).
   func accept(offsets: [UInt64], held: [Int])
@@ -13,8 +13,8 @@ protocol IncomingOfferFrontEnd: Sendable {
   /// The sender may send `bytes` more.
   func grant(_ bytes: Int)
   /// The offer ends: `code`, with `reason` (words for the sender, naming nothing of this
-  /// machine's files).
-  func reset(_ code: TransferMessage.ResetCode, reason: String)
+  /// machine's files); `cause` says why, for a protocol that has its own words for it.
+  func reset(_ code: TransferMessage.ResetCode, reason: String, cause: OfferEnd)
   /// The application cancelled: said at once, ahead of anything said after this call (the
   /// session's GOODBYE), so that the sender hears of a cancel rather than of a vanished
   /// receiver; nothing more of the offer is taken.
@@ -25,8 +25,18 @@ protocol IncomingOfferFrontEnd: Sendable {
 }
 
 /// One file's verdict, for the sender.
-struct FileAck: Hashable, Sendable {
-  let index: Int
-  let status: ResourceMessage.FileStatus
-  let reason: String
+package struct FileAck: Hashable, Sendable {
+  package let index: Int
+  package let status: ResourceMessage.FileStatus
+  package let reason: String
+}
+
+/// Why an incoming offer ends before its last file, for a front end to say in its protocol.
+package enum OfferEnd: Sendable {
+  /// The application (or the person) declined it.
+  case declined
+  /// Refused before anything was written (an unsafe path, no room, too many files).
+  case refused(ResourceError)
+  /// Stopped after it was accepted.
+  case stopped(TransferError)
 }

@@ -103,7 +103,8 @@ extension IncomingOfferStateMachine {
       } else {
         reason = error.description
       }
-      actions.append(.reset(error == .cancelled ? .cancelled : .failed, reason: reason))
+      actions.append(
+        .reset(error == .cancelled ? .cancelled : .failed, reason: reason, cause: .stopped(error)))
     }
     giveBack(landing.isEmpty ? slots : slots.filter { !$0.isLanding }, into: &actions)
     if receiving == nil {

@@ -12,8 +12,11 @@ extension IncomingOfferStateMachine {
     let hole: Bool
     /// Credit the bytes earn once written (their frame's payload).
     let credit: Int
-    /// For an end: the digest it came with (no data then).
-    let end: [UInt8]?
+    /// Whether it is the file's end (no data then).
+    var ends = false
+    /// For an end: the digest it came with (nil: the sender gave none, and the bytes are taken
+    /// as they came, their length checked).
+    var digest: [UInt8]? = nil
   }
 
   /// Changes the accepted offer in place — its slots are never copied: the state holds no
@@ -64,7 +67,7 @@ extension IncomingOfferStateMachine {
       violation("data for file \(index) before file \(other) ended", into: &actions)
     case .proceed?:
       proceed(
-        Pending(index: index, count: count, hole: hole, credit: credit, end: nil),
+        Pending(index: index, count: count, hole: hole, credit: credit),
         into: &actions)
     }
   }
@@ -73,9 +76,11 @@ extension IncomingOfferStateMachine {
   /// with this side's own), an empty folder created, any other file settled — opened first when
   /// nothing of it came (empty, or wholly staged before).
   mutating func fileEnded(
-    _ index: Int, digest: [UInt8], now: ContinuousClock.Instant, into actions: inout [Action]
+    _ index: Int, digest: [UInt8]?, now: ContinuousClock.Instant, into actions: inout [Action]
   ) {
-    enum Verdict { case ignore, compare, digestOnly, uncompared, folder, outOfOrder, proceed }
+    enum Verdict {
+      case ignore, compare, digestOnly, uncompared, folder, outOfOrder, proceed, undigested
+    }
     let openFiles = configuration.openFiles
     let verdict = update { receiving -> Verdict in
       receiving.lastHeard = now
@@ -84,7 +89,8 @@ extension IncomingOfferStateMachine {
       else { return .ignore }
       let slot = receiving.slots[index]
       if case .comparing(var comparison) = slot.stage, comparison.theirs == nil {
-        // A held file's digest, sent first.
+        // A held file's digest, sent first: nothing to compare without one.
+        guard let digest else { return .undigested }
         comparison.theirs = digest
         receiving.slots[index].stage = .comparing(comparison)
         return comparison.own != nil ? .compare : .digestOnly
@@ -101,11 +107,14 @@ extension IncomingOfferStateMachine {
     case .ignore?, .digestOnly?: break
     case .compare?: compare(index, into: &actions)
     case .uncompared?: uncompared(index, into: &actions)
+    case .undigested?:
+      violation("the end of held file \(index) without its digest", into: &actions)
     case .folder?: makeFolder(index, digest: digest, into: &actions)
     case .outOfOrder?: violation("FILE_END out of order", into: &actions)
     case .proceed?:
       proceed(
-        Pending(index: index, count: 0, hole: false, credit: 0, end: digest), into: &actions)
+        Pending(index: index, count: 0, hole: false, credit: 0, ends: true, digest: digest),
+        into: &actions)
     }
   }
 
@@ -119,7 +128,6 @@ extension IncomingOfferStateMachine {
   /// Takes `pending` as far as it goes: space for a held file sent whole, its staging file
   /// opened, room ahead of a streamed file, then the write — or the settling of its end.
   private mutating func proceed(_ pending: Pending, into actions: inout [Action]) {
-    let checksum = configuration.checksum
     let next = update { receiving -> Action in
       let index = pending.index
       let slot = receiving.slots[index]
@@ -127,11 +135,11 @@ extension IncomingOfferStateMachine {
       if slot.stage != .open {
         return slot.reserved ? .open(index) : .reserve(slot.offered.size, for: .whole(index))
       }
-      if let digest = pending.end {
+      if pending.ends {
         receiving.pendingData = nil
         receiving.open.removeAll { $0 == index }
-        receiving.slots[index].stage = .landing(digest: FileDigest(checksum, digest))
-        return .land(index, digest: digest)
+        receiving.slots[index].stage = .landing
+        return .land(index, digest: pending.digest)
       }
       if slot.offered.isStreamed, slot.position + pending.count > slot.reservedUpTo {
         return .reserve(Self.streamStep, for: .stream(index))
@@ -307,10 +315,8 @@ extension IncomingOfferStateMachine {
   /// failed. An offer that stopped meanwhile reports it as it landed and ends after the last.
   mutating func landed(_ index: Int, _ landing: Landing, into actions: inout [Action]) {
     if case .stopping = state { return landedAfterStop(index, landing, into: &actions) }
-    guard isReceiving, slots.indices.contains(index),
-      case .landing(let digest) = slots[index].stage
-    else { return }
-    let verdict = Self.verdict(of: landing, for: slots[index], digest: digest, configuration)
+    guard isReceiving, slots.indices.contains(index), slots[index].isLanding else { return }
+    let verdict = Self.verdict(of: landing, for: slots[index], configuration)
     if verdict.removeStaged { actions.append(.removeStaged(slots[index].name)) }
     conclude(
       index, verdict.status, reason: verdict.reason, result: verdict.result,
@@ -324,10 +330,10 @@ extension IncomingOfferStateMachine {
     _ index: Int, _ landing: Landing, into actions: inout [Action]
   ) {
     guard case .stopping(var stopping) = state, stopping.landing.contains(index),
-      case .landing(let digest) = stopping.slots[index].stage
+      stopping.slots[index].isLanding
     else { return }
     let slot = stopping.slots[index]
-    let verdict = Self.verdict(of: landing, for: slot, digest: digest, configuration)
+    let verdict = Self.verdict(of: landing, for: slot, configuration)
     if verdict.removeStaged { actions.append(.removeStaged(slot.name)) }
     if slot.promised > 0 { actions.append(.release(slot.promised)) }
     stopping.slots[index].promised = 0
@@ -349,7 +355,7 @@ extension IncomingOfferStateMachine {
   /// What a landing comes to: for the sender (`status`, or `toPeer`, with `reason`), for the
   /// application (`result`, `digest`), and whether the staged file goes.
   private static func verdict(
-    of landing: Landing, for slot: FileSlot, digest: FileDigest?, _ configuration: Configuration
+    of landing: Landing, for slot: FileSlot, _ configuration: Configuration
   ) -> (
     status: ResourceMessage.FileStatus, toPeer: ResourceMessage.FileStatus?, reason: String,
     result: Result<URL?, TransferError>, digest: FileDigest?, removeStaged: Bool
@@ -366,20 +372,26 @@ extension IncomingOfferStateMachine {
         .failed, nil, notStored, .failure(.resource(.cannotWrite("\(path): \(reason)"))), nil,
         true
       )
-    case .settled(.placed(let url)):
-      return (.stored, nil, "", .success(url), digest, false)
-    case .settled(.skipped(let owned)):
-      return (.skipped, owned ? .skipped : .stored, "", .success(nil), digest, false)
-    case .settled(.failed(let error)):
+    case .settled(.placed(let url), let digest):
+      return (
+        .stored, nil, "", .success(url), digest.map { FileDigest(configuration.checksum, $0) },
+        false
+      )
+    case .settled(.skipped(let owned), let digest):
+      return (
+        .skipped, owned ? .skipped : .stored, "", .success(nil),
+        digest.map { FileDigest(configuration.checksum, $0) }, false
+      )
+    case .settled(.failed(let error), _):
       return (.failed, nil, notStored, .failure(.resource(error)), nil, false)
     }
   }
 
   /// An empty folder's end: its digest must be of no bytes; created under the destination, or
   /// skipped when the application takes files unplaced.
-  private mutating func makeFolder(_ index: Int, digest: [UInt8], into actions: inout [Action]) {
+  private mutating func makeFolder(_ index: Int, digest: [UInt8]?, into actions: inout [Action]) {
     guard let options else { return }
-    guard digest == configuration.emptyDigest else {
+    guard digest == nil || digest == configuration.emptyDigest else {
       return conclude(
         index, .corrupt, reason: "\(configuration.checksum.rawValue) digest mismatch",
         result: .failure(.resource(.integrityCheckFailed(path: offered[index].path))),
@@ -388,7 +400,7 @@ extension IncomingOfferStateMachine {
     guard options.relocate else {
       return conclude(index, .skipped, reason: "", result: .success(nil), into: &actions)
     }
-    update { $0.slots[index].stage = .landing(digest: nil) }
+    update { $0.slots[index].stage = .landing }
     actions.append(.makeFolder(index))
   }
 
@@ -435,7 +447,7 @@ extension IncomingOfferStateMachine {
     actions.append(.queueAck(index: index, status: status, reason: reason))
     if remaining == 0 {
       finish(error: nil, into: &actions)
-    } else if acks >= Self.ackBatch {
+    } else if configuration.acknowledgesAtOnce || acks >= Self.ackBatch {
       flushAcks(into: &actions)
     } else if acks == 1 {
       // The sender only waits for acks at its end; gather them for a moment.

@@ -55,8 +55,9 @@ struct IncomingOfferStateMachine {
     case corrupt
     /// It could not be settled (a system call failed, `reason`): its staged file goes.
     case failed(String)
-    /// Settled — complete, checked, closed — and then placed (or not) as `placement` says.
-    case settled(Placement)
+    /// Settled — complete, checked, closed — and then placed (or not) as `placement` says;
+    /// `digest` is the digest of its bytes (nil for an empty folder).
+    case settled(Placement, digest: [UInt8]?)
   }
 
   /// How a settled file's (or an empty folder's) placing came out.
@@ -85,6 +86,9 @@ struct IncomingOfferStateMachine {
     let stall: Duration
     /// The digest of no bytes: an empty folder's FILE_END carries it.
     let emptyDigest: [UInt8]
+    /// Whether each verdict goes to the sender at once rather than gathered (a front end whose
+    /// sender waits for each file's answer before its next request).
+    var acknowledgesAtOnce = false
   }
 
   /// Where the offer is.
@@ -249,7 +253,9 @@ struct IncomingOfferStateMachine {
     case .decline(let reason):
       state = .ended
       actions.append(
-        .reset(.refused, reason: reason.isEmpty ? "declined by the receiver" : reason))
+        .reset(
+          .refused, reason: reason.isEmpty ? "declined by the receiver" : reason,
+          cause: .declined))
       actions.append(.closeChannel)
     }
   }
@@ -467,7 +473,8 @@ struct IncomingOfferStateMachine {
   ) {
     actions.append(.log("refused: \(error)"))
     actions.append(.withdrawQuestion)
-    actions.append(.reset(.refused, reason: Self.peerReason(error, refusing: true)))
+    actions.append(
+      .reset(.refused, reason: Self.peerReason(error, refusing: true), cause: .refused(error)))
     actions.append(.closeChannel)
     let claimed = slots.filter(\.claimed).map(\.name)
     if !claimed.isEmpty { actions.append(.releaseNames(claimed)) }

@@ -4,7 +4,7 @@ import Synchronization
 
 /// Where an offer's work runs, in order and off the event loop: a serial `DispatchQueue`, or (in
 /// tests and the fuzzer, next to an `EmbeddedChannel`) the caller's own thread.
-protocol OfferExecutor: Sendable {
+package protocol OfferExecutor: Sendable {
   /// Runs `work` after what was given before.
   func run(_ work: @escaping @Sendable () -> Void)
   /// Runs `work` after `delay`.
@@ -20,22 +20,22 @@ protocol OfferExecutor: Sendable {
 extension OfferExecutor {
   /// An executor of the caller's own thread runs detached work as it runs delayed work: later,
   /// on that thread.
-  func runDetached(_ work: @escaping @Sendable () -> Void) {
+  package func runDetached(_ work: @escaping @Sendable () -> Void) {
     run(after: .zero, work)
   }
 
   /// An executor of the caller's own thread runs work beside it as it runs delayed work.
-  func runBeside(_ work: @escaping @Sendable () -> Void) {
+  package func runBeside(_ work: @escaping @Sendable () -> Void) {
     run(after: .zero, work)
   }
 }
 
 extension DispatchQueue: OfferExecutor {
-  func run(_ work: @escaping @Sendable () -> Void) {
+  package func run(_ work: @escaping @Sendable () -> Void) {
     async(execute: work)
   }
 
-  func run(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
+  package func run(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
     let nanoseconds =
       delay.components.seconds * 1_000_000_000 + delay.components.attoseconds
       / 1_000_000_000
@@ -43,13 +43,13 @@ extension DispatchQueue: OfferExecutor {
   }
 
   /// On ``DetachedWork/shared``: at most ``DetachedWork/width`` such jobs at once in the process.
-  func runDetached(_ work: @escaping @Sendable () -> Void) {
+  package func runDetached(_ work: @escaping @Sendable () -> Void) {
     DetachedWork.shared.submit(work)
   }
 
   /// On ``DetachedWork/landing``: at most as many files land at once in the process as it
   /// has processors (two at least).
-  func runBeside(_ work: @escaping @Sendable () -> Void) {
+  package func runBeside(_ work: @escaping @Sendable () -> Void) {
     DetachedWork.landing.submit(work)
   }
 }

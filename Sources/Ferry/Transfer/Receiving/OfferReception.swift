@@ -1,5 +1,5 @@
 /// How an incoming offer gets its answer.
-enum OfferReception: Sendable {
+package enum OfferReception: Sendable {
   /// Accepted into these options as soon as its paths are checked.
   case automatic(ReceiveOptions)
   /// Handed to `deliver` as a ``ResourceOffer`` for the application to answer; `question`

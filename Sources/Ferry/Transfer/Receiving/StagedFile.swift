@@ -10,11 +10,12 @@ import NIOCore
 /// against the sender's digest, given the sender's mode (narrowed by the umask) and times,
 /// flushed and closed, every system call's result checked. It knows nothing of frames, credit
 /// or where the file will be placed. Confined to the offer's executor.
-final class StagedFile {
+package final class StagedFile {
   /// How a file ended on disk.
   enum Settlement: Equatable {
-    /// Complete, intact, flushed (large files) and closed: ready to be placed.
-    case settled
+    /// Complete, intact, flushed (large files) and closed: ready to be placed; `digest` is the
+    /// digest of its bytes.
+    case settled(digest: [UInt8])
     /// Its size or digest differs from what the sender announced.
     case corrupt
     /// A system call failed (`reason`); the staged bytes cannot be trusted.
@@ -22,7 +23,7 @@ final class StagedFile {
   }
 
   /// What comes next in the file.
-  enum Piece {
+  package enum Piece: Sendable {
     /// Bytes to write.
     case bytes(ByteBuffer)
     /// A hole of this many zero bytes, left unwritten (the file stays sparse).
@@ -147,16 +148,17 @@ final class StagedFile {
     }
   }
 
-  /// Ends the file: checks it against `digest`, records `sender` and the path offered
+  /// Ends the file: checks it against `digest` (nil: its length only — a sender that gave no
+  /// digest), records `sender` and the path offered
   /// (``ConfinedDirectory/placementAttribute``),
   /// sets its mode and times, flushes it when it is large (small ones share one syncfs(2) at the
   /// end of the offer: a per-file fsync would cost more than the transfer) and closes it. The
   /// file is closed whatever the outcome.
-  func settle(digest: [UInt8], sender: [UInt8]) -> Settlement {
+  func settle(digest expected: [UInt8]?, sender: [UInt8]) -> Settlement {
     defer { discard() }
-    guard position == offered.size || offered.isStreamed, hasher.finalize() == digest else {
-      return .corrupt
-    }
+    let digest = hasher.finalize()
+    guard position == offered.size || offered.isStreamed, expected == nil || digest == expected
+    else { return .corrupt }
     // A file that ends in a hole: its length, without writing the zeros.
     if written < position {
       guard ftruncate(fd, off_t(position)) == 0 else { return .failed(reason: errnoText()) }
@@ -182,7 +184,7 @@ final class StagedFile {
     // close(2) is where a network filesystem reports a write it could not make.
     let closed = close(fd)
     fd = -1
-    return closed == 0 ? .settled : .failed(reason: errnoText())
+    return closed == 0 ? .settled(digest: digest) : .failed(reason: errnoText())
   }
 
   /// Closes the file without settling it (its staged bytes stay, for a resume). Idempotent.
