@@ -14,6 +14,7 @@ let package = Package(
   products: [
     .library(name: "Ferry", targets: ["Ferry"]),
     .library(name: "FerryMultipeer", targets: ["FerryMultipeer"]),
+    .library(name: "FerryLocalSend", targets: ["FerryLocalSend"]),
     .executable(name: "ferry", targets: ["FerryCLI"]),
   ],
   dependencies: [
@@ -55,10 +56,25 @@ let package = Package(
     ),
     // MultipeerConnectivity's API over Ferry, so that an app ports by changing one import.
     .target(name: "FerryMultipeer", dependencies: ["Ferry"]),
+    // LocalSend (protocol 2.2): the transfer core's second front end, its discovery and client.
+    .target(
+      name: "FerryLocalSend",
+      dependencies: [
+        "Ferry",
+        "FerryWire",
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+        .product(name: "NIOSSL", package: "swift-nio-ssl"),
+        .product(name: "Crypto", package: "swift-crypto"),
+      ]
+    ),
     .executableTarget(
       name: "FerryCLI",
       dependencies: [
         "Ferry",
+        "FerryLocalSend",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]
@@ -173,6 +189,10 @@ let package = Package(
     .testTarget(
       name: "FerryIntegrationTests",
       dependencies: ["Ferry", "FerryWire", "FerryMultipeer"]
+    ),
+    .testTarget(
+      name: "FerryLocalSendTests",
+      dependencies: ["FerryLocalSend", "Ferry"]
     ),
     .testTarget(
       name: "FerryMultipeerTests",

@@ -28,6 +28,8 @@ struct ReceiveConfig: Sendable, Equatable {
   var keepPartialDays: Double?
   var resumeGrace: Double?
   var service: String?
+  /// Also receive from LocalSend apps (`--localsend`).
+  var localsend: Bool?
 
   /// No file: every option takes its flag or its default.
   init() {}
@@ -63,6 +65,7 @@ struct ReceiveConfig: Sendable, Equatable {
       case "keep_partial_days": keepPartialDays = try value.number(key, in: 0...36_500)
       case "resume_grace": resumeGrace = try value.number(key, in: 0...86_400)
       case "service": service = try value.string(key)
+      case "localsend": localsend = try value.boolean(key)
       default:
         throw ConfigError(
           line: value.line,
@@ -75,7 +78,7 @@ struct ReceiveConfig: Sendable, Equatable {
   /// The keys `[receive]` takes.
   static let keys = [
     "dir", "mkdir", "name", "accept", "accept_from", "port", "on_conflict", "keep_partial_days",
-    "resume_grace", "service",
+    "resume_grace", "service", "localsend",
   ]
 
   /// The config for this run: `--config FILE` when given, else `$FERRY_CONFIG`, else

@@ -33,6 +33,11 @@ enum ErrorCode: String, CaseIterable, Sendable {
   case discoveryFailed = "discovery-failed"
   case invitationFailed = "invitation-failed"
   case acceptFailed = "accept-failed"
+  /// A LocalSend device is busy with another session (its 409).
+  case busy
+  /// A LocalSend device wants a PIN, refused the one given, or refuses this address after
+  /// wrong ones (its 401 and 429).
+  case pin
   // Transfers.
   case transferFailed = "transfer-failed"
   case refused

@@ -35,7 +35,8 @@ enum Event: String, CaseIterable, Sendable {
   static let records: [any EventRecord.Type] = [
     PeerSeen.self, PeerLost.self, Advertising.self, DiscoveryOutage.self, DiscoveryFailed.self,
     Renamed.self, Invited.self, InvitationAsked.self, KeyChanged.self, SendAccepted.self,
-    ReceiveAccepted.self, Declined.self, OfferDeclined.self, Withdrawn.self, TextReceived.self,
+    LocalSendAsked.self, LocalSendFound.self, ReceiveAccepted.self, Declined.self,
+    OfferDeclined.self, Withdrawn.self, TextReceived.self,
     OfferStarted.self, OfferRefused.self, TransferProgressed.self, FileDone.self, LeftOut.self,
     SendDone.self, ReceiveDone.self, Retrying.self, Resumed.self, StagingCleaned.self,
     Failure.self, Check.self, IdentityShown.self, KnownPeer.self,

@@ -144,7 +144,7 @@ struct InvitationPrompt: Sendable {
   /// with the time it has left, below the one being asked. What was typed before the question
   /// appeared is discarded; an answer that is neither yes nor no is asked again; Enter alone
   /// is no.
-  private func question(
+  func question(
     _ lines: [String], from label: String, until deadline: ContinuousClock.Instant,
     urgent: Bool = false, isPending: @escaping @Sendable () -> Bool
   ) async -> Answer {

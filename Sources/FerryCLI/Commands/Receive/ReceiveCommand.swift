@@ -24,7 +24,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       $FERRY_CONFIG, else config.toml in ferry's home (~/.config/ferry), read when it exists. \
       Its [receive] table takes the long options' names with '_' (dir, mkdir, name, \
       accept = "ask" | "trusted" | "yes", accept_from, port, on_conflict, keep_partial_days, \
-      resume_grace, service); flags given here override it.
+      resume_grace, service, localsend); flags given here override it.
 
       Examples:
         ferry receive
@@ -37,6 +37,9 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         ferry receive --on-conflict skip --keep-partial-days 1 --resume-grace 300
         ferry receive --quiet --verbose --accept-trusted
         ferry receive --service my-app --name "build box" --yes
+        ferry receive --localsend --accept-trusted --pin 4711   # LocalSend apps too
+        ferry receive --localsend --localsend-legacy --localsend-interface wlan0
+        ferry receive --localsend --localsend-http --localsend-port 53318 --yes --dir /srv/drop
       """)
 
   @OptionGroup var logging: LogOptions
@@ -115,6 +118,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
 
   @Option(help: "The name senders see (1-63 bytes of UTF-8). Default: this machine's host name.")
   var name: String?
+
+  @OptionGroup var localSend: LocalSendReceiveOptions
 
   @OptionGroup var output: OutputOptions
 
@@ -268,6 +273,15 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       }
     }
     Task { await advertising.follow() }
+    if settings.localsend {
+      let localSend = try await LocalSendReceiving.start(
+        self.localSend, identity: identity, displayName: displayName, output: output)
+      Interrupts.onInterrupt { localSend.stop() }
+      localSend.serve(decisions: decisions, reporter: reporter, knownPeers: knownPeers)
+      output.say(
+        "Also receiving from LocalSend apps on port \(localSend.server.port)"
+          + (localSend.discovery == nil ? "." : ", announced on the local network."))
+    }
     for await failure in outcomes.stream where once {
       advertiser.stop()
       // The last FILE_ACKs are on their way: let the sender hang up first (at most 5 s).

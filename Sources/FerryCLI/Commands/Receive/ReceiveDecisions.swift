@@ -27,7 +27,7 @@ struct ReceiveDecisions: Sendable {
   /// `--stdout`: one file (or a text) is all this receiver takes.
   var oneFile = false
 
-  private var output: EventWriter { prompt.output }
+  var output: EventWriter { prompt.output }
 
   /// Accepts or declines one invitation: by the policy, or by asking.
   func decide(_ invitation: Invitation, session: Session) async {
@@ -155,7 +155,7 @@ struct ReceiveDecisions: Sendable {
 
   /// Shows an accepted sender's text: a `text` event, or its lines on stdout (escaped: a
   /// peer's text never moves the cursor). Under `--once` the text is the outcome.
-  private func show(_ text: String, from peer: PeerID) {
+  func show(_ text: String, from peer: PeerID) {
     // Its approval covers the text alone: no offer may follow on it.
     approvals.ended(peer.fingerprint)
     output.emit(TextReceived(peer: peer.displayName, text: text))
@@ -240,7 +240,7 @@ struct ReceiveDecisions: Sendable {
   static let partEndWait: Duration = .seconds(2)
 
   /// Accepts `offer`; its paths in `receivedBefore` are answered without being written.
-  private func accept(_ offer: ResourceOffer, receivedBefore: Set<String> = []) {
+  func accept(_ offer: ResourceOffer, receivedBefore: Set<String> = []) {
     guard offer.isPending else {
       // Withdrawn while it was decided (its sender cancelled it, or its link closed): nothing
       // will come of it, so it is no part under way, and not --once's outcome to wait for.
@@ -255,7 +255,7 @@ struct ReceiveDecisions: Sendable {
   }
 
   /// Declines `offer`; when it is `--once`'s one offer (`counts`), that is the outcome.
-  private func decline(_ offer: ResourceOffer, _ reason: String, counts: Bool) {
+  func decline(_ offer: ResourceOffer, _ reason: String, counts: Bool) {
     offer.decline(reason: reason)
     if counts { approvals.ended(offer.peer.fingerprint) }
     output.emit(

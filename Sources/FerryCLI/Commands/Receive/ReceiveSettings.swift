@@ -19,6 +19,8 @@ struct ReceiveSettings: Sendable {
   let keepPartialDays: Double
   let resumeGrace: Double
   let service: ServiceType
+  /// LocalSend senders are answered too (`--localsend`, or `localsend = true`).
+  let localsend: Bool
   /// A person can be asked (standard input is a terminal).
   let canAsk: Bool
 
@@ -53,6 +55,14 @@ struct ReceiveSettings: Sendable {
     onConflict = command.onConflict ?? config.onConflict ?? .rename
     keepPartialDays = command.keepPartialDays ?? config.keepPartialDays ?? 7
     resumeGrace = command.resumeGrace ?? config.resumeGrace ?? 60
+    localsend = command.localSend.enabled || (config.localsend ?? false)
+    if !localsend && command.localSend.anyGiven {
+      throw CLIFailure(
+        status: .usage,
+        message: "--pin, --localsend-legacy, --localsend-http, --localsend-port and "
+          + "--localsend-interface go with --localsend (or localsend = true in the config)",
+        code: .usage)
+    }
     do {
       service = try parseServiceType(command.service ?? config.service ?? ServiceType.ferry.name)
     } catch {

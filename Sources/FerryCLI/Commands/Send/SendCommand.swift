@@ -32,6 +32,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         ferry send --verbose --to desk big.iso      # what happens underneath
         ferry send --service my-app --name "build box" --to desk out.tar
         ferry send --json --to desk *.log | jq -c 'select(.event == "done")'
+        ferry send --localsend --to "Ana's Pixel" photos/   # a LocalSend app
+        ferry send --protocol localsend --address 192.168.1.30:53317 --pin 4711 notes.txt
       """)
 
   @OptionGroup var logging: LogOptions
@@ -103,6 +105,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
   @Option(help: "The name the receiver sees. Default: this machine's host name.")
   var name: String?
 
+  @OptionGroup var localSend: LocalSendSendOptions
+
   @OptionGroup var output: OutputOptions
 
   func validate() throws {
@@ -139,6 +143,9 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     if address != nil && to.count > 1 {
       throw ValidationError("--address reaches one receiver: give at most one --to with it")
     }
+    if localSend.isOn && to.count > 1 {
+      throw ValidationError("--localsend sends to one device: give at most one --to")
+    }
     if to.count >= Session.maximumPeers {
       throw ValidationError("at most \(Session.maximumPeers - 1) receivers (--to) in one send")
     }
@@ -160,6 +167,18 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     let (batch, spool) = try self.batch(events)
     defer { spool?.remove() }
     let identity = try loadIdentity()
+    if localSend.isOn {
+      let bar = ProgressBar(enabled: output.showsProgress)
+      defer { bar.finish() }
+      try await LocalSendSending(
+        identity: identity, name: name ?? ProcessInfo.processInfo.hostName, pin: localSend.pin,
+        output: events, bar: bar,
+        keys: KeyCheck(
+          knownPeers: knownPeers, output: events, bar: bar, interactive: Self.canAsk),
+        deadline: .now + .seconds(timeout), retryFor: .seconds(retryFor)
+      ).run(batch: batch, text: text, to: to.first, address: address)
+      return
+    }
     let session: Session
     do {
       // A sender reads nothing but the answers to its offers.

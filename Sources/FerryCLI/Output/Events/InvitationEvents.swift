@@ -74,3 +74,33 @@ struct TextReceived: EventRecord {
   let peer: String
   let text: String
 }
+
+/// `invitation` on `receive`, from a LocalSend sender (`protocol` "localsend"): its device,
+/// address and whether its certificate proved its key; what it sends (`text`: a message).
+struct LocalSendAsked: EventRecord {
+  static let events: [Event] = [.invitation]
+  let peer: String
+  let fingerprint: String
+  let status: String
+  let `protocol`: String
+  let verified: Bool
+  let deviceType: String?
+  let deviceModel: String?
+  let address: String
+  let files: Int?
+  let folders: Int?
+  let text: Bool
+  let bytes: Int?
+}
+
+/// `peer-found` on `send --localsend`: the LocalSend device the files go to (`fingerprint`:
+/// its certificate's; null over plain HTTP).
+struct LocalSendFound: EventRecord {
+  static let events: [Event] = [.peerFound]
+  let peer: String
+  let fingerprint: String?
+  let `protocol`: String
+  let deviceType: String?
+  let deviceModel: String?
+  let address: String
+}

@@ -1,0 +1,81 @@
+import Ferry
+import FerryLocalSend
+
+extension InvitationPrompt {
+  /// Reports a LocalSend sender's files or text (JSON `invitation`, `protocol` "localsend").
+  func announce(
+    localSend sender: LocalSendSender, status: KnownPeers.Status, offer: ResourceOffer?,
+    text: Bool
+  ) {
+    output.emit(
+      LocalSendAsked(
+        peer: sender.peer.displayName, fingerprint: sender.peer.fingerprint.hexString,
+        status: Self.status(status), protocol: "localsend", verified: sender.verified,
+        deviceType: sender.device.deviceType, deviceModel: sender.device.deviceModel,
+        address: sender.address, files: offer?.files.count, folders: offer?.folders.count,
+        text: text, bytes: offer.map { Int($0.totalBytes) }))
+  }
+
+  /// Asks about a LocalSend sender's files: who (alias, device, fingerprint, "LocalSend",
+  /// verified or not), what and how big. Silence until shortly before the offer's deadline
+  /// declines it.
+  func ask(localSend offer: ResourceOffer, from sender: LocalSendSender, status: KnownPeers.Status)
+    async -> Answer
+  {
+    var lines = Self.heading(sender, status: status, wants: "wants to send (LocalSend)")
+    let overview = TreeOverview(offer.files.map(\.path))
+    lines += Self.listing(
+      count: offer.files.count, bytes: offer.totalBytes,
+      names: offer.files.prefix(Self.shownNames).map(\.path), roots: overview.roots,
+      hidden: overview.hidden, folders: offer.folders.count)
+    let answer = await question(
+      lines, from: offer.peer.displayName,
+      until: .now + ResourceOffer.decisionTimeout - .seconds(5), urgent: true,
+      isPending: { offer.isPending })
+    if answer == .withdrawn {
+      bar.above { StandardStream.error.write(Self.withdrawn(offer.peer.displayName, "offer")) }
+    }
+    return answer
+  }
+
+  /// Asks whether to show a LocalSend sender's text message.
+  func ask(localSend text: LocalSendText, status: KnownPeers.Status) async -> Answer {
+    let lines =
+      Self.heading(text.sender, status: status, wants: "wants to show a text message (LocalSend)")
+      + ["\(Quantity.bytes(UInt64(text.text.utf8.count))) of text"]
+    return await question(
+      lines, from: text.sender.peer.displayName,
+      until: .now + ResourceOffer.decisionTimeout - .seconds(5), urgent: true,
+      isPending: { text.isPending })
+  }
+
+  /// The question's first lines: a warning when the key changed or the name mimics a known
+  /// one, then who asks — quoted and escaped — its device, address and whether its key is
+  /// proven.
+  private static func heading(
+    _ sender: LocalSendSender, status: KnownPeers.Status, wants: String
+  ) -> [String] {
+    var lines = [""]
+    if sender.verified,
+      let warning = warning(status, name: sender.peer.displayName, now: sender.peer.fingerprint)
+    {
+      lines += [warning, ""]
+    }
+    var device: [String] = []
+    if let model = sender.device.deviceModel, !model.isEmpty { device.append(model) }
+    if let type = sender.device.deviceType, !type.isEmpty { device.append(type) }
+    let what = device.isEmpty ? "" : ", " + device.joined(separator: ", ")
+    if sender.verified {
+      lines.append("\(who(sender.peer, status: status)) \(wants)")
+      lines.append("  LocalSend\(what), at \(sender.address); its certificate proves this key")
+    } else {
+      lines.append(
+        "\(DisplayText.quoted(sender.peer.displayName)) (UNVERIFIED: no certificate) \(wants)")
+      lines.append(
+        "  LocalSend\(what), at \(sender.address); it claims key "
+          + "\(String(sender.device.fingerprint.prefix(16))) but proved nothing "
+          + "(--localsend-legacy)")
+    }
+    return lines
+  }
+}

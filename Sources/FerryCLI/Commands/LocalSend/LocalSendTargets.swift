@@ -1,0 +1,156 @@
+import Ferry
+import FerryLocalSend
+import Foundation
+
+/// How `ferry send --localsend` finds its receiver: by address (`--address HOST:PORT`), or by
+/// LocalSend's multicast discovery, by alias or fingerprint (`--to`), or the only device heard.
+struct LocalSendTargets: Sendable {
+  let identity: Identity
+  let me: LocalSendDevice
+  let output: EventWriter
+
+  /// A device found, and the key its certificate must have.
+  struct Found: Sendable {
+    let target: LocalSendTarget
+    let device: LocalSendDevice
+    /// Whether the user named its key (`--to` a fingerprint).
+    let pinned: Bool
+  }
+
+  /// Finds the device `wanted` (nil: the only one heard), by multicast, until `deadline`.
+  ///
+  /// - Throws: ``CLIFailure``: none found (exit 3), several with no `--to` (exit 3), or no
+  ///   interface to look on (exit 6).
+  func discover(_ wanted: String?, until deadline: ContinuousClock.Instant)
+    async throws(CLIFailure) -> Found
+  {
+    let discovery: LocalSendDiscovery
+    do {
+      discovery = try LocalSendDiscovery(me: { [me] in me }, identity: identity)
+      try await discovery.start()
+    } catch {
+      throw CLIFailure(
+        status: .discoveryUnavailable,
+        message: "cannot look for LocalSend devices: \(error); use --address HOST:PORT",
+        code: .discoveryUnavailable)
+    }
+    defer { discovery.stop() }
+    output.note(
+      wanted.map { "Looking for LocalSend device '\(printable($0))'…" }
+        ?? "Looking for LocalSend devices…")
+    // No --to: whoever answers within a short listen (the announcements go at once, 0.5 and
+    // 2 s); with --to, until the deadline.
+    let listenEnd = wanted == nil ? min(deadline, .now + .seconds(3)) : deadline
+    let heard = await Self.collect(discovery, until: listenEnd) { sighting in
+      guard let wanted else { return false }
+      return Self.matches(sighting.device, wanted)
+    }
+    let candidates = heard.filter { sighting in
+      wanted.map { Self.matches(sighting.device, $0) } ?? true
+    }
+    guard let first = candidates.first else {
+      let seen = heard.map { "'\(printable($0.device.alias))'" }.joined(separator: ", ")
+      throw CLIFailure(
+        status: .noPeer,
+        message: (wanted.map { "no LocalSend device '\(printable($0))' answered" }
+          ?? "no LocalSend device answered")
+          + (seen.isEmpty ? "" : " (heard: \(seen))"),
+        code: .noPeer)
+    }
+    guard candidates.count == 1 else {
+      let names = candidates.map {
+        "'\(printable($0.device.alias))' [\(String($0.device.fingerprint.prefix(16)))]"
+      }
+      throw CLIFailure(
+        status: .noPeer,
+        message: "several LocalSend devices answered: \(names.joined(separator: ", ")); "
+          + "choose one with --to NAME or --to FINGERPRINT",
+        code: .severalPeers)
+    }
+    let device = first.device
+    let key = try? Fingerprint(parsing: device.fingerprint)
+    if device.usesTLS && key == nil {
+      throw CLIFailure(
+        status: .authentication,
+        message: "'\(printable(device.alias))' announced no usable fingerprint",
+        code: .authentication)
+    }
+    let pinned = wanted.map { Fingerprint.prefixLength(of: $0) ?? 0 > 0 } ?? false
+    return Found(
+      target: LocalSendTarget(
+        host: first.address, port: device.port ?? Int(LocalSendProtocol.defaultPort),
+        fingerprint: device.usesTLS ? key : nil, plainHTTP: !device.usesTLS),
+      device: device, pinned: pinned)
+  }
+
+  /// What is heard until `end`, or until `done` says a sighting is the one.
+  private static func collect(
+    _ discovery: LocalSendDiscovery, until end: ContinuousClock.Instant,
+    done: @escaping @Sendable (LocalSendSighting) -> Bool
+  ) async -> [LocalSendSighting] {
+    await withTaskGroup(of: [LocalSendSighting]?.self) { group in
+      group.addTask {
+        var heard: [String: LocalSendSighting] = [:]
+        for await sighting in discovery.sightings {
+          heard[sighting.device.fingerprint] = sighting
+          if done(sighting) { break }
+        }
+        return Array(heard.values)
+      }
+      group.addTask {
+        try? await Task.sleep(until: end)
+        discovery.stop()
+        return nil
+      }
+      var result: [LocalSendSighting] = []
+      for await value in group {
+        if let value {
+          result = value
+          group.cancelAll()
+        }
+      }
+      return result
+    }
+  }
+
+  /// Whether `device` is the one `wanted` names: its alias exactly, or its fingerprint's
+  /// first digits (at least 8).
+  static func matches(_ device: LocalSendDevice, _ wanted: String) -> Bool {
+    if device.alias == wanted { return true }
+    let digits = wanted.uppercased().filter { !$0.isWhitespace }
+    return digits.count >= 8 && device.fingerprint.uppercased().hasPrefix(digits)
+  }
+
+  /// The device at `address`, asked who it is; its key is the certificate it presents (or
+  /// the fingerprint `wanted` names, when given, required in the handshake).
+  ///
+  /// - Throws: ``CLIFailure`` when it cannot be reached (exit 3) or is not the key named (5).
+  func ask(address: String, wanted: String?, upload: LocalSendUpload, plainHTTP: Bool)
+    async throws(CLIFailure) -> Found
+  {
+    let (host, port) = try parseAddress(address)
+    let named = wanted.flatMap { try? Fingerprint(parsing: $0) }
+    var target = LocalSendTarget(
+      host: host, port: Int(port), fingerprint: named, plainHTTP: plainHTTP)
+    let info: (device: LocalSendDevice, presented: Fingerprint?)
+    do throws(LocalSendSendError) {
+      info = try await upload.info(of: target)
+    } catch {
+      throw CLIFailure(
+        status: named == nil ? .noPeer : .authentication,
+        message: "LocalSend device at \(address): \(error)",
+        code: named == nil ? .noPeer : .authentication)
+    }
+    if let wanted, named == nil, !Self.matches(info.device, wanted),
+      !(info.presented.map { $0.hexString.hasPrefix(wanted.uppercased()) } ?? false)
+    {
+      throw CLIFailure(
+        status: .authentication,
+        message: "the LocalSend device at \(address) is '\(printable(info.device.alias))', "
+          + "not '\(printable(wanted))'",
+        code: .authentication)
+    }
+    target.fingerprint = info.presented
+    return Found(target: target, device: info.device, pinned: named != nil)
+  }
+}

@@ -1,0 +1,264 @@
+import Ferry
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// Why a request to a LocalSend device failed before it had an answer.
+public enum LocalSendRequestError: Error, Sendable, CustomStringConvertible {
+  /// Nothing answers at the address (refused, unreachable, timed out connecting).
+  case unreachable(String)
+  /// The device's certificate is not the one it announced (or it presented none).
+  case wrongCertificate(String)
+  /// The connection failed or was cut mid-request.
+  case failed(String)
+  /// No answer within the time allowed.
+  case timedOut
+  /// The answer was larger than a LocalSend answer may be.
+  case answerTooLarge
+
+  /// The error in words.
+  public var description: String {
+    switch self {
+    case .unreachable(let why): return "unreachable: \(why)"
+    case .wrongCertificate(let why):
+      return "the device's certificate is not the one announced (\(why))"
+    case .failed(let why): return "the connection failed: \(why)"
+    case .timedOut: return "no answer in time"
+    case .answerTooLarge: return "the answer was too large"
+    }
+  }
+}
+
+/// HTTP(S) requests to a LocalSend device: one connection per request (as the apps make
+/// them), TLS 1.3 with Ferry's certificate as the client's and the device's pinned to the
+/// fingerprint it announced — inside the handshake — unless it is an older app's, which nothing
+/// announced. Answers are read up to 4 MiB. Any task.
+struct LocalSendClient: Sendable {
+  /// An answer: its status and body.
+  struct Answer: Sendable {
+    let status: HTTPResponseStatus
+    let body: [UInt8]
+    /// The certificate the device presented (nil over plain HTTP).
+    let certificate: Fingerprint?
+  }
+
+  /// What a request sends.
+  enum Body: Sendable {
+    case none
+    case json([UInt8])
+    /// A file's bytes, read as they go (`progress` gets each count sent, on any thread).
+    case file(URL, size: UInt64, progress: @Sendable (Int) -> Void)
+  }
+
+  let tls: LocalSendTLS
+  /// How long to wait for an answer once the request is sent (a prepare-upload waits for a
+  /// person).
+  var answerTimeout: Duration = .seconds(30)
+
+  /// Sends `method path` to `host:port`, over HTTPS unless `plainHTTP`, the device's
+  /// certificate required to be `expected` (nil: any, recorded).
+  ///
+  /// - Throws: ``LocalSendRequestError``.
+  func request(
+    _ method: HTTPMethod, host: String, port: Int, path: String, body: Body = .none,
+    expecting expected: Fingerprint?, plainHTTP: Bool = false, answerTimeout: Duration? = nil
+  ) async throws(LocalSendRequestError) -> Answer {
+    let presented = PresentedCertificate()
+    let collector = AnswerCollector()
+    let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+      .connectTimeout(.seconds(5))
+      .channelInitializer { [tls] channel in
+        do {
+          let sync = channel.pipeline.syncOperations
+          if !plainHTTP {
+            try sync.addHandler(tls.clientHandler(expecting: expected, recording: presented))
+          }
+          try sync.addHTTPClientHandlers()
+          try sync.addHandler(collector)
+          return channel.eventLoop.makeSucceededVoidFuture()
+        } catch {
+          return channel.eventLoop.makeFailedFuture(error)
+        }
+      }
+    let channel: any Channel
+    do {
+      channel = try await bootstrap.connect(host: host, port: port).get()
+    } catch {
+      throw .unreachable("\(host):\(port): \(Self.describe(error))")
+    }
+    defer { channel.close(promise: nil) }
+    let timeout = answerTimeout ?? self.answerTimeout
+    let timer = channel.eventLoop.scheduleTask(
+      in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000)
+    ) { collector.fail(.timedOut) }
+    defer { timer.cancel() }
+    do {
+      try await send(method, path: path, host: host, body: body, on: channel)
+    } catch {
+      // A device may answer before it has read the whole body (a refusal): its answer wins.
+      if let (head, bytes) = try? await collector.answer.get() {
+        return Answer(status: head.status, body: bytes, certificate: presented.value)
+      }
+      if let error = error as? LocalSendRequestError { throw error }
+      if expected != nil, Self.isCertificateRefusal(error) {
+        throw .wrongCertificate("\(host):\(port)")
+      }
+      throw .failed(Self.describe(error))
+    }
+    do {
+      let (head, bytes) = try await collector.answer.get()
+      return Answer(status: head.status, body: bytes, certificate: presented.value)
+    } catch let error as LocalSendRequestError {
+      throw error
+    } catch {
+      if expected != nil, Self.isCertificateRefusal(error) {
+        throw .wrongCertificate("\(host):\(port)")
+      }
+      throw .failed(Self.describe(error))
+    }
+  }
+
+  /// Writes the request: its head, then its body (a file in 256 KiB pieces, at most 4 in
+  /// flight).
+  private func send(
+    _ method: HTTPMethod, path: String, host: String, body: Body, on channel: any Channel
+  ) async throws {
+    var headers = HTTPHeaders()
+    headers.add(name: "host", value: host.contains(":") ? "[\(host)]" : host)
+    headers.add(name: "user-agent", value: "ferry")
+    switch body {
+    case .none: headers.add(name: "content-length", value: "0")
+    case .json(let bytes):
+      headers.add(name: "content-type", value: "application/json")
+      headers.add(name: "content-length", value: "\(bytes.count)")
+    case .file(_, let size, _):
+      headers.add(name: "content-type", value: "application/octet-stream")
+      headers.add(name: "content-length", value: "\(size)")
+    }
+    let head = HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)
+    channel.write(HTTPClientRequestPart.head(head), promise: nil)
+    switch body {
+    case .none: break
+    case .json(let bytes):
+      channel.write(
+        HTTPClientRequestPart.body(.byteBuffer(channel.allocator.buffer(bytes: bytes))),
+        promise: nil)
+    case .file(let url, let size, let progress):
+      try await sendFile(url, size: size, on: channel, progress: progress)
+    }
+    try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
+  }
+
+  private func sendFile(
+    _ url: URL, size: UInt64, on channel: any Channel, progress: @escaping @Sendable (Int) -> Void
+  ) async throws {
+    let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else {
+      throw LocalSendRequestError.failed("\(url.path): \(String(cString: strerror(errno)))")
+    }
+    defer { close(fd) }
+    var sent: UInt64 = 0
+    var inFlight: [EventLoopFuture<Void>] = []
+    while sent < size {
+      let want = Int(min(UInt64(256 << 10), size - sent))
+      let offset = sent
+      let allocator = channel.allocator
+      let piece: ByteBuffer = try await NIOThreadPool.singleton.runIfActive {
+        var buffer = allocator.buffer(capacity: want)
+        let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { raw in
+          max(0, pread(fd, raw.baseAddress, want, off_t(offset)))
+        }
+        guard count > 0 else {
+          throw LocalSendRequestError.failed("\(url.path) is shorter than it was")
+        }
+        return buffer
+      }
+      sent += UInt64(piece.readableBytes)
+      let count = piece.readableBytes
+      let promise = channel.eventLoop.makePromise(of: Void.self)
+      channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(piece)), promise: promise)
+      let written = promise.futureResult
+      written.whenSuccess { progress(count) }
+      inFlight.append(written)
+      if inFlight.count >= 4 { try await inFlight.removeFirst().get() }
+    }
+    for future in inFlight { try await future.get() }
+  }
+
+  private static func isCertificateRefusal(_ error: any Error) -> Bool {
+    if let error = error as? NIOSSLError, case .handshakeFailed = error { return true }
+    return "\(error)".contains("CERTIFICATE_VERIFY_FAILED")
+  }
+
+  static func describe(_ error: any Error) -> String {
+    if let error = error as? IOError { return error.description }
+    return "\(error)"
+  }
+}
+
+/// Gathers one HTTP answer (head and body, at most 4 MiB). On the channel's event loop.
+private final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable {
+  typealias InboundIn = HTTPClientResponsePart
+
+  private let promise = Mutex<EventLoopPromise<(HTTPResponseHead, [UInt8])>?>(nil)
+  private let future = Mutex<EventLoopFuture<(HTTPResponseHead, [UInt8])>?>(nil)
+  private var head: HTTPResponseHead?
+  private var body: [UInt8] = []
+
+  var answer: EventLoopFuture<(HTTPResponseHead, [UInt8])> { future.withLock { $0! } }
+
+  func handlerAdded(context: ChannelHandlerContext) {
+    let made = context.eventLoop.makePromise(of: (HTTPResponseHead, [UInt8]).self)
+    promise.withLock { $0 = made }
+    future.withLock { $0 = made.futureResult }
+  }
+
+  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    switch unwrapInboundIn(data) {
+    case .head(let head): self.head = head
+    case .body(let buffer):
+      guard body.count + buffer.readableBytes <= 4 << 20 else {
+        fail(.answerTooLarge)
+        return context.close(promise: nil)
+      }
+      body.append(contentsOf: buffer.readableBytesView)
+    case .end:
+      guard let head else { return fail(.failed("an answer without a head")) }
+      let answer = (head, body)
+      promise.withLock { promise in
+        promise?.succeed(answer)
+        promise = nil
+      }
+    }
+  }
+
+  func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    promise.withLock { promise in
+      promise?.fail(error)
+      promise = nil
+    }
+    context.close(promise: nil)
+  }
+
+  func channelInactive(context: ChannelHandlerContext) {
+    fail(.failed("the device closed the connection"))
+    context.fireChannelInactive()
+  }
+
+  func handlerRemoved(context: ChannelHandlerContext) {
+    // A connection that failed before it was active (refused, timed out) never became
+    // inactive: its wait ends here.
+    fail(.failed("the connection ended before an answer"))
+  }
+
+  /// Ends the wait with `error` (when no answer came first).
+  func fail(_ error: LocalSendRequestError) {
+    promise.withLock { promise in
+      promise?.fail(error)
+      promise = nil
+    }
+  }
+}

@@ -1,0 +1,354 @@
+import Crypto
+import Ferry
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// Where a LocalSend device listens, and how it must prove itself.
+public struct LocalSendTarget: Sendable, CustomStringConvertible {
+  /// Its address (IPv4, IPv6 or a name).
+  public var host: String
+  /// Its HTTP(S) port.
+  public var port: Int
+  /// The fingerprint its certificate must have (as it announced it); nil accepts any (an
+  /// older app reached by address: nothing announced one), and the one presented is reported.
+  public var fingerprint: Fingerprint?
+  /// Plain HTTP (its "encryption off"): nothing is verified.
+  public var plainHTTP: Bool
+
+  /// Makes one from its fields.
+  public init(host: String, port: Int, fingerprint: Fingerprint?, plainHTTP: Bool = false) {
+    self.host = host
+    self.port = port
+    self.fingerprint = fingerprint
+    self.plainHTTP = plainHTTP
+  }
+
+  /// `host:port` (`[v6]:port`), or the error in words.
+  public var description: String {
+    host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+  }
+}
+
+/// Why sending to a LocalSend device failed.
+public enum LocalSendSendError: Error, Sendable, CustomStringConvertible {
+  /// The person (or the app's policy) declined (403).
+  case declined(String)
+  /// Another session is under way there (409).
+  case busy
+  /// It wants a PIN, or the PIN given is wrong (401).
+  case pinRequired
+  /// Too many wrong PINs from here (429).
+  case tooManyPinAttempts
+  /// It refused the files for another reason (its status and words).
+  case refused(Int, String)
+  /// The request itself failed.
+  case request(LocalSendRequestError)
+  /// A file could not be read here.
+  case unreadable(String)
+  /// Cancelled here.
+  case cancelled
+
+  /// `host:port` (`[v6]:port`), or the error in words.
+  public var description: String {
+    switch self {
+    case .declined(let why): return why.isEmpty ? "declined" : "declined: \(why)"
+    case .busy: return "the device is busy with another transfer"
+    case .pinRequired: return "the device wants a PIN (--pin), or the PIN given is wrong"
+    case .tooManyPinAttempts: return "too many wrong PINs: the device refuses this address for now"
+    case .refused(let status, let why):
+      return "refused (HTTP \(status))\(why.isEmpty ? "" : ": \(why)")"
+    case .request(let error): return error.description
+    case .unreadable(let why): return "cannot read \(why)"
+    case .cancelled: return "cancelled"
+    }
+  }
+}
+
+/// One file as sent to a LocalSend device, and how it ended.
+public struct LocalSendSentFile: Sendable {
+  /// Its path as offered (`/`-joined).
+  public let path: String
+  /// Its size in bytes, as announced.
+  public let size: UInt64
+  /// Its SHA-256 (lower-case hex), as announced.
+  public let sha256: String?
+  /// nil while it was not sent; its HTTP status once it was (200: stored and, when the
+  /// receiver checks it, verified).
+  public var status: Int?
+  /// Why it failed, in the receiver's words.
+  public var reason: String?
+  /// Whether the receiver left it out (it did not ask for it).
+  public var skipped = false
+}
+
+/// Sends files (or a text) to a LocalSend device: `prepare-upload` (with each file's size and
+/// SHA-256, and this device's description), then each accepted file's `upload`, a few at once;
+/// a cancel tells the device (`cancel`). Whole files only: the protocol cannot resume one.
+public final class LocalSendUpload: Sendable {
+  /// How long the device may take to answer the prepare-upload (a person decides).
+  public static let decisionTimeout: Duration = .seconds(130)
+  /// Uploads at once.
+  public let parallel: Int
+
+  private let client: LocalSendClient
+  private let me: LocalSendDevice
+  private let session = Mutex<(id: String, target: LocalSendTarget)?>(nil)
+  private let cancelled = Atomic<Bool>(false)
+
+  /// - Parameters:
+  ///   - identity: This side's certificate (presented to the device).
+  ///   - me: This device as described in the prepare-upload.
+  /// - Throws: NIOSSL's error when the identity cannot make a TLS context.
+  public init(identity: Identity, me: LocalSendDevice, parallel: Int = 4) throws {
+    client = LocalSendClient(
+      tls: try LocalSendTLS(identity: identity, senderCheck: .certificate))
+    self.me = me
+    self.parallel = max(1, min(parallel, 16))
+  }
+
+  /// Sends `items` (files with their offered paths) to `target`, with `pin` if one is needed;
+  /// `progress` follows the bytes (its snapshots are what a progress bar draws).
+  ///
+  /// - Returns: Each file, with its status.
+  /// - Throws: ``LocalSendSendError`` when nothing could be sent at all.
+  public func send(
+    _ items: [(url: URL, path: String, size: UInt64)], to target: LocalSendTarget,
+    pin: String? = nil, progress: TransferProgress,
+    onAccepted: @escaping @Sendable (_ accepted: Int) -> Void = { _ in }
+  ) async throws(LocalSendSendError) -> [LocalSendSentFile] {
+    var files: [String: LocalSendFile] = [:]
+    var sent: [LocalSendSentFile] = []
+    for (index, item) in items.enumerated() {
+      let digest: String
+      do {
+        digest = try await Self.sha256(of: item.url)
+      } catch {
+        throw .unreadable("\(item.url.path): \(error)")
+      }
+      let id = "f\(index)"
+      files[id] = LocalSendFile(
+        id: id, fileName: item.path, size: item.size, fileType: Self.mimeType(item.path),
+        sha256: digest, metadata: Self.metadata(item.url))
+      sent.append(LocalSendSentFile(path: item.path, size: item.size, sha256: digest))
+      progress.advance(index, to: 0)
+    }
+    let response = try await prepare(
+      PrepareUploadRequest(info: me, files: files), to: target, pin: pin)
+    guard let response else { return sent }
+    session.withLock { $0 = (response.sessionId, target) }
+    defer { session.withLock { $0 = nil } }
+    onAccepted(response.files.count)
+    // Left out by the receiver: done, as the receiver wants.
+    for (index, _) in items.enumerated() where response.files["f\(index)"] == nil {
+      sent[index].skipped = true
+      sent[index].status = 200
+      progress.complete(index)
+    }
+    let queue = NIOLockedValueBox(items.indices.filter { response.files["f\($0)"] != nil })
+    let results = NIOLockedValueBox(sent)
+    await withTaskGroup(of: Void.self) { group in
+      for _ in 0..<parallel {
+        group.addTask {
+          while !self.cancelled.load(ordering: .relaxed),
+            let index = queue.withLockedValue({ $0.isEmpty ? nil : $0.removeFirst() })
+          {
+            let (status, reason) = await self.upload(
+              items[index], index: index, token: response.files["f\(index)"] ?? "",
+              session: response.sessionId, to: target, progress: progress)
+            results.withLockedValue {
+              $0[index].status = status
+              $0[index].reason = reason
+            }
+            progress.complete(index, failed: status != 200)
+          }
+        }
+      }
+    }
+    if cancelled.load(ordering: .relaxed) { throw .cancelled }
+    return results.withLockedValue { $0 }
+  }
+
+  /// Sends a text message (a `text/plain` file whose text is its preview).
+  ///
+  /// - Throws: ``LocalSendSendError`` unless the device showed it (204, or 200).
+  public func send(text: String, to target: LocalSendTarget, pin: String? = nil)
+    async throws(LocalSendSendError)
+  {
+    let bytes = UInt64(text.utf8.count)
+    let file = LocalSendFile(
+      id: "text", fileName: "message.txt", size: bytes, fileType: "text/plain",
+      sha256: Self.hex(SHA256.hash(data: Array(text.utf8))), preview: text)
+    _ = try await prepare(
+      PrepareUploadRequest(info: me, files: ["text": file]), to: target, pin: pin)
+  }
+
+  /// Asks `target` who it is (`GET /api/localsend/v2/info`): what it says, and the
+  /// fingerprint of the certificate it presented (nil over plain HTTP) — which, not what it
+  /// says, is its key.
+  ///
+  /// - Throws: ``LocalSendSendError`` when it cannot be reached or answers nonsense.
+  public func info(of target: LocalSendTarget) async throws(LocalSendSendError)
+    -> (device: LocalSendDevice, presented: Fingerprint?)
+  {
+    let answer: LocalSendClient.Answer
+    do {
+      answer = try await client.request(
+        .GET, host: target.host, port: target.port, path: LocalSendProtocol.Path.info,
+        expecting: target.fingerprint, plainHTTP: target.plainHTTP)
+    } catch {
+      throw .request(error)
+    }
+    guard answer.status.code == 200 else {
+      throw .refused(Int(answer.status.code), "its /info did not answer")
+    }
+    do throws(LocalSendJSONError) {
+      let device = try LocalSendJSON.decode(LocalSendDevice.self, from: answer.body).validated()
+      return (device, answer.certificate)
+    } catch {
+      throw .refused(200, "its /info: \(error)")
+    }
+  }
+
+  /// Cancels the session under way: the device is told, the uploads stop. Any thread.
+  public func cancel() {
+    cancelled.store(true, ordering: .relaxed)
+    guard let (id, target) = session.withLock({ $0 }) else { return }
+    let client = self.client
+    Task {
+      _ = try? await client.request(
+        .POST, host: target.host, port: target.port,
+        path: "\(LocalSendProtocol.Path.cancel)?sessionId=\(Self.escaped(id))",
+        expecting: target.fingerprint, plainHTTP: target.plainHTTP)
+    }
+  }
+
+  // MARK: Requests
+
+  /// The prepare-upload: its answer, nil when there is nothing to upload (204).
+  private func prepare(
+    _ request: PrepareUploadRequest, to target: LocalSendTarget, pin: String?
+  ) async throws(LocalSendSendError) -> PrepareUploadResponse? {
+    var path = LocalSendProtocol.Path.prepareUpload
+    if let pin { path += "?pin=\(Self.escaped(pin))" }
+    let answer: LocalSendClient.Answer
+    do {
+      answer = try await client.request(
+        .POST, host: target.host, port: target.port, path: path,
+        body: .json(LocalSendJSON.encode(request)), expecting: target.fingerprint,
+        plainHTTP: target.plainHTTP, answerTimeout: Self.decisionTimeout)
+    } catch {
+      throw .request(error)
+    }
+    let words = String(decoding: answer.body.prefix(512), as: UTF8.self)
+    switch answer.status.code {
+    case 200:
+      do throws(LocalSendJSONError) {
+        return try LocalSendJSON.decode(PrepareUploadResponse.self, from: answer.body)
+      } catch {
+        throw .refused(200, error.description)
+      }
+    case 204: return nil
+    case 401: throw .pinRequired
+    case 403: throw .declined(words)
+    case 409: throw .busy
+    case 429: throw .tooManyPinAttempts
+    default: throw .refused(Int(answer.status.code), words)
+    }
+  }
+
+  private func upload(
+    _ item: (url: URL, path: String, size: UInt64), index: Int, token: String, session: String,
+    to target: LocalSendTarget, progress: TransferProgress
+  ) async -> (Int, String?) {
+    let path =
+      "\(LocalSendProtocol.Path.upload)?sessionId=\(Self.escaped(session))"
+      + "&fileId=f\(index)&token=\(Self.escaped(token))"
+    let moved = Atomic<UInt64>(0)
+    do {
+      let answer = try await client.request(
+        .POST, host: target.host, port: target.port, path: path,
+        body: .file(item.url, size: item.size) { count in
+          let total = moved.add(UInt64(count), ordering: .relaxed).newValue
+          progress.advance(index, to: total)
+        }, expecting: target.fingerprint, plainHTTP: target.plainHTTP)
+      let words = String(decoding: answer.body.prefix(512), as: UTF8.self)
+      return (Int(answer.status.code), answer.status.code == 200 ? nil : words)
+    } catch {
+      return (0, error.description)
+    }
+  }
+
+  // MARK: Files
+
+  /// A file's SHA-256, lower-case hex, read off the calling task's thread.
+  static func sha256(of url: URL) async throws -> String {
+    try await NIOThreadPool.singleton.runIfActive {
+      let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+      guard fd >= 0 else { throw LocalSendSendError.unreadable(String(cString: strerror(errno))) }
+      defer { close(fd) }
+      var hasher = SHA256()
+      var buffer = [UInt8](repeating: 0, count: 1 << 20)
+      while true {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count >= 0 else {
+          throw LocalSendSendError.unreadable(String(cString: strerror(errno)))
+        }
+        if count == 0 { break }
+        buffer.withUnsafeBytes {
+          hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0.prefix(count)))
+        }
+      }
+      return hex(hasher.finalize())
+    }
+  }
+
+  static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
+    digest.map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+  }
+
+  /// A query value with everything but unreserved characters percent-encoded.
+  static func escaped(_ value: String) -> String {
+    var allowed = CharacterSet.alphanumerics
+    allowed.insert(charactersIn: "-._~")
+    return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+  }
+
+  private static func metadata(_ url: URL) -> LocalSendFile.Metadata? {
+    var status = stat()
+    guard stat(url.path, &status) == 0 else { return nil }
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    func date(_ time: timespec) -> String {
+      formatter.string(
+        from: Date(timeIntervalSince1970: Double(time.tv_sec) + Double(time.tv_nsec) / 1e9))
+    }
+    return LocalSendFile.Metadata(modified: date(status.st_mtim), accessed: date(status.st_atim))
+  }
+
+  /// A MIME type from the name's extension (what LocalSend shows); octet-stream otherwise.
+  static func mimeType(_ path: String) -> String {
+    let name = path.split(separator: "/").last.map(String.init) ?? path
+    guard let dot = name.lastIndex(of: ".") else { return "application/octet-stream" }
+    switch name[name.index(after: dot)...].lowercased() {
+    case "jpg", "jpeg": return "image/jpeg"
+    case "png": return "image/png"
+    case "gif": return "image/gif"
+    case "heic": return "image/heic"
+    case "webp": return "image/webp"
+    case "mp4": return "video/mp4"
+    case "mov": return "video/quicktime"
+    case "mp3": return "audio/mpeg"
+    case "pdf": return "application/pdf"
+    case "zip": return "application/zip"
+    case "txt", "md", "log": return "text/plain"
+    case "json": return "application/json"
+    case "html", "htm": return "text/html"
+    case "apk": return "application/vnd.android.package-archive"
+    default: return "application/octet-stream"
+    }
+  }
+}

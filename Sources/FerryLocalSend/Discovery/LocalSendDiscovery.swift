@@ -1,0 +1,237 @@
+import Ferry
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A LocalSend device seen on the network.
+public struct LocalSendSighting: Sendable {
+  /// What it says about itself (checked field by field; its fingerprint is a claim until a
+  /// connection to it proves it).
+  public let device: LocalSendDevice
+  /// The address it was seen from.
+  public let address: String
+  /// How: its announcement, its answer to ours (multicast, as older apps answer), or its
+  /// `register` to this side's server.
+  public let via: Via
+
+  /// How a device was heard: its multicast announcement, or its register answer.
+  public enum Via: String, Sendable {
+    case announcement, answer, register
+  }
+
+  /// Makes one from its fields.
+  public init(device: LocalSendDevice, address: String, via: Via) {
+    self.device = device
+    self.address = address
+    self.via = via
+  }
+}
+
+/// LocalSend's discovery: announcements multicast to 224.0.0.167:53317 (and ff12::fd3a:e420)
+/// on each interface that has multicast — three times at start, and on ``announce()`` — and,
+/// for each announcement heard, an answer by `POST /register` to its sender (over HTTPS, its
+/// certificate pinned to the fingerprint it announced), or a multicast answer
+/// (`announce: false`) when that fails, as older apps do. What it hears comes out of
+/// ``sightings``. Needs no avahi-daemon. Thread-safe.
+public final class LocalSendDiscovery: Sendable {
+  /// The interfaces to use: all that are up, have multicast and are not loopback, or these
+  /// (by name).
+  public let interfaceNames: [String]?
+  /// Everything heard (this device's own announcements left out).
+  public let sightings: AsyncStream<LocalSendSighting>
+  private let continuation: AsyncStream<LocalSendSighting>.Continuation
+  private let me: @Sendable () -> LocalSendDevice
+  private let client: LocalSendClient
+  private let channels = Mutex<[any Channel]>([])
+  private let devices = Mutex<[NIONetworkDevice]>([])
+
+  /// The most bytes of one datagram taken (an announcement is a few hundred).
+  static let maximumDatagram = 16 << 10
+
+  /// - Parameters:
+  ///   - me: This device as announced (read at each announcement: its port may be known only
+  ///     once its server listens).
+  ///   - identity: The certificate presented when answering by `register`.
+  /// - Throws: NIOSSL's error when the identity cannot make a TLS context.
+  public init(
+    me: @escaping @Sendable () -> LocalSendDevice, identity: Identity,
+    interfaces: [String]? = nil
+  ) throws {
+    self.me = me
+    interfaceNames = interfaces
+    client = LocalSendClient(
+      tls: try LocalSendTLS(identity: identity, senderCheck: .certificate),
+      answerTimeout: .seconds(5))
+    (sightings, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
+  }
+
+  /// Listens on UDP 53317 and joins the groups on each interface, then announces (at once,
+  /// 500 ms and 2 s later).
+  ///
+  /// - Returns: The interfaces used (their names).
+  /// - Throws: when no interface could join the IPv4 group (the port taken without
+  ///   SO_REUSEPORT, no multicast interface).
+  @discardableResult
+  public func start() async throws -> [String] {
+    let all = try System.enumerateDevices().filter { device in
+      guard device.multicastSupported, let address = device.address else { return false }
+      if let names = interfaceNames { return names.contains(device.name) }
+      return !(address.ipAddress?.hasPrefix("127.") ?? true) && address.ipAddress != "::1"
+    }
+    devices.withLock { $0 = all }
+    var joined: [String] = []
+    let v4 = try await bind(host: "0.0.0.0")
+    for device in all where device.address?.protocol == .inet {
+      do {
+        try await (v4 as! any MulticastChannel).joinGroup(
+          try SocketAddress(ipAddress: LocalSendProtocol.multicastGroupV4, port: 53317),
+          device: device
+        ).get()
+        joined.append(device.name)
+      } catch {
+        FerryLogging.logger.notice("LocalSend: \(device.name) did not join the group: \(error)")
+      }
+    }
+    if let v6 = try? await bind(host: "::") {
+      for device in all where device.address?.protocol == .inet6 {
+        _ = try? await (v6 as! any MulticastChannel).joinGroup(
+          try SocketAddress(ipAddress: LocalSendProtocol.multicastGroupV6, port: 53317),
+          device: device
+        ).get()
+      }
+    }
+    guard !joined.isEmpty else {
+      stop()
+      throw LocalSendRequestError.unreachable("no network interface with multicast")
+    }
+    Task {
+      for delay in [0, 500, 1500] {
+        try? await Task.sleep(for: .milliseconds(delay))
+        self.announce()
+      }
+    }
+    return joined
+  }
+
+  /// Announces this device on every interface (`announce: true`: whoever hears answers).
+  public func announce() {
+    send(me().with(announce: true))
+  }
+
+  /// Stops listening.
+  public func stop() {
+    for channel in channels.withLock({ $0 }) { channel.close(promise: nil) }
+    channels.withLock { $0 = [] }
+    continuation.finish()
+  }
+
+  // MARK: Private
+
+  private func bind(host: String) async throws -> any Channel {
+    let channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+      .channelOption(.socketOption(.so_reuseaddr), value: 1)
+      .channelOption(ChannelOptions.socket(SocketOptionLevel(SOL_SOCKET), SO_REUSEPORT), value: 1)
+      .channelOption(
+        .recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: Self.maximumDatagram)
+      )
+      .channelInitializer { [weak self] channel in
+        guard let self else { return channel.eventLoop.makeSucceededVoidFuture() }
+        return channel.pipeline.addHandler(DatagramReader { self.heard($0, from: $1) })
+      }
+      .bind(host: host, port: Int(LocalSendProtocol.defaultPort)).get()
+    channels.withLock { $0.append(channel) }
+    return channel
+  }
+
+  /// Sends `device` to the groups on every interface.
+  private func send(_ device: LocalSendDevice) {
+    let bytes = LocalSendJSON.encode(device)
+    let (channels, devices) = (self.channels.withLock { $0 }, self.devices.withLock { $0 })
+    for channel in channels {
+      let isV6 = channel.localAddress?.protocol == .inet6
+      guard let provider = channel as? any SocketOptionProvider,
+        let group = try? SocketAddress(
+          ipAddress: isV6 ? LocalSendProtocol.multicastGroupV6 : LocalSendProtocol.multicastGroupV4,
+          port: 53317)
+      else { continue }
+      for device in devices where (device.address?.protocol == .inet6) == isV6 {
+        let chosen: EventLoopFuture<Void>
+        if isV6 {
+          chosen = provider.setIPv6MulticastIF(CUnsignedInt(device.interfaceIndex))
+        } else if case .v4(let address) = device.address {
+          chosen = provider.setIPMulticastIF(address.address.sin_addr)
+        } else {
+          continue
+        }
+        chosen.whenSuccess {
+          let envelope = AddressedEnvelope(
+            remoteAddress: group, data: channel.allocator.buffer(bytes: bytes))
+          channel.writeAndFlush(envelope, promise: nil)
+        }
+      }
+    }
+  }
+
+  /// A datagram from `sender`: an announcement is answered; anything valid is a sighting.
+  private func heard(_ bytes: [UInt8], from sender: SocketAddress) {
+    guard let device = try? LocalSendJSON.decode(LocalSendDevice.self, from: bytes).validated()
+    else { return }
+    let own = me()
+    guard device.fingerprint.uppercased() != own.fingerprint.uppercased() else { return }
+    let address = LocalSendServer.address(of: sender)
+    continuation.yield(
+      LocalSendSighting(
+        device: device, address: address, via: device.asksForAnswer ? .announcement : .answer))
+    guard device.asksForAnswer else { return }
+    Task { await answer(device, at: address) }
+  }
+
+  /// Answers an announcement: `POST /register` to its sender, or a multicast answer.
+  private func answer(_ device: LocalSendDevice, at address: String) async {
+    let port = device.port ?? Int(LocalSendProtocol.defaultPort)
+    let expected = device.usesTLS ? try? Fingerprint(parsing: device.fingerprint) : nil
+    if device.usesTLS && expected == nil {
+      return send(me().answer)
+    }
+    do {
+      let answer = try await client.request(
+        .POST, host: address, port: port, path: LocalSendProtocol.Path.register,
+        body: .json(LocalSendJSON.encode(me().answer)), expecting: expected,
+        plainHTTP: !device.usesTLS)
+      if answer.status.code == 200,
+        let registered = try? LocalSendJSON.decode(LocalSendDevice.self, from: answer.body)
+          .validated()
+      {
+        continuation.yield(LocalSendSighting(device: registered, address: address, via: .answer))
+      }
+    } catch {
+      send(me().answer)
+    }
+  }
+}
+
+extension LocalSendDevice {
+  /// The device with `announce` set.
+  func with(announce: Bool) -> LocalSendDevice {
+    var copy = self
+    copy.announce = announce
+    copy.announcement = announce
+    return copy
+  }
+}
+
+/// Hands each datagram's bytes and sender on. On the channel's event loop.
+private final class DatagramReader: ChannelInboundHandler, @unchecked Sendable {
+  typealias InboundIn = AddressedEnvelope<ByteBuffer>
+  private let onDatagram: @Sendable ([UInt8], SocketAddress) -> Void
+
+  init(_ onDatagram: @escaping @Sendable ([UInt8], SocketAddress) -> Void) {
+    self.onDatagram = onDatagram
+  }
+
+  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    let envelope = unwrapInboundIn(data)
+    onDatagram(Array(envelope.data.readableBytesView), envelope.remoteAddress)
+  }
+}

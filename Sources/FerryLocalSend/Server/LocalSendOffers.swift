@@ -1,0 +1,82 @@
+import Dispatch
+import Ferry
+import FerryWire
+import Foundation
+import NIOCore
+
+/// Turns an accepted-for-checking `prepare-upload` into what the application answers: a text
+/// message (``LocalSendText``), or an offer of Ferry's transfer core whose front end is an
+/// ``UploadSession``.
+enum LocalSendOffers {
+  /// Starts session `id` of `sender` for `request`; `answer` gets how the prepare-upload ends.
+  static func start(
+    _ request: PrepareUploadRequest, id: String, sender: LocalSendSender, server: LocalSendServer,
+    answer: EventLoopPromise<UploadSession.Preparation>
+  ) {
+    if request.files.count == 1, let file = request.files.values.first, file.isText {
+      return ask(text: file.preview ?? "", from: sender, server: server, answer: answer)
+    }
+    // In a stable order (the sender's ids are arbitrary): by name, then id.
+    let files = request.files.map { (id: $0.key, file: $0.value) }.sorted {
+      ($0.file.fileName, $0.id) < ($1.file.fileName, $1.id)
+    }
+    let offered = files.map { entry in
+      let (seconds, nanoseconds) = modification(entry.file.metadata?.modified)
+      return OfferedFile(
+        path: entry.file.fileName, size: entry.file.size, modificationSeconds: seconds,
+        modificationNanoseconds: nanoseconds, mode: 0o644)
+    }
+    let session = UploadSession(id: id, files: files, prepared: answer) { [weak server] in
+      server?.end(id)
+    }
+    server.begin(session)
+    guard let question = OpenQuestions(limit: 1).open() else { return }
+    let incoming = server.incomingContinuation
+    let offer = IncomingOffer(
+      peer: sender.peer, files: offered, checksum: .sha256,
+      reception: .asking(question) { incoming.yield(.files($0, from: sender)) },
+      holdsFiles: false, openFiles: LocalSendServer.Limits.parallelUploads,
+      acknowledgesAtOnce: true, resumes: false, events: server.eventsContinuation,
+      executor: DispatchQueue(label: "ferry.localsend.offer"),
+      stall: server.configuration.stall, frontEnd: session)
+    session.offer = offer
+    offer.start()
+  }
+
+  /// Asks the application about a text message (declined when nobody answers in time).
+  private static func ask(
+    text: String, from sender: LocalSendSender, server: LocalSendServer,
+    answer: EventLoopPromise<UploadSession.Preparation>
+  ) {
+    let message = LocalSendText(sender: sender, text: text) { shown in
+      answer.succeed(.text(shown))
+    }
+    server.incomingContinuation.yield(.text(message))
+    DispatchQueue.global().asyncAfter(
+      deadline: .now() + .seconds(Int(ResourceOffer.decisionTimeout.components.seconds))
+    ) { message.decline(reason: "no answer in time") }
+  }
+
+  /// An ISO 8601 time as seconds and nanoseconds since 1970; now when there is none or it
+  /// cannot be read.
+  static func modification(_ text: String?) -> (Int64, UInt32) {
+    let now = Date()
+    guard let text, text.utf8.count <= 64 else {
+      return (Int64(now.timeIntervalSince1970), 0)
+    }
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    let date =
+      formatter.date(from: text)
+      ?? {
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+      }()
+    guard let date, date.timeIntervalSince1970.isFinite,
+      abs(date.timeIntervalSince1970) < 1e11
+    else { return (Int64(now.timeIntervalSince1970), 0) }
+    let seconds = date.timeIntervalSince1970.rounded(.down)
+    let nanoseconds = UInt32(min(999_999_999, max(0, (date.timeIntervalSince1970 - seconds) * 1e9)))
+    return (Int64(seconds), nanoseconds)
+  }
+}

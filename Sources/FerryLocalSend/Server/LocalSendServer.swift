@@ -1,0 +1,219 @@
+import Dispatch
+import Ferry
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A LocalSend receiver: the HTTPS server of LocalSend protocol 2.2 (`register`, `info`,
+/// `prepare-upload`, `upload`, `cancel`), whose uploads go through Ferry's transfer core —
+/// the same consent, confinement, conflict policy, space checks, staging, verification and
+/// placing as a Ferry offer. What it asks about comes out of ``incoming``; what happens to the
+/// files, out of ``events``; who registers, out of ``registrations``.
+///
+/// Thread-safe. Its connections run on NIO's event loops; each offer's disk work on a queue of
+/// its own.
+public final class LocalSendServer: Sendable {
+  /// What the server needs.
+  public struct Configuration: Sendable {
+    /// The certificate presented to senders (its fingerprint is announced).
+    public var identity: Identity
+    /// This device as others see it (its fingerprint is the identity's).
+    public var alias: String
+    /// The model announced (`deviceModel`).
+    public var deviceModel: String?
+    /// The device type announced (`deviceType`: mobile, desktop, web, headless, server).
+    public var deviceType: String
+    /// The port to listen on (0: any free one).
+    public var port: UInt16
+    /// Whether senders must prove their key with a client certificate.
+    public var senderCheck: LocalSendSenderCheck
+    /// A PIN senders must give (3 wrong ones from an address: 429).
+    public var pin: String?
+    /// Plain HTTP instead of HTTPS (LocalSend's "encryption off"): nobody is verified.
+    public var plainHTTP: Bool
+    /// How long a sender may make no progress before its session ends.
+    public var stall: Duration
+
+    /// A configuration; the defaults are LocalSend 2.2's strict side (HTTPS, client
+    /// certificates required, no PIN) on its usual port.
+    public init(
+      identity: Identity, alias: String, deviceModel: String? = "Ferry",
+      deviceType: String = "headless", port: UInt16 = LocalSendProtocol.defaultPort,
+      senderCheck: LocalSendSenderCheck = .certificate, pin: String? = nil,
+      plainHTTP: Bool = false, stall: Duration = .seconds(60)
+    ) {
+      self.identity = identity
+      self.alias = alias
+      self.deviceModel = deviceModel
+      self.deviceType = deviceType
+      self.port = port
+      self.senderCheck = senderCheck
+      self.pin = pin
+      self.plainHTTP = plainHTTP
+      self.stall = stall
+    }
+  }
+
+  /// What one server admits at once.
+  public enum Limits {
+    /// Connections open at once.
+    public static let connections = 64
+    /// Connections open at once from one address.
+    public static let connectionsPerAddress = 16
+    /// Uploads of one session at once.
+    public static let parallelUploads = 8
+    /// How long a request's head (and a JSON body) may take to arrive.
+    public static let requestDeadline: Duration = .seconds(10)
+    /// How long a connection may stay silent, between requests or in an upload's body.
+    public static let idleTimeout: Duration = .seconds(30)
+  }
+
+  let configuration: Configuration
+  let tls: LocalSendTLS?
+  let sessions: Mutex<UploadSessionMachine>
+  private let current = Mutex<UploadSession?>(nil)
+  private let connectionCount = Mutex<[String: Int]>([:])
+  private let channel = Mutex<(any Channel)?>(nil)
+
+  /// What the application is asked about: files (a ``ResourceOffer``) and text messages.
+  public let incoming: AsyncStream<LocalSendIncoming>
+  let incomingContinuation: AsyncStream<LocalSendIncoming>.Continuation
+  /// What happens to accepted files, as a Ferry session reports it.
+  public let events: AsyncStream<ResourceEvent>
+  let eventsContinuation: AsyncStream<ResourceEvent>.Continuation
+  /// Devices that registered with this one (a `POST /register`: one that heard our
+  /// announcement, or is looking for devices), with their address.
+  public let registrations: AsyncStream<(LocalSendDevice, String)>
+  let registrationsContinuation: AsyncStream<(LocalSendDevice, String)>.Continuation
+
+  /// Prepares a server; ``start()`` listens.
+  ///
+  /// - Throws: NIOSSL's error when the identity cannot make a TLS context.
+  public init(_ configuration: Configuration) throws {
+    self.configuration = configuration
+    tls =
+      configuration.plainHTTP
+      ? nil
+      : try LocalSendTLS(identity: configuration.identity, senderCheck: configuration.senderCheck)
+    sessions = Mutex(UploadSessionMachine(pin: configuration.pin))
+    (incoming, incomingContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(64))
+    (events, eventsContinuation) = AsyncStream.makeStream()
+    (registrations, registrationsContinuation) = AsyncStream.makeStream(
+      bufferingPolicy: .bufferingNewest(256))
+  }
+
+  /// This device as announced and answered: alias, model, type, fingerprint, port, protocol.
+  public var device: LocalSendDevice {
+    LocalSendDevice(
+      alias: configuration.alias, deviceModel: configuration.deviceModel,
+      deviceType: configuration.deviceType,
+      fingerprint: configuration.plainHTTP
+        ? Self.plainFingerprint : configuration.identity.fingerprint.hexString,
+      port: Int(port), protocol: configuration.plainHTTP ? "http" : "https", download: false)
+  }
+
+  /// A plain-HTTP device's fingerprint is a random string (nothing proves one).
+  private static let plainFingerprint = UploadSession.token()
+
+  /// The port it listens on (0 before ``start()``).
+  public var port: UInt16 {
+    channel.withLock { $0?.localAddress?.port.map { UInt16($0) } ?? 0 }
+  }
+
+  /// Listens on every address (IPv6 and IPv4), on the configured port.
+  ///
+  /// - Returns: The port.
+  /// - Throws: NIO's error when the port cannot be bound (taken by a LocalSend app, say).
+  @discardableResult
+  public func start() async throws -> UInt16 {
+    let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+      .serverChannelOption(.backlog, value: 64)
+      .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+      .childChannelInitializer { [weak self] channel in
+        guard let self else { return channel.close() }
+        return self.initialize(channel)
+      }
+    let bound: any Channel
+    do {
+      bound = try await bootstrap.bind(host: "::", port: Int(configuration.port)).get()
+    } catch {
+      bound = try await bootstrap.bind(host: "0.0.0.0", port: Int(configuration.port)).get()
+    }
+    channel.withLock { $0 = bound }
+    return port
+  }
+
+  /// Stops listening; sessions under way end as their connections do.
+  public func stop() {
+    channel.withLock { $0 }?.close(promise: nil)
+    incomingContinuation.finish()
+  }
+
+  /// Cancels the session under way, if any (the application's cancel): its sender's uploads
+  /// are cut off.
+  public func cancelSession() {
+    current.withLock { $0 }?.offer?.cancelFromApplication()
+  }
+
+  // MARK: Connections
+
+  private func initialize(_ channel: any Channel) -> EventLoopFuture<Void> {
+    let address = Self.address(of: channel.remoteAddress)
+    guard admit(address) else { return channel.close() }
+    channel.closeFuture.whenComplete { [weak self] _ in self?.release(address) }
+    let presented = PresentedCertificate()
+    do {
+      let sync = channel.pipeline.syncOperations
+      if let tls { try sync.addHandler(tls.serverHandler(recording: presented)) }
+      try sync.configureHTTPServerPipeline(withErrorHandling: true)
+      try sync.addHandler(
+        LocalSendHTTPHandler(server: self, address: address, presented: presented))
+      return channel.eventLoop.makeSucceededVoidFuture()
+    } catch {
+      return channel.close()
+    }
+  }
+
+  private func admit(_ address: String) -> Bool {
+    connectionCount.withLock { counts in
+      let total = counts.values.reduce(0, +)
+      guard total < Limits.connections, counts[address, default: 0] < Limits.connectionsPerAddress
+      else { return false }
+      counts[address, default: 0] += 1
+      return true
+    }
+  }
+
+  private func release(_ address: String) {
+    connectionCount.withLock { counts in
+      counts[address, default: 1] -= 1
+      if counts[address] == 0 { counts[address] = nil }
+    }
+  }
+
+  /// A connection's peer address without its port (IPv4-mapped IPv6 shown as IPv4).
+  static func address(of socket: SocketAddress?) -> String {
+    guard let ip = socket?.ipAddress else { return "unknown" }
+    return ip.hasPrefix("::ffff:") ? String(ip.dropFirst(7)) : ip
+  }
+
+  // MARK: Sessions
+
+  /// The session under way, if it is `id`.
+  func session(_ id: String) -> UploadSession? {
+    current.withLock { $0?.id == id ? $0 : nil }
+  }
+
+  /// Makes `session` the one under way.
+  func begin(_ session: UploadSession) {
+    current.withLock { $0 = session }
+  }
+
+  /// Session `id` is over: the next prepare-upload may start one.
+  func end(_ id: String) {
+    current.withLock { if $0?.id == id { $0 = nil } }
+    sessions.withLock { $0.ended(id) }
+  }
+}

@@ -1,0 +1,204 @@
+import Ferry
+import FerryWire
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// One LocalSend upload session as the transfer core's front end: the core's words for the
+/// sender become HTTP answers — the accept is the prepare-upload's 200 and its tokens, a file's
+/// verdict its upload's status, a refusal the prepare-upload's 403 — and the bytes it has
+/// written pace how fast the upload connections are read. Any thread; the core calls it on the
+/// offer's executor.
+final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
+  /// How a prepare-upload ends.
+  enum Preparation: Sendable {
+    /// Accepted: a token for each file the receiver wants (by file id).
+    case accepted([String: UploadSessionMachine.Upload])
+    /// A text message, shown (204) or declined (403).
+    case text(Bool)
+    /// Refused or declined: the status and words for the sender.
+    case refused(HTTPResponseStatus, String)
+  }
+
+  /// A file's verdict, as its upload's answer.
+  enum Verdict: Sendable {
+    case stored
+    case corrupt(String)
+    case failed(String)
+
+    var status: HTTPResponseStatus {
+      switch self {
+      case .stored: return .ok
+      case .corrupt: return .unprocessableEntity
+      case .failed: return .internalServerError
+      }
+    }
+  }
+
+  /// Bytes handed to the core and not yet written before upload connections stop being read.
+  static let window = 8 << 20
+
+  let id: String
+  /// Every file offered, in the core's order, with its id.
+  let files: [(id: String, file: LocalSendFile)]
+  private let prepared: EventLoopPromise<Preparation>
+  private let state = Mutex(State())
+  /// Set once the core's offer exists (the session is created first).
+  private let offerSlot = Mutex<IncomingOffer?>(nil)
+  /// Called once when the session is over (the server's machine lets the next one start).
+  private let onEnd: @Sendable () -> Void
+
+  private struct State {
+    var verdicts: [Int: EventLoopPromise<Verdict>] = [:]
+    var outstanding = 0
+    var waiting: [@Sendable () -> Void] = []
+    var ended = false
+    /// Connections to close if the receiver cancels.
+    var connections: [ObjectIdentifier: any Channel] = [:]
+  }
+
+  init(
+    id: String, files: [(id: String, file: LocalSendFile)], prepared: EventLoopPromise<Preparation>,
+    onEnd: @escaping @Sendable () -> Void
+  ) {
+    self.id = id
+    self.files = files
+    self.prepared = prepared
+    self.onEnd = onEnd
+  }
+
+  /// The core's offer, once it is made.
+  var offer: IncomingOffer? {
+    get { offerSlot.withLock { $0 } }
+    set { offerSlot.withLock { $0 = newValue } }
+  }
+
+  // MARK: What the upload connections do
+
+  /// An upload of file `index` starts on `channel`: its verdict completes `promise`.
+  func uploadStarted(
+    _ index: Int, on channel: any Channel, verdict promise: EventLoopPromise<Verdict>
+  ) {
+    let ended = state.withLock { state -> Bool in
+      guard !state.ended else { return true }
+      state.verdicts[index] = promise
+      state.connections[ObjectIdentifier(channel)] = channel
+      return false
+    }
+    if ended { promise.succeed(.failed("the session is over")) }
+  }
+
+  /// The upload connection `channel` is done with.
+  func connectionEnded(_ channel: any Channel) {
+    _ = state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
+  }
+
+  /// `count` more bytes were handed to the core. Returns whether the connection may read on
+  /// now; if not, `resume` is called once the core has written enough (on any thread).
+  func handed(_ count: Int, resume: @escaping @Sendable () -> Void) -> Bool {
+    state.withLock { state in
+      state.outstanding += count
+      guard state.outstanding > Self.window, !state.ended else { return true }
+      state.waiting.append(resume)
+      return false
+    }
+  }
+
+  // MARK: IncomingOfferFrontEnd (on the offer's executor)
+
+  func accept(offsets: [UInt64], held: [Int]) {
+    var uploads: [String: UploadSessionMachine.Upload] = [:]
+    for (index, offset) in offsets.enumerated() where offset != ResourceMessage.skip {
+      let (id, file) = files[index]
+      uploads[id] = UploadSessionMachine.Upload(
+        index: index, token: Self.token(), size: file.size, digest: try? file.digest())
+    }
+    prepared.succeed(.accepted(uploads))
+  }
+
+  func acknowledge(_ acks: [FileAck]) {
+    for ack in acks { settle(ack) }
+  }
+
+  func grant(_ bytes: Int) {
+    let resumed = state.withLock { state -> [@Sendable () -> Void] in
+      state.outstanding = max(0, state.outstanding - bytes)
+      guard state.outstanding <= Self.window else { return [] }
+      defer { state.waiting = [] }
+      return state.waiting
+    }
+    for resume in resumed { resume() }
+  }
+
+  func reset(_ code: TransferMessage.ResetCode, reason: String, cause: OfferEnd) {
+    // Before the accept: the prepare-upload's answer. After it: the uploads waiting fail.
+    let status: HTTPResponseStatus
+    switch cause {
+    case .declined: status = .forbidden
+    case .refused(.insufficientSpace): status = .insufficientStorage
+    case .refused(.tooManyFiles), .refused(.tooLarge): status = .payloadTooLarge
+    case .refused(.unsafePath): status = .badRequest
+    case .refused: status = .internalServerError
+    case .stopped: status = .internalServerError
+    }
+    prepared.succeed(.refused(status, reason))
+    end(failing: reason)
+  }
+
+  func cancel(reason: String) {
+    prepared.succeed(.refused(.forbidden, reason))
+    let connections = end(failing: reason)
+    // The sender learns of it on the connections it uploads over.
+    for channel in connections { channel.close(promise: nil) }
+  }
+
+  func close(after acks: [FileAck], then: @escaping @Sendable () -> Void) {
+    for ack in acks { settle(ack) }
+    end(failing: "the session is over")
+    then()
+  }
+
+  // MARK: Private
+
+  private func settle(_ ack: FileAck) {
+    let promise = state.withLock { $0.verdicts.removeValue(forKey: ack.index) }
+    let verdict: Verdict
+    switch ack.status {
+    case .stored, .skipped, .identical: verdict = .stored
+    case .corrupt: verdict = .corrupt(ack.reason)
+    case .failed, .differs: verdict = .failed(ack.reason)
+    }
+    promise?.succeed(verdict)
+  }
+
+  /// Ends the session once: the uploads still waiting fail with `reason`, paused connections
+  /// resume (to be answered), the server may start the next session. Returns the upload
+  /// connections open.
+  @discardableResult
+  private func end(failing reason: String) -> [any Channel] {
+    let (first, verdicts, waiting, connections) = state.withLock {
+      state -> (Bool, [EventLoopPromise<Verdict>], [@Sendable () -> Void], [any Channel]) in
+      let first = !state.ended
+      state.ended = true
+      defer {
+        state.verdicts = [:]
+        state.waiting = []
+      }
+      return (first, Array(state.verdicts.values), state.waiting, Array(state.connections.values))
+    }
+    for promise in verdicts { promise.succeed(.failed(reason)) }
+    for resume in waiting { resume() }
+    if first { onEnd() }
+    return connections
+  }
+
+  /// An unguessable token (128 bits, hex).
+  static func token() -> String {
+    var generator = SystemRandomNumberGenerator()
+    return (0..<16).map { _ in
+      let byte = UInt8.random(in: 0...255, using: &generator)
+      return String(byte, radix: 16).count == 1
+        ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
+    }.joined()
+  }
+}

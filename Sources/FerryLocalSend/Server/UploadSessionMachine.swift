@@ -1,0 +1,186 @@
+/// A LocalSend receiver's upload sessions, as a pure value: one session at a time (others are
+/// busy), asked about before it is accepted, its files uploaded only from the address that
+/// prepared it and only with their tokens, each once; PIN attempts counted per address. No I/O,
+/// no clock, no locks: ``LocalSendServer`` holds it under a lock and acts on its verdicts.
+struct UploadSessionMachine: Sendable {
+  /// One accepted file of the session.
+  struct Upload: Sendable, Equatable {
+    /// Its index in the offer the transfer core receives.
+    let index: Int
+    let token: String
+    let size: UInt64
+    /// Its SHA-256, when the sender gave one.
+    let digest: [UInt8]?
+    /// Where it stands.
+    var stage = Stage.waiting
+
+    enum Stage: Sendable, Equatable {
+      case waiting, uploading, done
+    }
+  }
+
+  /// Where the receiver is.
+  enum State: Sendable {
+    /// No session: a prepare-upload may start one.
+    case idle
+    /// A prepare-upload is being asked about (or being checked): others are busy.
+    case asking(Asking)
+    /// Accepted: its files are uploaded.
+    case active(Active)
+  }
+
+  struct Asking: Sendable {
+    let id: String
+    let address: String
+  }
+
+  struct Active: Sendable {
+    let id: String
+    let address: String
+    /// By file id: only the files accepted.
+    var uploads: [String: Upload]
+  }
+
+  /// What a prepare-upload gets.
+  enum Preparation: Sendable, Equatable {
+    /// Start session `id` and ask about it.
+    case start(id: String)
+    /// Another session is under way (409).
+    case busy
+    /// The PIN is missing or wrong (401).
+    case pinRequired
+    /// Too many wrong PINs from this address (429).
+    case tooManyAttempts
+  }
+
+  /// What an upload request gets.
+  enum Admission: Sendable, Equatable {
+    /// Take the body as file `index` of the offer.
+    case upload(Upload)
+    /// Not from the address that prepared the session, or a wrong token (403).
+    case forbidden
+    /// No such session or file (404 for an unknown file, 409 for a session that is not this
+    /// one).
+    case unknownSession
+    /// Uploaded already, or being uploaded (409).
+    case alreadyUploaded
+  }
+
+  /// The most wrong PINs from one address before it gets 429.
+  static let pinAttempts = 3
+  /// The most addresses whose wrong PINs are remembered (the oldest is forgotten first).
+  static let rememberedAddresses = 1024
+  /// The most wrong PINs from everyone together before every sender gets 429 (until the
+  /// receiver restarts): many addresses (an IPv6 network has plenty) must not add up to
+  /// enough guesses for a short PIN.
+  static let totalPinAttempts = 30
+
+  private(set) var state = State.idle
+  /// Wrong PINs per address, in the order first seen.
+  private(set) var wrongPins: [(address: String, count: Int)] = []
+  /// Wrong PINs from everyone, ever.
+  private(set) var wrongPinsTotal = 0
+  let pin: String?
+
+  init(pin: String?) {
+    self.pin = pin
+  }
+
+  /// A prepare-upload from `address`, with `pin` (the query's), would start session `id`.
+  mutating func prepare(from address: String, pin given: String?, id: String) -> Preparation {
+    if let pin {
+      if wrongPins.first(where: { $0.address == address })?.count ?? 0 >= Self.pinAttempts
+        || wrongPinsTotal >= Self.totalPinAttempts
+      {
+        return .tooManyAttempts
+      }
+      guard given == pin else {
+        // A missing PIN asks for one; only a wrong one counts as an attempt.
+        if given != nil { countWrongPin(from: address) }
+        return .pinRequired
+      }
+    }
+    guard case .idle = state else { return .busy }
+    state = .asking(Asking(id: id, address: address))
+    return .start(id: id)
+  }
+
+  /// Session `id` was accepted with these files (by file id); nothing happens when it is no
+  /// longer the one asked about.
+  mutating func accepted(_ id: String, uploads: [String: Upload]) -> Bool {
+    guard case .asking(let asking) = state, asking.id == id else { return false }
+    state = .active(Active(id: id, address: asking.address, uploads: uploads))
+    return true
+  }
+
+  /// An upload of file `fileId` with `token`, from `address`, to session `sessionId`.
+  mutating func admit(
+    _ fileId: String, token: String, session sessionId: String, from address: String
+  ) -> Admission {
+    guard case .active(var active) = state, active.id == sessionId else {
+      return .unknownSession
+    }
+    guard active.address == address, var upload = active.uploads[fileId], upload.token == token
+    else { return .forbidden }
+    guard upload.stage == .waiting else { return .alreadyUploaded }
+    upload.stage = .uploading
+    active.uploads[fileId] = upload
+    state = .active(active)
+    return .upload(upload)
+  }
+
+  /// File `fileId`'s upload ended: done, or (`retry`) back to waiting for another try.
+  mutating func uploadEnded(_ fileId: String, session sessionId: String, retry: Bool) {
+    guard case .active(var active) = state, active.id == sessionId,
+      var upload = active.uploads[fileId]
+    else { return }
+    upload.stage = retry ? .waiting : .done
+    active.uploads[fileId] = upload
+    state = .active(active)
+  }
+
+  /// Whether `address` may cancel session `sessionId` (nil: whichever it prepared).
+  func mayCancel(_ sessionId: String?, from address: String) -> String? {
+    switch state {
+    case .idle: return nil
+    case .asking(let asking):
+      guard asking.address == address, sessionId == nil || sessionId == asking.id else {
+        return nil
+      }
+      return asking.id
+    case .active(let active):
+      guard active.address == address, sessionId == nil || sessionId == active.id else {
+        return nil
+      }
+      return active.id
+    }
+  }
+
+  /// Session `id` is over (declined, refused, cancelled or finished): the next may start.
+  mutating func ended(_ id: String) {
+    switch state {
+    case .asking(let asking) where asking.id == id: state = .idle
+    case .active(let active) where active.id == id: state = .idle
+    default: break
+    }
+  }
+
+  /// The session under way, if any.
+  var currentSession: String? {
+    switch state {
+    case .idle: return nil
+    case .asking(let asking): return asking.id
+    case .active(let active): return active.id
+    }
+  }
+
+  private mutating func countWrongPin(from address: String) {
+    wrongPinsTotal += 1
+    if let index = wrongPins.firstIndex(where: { $0.address == address }) {
+      wrongPins[index].count += 1
+      return
+    }
+    if wrongPins.count >= Self.rememberedAddresses { wrongPins.removeFirst() }
+    wrongPins.append((address, 1))
+  }
+}

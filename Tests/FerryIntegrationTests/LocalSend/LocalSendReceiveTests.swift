@@ -1,0 +1,232 @@
+import Foundation
+import Testing
+
+extension LocalSendTests {
+  /// `ferry receive --localsend` on host a, the independent LocalSend peer sending from host b:
+  /// discovery by real multicast over the hosts' bridge, HTTPS with client certificates, the
+  /// files through Ferry's transfer core.
+  @Suite(
+    "LocalSend senders to ferry receive", .timeLimit(.minutes(5)), .needsToRunOnHostA, .serialized)
+  struct LocalSendReceiveTests {
+    /// A tree: a 5 MiB file, an empty one, nested folders, and `small` small files.
+    func tree(small: Int = 0) throws -> URL {
+      let root = try temporaryDirectory("ls-src")
+      try writeFile(root.appendingPathComponent("big.bin"), size: 5 << 20, seed: 3)
+      try writeFile(root.appendingPathComponent("nested/deeper/note.txt"), size: 1234, seed: 4)
+      try writeFile(root.appendingPathComponent("nested/empty"), size: 0)
+      for index in 0..<small {
+        try writeFile(
+          root.appendingPathComponent("many/f\(index).dat"), size: 100 + index, seed: UInt64(index))
+      }
+      return root
+    }
+
+    /// Starts `ferry receive --localsend ARGUMENTS --json --dir DIR` named `name`, ready once it
+    /// says it receives from LocalSend apps.
+    func receiver(_ name: String, into dir: URL, _ arguments: [String]) async throws -> ChildProcess
+    {
+      let process = try ChildProcess.ferry(
+        ["receive", "--localsend", "--json", "--name", name, "--dir", dir.path] + arguments,
+        environment: TestEnvironment.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) {
+          $1
+        })
+      let ready = await process.waitForLine(onStderr: true, timeout: .seconds(15)) {
+        $0.contains("Also receiving from LocalSend apps")
+      }
+      #expect(ready != nil, "ferry receive --localsend did not start: \(process.stderr)")
+      return process
+    }
+
+    func same(_ a: URL, _ b: URL) -> Bool {
+      (try? Data(contentsOf: a)) == (try? Data(contentsOf: b))
+    }
+
+    @Test("files, an empty file, nested folders and 1000 small files arrive byte for byte")
+    func files() async throws {
+      let source = try tree(small: 1000)
+      let destination = try temporaryDirectory("ls-dst")
+      let name = LocalSendPeer.alias("ferry-rx")
+      let ferry = try await receiver(name, into: destination, ["--yes", "--once"])
+      defer { ferry.signal(SIGKILL) }
+      let sender = try LocalSendPeer.start(
+        "send",
+        ["--to", name]
+          + ["big.bin", "nested", "many"].map { source.appendingPathComponent($0).path },
+        alias: LocalSendPeer.alias("phone"))
+      defer { sender.signal(SIGKILL) }
+      #expect(await sender.waitForExit(timeout: .seconds(120)) == 0, "\(sender.stdout)")
+      #expect(await ferry.waitForExit(timeout: .seconds(30)) == 0, "\(ferry.stderr)")
+      for path in [
+        "big.bin", "nested/deeper/note.txt", "nested/empty", "many/f0.dat", "many/f999.dat",
+      ] {
+        #expect(
+          same(source.appendingPathComponent(path), destination.appendingPathComponent(path)),
+          "\(path)")
+      }
+      let many = try FileManager.default.contentsOfDirectory(
+        atPath: destination.appendingPathComponent("many").path)
+      #expect(many.count == 1000)
+      let asked = try #require(ferry.events("invitation").first)
+      #expect(asked.string("protocol") == "localsend")
+      #expect(asked.bool("verified") == true)
+      #expect(asked.int("files") == 1003)
+      let done = try #require(ferry.events("done").last)
+      #expect(done.int("files") == 1003)
+      #expect(done.isNull("error"))
+      // Nothing staged is left behind.
+      let left = try FileManager.default.contentsOfDirectory(atPath: destination.path)
+      #expect(Set(left) == ["big.bin", "nested", "many"])
+    }
+
+    @Test("a text is shown escaped; a decline is 403 to the sender")
+    func textAndDecline() async throws {
+      let destination = try temporaryDirectory("ls-dst")
+      let name = LocalSendPeer.alias("ferry-rx")
+      // --accept-from someone else: the sender is declined without asking.
+      let ferry = try await receiver(
+        name, into: destination, ["--accept-from", String(repeating: "AB", count: 32)])
+      defer { ferry.signal(SIGKILL) }
+      let file = try temporaryDirectory("ls-src").appendingPathComponent("a.txt")
+      try writeFile(file, size: 10)
+      let declined = try LocalSendPeer.start(
+        "send", ["--to", name, "--expect", "declined", file.path],
+        alias: LocalSendPeer.alias("phone"))
+      #expect(await declined.waitForExit(timeout: .seconds(60)) == 0, "\(declined.stdout)")
+      let event = try #require(await ferry.waitForEvent("declined"))
+      #expect(event.string("reason")?.contains("not an accepted sender") == true)
+      #expect(try FileManager.default.contentsOfDirectory(atPath: destination.path).isEmpty)
+      ferry.signal(SIGKILL)
+
+      let open = try await receiver(name, into: destination, ["--yes"])
+      defer { open.signal(SIGKILL) }
+      let texter = try LocalSendPeer.start(
+        "send", ["--to", name, "--text", "hello\u{1B}[2Jthere"],
+        alias: LocalSendPeer.alias("phone"))
+      #expect(await texter.waitForExit(timeout: .seconds(60)) == 0, "\(texter.stdout)")
+      let text = try #require(await open.waitForEvent("text"))
+      #expect(text.string("text") == "hello\u{1B}[2Jthere")
+    }
+
+    @Test(
+      "a PIN: none or a wrong one is 401, the fourth try 429, the right one from elsewhere works")
+    func pin() async throws {
+      let destination = try temporaryDirectory("ls-dst")
+      let name = LocalSendPeer.alias("ferry-rx")
+      let ferry = try await receiver(name, into: destination, ["--yes", "--pin", "4711"])
+      defer { ferry.signal(SIGKILL) }
+      let file = try temporaryDirectory("ls-src").appendingPathComponent("a.txt")
+      try writeFile(file, size: 10)
+      let address = "\(Harness.hostAddresses["a"]!):53317"
+      for (pin, expected) in [
+        (nil, "pin-required"), ("1", "pin-required"), ("2", "pin-required"),
+        ("3", "pin-required"), ("4711", "too-many-attempts"),
+      ] {
+        let sender = try LocalSendPeer.start(
+          "send",
+          ["--address", address, "--expect", expected, file.path]
+            + (pin.map { ["--pin", $0] } ?? []),
+          alias: LocalSendPeer.alias("phone"))
+        #expect(
+          await sender.waitForExit(timeout: .seconds(30)) == 0, "\(pin ?? "none"): \(sender.stdout)"
+        )
+      }
+      // Host c has made no wrong guess.
+      let honest = try LocalSendPeer.start(
+        "send", ["--address", address, "--pin", "4711", file.path],
+        alias: LocalSendPeer.alias("laptop"), on: "c")
+      #expect(await honest.waitForExit(timeout: .seconds(30)) == 0, "\(honest.stdout)")
+      #expect(same(file, destination.appendingPathComponent("a.txt")))
+    }
+
+    @Test("a checksum that does not match is 422 and nothing is placed")
+    func checksumMismatch() async throws {
+      let destination = try temporaryDirectory("ls-dst")
+      let name = LocalSendPeer.alias("ferry-rx")
+      let ferry = try await receiver(name, into: destination, ["--yes"])
+      defer { ferry.signal(SIGKILL) }
+      let file = try temporaryDirectory("ls-src").appendingPathComponent("a.bin")
+      try writeFile(file, size: 300_000)
+      let sender = try LocalSendPeer.start(
+        "send",
+        ["--to", name, "--bad-checksum", "--expect", "checksum-mismatch", file.path],
+        alias: LocalSendPeer.alias("phone"))
+      #expect(await sender.waitForExit(timeout: .seconds(60)) == 0, "\(sender.stdout)")
+      #expect(
+        sender.events("uploaded").contains { $0.int("status") == 422 }, "\(sender.stdout)")
+      _ = await ferry.waitForEvent("done")
+      #expect(
+        !FileManager.default.fileExists(atPath: destination.appendingPathComponent("a.bin").path))
+    }
+
+    @Test(
+      "a body longer than announced is 400, a shorter one 422: nothing placed, the receiver lives")
+    func sizesBind() async throws {
+      let destination = try temporaryDirectory("ls-dst")
+      let name = LocalSendPeer.alias("ferry-rx")
+      let ferry = try await receiver(name, into: destination, ["--yes"])
+      defer { ferry.signal(SIGKILL) }
+      let file = try temporaryDirectory("ls-src").appendingPathComponent("a.bin")
+      try writeFile(file, size: 300_000)
+      let address = "\(Harness.hostAddresses["a"]!):53317"
+      for (delta, status, outcome) in [
+        ("100", 400, "upload-failed"), ("-100", 422, "checksum-mismatch"),
+      ] {
+        let sender = try LocalSendPeer.start(
+          "send",
+          ["--address", address, "--body-delta", delta, "--expect", outcome, file.path],
+          alias: LocalSendPeer.alias("phone"))
+        #expect(await sender.waitForExit(timeout: .seconds(60)) == 0, "\(sender.stdout)")
+        #expect(
+          sender.events("uploaded").contains { $0.int("status") == status }, "\(sender.stdout)")
+      }
+      #expect(ferry.isRunning, "\(ferry.stderr)")
+      #expect(
+        !FileManager.default.fileExists(atPath: destination.appendingPathComponent("a.bin").path))
+      // An honest send still works.
+      let honest = try LocalSendPeer.start(
+        "send", ["--address", address, file.path], alias: LocalSendPeer.alias("phone"))
+      #expect(await honest.waitForExit(timeout: .seconds(60)) == 0, "\(honest.stdout)")
+      #expect(
+        (try? Data(contentsOf: destination.appendingPathComponent("a.bin")))
+          == (try? Data(contentsOf: file)))
+    }
+
+    @Test(
+      "an app of 1.17 (no client certificate) is refused, unless --localsend-legacy: then unverified"
+    )
+    func legacySender() async throws {
+      let destination = try temporaryDirectory("ls-dst")
+      let name = LocalSendPeer.alias("ferry-rx")
+      let file = try temporaryDirectory("ls-src").appendingPathComponent("a.txt")
+      try writeFile(file, size: 10)
+      let address = "\(Harness.hostAddresses["a"]!):53317"
+      let strict = try await receiver(name, into: destination, ["--yes"])
+      let refused = try LocalSendPeer.start(
+        "send",
+        ["--legacy", "--address", address, "--expect", "connect-failed", file.path],
+        alias: LocalSendPeer.alias("old phone"))
+      #expect(await refused.waitForExit(timeout: .seconds(30)) == 0, "\(refused.stdout)")
+      strict.signal(SIGKILL)
+      _ = await strict.waitForExit()
+
+      // Legacy senders allowed, but an accept list never takes one, not even naming the very
+      // fingerprint it claims.
+      let claimed = String(repeating: "AB", count: 32)
+      let legacy = try await receiver(
+        name, into: destination, ["--localsend-legacy", "--accept-from", claimed])
+      defer { legacy.signal(SIGKILL) }
+      let declined = try LocalSendPeer.start(
+        "send",
+        [
+          "--legacy", "--fingerprint", claimed, "--address", address, "--expect", "declined",
+          file.path,
+        ],
+        alias: LocalSendPeer.alias("old phone"))
+      #expect(await declined.waitForExit(timeout: .seconds(30)) == 0, "\(declined.stdout)")
+      let asked = try #require(await legacy.waitForEvent("invitation"))
+      #expect(asked.bool("verified") == false)
+      #expect(
+        !FileManager.default.fileExists(atPath: destination.appendingPathComponent("a.txt").path))
+    }
+  }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+extension LocalSendTests {
+  /// `ferry send --localsend` on host a to the independent LocalSend peer receiving on host b:
+  /// found by real multicast (or by address), its certificate pinned, exit codes and events as a
+  /// Ferry send's.
+  @Suite(
+    "ferry send to LocalSend receivers", .timeLimit(.minutes(5)), .needsToRunOnHostA, .serialized)
+  struct LocalSendSendTests {
+    /// `ferry send --localsend --json ARGUMENTS` as a fresh identity; its exit status.
+    func send(_ arguments: [String]) async throws -> (status: Int32?, process: ChildProcess) {
+      let process = try ChildProcess.ferry(
+        ["send", "--localsend", "--json", "--timeout", "20"] + arguments,
+        environment: TestEnvironment.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) {
+          $1
+        })
+      return (await process.waitForExit(timeout: .seconds(120)), process)
+    }
+
+    /// The peer receiving on host b into `dir`, with `arguments`, once listening.
+    func receiver(_ alias: String, into dir: URL, _ arguments: [String] = []) async throws
+      -> ChildProcess
+    {
+      let peer = try LocalSendPeer.start(
+        "receive", ["--dir", dir.path, "--seconds", "60"] + arguments, alias: alias)
+      #expect(await LocalSendPeer.waitUntilListening(peer), "\(peer.stdout)")
+      return peer
+    }
+
+    @Test("files, an empty file, nested folders and 1000 small files, found by alias")
+    func files() async throws {
+      let source = try temporaryDirectory("ls-src")
+      try writeFile(source.appendingPathComponent("big.bin"), size: 5 << 20, seed: 7)
+      try writeFile(source.appendingPathComponent("nested/deeper/note.txt"), size: 999, seed: 8)
+      try writeFile(source.appendingPathComponent("nested/empty"), size: 0)
+      for index in 0..<1000 {
+        try writeFile(
+          source.appendingPathComponent("many/f\(index).dat"), size: 50 + index, seed: UInt64(index)
+        )
+      }
+      let destination = try temporaryDirectory("ls-dst")
+      let alias = LocalSendPeer.alias("Phone")
+      let peer = try await receiver(alias, into: destination)
+      defer { peer.signal(SIGKILL) }
+      let (status, ferry) = try await send(
+        ["--to", alias]
+          + ["big.bin", "nested", "many"].map { source.appendingPathComponent($0).path })
+      #expect(status == 0, "\(ferry.stderr)")
+      for path in [
+        "big.bin", "nested/deeper/note.txt", "nested/empty", "many/f0.dat", "many/f999.dat",
+      ] {
+        let sent = try Data(contentsOf: source.appendingPathComponent(path))
+        let got = try? Data(contentsOf: destination.appendingPathComponent(path))
+        #expect(sent == got, "\(path)")
+      }
+      let found = try #require(ferry.events("peer-found").first)
+      #expect(found.string("protocol") == "localsend")
+      let done = try #require(ferry.events("done").last)
+      #expect(done.int("stored") == 1003)
+      #expect(ferry.events("file-done").allSatisfy { $0.string("sha256")?.count == 64 })
+    }
+
+    @Test("a text by address; declined is exit 4, busy exit 1 (busy), a PIN exit 5 (pin)")
+    func refusals() async throws {
+      let destination = try temporaryDirectory("ls-dst")
+      let file = try temporaryDirectory("ls-src").appendingPathComponent("a.txt")
+      try writeFile(file, size: 10)
+      let address = "\(Harness.hostAddresses["b"]!):53317"
+
+      let texts = try await receiver(LocalSendPeer.alias("Phone"), into: destination)
+      let (textStatus, textSend) = try await send(["--address", address, "--text", "hi there"])
+      #expect(textStatus == 0, "\(textSend.stderr)")
+      #expect(await texts.waitForEvent("text") { $0.string("message") == "hi there" } != nil)
+      texts.signal(SIGKILL)
+      _ = await texts.waitForExit()
+
+      for (arguments, expected, code) in [
+        (["--decline"], Int32(4), "declined"), (["--busy"], 1, "busy"),
+        (["--pin", "1234"], 5, "pin"),
+      ] {
+        let peer = try await receiver(LocalSendPeer.alias("Phone"), into: destination, arguments)
+        let (status, ferry) = try await send(["--address", address, file.path])
+        #expect(status == expected, "\(arguments): \(ferry.stderr)")
+        #expect(ferry.events("error").last?.string("code") == code, "\(ferry.stdout)")
+        if code == "pin" {
+          #expect(ferry.stderr.contains("--pin"))
+          let (again, retried) = try await send(["--address", address, "--pin", "1234", file.path])
+          #expect(again == 0, "\(retried.stderr)")
+        }
+        peer.signal(SIGKILL)
+        _ = await peer.waitForExit()
+      }
+      #expect(
+        FileManager.default.fileExists(atPath: destination.appendingPathComponent("a.txt").path))
+    }
+
+    @Test("the receiver cancels mid-file: exit 1, nothing claimed stored")
+    func receiverCancels() async throws {
+      let source = try temporaryDirectory("ls-src").appendingPathComponent("big.bin")
+      try writeFile(source, size: 40 << 20)
+      let destination = try temporaryDirectory("ls-dst")
+      let alias = LocalSendPeer.alias("Phone")
+      let peer = try await receiver(
+        alias, into: destination, ["--cancel-after-bytes", "1000000", "--cancel-abort"])
+      defer { peer.signal(SIGKILL) }
+      let (status, ferry) = try await send(["--to", alias, "--retry-for", "0", source.path])
+      #expect(status == 1, "\(ferry.stderr)")
+      #expect(ferry.events("file-done").allSatisfy { $0.string("status") != "stored" })
+    }
+  }
+}

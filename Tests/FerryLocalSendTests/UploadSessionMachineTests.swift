@@ -1,0 +1,109 @@
+import Testing
+
+@testable import FerryLocalSend
+
+/// The LocalSend receiver's sessions as a pure value: who may start one, upload into it, and
+/// how many PIN guesses anyone gets.
+@Suite("LocalSend upload sessions")
+struct UploadSessionMachineTests {
+  func upload(_ index: Int, token: String = "t") -> UploadSessionMachine.Upload {
+    UploadSessionMachine.Upload(index: index, token: token, size: 10, digest: nil)
+  }
+
+  @Test("one session at a time: a second prepare-upload is busy until the first ends")
+  func oneAtATime() {
+    let machine = Machine(pin: nil)
+    #expect(machine.prepare(from: "10.0.0.2", pin: nil, id: "s1") == .start(id: "s1"))
+    #expect(machine.prepare(from: "10.0.0.3", pin: nil, id: "s2") == .busy)
+    #expect(machine.prepare(from: "10.0.0.2", pin: nil, id: "s3") == .busy)
+    machine.ended("s1")
+    #expect(machine.prepare(from: "10.0.0.3", pin: nil, id: "s2") == .start(id: "s2"))
+  }
+
+  @Test("uploads only from the address that prepared, with the file's token, each file once")
+  func uploadsAreBound() {
+    let machine = Machine(pin: nil)
+    _ = machine.prepare(from: "10.0.0.2", pin: nil, id: "s1")
+    #expect(machine.accepted("s1", uploads: ["a": upload(0, token: "ta")]))
+    #expect(machine.admit("a", token: "ta", session: "s1", from: "10.0.0.9") == .forbidden)
+    #expect(machine.admit("a", token: "tb", session: "s1", from: "10.0.0.2") == .forbidden)
+    #expect(machine.admit("b", token: "ta", session: "s1", from: "10.0.0.2") == .forbidden)
+    #expect(machine.admit("a", token: "ta", session: "s0", from: "10.0.0.2") == .unknownSession)
+    guard case .upload(let first) = machine.admit("a", token: "ta", session: "s1", from: "10.0.0.2")
+    else {
+      Issue.record("the right upload was not admitted")
+      return
+    }
+    #expect(first.index == 0)
+    // Twice at once, and again after it ended: one yes writes the file once.
+    #expect(machine.admit("a", token: "ta", session: "s1", from: "10.0.0.2") == .alreadyUploaded)
+    machine.uploadEnded("a", session: "s1", retry: false)
+    #expect(machine.admit("a", token: "ta", session: "s1", from: "10.0.0.2") == .alreadyUploaded)
+  }
+
+  @Test("a missing PIN is asked for; 3 wrong ones from an address are 429 there, not elsewhere")
+  func pinPerAddress() {
+    let machine = Machine(pin: "4711")
+    #expect(machine.prepare(from: "a", pin: nil, id: "1") == .pinRequired)
+    #expect(machine.prepare(from: "a", pin: nil, id: "1") == .pinRequired)
+    for guess in ["1", "2", "3"] {
+      #expect(machine.prepare(from: "a", pin: guess, id: "1") == .pinRequired)
+    }
+    #expect(machine.prepare(from: "a", pin: "4711", id: "1") == .tooManyAttempts)
+    #expect(machine.prepare(from: "b", pin: "4711", id: "2") == .start(id: "2"))
+  }
+
+  @Test("many addresses together get 30 wrong PINs, then everyone gets 429")
+  func pinOverall() {
+    let machine = Machine(pin: "4711")
+    for address in 0..<15 {
+      for guess in ["1", "2"] {
+        #expect(machine.prepare(from: "fd00::\(address)", pin: guess, id: "x") == .pinRequired)
+      }
+    }
+    #expect(machine.prepare(from: "fd00::99", pin: "4711", id: "y") == .tooManyAttempts)
+  }
+
+  @Test("only the sender that prepared a session may cancel it")
+  func cancel() {
+    let machine = Machine(pin: nil)
+    _ = machine.prepare(from: "10.0.0.2", pin: nil, id: "s1")
+    #expect(machine.mayCancel(nil, from: "10.0.0.3") == nil)
+    #expect(machine.mayCancel("s1", from: "10.0.0.3") == nil)
+    #expect(machine.mayCancel("s2", from: "10.0.0.2") == nil)
+    #expect(machine.mayCancel(nil, from: "10.0.0.2") == "s1")
+  }
+}
+
+/// The machine in a reference, so that an expectation may call its mutating methods.
+private final class Machine {
+  var value: UploadSessionMachine
+
+  init(pin: String?) { value = UploadSessionMachine(pin: pin) }
+
+  func prepare(from address: String, pin: String?, id: String)
+    -> UploadSessionMachine.Preparation
+  {
+    value.prepare(from: address, pin: pin, id: id)
+  }
+
+  func accepted(_ id: String, uploads: [String: UploadSessionMachine.Upload]) -> Bool {
+    value.accepted(id, uploads: uploads)
+  }
+
+  func admit(_ fileId: String, token: String, session: String, from address: String)
+    -> UploadSessionMachine.Admission
+  {
+    value.admit(fileId, token: token, session: session, from: address)
+  }
+
+  func uploadEnded(_ fileId: String, session: String, retry: Bool) {
+    value.uploadEnded(fileId, session: session, retry: retry)
+  }
+
+  func mayCancel(_ session: String?, from address: String) -> String? {
+    value.mayCancel(session, from: address)
+  }
+
+  func ended(_ id: String) { value.ended(id) }
+}
