@@ -287,11 +287,11 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       // Nothing of this sender's to cancel: as LocalSend answers it.
       return respond(.ok, text: "", context: context)
     }
-    if let current = server.session(id) {
-      current.offer?.senderReset(reason: "the sender cancelled")
-    } else {
-      server.end(id)
-    }
+    // Over at once for the sender (its next prepare-upload is not busy); the core cleans up
+    // behind it.
+    let current = server.session(id)
+    server.end(id)
+    current?.offer?.senderReset(reason: "the sender cancelled")
     respond(.ok, text: "", context: context)
   }
 
