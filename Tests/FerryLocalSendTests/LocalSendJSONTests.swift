@@ -29,6 +29,11 @@ struct LocalSendJSONTests {
       #"{}"#,
       #"[]"#,
       #"{"x":{"id":"x","fileName":"a","size":1.5,"fileType":"t"}}"#,
+      // Each within 2^62, together not: the prompt and the core add them.
+      #"{"x":{"id":"x","fileName":"a","size":4611686018427387904,"fileType":"t"},"#
+        + #""y":{"id":"y","fileName":"b","size":4611686018427387904,"fileType":"t"}}"#,
+      #"{"x":{"id":"x","fileName":"a","size":4611686018427387904,"fileType":"t"},"#
+        + #""y":{"id":"y","fileName":"b","size":1,"fileType":"t"}}"#,
     ])
   func refused(files: String) {
     #expect(throws: LocalSendJSONError.self) { try decode(request(files)) }

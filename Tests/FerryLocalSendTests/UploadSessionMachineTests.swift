@@ -53,15 +53,26 @@ struct UploadSessionMachineTests {
     #expect(machine.prepare(from: "b", pin: "4711", id: "2") == .start(id: "2"))
   }
 
-  @Test("many addresses together get 30 wrong PINs, then everyone gets 429")
+  @Test(
+    "many addresses together get 30 wrong PINs in 10 minutes, then everyone gets 429 until the window ends"
+  )
   func pinOverall() {
     let machine = Machine(pin: "4711")
+    let start = ContinuousClock.now
     for address in 0..<15 {
       for guess in ["1", "2"] {
-        #expect(machine.prepare(from: "fd00::\(address)", pin: guess, id: "x") == .pinRequired)
+        #expect(
+          machine.prepare(from: "fd00::\(address)", pin: guess, id: "x", now: start)
+            == .pinRequired)
       }
     }
-    #expect(machine.prepare(from: "fd00::99", pin: "4711", id: "y") == .tooManyAttempts)
+    #expect(
+      machine.prepare(from: "fd00::99", pin: "4711", id: "y", now: start + .seconds(599))
+        == .tooManyAttempts)
+    #expect(machine.check(from: "fd00::99", pin: "4711", now: start) == .tooManyAttempts)
+    #expect(
+      machine.prepare(from: "fd00::99", pin: "4711", id: "y", now: start + .seconds(601))
+        == .start(id: "y"))
   }
 
   @Test("only the sender that prepared a session may cancel it")
@@ -81,10 +92,16 @@ private final class Machine {
 
   init(pin: String?) { value = UploadSessionMachine(pin: pin) }
 
-  func prepare(from address: String, pin: String?, id: String)
+  func prepare(
+    from address: String, pin: String?, id: String, now: ContinuousClock.Instant = .now
+  ) -> UploadSessionMachine.Preparation {
+    value.prepare(from: address, pin: pin, id: id, now: now)
+  }
+
+  func check(from address: String, pin: String?, now: ContinuousClock.Instant)
     -> UploadSessionMachine.Preparation
   {
-    value.prepare(from: address, pin: pin, id: id)
+    value.check(from: address, pin: pin, now: now)
   }
 
   func accepted(_ id: String, uploads: [String: UploadSessionMachine.Upload]) -> Bool {

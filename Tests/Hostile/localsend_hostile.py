@@ -5,7 +5,7 @@ the receiver answered. Standard library only; its certificate is made with `open
 
   localsend_hostile.py ATTACK --address HOST:PORT --home DIR [--file-count N]
 
-Attacks: traversal, oversize-json, claim, no-cert, trickle-head, trickle-json, idle.
+Attacks: traversal, oversize-json, claim, no-cert, trickle-head, trickle-json, idle, pipeline.
 It never multicasts: it talks to the one address it is given.
 """
 
@@ -213,6 +213,24 @@ def attack_trickle_json(args):
     emit(attack="trickle-json", closedAfter=closed_after or (time.time() - started))
 
 
+def attack_pipeline(args):
+    """Requests sent back to back for 15 s, no answer ever read."""
+    sock = connect(args.address, args.home)
+    sock.settimeout(1)
+    one = b"GET %s/info HTTP/1.1\r\nHost: x\r\n\r\n" % API.encode()
+    batch = one * 100
+    sent, started = 0, time.time()
+    while time.time() - started < 15:
+        try:
+            sock.send(batch)
+            sent += len(batch)
+        except socket.timeout:
+            continue
+        except (OSError, ssl.SSLError):
+            break
+    emit(attack="pipeline", sentBytes=sent, requests=sent // len(one))
+
+
 def attack_idle(args):
     held = []
     refused = 0
@@ -246,7 +264,7 @@ def main():
     args = parser.parse_args()
     {"traversal": attack_traversal, "oversize-json": attack_oversize_json, "claim": attack_claim,
      "no-cert": attack_no_cert, "trickle-head": attack_trickle_head,
-     "trickle-json": attack_trickle_json, "idle": attack_idle}[args.attack](args)
+     "trickle-json": attack_trickle_json, "idle": attack_idle, "pipeline": attack_pipeline}[args.attack](args)
 
 
 if __name__ == "__main__":

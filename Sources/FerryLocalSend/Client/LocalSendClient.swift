@@ -90,13 +90,21 @@ struct LocalSendClient: Sendable {
       throw .unreachable("\(host):\(port): \(Self.describe(error))")
     }
     defer { channel.close(promise: nil) }
-    let timeout = answerTimeout ?? self.answerTimeout
-    let timer = channel.eventLoop.scheduleTask(
-      in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000)
-    ) { collector.fail(.timedOut) }
-    defer { timer.cancel() }
+    // The device must make progress while the request goes (the TLS handshake, each piece of
+    // a body written) and answer within `timeout` of its end: silence never holds a request.
+    let watch = RequestWatch(timeout: answerTimeout ?? self.answerTimeout)
+    let watchdog = channel.eventLoop.scheduleRepeatedTask(
+      initialDelay: .seconds(1), delay: .seconds(1)
+    ) { _ in
+      if let failure = watch.overdue(at: .now) {
+        collector.fail(failure)
+        channel.close(promise: nil)
+      }
+    }
+    defer { watchdog.cancel() }
     do {
-      try await send(method, path: path, host: host, body: body, on: channel)
+      try await send(method, path: path, host: host, body: body, on: channel, watch: watch)
+      watch.sent(at: .now)
     } catch {
       // A device may answer before it has read the whole body (a refusal): its answer wins.
       if let (head, bytes) = try? await collector.answer.get() {
@@ -124,7 +132,8 @@ struct LocalSendClient: Sendable {
   /// Writes the request: its head, then its body (a file in 256 KiB pieces, at most 4 in
   /// flight).
   private func send(
-    _ method: HTTPMethod, path: String, host: String, body: Body, on channel: any Channel
+    _ method: HTTPMethod, path: String, host: String, body: Body, on channel: any Channel,
+    watch: RequestWatch
   ) async throws {
     var headers = HTTPHeaders()
     headers.add(name: "host", value: host.contains(":") ? "[\(host)]" : host)
@@ -147,7 +156,10 @@ struct LocalSendClient: Sendable {
         HTTPClientRequestPart.body(.byteBuffer(channel.allocator.buffer(bytes: bytes))),
         promise: nil)
     case .file(let url, let size, let progress):
-      try await sendFile(url, size: size, on: channel, progress: progress)
+      try await sendFile(url, size: size, on: channel) { count in
+        watch.progressed(at: .now)
+        progress(count)
+      }
     }
     try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
   }
@@ -259,6 +271,42 @@ private final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable 
     promise.withLock { promise in
       promise?.fail(error)
       promise = nil
+    }
+  }
+}
+
+/// When a request is overdue: no progress for ``stall`` while it is sent (the handshake, a
+/// body's pieces), or no answer within its timeout once it is. Any thread.
+private final class RequestWatch: Sendable {
+  /// How long a request may make no progress while it is sent.
+  static let stall: Duration = .seconds(30)
+
+  private let timeout: Duration
+  private let state:
+    Mutex<(lastProgress: ContinuousClock.Instant, sentAt: ContinuousClock.Instant?)>
+
+  init(timeout: Duration) {
+    self.timeout = timeout
+    state = Mutex((ContinuousClock.now, nil))
+  }
+
+  /// Bytes were written.
+  func progressed(at now: ContinuousClock.Instant) {
+    state.withLock { $0.lastProgress = now }
+  }
+
+  /// The request is all written: the answer's time starts.
+  func sent(at now: ContinuousClock.Instant) {
+    state.withLock { $0.sentAt = now }
+  }
+
+  /// Why the request has waited too long, if it has.
+  func overdue(at now: ContinuousClock.Instant) -> LocalSendRequestError? {
+    state.withLock { state in
+      if let sentAt = state.sentAt {
+        return now - sentAt > timeout ? .timedOut : nil
+      }
+      return now - state.lastProgress > Self.stall ? .timedOut : nil
     }
   }
 }

@@ -44,6 +44,15 @@ public final class LocalSendDiscovery: Sendable {
   private let me: @Sendable () -> LocalSendDevice
   private let client: LocalSendClient
   private let channels = Mutex<[any Channel]>([])
+  /// When each (address, fingerprint) was last answered, and how many answers are under way.
+  private let answers = Mutex<(last: [String: ContinuousClock.Instant], running: Int)>(([:], 0))
+
+  /// How often one device at one address is answered.
+  static let answerInterval: Duration = .seconds(30)
+  /// Answers under way at once.
+  static let concurrentAnswers = 4
+  /// Devices whose last answer is remembered.
+  static let rememberedAnswers = 256
   private let devices = Mutex<[NIONetworkDevice]>([])
 
   /// The most bytes of one datagram taken (an announcement is a few hundred).
@@ -183,8 +192,65 @@ public final class LocalSendDiscovery: Sendable {
     continuation.yield(
       LocalSendSighting(
         device: device, address: address, via: device.asksForAnswer ? .announcement : .answer))
-    guard device.asksForAnswer else { return }
-    Task { await answer(device, at: address) }
+    guard device.asksForAnswer, isOnLink(sender), claimAnswer(to: device, at: address) else {
+      return
+    }
+    Task {
+      await answer(device, at: address)
+      answers.withLock { $0.running -= 1 }
+    }
+  }
+
+  /// Whether an answer to `device` at `address` may go now: once per ``answerInterval``, a few
+  /// at a time — an announcement (spoofed or not) never makes this machine connect to
+  /// whatever it names, as often as it is heard.
+  private func claimAnswer(to device: LocalSendDevice, at address: String) -> Bool {
+    let key = "\(address)|\(device.fingerprint.uppercased())|\(device.port ?? 0)"
+    let now = ContinuousClock.now
+    return answers.withLock { answers in
+      if let last = answers.last[key], now - last < Self.answerInterval { return false }
+      guard answers.running < Self.concurrentAnswers else { return false }
+      if answers.last.count >= Self.rememberedAnswers {
+        answers.last = answers.last.filter { now - $0.value < Self.answerInterval }
+        if answers.last.count >= Self.rememberedAnswers { return false }
+      }
+      answers.last[key] = now
+      answers.running += 1
+      return true
+    }
+  }
+
+  /// Whether `sender` is on the network of one of the interfaces listened on (announcements
+  /// come from neighbours; anything else is not answered).
+  private func isOnLink(_ sender: SocketAddress) -> Bool {
+    guard let senderBytes = Self.bytes(of: sender) else { return false }
+    for device in devices.withLock({ $0 }) {
+      guard let address = device.address.flatMap(Self.bytes(of:)),
+        let mask = device.netmask.flatMap(Self.bytes(of:)),
+        address.count == senderBytes.count, mask.count == senderBytes.count
+      else { continue }
+      if zip(zip(address, mask), senderBytes).allSatisfy({ ($0.0 & $0.1) == ($1 & $0.1) }) {
+        return true
+      }
+    }
+    // IPv6 link-local (fe80::/10) is on the link it came in on.
+    return senderBytes.count == 16 && senderBytes[0] == 0xFE && senderBytes[1] & 0xC0 == 0x80
+  }
+
+  /// An address's bytes (4 or 16); an IPv4-mapped IPv6 address as its 4.
+  private static func bytes(of address: SocketAddress) -> [UInt8]? {
+    switch address {
+    case .v4(let v4):
+      return withUnsafeBytes(of: v4.address.sin_addr.s_addr) { Array($0) }
+    case .v6(let v6):
+      let all = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+      if all[0..<10].allSatisfy({ $0 == 0 }), all[10] == 0xFF, all[11] == 0xFF {
+        return Array(all[12..<16])
+      }
+      return all
+    default:
+      return nil
+    }
   }
 
   /// Answers an announcement: `POST /register` to its sender, or a multicast answer.

@@ -100,11 +100,18 @@ public struct PrepareUploadRequest: Codable, Sendable {
     guard files.count <= LocalSendProtocol.Limits.maximumFiles else {
       throw .invalid("files", "\(files.count), more than \(LocalSendProtocol.Limits.maximumFiles)")
     }
+    var total: UInt64 = 0
     for (key, file) in files {
       _ = try file.validated()
       guard key == file.id else {
         throw .invalid("files", "key \(LocalSendJSON.shown(key)) names another id")
       }
+      // Each size is at most 2^62; their sum must be too (the core and the prompt add them).
+      let (sum, overflow) = total.addingReportingOverflow(file.size)
+      guard !overflow, sum <= LocalSendProtocol.Limits.maximumFileSize else {
+        throw .invalid("size", "more than 2^62 bytes in all")
+      }
+      total = sum
     }
     return self
   }

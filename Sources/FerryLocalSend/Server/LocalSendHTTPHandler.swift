@@ -42,6 +42,12 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     var received: UInt64 = 0
   }
 
+  /// The most requests one connection may make (then it is closed: a peer cannot hold a
+  /// connection slot for ever by asking for /info now and then).
+  static let requestsPerConnection = 256
+  /// The largest JSON body of a `register` (a device's description) and of a `cancel` (none).
+  static let maximumRegisterBytes = 16 << 10
+
   private let server: LocalSendServer
   private let address: String
   private let presented: PresentedCertificate
@@ -91,11 +97,20 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
   }
 
   func read(context: ChannelHandlerContext) {
-    if paused {
+    // Answers the peer does not read are not piled up: the next request waits for them.
+    if paused || !context.channel.isWritable {
       readHeld = true
     } else {
       context.read()
     }
+  }
+
+  func channelWritabilityChanged(context: ChannelHandlerContext) {
+    if context.channel.isWritable, !paused, readHeld {
+      readHeld = false
+      context.read()
+    }
+    context.fireChannelWritabilityChanged()
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -110,7 +125,9 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
   // MARK: Requests
 
   private func received(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
-    guard case .idle = state else { return close(context) }
+    guard case .idle = state, requestNumber < Self.requestsPerConnection else {
+      return close(context)
+    }
     answered = false
     requestNumber &+= 1
     deadline?.cancel()
@@ -134,9 +151,23 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
 
   private func startJSON(_ route: Route, _ head: HTTPRequestHead, context: ChannelHandlerContext) {
     if let length = head.headers.first(name: "content-length").flatMap({ Int($0) }),
-      length > LocalSendProtocol.Limits.maximumJSONBytes
+      length > Self.limit(of: route)
     {
       return respond(.payloadTooLarge, text: "body too large", context: context, closing: true)
+    }
+    if case .prepareUpload(let pin) = route {
+      // Refused before 4 MiB of JSON is read and decoded on the event loop.
+      switch server.sessions.withLock({ $0.screen(from: address, pin: pin) }) {
+      case .busy:
+        return respond(
+          .conflict, text: "another session is under way", context: context, closing: true)
+      case .pinRequired:
+        return respond(.unauthorized, text: "PIN required", context: context, closing: true)
+      case .tooManyAttempts:
+        return respond(
+          .tooManyRequests, text: "too many wrong PINs", context: context, closing: true)
+      case .start: break
+      }
     }
     state = .json(route, head, context.channel.allocator.buffer(capacity: 0))
     // The body too must come within the request's deadline.
@@ -146,8 +177,7 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
   private func received(_ body: ByteBuffer, context: ChannelHandlerContext) {
     switch state {
     case .json(let route, let head, var buffer):
-      guard buffer.readableBytes + body.readableBytes <= LocalSendProtocol.Limits.maximumJSONBytes
-      else {
+      guard buffer.readableBytes + body.readableBytes <= Self.limit(of: route) else {
         return respond(.payloadTooLarge, text: "body too large", context: context, closing: true)
       }
       state = .answered  // (no copy of the buffer while it grows)
@@ -165,9 +195,15 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       }
       upload.received += count
       state = .upload(upload)
-      upload.session.offer?.data(upload.index, .bytes(body), credit: body.readableBytes)
+      // A piece costs the core a write and a queue entry whatever its size: each counts as at
+      // least 4 KiB against the window, and a small one is copied so that it does not keep
+      // the whole read buffer alive.
+      let cost = max(body.readableBytes, 4096)
+      let piece =
+        body.readableBytes < 4096 ? context.channel.allocator.buffer(buffer: body) : body
+      upload.session.offer?.data(upload.index, .bytes(piece), credit: cost)
       let loop = context.eventLoop
-      let mayRead = upload.session.handed(body.readableBytes) { [weak self] in
+      let mayRead = upload.session.handed(cost) { [weak self] in
         let handler = self
         loop.execute { handler?.resume() }
       }
@@ -249,11 +285,12 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     let number = requestNumber
     promise.futureResult.whenSuccess { [weak self, server] preparation in
       guard let self, let context = self.context, self.requestNumber == number else {
-        // The sender left before its answer: an accepted session would wait for uploads
-        // that never come.
+        // The sender left before its answer: the session ends (an accepted one would wait
+        // for uploads that never come).
         if case .accepted = preparation {
           server.session(id)?.offer?.senderReset(reason: "the sender left before the answer")
         }
+        server.end(id)
         return
       }
       self.prepared(preparation, session: id, context: context)
@@ -265,6 +302,10 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     _ preparation: UploadSession.Preparation, session id: String, context: ChannelHandlerContext
   ) {
     switch preparation {
+    case .accepted(let uploads) where uploads.isEmpty:
+      // Nothing wanted (every file skipped): nothing to upload, as LocalSend says it.
+      server.end(id)
+      respond(.noContent, text: "", context: context)
     case .accepted(let uploads):
       guard server.sessions.withLock({ $0.accepted(id, uploads: uploads) }) else {
         return respond(.conflict, text: "the session is over", context: context)
@@ -289,9 +330,11 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     }
     // Over at once for the sender (its next prepare-upload is not busy); the core cleans up
     // behind it.
-    let current = server.session(id)
+    // A text being asked about has no upload session: it stays the one question until it is
+    // answered (or times out), so that cancels cannot pile up questions.
+    guard let current = server.session(id) else { return respond(.ok, text: "", context: context) }
     server.end(id)
-    current?.offer?.senderReset(reason: "the sender cancelled")
+    current.offer?.senderReset(reason: "the sender cancelled")
     respond(.ok, text: "", context: context)
   }
 
@@ -378,6 +421,11 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
   ) {
     guard self.context != nil, !answered else { return }
     answered = true
+    var closing = closing
+    switch state {
+    case .json, .upload: closing = true  // answered before its body ended: nothing to wait for
+    case .idle, .answered: break
+    }
     var headers = HTTPHeaders()
     headers.add(name: "content-type", value: type)
     headers.add(name: "content-length", value: "\(body.count)")
@@ -440,8 +488,10 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       in: .nanoseconds(Int64(LocalSendServer.Limits.idleTimeout.components.seconds) * 1_000_000_000)
     ) { [weak self] in
       guard let self, let context = self.context else { return }
-      // Waiting for the core (a decision, a verdict) is not the connection's silence.
+      // Waiting for the core (a decision, a verdict, its writes catching up) is not the
+      // connection's silence.
       if case .answered = self.state { return }
+      if self.paused { return self.touch(context) }
       self.close(context)
     }
   }
@@ -454,8 +504,22 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
   /// certificate); a sender with no certificate (allowed only for older apps) and plain HTTP
   /// claim what they like, and are unverified.
   private func claimsPresentedCertificate(_ device: LocalSendDevice) -> Bool {
-    guard server.tls != nil, let proven = presented.value else { return true }
+    guard server.tls != nil else { return true }
+    guard let proven = presented.value else {
+      // None recorded (a resumed TLS session runs no verify callback, or an older app): only
+      // where unverified senders are allowed.
+      return server.configuration.senderCheck == .allowUnverified
+    }
     return device.fingerprint.uppercased() == proven.hexString
+  }
+
+  /// The largest body `route` takes.
+  private static func limit(of route: Route) -> Int {
+    switch route {
+    case .prepareUpload: return LocalSendProtocol.Limits.maximumJSONBytes
+    case .register: return maximumRegisterBytes
+    case .cancel: return 1024
+    }
   }
 
   /// A request target's path and its query's parameters (percent-decoded; the first of a

@@ -20,9 +20,10 @@ public struct LocalSendSender: Sendable, CustomStringConvertible {
 
   /// "alice [9F2C 41AB …] (LocalSend, Pixel 8, phone)"; "unverified" when it is.
   public var description: String {
+    // What the device says of itself, without controls (a newline would forge a line).
     var kind = ["LocalSend"]
-    if let model = device.deviceModel, !model.isEmpty { kind.append(model) }
-    if let type = device.deviceType, !type.isEmpty { kind.append(type) }
+    if let model = device.deviceModel, !model.isEmpty { kind.append(Self.displayName(model)) }
+    if let type = device.deviceType, !type.isEmpty { kind.append(Self.displayName(type)) }
     if !verified { kind.append("unverified") }
     return "\(peer) (\(kind.joined(separator: ", ")))"
   }

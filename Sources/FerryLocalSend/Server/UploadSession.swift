@@ -154,6 +154,9 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
 
   func close(after acks: [FileAck], then: @escaping @Sendable () -> Void) {
     for ack in acks { settle(ack) }
+    // Closed before it was answered (the sender cancelled while it was asked about): its
+    // prepare-upload hears so (a promise already completed ignores this).
+    prepared.succeed(.refused(.forbidden, "the session is over"))
     end(failing: "the session is over")
     then()
   }
@@ -188,7 +191,12 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
     }
     for promise in verdicts { promise.succeed(.failed(reason)) }
     for resume in waiting { resume() }
-    if first { onEnd() }
+    if first {
+      onEnd()
+      // The offer and this session hold each other: let both go.
+      offer = nil
+      state.withLock { $0.connections.removeAll() }
+    }
     return connections
   }
 

@@ -70,39 +70,73 @@ struct UploadSessionMachine: Sendable {
   static let pinAttempts = 3
   /// The most addresses whose wrong PINs are remembered (the oldest is forgotten first).
   static let rememberedAddresses = 1024
-  /// The most wrong PINs from everyone together before every sender gets 429 (until the
-  /// receiver restarts): many addresses (an IPv6 network has plenty) must not add up to
-  /// enough guesses for a short PIN.
+  /// The most wrong PINs from everyone together within ``pinWindow`` before every sender gets
+  /// 429 until the window ends: many addresses (an IPv6 network has plenty) must not add up to
+  /// enough guesses for a short PIN, and nobody can lock the receiver for longer than that.
   static let totalPinAttempts = 30
+  /// The window of ``totalPinAttempts``.
+  static let pinWindow: Duration = .seconds(600)
 
   private(set) var state = State.idle
   /// Wrong PINs per address, in the order first seen.
   private(set) var wrongPins: [(address: String, count: Int)] = []
-  /// Wrong PINs from everyone, ever.
+  /// Wrong PINs from everyone in the current window, and when it began.
   private(set) var wrongPinsTotal = 0
+  private var windowStart: ContinuousClock.Instant?
   let pin: String?
 
   init(pin: String?) {
     self.pin = pin
   }
 
-  /// A prepare-upload from `address`, with `pin` (the query's), would start session `id`.
-  mutating func prepare(from address: String, pin given: String?, id: String) -> Preparation {
+  /// What a prepare-upload from `address` with `pin` (the query's) would get, without
+  /// counting anything: checked before its body is read.
+  func check(from address: String, pin given: String?, now: ContinuousClock.Instant)
+    -> Preparation
+  {
     if let pin {
       if wrongPins.first(where: { $0.address == address })?.count ?? 0 >= Self.pinAttempts
-        || wrongPinsTotal >= Self.totalPinAttempts
+        || (wrongPinsTotal >= Self.totalPinAttempts && !windowEnded(at: now))
       {
         return .tooManyAttempts
       }
-      guard given == pin else {
-        // A missing PIN asks for one; only a wrong one counts as an attempt.
-        if given != nil { countWrongPin(from: address) }
-        return .pinRequired
-      }
+      guard given == pin else { return .pinRequired }
     }
     guard case .idle = state else { return .busy }
-    state = .asking(Asking(id: id, address: address))
-    return .start(id: id)
+    return .start(id: "")
+  }
+
+  /// Screens a prepare-upload from `address` with `pin` before its body is read: a wrong PIN
+  /// is counted here; `.start` says the body may be read (the session starts in ``prepare``).
+  mutating func screen(
+    from address: String, pin given: String?, now: ContinuousClock.Instant = .now
+  ) -> Preparation {
+    if windowEnded(at: now) {
+      windowStart = nil
+      wrongPinsTotal = 0
+    }
+    let verdict = check(from: address, pin: given, now: now)
+    // A missing PIN asks for one; only a wrong one counts as an attempt.
+    if verdict == .pinRequired, given != nil { countWrongPin(from: address, now: now) }
+    return verdict
+  }
+
+  /// A prepare-upload from `address`, with `pin` (the query's), would start session `id`.
+  mutating func prepare(
+    from address: String, pin given: String?, id: String, now: ContinuousClock.Instant = .now
+  ) -> Preparation {
+    switch screen(from: address, pin: given, now: now) {
+    case .start:
+      state = .asking(Asking(id: id, address: address))
+      return .start(id: id)
+    case let refusal:
+      return refusal
+    }
+  }
+
+  private func windowEnded(at now: ContinuousClock.Instant) -> Bool {
+    guard let windowStart else { return true }
+    return now - windowStart >= Self.pinWindow
   }
 
   /// Session `id` was accepted with these files (by file id); nothing happens when it is no
@@ -174,7 +208,8 @@ struct UploadSessionMachine: Sendable {
     }
   }
 
-  private mutating func countWrongPin(from address: String) {
+  private mutating func countWrongPin(from address: String, now: ContinuousClock.Instant) {
+    if windowStart == nil { windowStart = now }
     wrongPinsTotal += 1
     if let index = wrongPins.firstIndex(where: { $0.address == address }) {
       wrongPins[index].count += 1

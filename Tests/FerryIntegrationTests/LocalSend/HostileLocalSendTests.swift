@@ -14,6 +14,13 @@ extension LocalSendTests {
         .appendingPathComponent("Hostile/localsend_hostile.py").path
     }
 
+    /// The resident memory of process `pid`, in MB (VmRSS).
+    static func residentMegabytes(of pid: pid_t) -> Int {
+      let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+      let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+      return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) / 1024
+    }
+
     /// Runs attack `name` from host c; its JSON lines.
     func attack(_ name: String, _ arguments: [String] = [], timeout: Duration = .seconds(90))
       async throws -> [Observation]
@@ -75,6 +82,12 @@ extension LocalSendTests {
       #expect(claims.map { $0.int("status") } == [403, 403], "\(claims)")
       let noCertificate = try await attack("no-cert")
       #expect(noCertificate.first?.int("status") == nil, "\(noCertificate)")
+      #expect(ferry.isRunning, "\(ferry.stderr)")
+
+      // Requests pipelined for 15 s, no answer read: the answers do not pile up.
+      let pipelined = try await attack("pipeline")
+      let rss = Self.residentMegabytes(of: ferry.pid)
+      #expect(rss < 150, "\(rss) MB resident after \(pipelined)")
       #expect(ferry.isRunning, "\(ferry.stderr)")
     }
 

@@ -62,8 +62,9 @@ extension InvitationPrompt {
       lines += [warning, ""]
     }
     var device: [String] = []
-    if let model = sender.device.deviceModel, !model.isEmpty { device.append(model) }
-    if let type = sender.device.deviceType, !type.isEmpty { device.append(type) }
+    // Each escaped on its own: a newline in what a device says would forge a line.
+    if let model = sender.device.deviceModel, !model.isEmpty { device.append(printable(model)) }
+    if let type = sender.device.deviceType, !type.isEmpty { device.append(printable(type)) }
     let what = device.isEmpty ? "" : ", " + device.joined(separator: ", ")
     if sender.verified {
       lines.append("\(who(sender.peer, status: status)) \(wants)")
@@ -73,7 +74,7 @@ extension InvitationPrompt {
         "\(DisplayText.quoted(sender.peer.displayName)) (UNVERIFIED: no certificate) \(wants)")
       lines.append(
         "  LocalSend\(what), at \(sender.address); it claims key "
-          + "\(String(sender.device.fingerprint.prefix(16))) but proved nothing "
+          + "\(printable(String(sender.device.fingerprint.prefix(16)))) but proved nothing "
           + "(--localsend-legacy)")
     }
     return lines

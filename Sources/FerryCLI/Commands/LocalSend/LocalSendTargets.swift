@@ -68,6 +68,15 @@ struct LocalSendTargets: Sendable {
         code: .severalPeers)
     }
     let device = first.device
+    guard device.usesTLS else {
+      // Plain HTTP proves nothing: anyone can announce a device's fingerprint with it.
+      throw CLIFailure(
+        status: .authentication,
+        message: "'\(printable(device.alias))' announces plain HTTP (LocalSend's encryption "
+          + "off): nothing would prove it is that device, and anyone on the network could "
+          + "read the files. Turn encryption on in its settings",
+        code: .authentication)
+    }
     let key = try? Fingerprint(parsing: device.fingerprint)
     if device.usesTLS && key == nil {
       throw CLIFailure(
@@ -75,7 +84,11 @@ struct LocalSendTargets: Sendable {
         message: "'\(printable(device.alias))' announced no usable fingerprint",
         code: .authentication)
     }
-    let pinned = wanted.map { Fingerprint.prefixLength(of: $0) ?? 0 > 0 } ?? false
+    let pinned =
+      wanted.map {
+        ($0.filter { !$0.isWhitespace }.count >= Fingerprint.minimumPrefixDigits)
+          && Self.matches(device, $0) && device.alias != $0
+      } ?? false
     return Found(
       target: LocalSendTarget(
         host: first.address, port: device.port ?? Int(LocalSendProtocol.defaultPort),
@@ -92,6 +105,8 @@ struct LocalSendTargets: Sendable {
       group.addTask {
         var heard: [String: LocalSendSighting] = [:]
         for await sighting in discovery.sightings {
+          // A flood of made-up devices is not kept.
+          guard heard.count < 256 || heard[sighting.device.fingerprint] != nil else { continue }
           heard[sighting.device.fingerprint] = sighting
           if done(sighting) { break }
         }
@@ -114,11 +129,12 @@ struct LocalSendTargets: Sendable {
   }
 
   /// Whether `device` is the one `wanted` names: its alias exactly, or its fingerprint's
-  /// first digits (at least 8).
+  /// first digits (at least 16, as for Ferry peers: fewer can be matched by a made key).
   static func matches(_ device: LocalSendDevice, _ wanted: String) -> Bool {
     if device.alias == wanted { return true }
     let digits = wanted.uppercased().filter { !$0.isWhitespace }
-    return digits.count >= 8 && device.fingerprint.uppercased().hasPrefix(digits)
+    return digits.count >= Fingerprint.minimumPrefixDigits
+      && device.fingerprint.uppercased().hasPrefix(digits)
   }
 
   /// The device at `address`, asked who it is; its key is the certificate it presents (or
@@ -141,9 +157,14 @@ struct LocalSendTargets: Sendable {
         message: "LocalSend device at \(address): \(error)",
         code: named == nil ? .noPeer : .authentication)
     }
-    if let wanted, named == nil, !Self.matches(info.device, wanted),
-      !(info.presented.map { $0.hexString.hasPrefix(wanted.uppercased()) } ?? false)
-    {
+    // A fingerprint (prefix) must be the certificate's; a name, the alias it gives.
+    let isKey = (Fingerprint.prefixLength(of: wanted ?? "") ?? 0) > 0
+    let presentedMatches =
+      info.presented.map { key in
+        wanted.map { key.hexString.hasPrefix($0.uppercased().filter { !$0.isWhitespace }) }
+          ?? false
+      } ?? false
+    if let wanted, named == nil, isKey ? !presentedMatches : info.device.alias != wanted {
       throw CLIFailure(
         status: .authentication,
         message: "the LocalSend device at \(address) is '\(printable(info.device.alias))', "
