@@ -1,5 +1,6 @@
 import ArgumentParser
 import Ferry
+import Foundation
 
 /// `ferry browse`: lists peers as they appear and disappear.
 struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
@@ -17,6 +18,7 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
         ferry browse
         ferry browse --timeout 3 --json | jq -r 'select(.event == "peer-found") | .name'
         ferry browse --service my-app
+        ferry browse --localsend --timeout 5     # LocalSend apps too (phones, laptops)
       """)
 
   @OptionGroup var logging: LogOptions
@@ -34,6 +36,13 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
     help: "Write one JSON object per line to stdout (peer-found, peer-updated, peer-lost).")
   var json = false
 
+  @Flag(
+    name: .customLong("localsend"),
+    help: ArgumentHelp(
+      "Also list LocalSend devices (LocalSend's multicast discovery: this machine announces "
+        + "itself so that they answer)."))
+  var localSend = false
+
   func validate() throws {
     if let timeout, !(timeout > 0) {
       throw ValidationError("--timeout must be a positive number of seconds")
@@ -43,16 +52,29 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
   func run() async throws {
     let output = EventWriter(json: json)
     let serviceType = try parseServiceType(service)
+    let localSend = self.localSend ? LocalSendBrowsing(output: output, json: json) : nil
+    let discovery = try await localSend?.start(
+      identity: try loadIdentity(), name: ProcessInfo.processInfo.hostName)
+    defer { discovery?.stop() }
     let browser: Browser
     do {
       browser = try Browser(serviceType: serviceType)
     } catch {
-      throw cliFailure(error)
+      guard localSend != nil else { throw cliFailure(error) }
+      // LocalSend needs no avahi-daemon: its devices are still listed.
+      output.note("Ferry peers are not visible (\(error)); listing LocalSend devices only.")
+      if let timeout {
+        try? await Task.sleep(for: .seconds(timeout))
+      } else {
+        while !Interrupts.wasInterrupted { try? await Task.sleep(for: .milliseconds(200)) }
+      }
+      return try finish(foundAny: (localSend?.found ?? 0) > 0, serviceType: serviceType)
     }
     Interrupts.onInterrupt { browser.stop() }
     // Nothing may be around for a while: say that it is looking, not hung.
     output.note(
       "Looking for Ferry peers (\(serviceType.name))"
+        + (localSend == nil ? "" : " and LocalSend devices")
         + (timeout.map { " for \(wholeNumber($0)) s" } ?? "; press Ctrl-C to stop") + "…")
     if let timeout {
       Task {
@@ -99,6 +121,11 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
     } catch let error as DiscoveryError {
       throw cliFailure(error)
     }
+    try finish(foundAny: foundAny || (localSend?.found ?? 0) > 0, serviceType: serviceType)
+  }
+
+  /// With `--timeout`, exit 3 when nothing was found.
+  private func finish(foundAny: Bool, serviceType: ServiceType) throws(CLIFailure) {
     if timeout != nil && !foundAny {
       throw CLIFailure(
         status: .noPeer,

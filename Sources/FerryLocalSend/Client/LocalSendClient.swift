@@ -58,14 +58,27 @@ struct LocalSendClient: Sendable {
   /// person).
   var answerTimeout: Duration = .seconds(30)
 
-  /// Sends `method path` to `host:port`, over HTTPS unless `plainHTTP`, the device's
-  /// certificate required to be `expected` (nil: any, recorded).
+  /// Sends `method path` to `host:port` on a connection of its own, over HTTPS unless
+  /// `plainHTTP`, the device's certificate required to be `expected` (nil: any, recorded).
   ///
   /// - Throws: ``LocalSendRequestError``.
   func request(
     _ method: HTTPMethod, host: String, port: Int, path: String, body: Body = .none,
     expecting expected: Fingerprint?, plainHTTP: Bool = false, answerTimeout: Duration? = nil
   ) async throws(LocalSendRequestError) -> Answer {
+    let connection = try await connect(
+      host: host, port: port, expecting: expected, plainHTTP: plainHTTP)
+    defer { connection.close() }
+    return try await connection.request(
+      method, path: path, body: body, answerTimeout: answerTimeout ?? self.answerTimeout)
+  }
+
+  /// Opens a connection to `host:port` for requests one after another (HTTP keep-alive).
+  ///
+  /// - Throws: ``LocalSendRequestError/unreachable(_:)``.
+  func connect(host: String, port: Int, expecting expected: Fingerprint?, plainHTTP: Bool)
+    async throws(LocalSendRequestError) -> LocalSendConnection
+  {
     let presented = PresentedCertificate()
     let collector = AnswerCollector()
     let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -83,55 +96,19 @@ struct LocalSendClient: Sendable {
           return channel.eventLoop.makeFailedFuture(error)
         }
       }
-    let channel: any Channel
     do {
-      channel = try await bootstrap.connect(host: host, port: port).get()
+      let channel = try await bootstrap.connect(host: host, port: port).get()
+      return LocalSendConnection(
+        channel: channel, collector: collector, presented: presented, host: host, port: port,
+        expected: expected)
     } catch {
       throw .unreachable("\(host):\(port): \(Self.describe(error))")
-    }
-    defer { channel.close(promise: nil) }
-    // The device must make progress while the request goes (the TLS handshake, each piece of
-    // a body written) and answer within `timeout` of its end: silence never holds a request.
-    let watch = RequestWatch(timeout: answerTimeout ?? self.answerTimeout)
-    let watchdog = channel.eventLoop.scheduleRepeatedTask(
-      initialDelay: .seconds(1), delay: .seconds(1)
-    ) { _ in
-      if let failure = watch.overdue(at: .now) {
-        collector.fail(failure)
-        channel.close(promise: nil)
-      }
-    }
-    defer { watchdog.cancel() }
-    do {
-      try await send(method, path: path, host: host, body: body, on: channel, watch: watch)
-      watch.sent(at: .now)
-    } catch {
-      // A device may answer before it has read the whole body (a refusal): its answer wins.
-      if let (head, bytes) = try? await collector.answer.get() {
-        return Answer(status: head.status, body: bytes, certificate: presented.value)
-      }
-      if let error = error as? LocalSendRequestError { throw error }
-      if expected != nil, Self.isCertificateRefusal(error) {
-        throw .wrongCertificate("\(host):\(port)")
-      }
-      throw .failed(Self.describe(error))
-    }
-    do {
-      let (head, bytes) = try await collector.answer.get()
-      return Answer(status: head.status, body: bytes, certificate: presented.value)
-    } catch let error as LocalSendRequestError {
-      throw error
-    } catch {
-      if expected != nil, Self.isCertificateRefusal(error) {
-        throw .wrongCertificate("\(host):\(port)")
-      }
-      throw .failed(Self.describe(error))
     }
   }
 
   /// Writes the request: its head, then its body (a file in 256 KiB pieces, at most 4 in
   /// flight).
-  private func send(
+  static func send(
     _ method: HTTPMethod, path: String, host: String, body: Body, on channel: any Channel,
     watch: RequestWatch
   ) async throws {
@@ -164,7 +141,7 @@ struct LocalSendClient: Sendable {
     try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
   }
 
-  private func sendFile(
+  private static func sendFile(
     _ url: URL, size: UInt64, on channel: any Channel, progress: @escaping @Sendable (Int) -> Void
   ) async throws {
     let fd = open(url.path, O_RDONLY | O_CLOEXEC)
@@ -200,7 +177,7 @@ struct LocalSendClient: Sendable {
     for future in inFlight { try await future.get() }
   }
 
-  private static func isCertificateRefusal(_ error: any Error) -> Bool {
+  static func isCertificateRefusal(_ error: any Error) -> Bool {
     if let error = error as? NIOSSLError, case .handshakeFailed = error { return true }
     return "\(error)".contains("CERTIFICATE_VERIFY_FAILED")
   }
@@ -211,26 +188,33 @@ struct LocalSendClient: Sendable {
   }
 }
 
-/// Gathers one HTTP answer (head and body, at most 4 MiB). On the channel's event loop.
-private final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable {
+/// Gathers the answers of a connection's requests, one after another (head and body, at most
+/// 4 MiB each): ``expect(on:)`` before each request. On the channel's event loop.
+final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable {
   typealias InboundIn = HTTPClientResponsePart
 
   private let promise = Mutex<EventLoopPromise<(HTTPResponseHead, [UInt8])>?>(nil)
-  private let future = Mutex<EventLoopFuture<(HTTPResponseHead, [UInt8])>?>(nil)
+  /// Set once the connection failed or closed: no answer will come.
+  private let ended = Mutex<LocalSendRequestError?>(nil)
   private var head: HTTPResponseHead?
   private var body: [UInt8] = []
 
-  var answer: EventLoopFuture<(HTTPResponseHead, [UInt8])> { future.withLock { $0! } }
-
-  func handlerAdded(context: ChannelHandlerContext) {
-    let made = context.eventLoop.makePromise(of: (HTTPResponseHead, [UInt8]).self)
+  /// The next answer (call before the request is written).
+  func expect(on loop: any EventLoop) -> EventLoopFuture<(HTTPResponseHead, [UInt8])> {
+    let made = loop.makePromise(of: (HTTPResponseHead, [UInt8]).self)
+    if let error = ended.withLock({ $0 }) {
+      made.fail(error)
+      return made.futureResult
+    }
     promise.withLock { $0 = made }
-    future.withLock { $0 = made.futureResult }
+    return made.futureResult
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
     switch unwrapInboundIn(data) {
-    case .head(let head): self.head = head
+    case .head(let head):
+      self.head = head
+      body = []
     case .body(let buffer):
       guard body.count + buffer.readableBytes <= 4 << 20 else {
         fail(.answerTooLarge)
@@ -240,18 +224,23 @@ private final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable 
     case .end:
       guard let head else { return fail(.failed("an answer without a head")) }
       let answer = (head, body)
-      promise.withLock { promise in
-        promise?.succeed(answer)
-        promise = nil
+      (self.head, body) = (nil, [])
+      let waiting = promise.withLock { promise in
+        defer { promise = nil }
+        return promise
       }
+      // An answer nobody asked for: the device is not speaking HTTP as it should.
+      guard let waiting else { return context.close(promise: nil) }
+      waiting.succeed(answer)
     }
   }
 
   func errorCaught(context: ChannelHandlerContext, error: any Error) {
-    promise.withLock { promise in
-      promise?.fail(error)
-      promise = nil
+    let waiting = promise.withLock { promise in
+      defer { promise = nil }
+      return promise
     }
+    waiting?.fail(error)
     context.close(promise: nil)
   }
 
@@ -266,18 +255,20 @@ private final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable 
     fail(.failed("the connection ended before an answer"))
   }
 
-  /// Ends the wait with `error` (when no answer came first).
+  /// Ends the wait with `error` (when no answer came first); later requests fail at once.
   func fail(_ error: LocalSendRequestError) {
-    promise.withLock { promise in
-      promise?.fail(error)
-      promise = nil
+    ended.withLock { $0 = $0 ?? error }
+    let waiting = promise.withLock { promise in
+      defer { promise = nil }
+      return promise
     }
+    waiting?.fail(error)
   }
 }
 
 /// When a request is overdue: no progress for ``stall`` while it is sent (the handshake, a
 /// body's pieces), or no answer within its timeout once it is. Any thread.
-private final class RequestWatch: Sendable {
+final class RequestWatch: Sendable {
   /// How long a request may make no progress while it is sent.
   static let stall: Duration = .seconds(30)
 

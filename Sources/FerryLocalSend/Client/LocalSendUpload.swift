@@ -103,7 +103,7 @@ public final class LocalSendUpload: Sendable {
   ///   - identity: This side's certificate (presented to the device).
   ///   - me: This device as described in the prepare-upload.
   /// - Throws: NIOSSL's error when the identity cannot make a TLS context.
-  public init(identity: Identity, me: LocalSendDevice, parallel: Int = 4) throws {
+  public init(identity: Identity, me: LocalSendDevice, parallel: Int = 8) throws {
     client = LocalSendClient(
       tls: try LocalSendTLS(identity: identity, senderCheck: .certificate))
     self.me = me
@@ -122,13 +122,9 @@ public final class LocalSendUpload: Sendable {
   ) async throws(LocalSendSendError) -> [LocalSendSentFile] {
     var files: [String: LocalSendFile] = [:]
     var sent: [LocalSendSentFile] = []
+    let digests = try await Self.digests(of: items.map(\.url))
     for (index, item) in items.enumerated() {
-      let digest: String
-      do {
-        digest = try await Self.sha256(of: item.url)
-      } catch {
-        throw .unreadable("\(item.url.path): \(error)")
-      }
+      let digest = digests[index]
       let id = "f\(index)"
       files[id] = LocalSendFile(
         id: id, fileName: item.path, size: item.size, fileType: Self.mimeType(item.path),
@@ -150,6 +146,10 @@ public final class LocalSendUpload: Sendable {
     }
     let queue = NIOLockedValueBox(items.indices.filter { response.files["f\($0)"] != nil })
     let results = NIOLockedValueBox(sent)
+    // Each worker keeps its connection for the next file (keep-alive): one TLS handshake per
+    // worker, not per file.
+    let idle = NIOLockedValueBox<[LocalSendConnection]>([])
+    defer { for connection in idle.withLockedValue({ $0 }) { connection.close() } }
     await withTaskGroup(of: Void.self) { group in
       for _ in 0..<parallel {
         group.addTask {
@@ -158,7 +158,7 @@ public final class LocalSendUpload: Sendable {
           {
             let (status, reason) = await self.upload(
               items[index], index: index, token: response.files["f\(index)"] ?? "",
-              session: response.sessionId, to: target, progress: progress)
+              session: response.sessionId, to: target, progress: progress, pool: idle)
             results.withLockedValue {
               $0[index].status = status
               $0[index].reason = reason
@@ -262,19 +262,41 @@ public final class LocalSendUpload: Sendable {
 
   private func upload(
     _ item: (url: URL, path: String, size: UInt64), index: Int, token: String, session: String,
-    to target: LocalSendTarget, progress: TransferProgress
+    to target: LocalSendTarget, progress: TransferProgress,
+    pool: NIOLockedValueBox<[LocalSendConnection]>
   ) async -> (Int, String?) {
     let path =
       "\(LocalSendProtocol.Path.upload)?sessionId=\(Self.escaped(session))"
       + "&fileId=f\(index)&token=\(Self.escaped(token))"
     let moved = Atomic<UInt64>(0)
     do {
-      let answer = try await client.request(
-        .POST, host: target.host, port: target.port, path: path,
+      // A connection the device closed meanwhile is not tried.
+      let reused = pool.withLockedValue { pool -> LocalSendConnection? in
+        while let last = pool.popLast() {
+          if last.channel.isActive { return last }
+          last.close()
+        }
+        return nil
+      }
+      let connection: LocalSendConnection
+      if let reused {
+        connection = reused
+      } else {
+        connection = try await client.connect(
+          host: target.host, port: target.port, expecting: target.fingerprint,
+          plainHTTP: target.plainHTTP)
+      }
+      let (answer, reusable) = try await connection.exchange(
+        .POST, path: path,
         body: .file(item.url, size: item.size) { count in
           let total = moved.add(UInt64(count), ordering: .relaxed).newValue
           progress.advance(index, to: total)
-        }, expecting: target.fingerprint, plainHTTP: target.plainHTTP)
+        }, answerTimeout: client.answerTimeout)
+      if reusable {
+        pool.withLockedValue { $0.append(connection) }
+      } else {
+        connection.close()
+      }
       let words = String(decoding: answer.body.prefix(512), as: UTF8.self)
       return (Int(answer.status.code), answer.status.code == 200 ? nil : words)
     } catch {
@@ -283,6 +305,39 @@ public final class LocalSendUpload: Sendable {
   }
 
   // MARK: Files
+
+  /// Every file's SHA-256 (the protocol wants them before anything is sent), as many at once
+  /// as there are processors.
+  ///
+  /// - Throws: ``LocalSendSendError/unreadable(_:)`` for the first file that cannot be read.
+  static func digests(of urls: [URL]) async throws(LocalSendSendError) -> [String] {
+    let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4))
+    let next = NIOLockedValueBox(0)
+    let found = NIOLockedValueBox([String?](repeating: nil, count: urls.count))
+    let failure = NIOLockedValueBox<String?>(nil)
+    await withTaskGroup(of: Void.self) { group in
+      for _ in 0..<workers {
+        group.addTask {
+          while failure.withLockedValue({ $0 == nil }) {
+            let index = next.withLockedValue { next -> Int? in
+              guard next < urls.count else { return nil }
+              defer { next += 1 }
+              return next
+            }
+            guard let index else { return }
+            do {
+              let digest = try await Self.sha256(of: urls[index])
+              found.withLockedValue { $0[index] = digest }
+            } catch {
+              failure.withLockedValue { $0 = $0 ?? "\(urls[index].path): \(error)" }
+            }
+          }
+        }
+      }
+    }
+    if let failure = failure.withLockedValue({ $0 }) { throw .unreadable(failure) }
+    return found.withLockedValue { $0.map { $0 ?? "" } }
+  }
 
   /// A file's SHA-256, lower-case hex, read off the calling task's thread.
   static func sha256(of url: URL) async throws -> String {

@@ -57,6 +57,17 @@ enum LocalSendOffers {
     ) { message.decline(reason: "no answer in time") }
   }
 
+  nonisolated(unsafe) private static let withFraction: ISO8601DateFormatter = {
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    return formatter
+  }()
+  nonisolated(unsafe) private static let withoutFraction: ISO8601DateFormatter = {
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime]
+    return formatter
+  }()
+
   /// An ISO 8601 time as seconds and nanoseconds since 1970; now when there is none or it
   /// cannot be read.
   static func modification(_ text: String?) -> (Int64, UInt32) {
@@ -64,14 +75,8 @@ enum LocalSendOffers {
     guard let text, text.utf8.count <= 64 else {
       return (Int64(now.timeIntervalSince1970), 0)
     }
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    let date =
-      formatter.date(from: text)
-      ?? {
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
-      }()
+    // Two formatters made once: making one per file cost more than the file's other work.
+    let date = withFraction.date(from: text) ?? withoutFraction.date(from: text)
     guard let date, date.timeIntervalSince1970.isFinite,
       abs(date.timeIntervalSince1970) < 1e11
     else { return (Int64(now.timeIntervalSince1970), 0) }

@@ -95,6 +95,23 @@ extension LocalSendTests {
         FileManager.default.fileExists(atPath: destination.appendingPathComponent("a.txt").path))
     }
 
+    @Test("browse --localsend lists a LocalSend device, with no avahi-daemon to ask")
+    func browse() async throws {
+      let alias = LocalSendPeer.alias("Tablet")
+      let peer = try await receiver(alias, into: try temporaryDirectory("ls-dst"))
+      defer { peer.signal(SIGKILL) }
+      let browse = try ChildProcess.ferry(
+        ["browse", "--localsend", "--timeout", "4", "--json"],
+        environment: TestEnvironment.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) {
+          $1
+        })
+      #expect(await browse.waitForExit(timeout: .seconds(30)) == 0, "\(browse.stderr)")
+      let found = browse.events("peer-found").first { $0.string("peer") == alias }
+      #expect(found?.string("protocol") == "localsend", "\(browse.stdout)")
+      #expect(found?.string("address") == "\(Harness.hostAddresses["b"]!):53317")
+      #expect(browse.stderr.contains("Ferry peers are not visible"))
+    }
+
     @Test("the receiver cancels mid-file: exit 1, nothing claimed stored")
     func receiverCancels() async throws {
       let source = try temporaryDirectory("ls-src").appendingPathComponent("big.bin")

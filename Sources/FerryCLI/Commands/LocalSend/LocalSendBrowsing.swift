@@ -1,0 +1,71 @@
+import Ferry
+import FerryLocalSend
+import Foundation
+import Synchronization
+
+/// `ferry browse --localsend`: LocalSend devices as LocalSend's discovery finds them (this
+/// machine announces itself so that they answer), beside the Ferry peers, each once, with a
+/// `peer-found` event whose `protocol` is "localsend".
+final class LocalSendBrowsing: Sendable {
+  let output: EventWriter
+  let json: Bool
+  /// How many devices were listed.
+  private let count = Atomic(0)
+
+  init(output: EventWriter, json: Bool) {
+    self.output = output
+    self.json = json
+  }
+
+  /// Devices listed so far.
+  var found: Int { count.load(ordering: .relaxed) }
+
+  /// Starts discovery as `identity`, named `name`; lists what it hears until `stop` is
+  /// called on the returned discovery (or the process ends).
+  ///
+  /// - Throws: ``CLIFailure`` (`discovery-unavailable`) when no interface has multicast.
+  func start(identity: Identity, name: String) async throws(CLIFailure) -> LocalSendDiscovery {
+    let me = LocalSendDevice(
+      alias: name, deviceModel: "Ferry", deviceType: "headless",
+      fingerprint: identity.fingerprint.hexString, port: Int(LocalSendProtocol.defaultPort),
+      protocol: "https", download: false)
+    let discovery: LocalSendDiscovery
+    do {
+      discovery = try LocalSendDiscovery(me: { me }, identity: identity)
+      try await discovery.start()
+    } catch {
+      throw CLIFailure(
+        status: .discoveryUnavailable,
+        message: "cannot look for LocalSend devices: \(error)", code: .discoveryUnavailable)
+    }
+    let (output, json) = (self.output, self.json)
+    Task { [self] in
+      var listed = Set<String>()
+      for await sighting in discovery.sightings {
+        let device = sighting.device
+        let key = device.fingerprint.uppercased() + "|" + sighting.address
+        // A flood of made-up devices is listed up to a point, not kept without bound.
+        guard listed.count < 1024, listed.insert(key).inserted else { continue }
+        count.add(1, ordering: .relaxed)
+        let port = device.port ?? Int(LocalSendProtocol.defaultPort)
+        let target = LocalSendTarget(
+          host: sighting.address, port: port, fingerprint: nil, plainHTTP: !device.usesTLS)
+        output.emit(
+          LocalSendFound(
+            peer: device.alias, fingerprint: device.fingerprint, protocol: "localsend",
+            deviceType: device.deviceType, deviceModel: device.deviceModel,
+            address: target.description))
+        guard !json else { continue }
+        var kind: [String] = []
+        if let model = device.deviceModel, !model.isEmpty { kind.append(printable(model)) }
+        if let type = device.deviceType, !type.isEmpty { kind.append(printable(type)) }
+        let fingerprint = printable(String(device.fingerprint.prefix(16)))
+        output.say(
+          "+ \(DisplayText.quoted(device.alias)) [\(fingerprint)] LocalSend"
+            + (kind.isEmpty ? "" : " (\(kind.joined(separator: ", ")))")
+            + "  \(target)\(device.usesTLS ? "" : "  plain HTTP")")
+      }
+    }
+    return discovery
+  }
+}
