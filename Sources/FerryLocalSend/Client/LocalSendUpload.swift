@@ -98,6 +98,8 @@ public final class LocalSendUpload: Sendable {
   private let me: LocalSendDevice
   private let session = Mutex<(id: String, target: LocalSendTarget)?>(nil)
   private let cancelled = Atomic<Bool>(false)
+  /// The connections uploads are using or keeping, closed by ``cancel()``.
+  private let connections = Mutex<[ObjectIdentifier: LocalSendConnection]>([:])
 
   /// - Parameters:
   ///   - identity: This side's certificate (presented to the device).
@@ -213,17 +215,26 @@ public final class LocalSendUpload: Sendable {
     }
   }
 
-  /// Cancels the session under way: the device is told, the uploads stop. Any thread.
-  public func cancel() {
+  /// Cancels the session under way: the uploads stop (their connections are closed) and the
+  /// device is told (`cancel`, waited for at most 2 s). Any task.
+  public func cancel() async {
     cancelled.store(true, ordering: .relaxed)
+    for connection in connections.withLock({ $0.values }) { connection.close() }
     guard let (id, target) = session.withLock({ $0 }) else { return }
     let client = self.client
-    Task {
+    let told = Task {
       _ = try? await client.request(
         .POST, host: target.host, port: target.port,
         path: "\(LocalSendProtocol.Path.cancel)?sessionId=\(Self.escaped(id))",
-        expecting: target.fingerprint, plainHTTP: target.plainHTTP)
+        expecting: target.fingerprint, plainHTTP: target.plainHTTP,
+        answerTimeout: .seconds(2))
     }
+    let limit = Task {
+      try? await Task.sleep(for: .seconds(2))
+      told.cancel()
+    }
+    await told.value
+    limit.cancel()
   }
 
   // MARK: Requests
@@ -285,7 +296,9 @@ public final class LocalSendUpload: Sendable {
         connection = try await client.connect(
           host: target.host, port: target.port, expecting: target.fingerprint,
           plainHTTP: target.plainHTTP)
+        connections.withLock { $0[ObjectIdentifier(connection)] = connection }
       }
+      if cancelled.load(ordering: .relaxed) { connection.close() }
       let (answer, reusable) = try await connection.exchange(
         .POST, path: path,
         body: .file(item.url, size: item.size) { count in
@@ -296,6 +309,7 @@ public final class LocalSendUpload: Sendable {
         pool.withLockedValue { $0.append(connection) }
       } else {
         connection.close()
+        connections.withLock { $0[ObjectIdentifier(connection)] = nil }
       }
       let words = String(decoding: answer.body.prefix(512), as: UTF8.self)
       return (Int(answer.status.code), answer.status.code == 200 ? nil : words)

@@ -138,6 +138,29 @@ extension LocalSendTests {
       #expect(same(file, destination.appendingPathComponent("a.txt")))
     }
 
+    @Test("the sender cancels mid-file: the transfer ends cancelled, nothing partial is placed")
+    func senderCancels() async throws {
+      let destination = try temporaryDirectory("ls-dst")
+      let name = LocalSendPeer.alias("ferry-rx")
+      let ferry = try await receiver(name, into: destination, ["--yes", "--once"])
+      defer { ferry.signal(SIGKILL) }
+      let file = try temporaryDirectory("ls-src").appendingPathComponent("big.bin")
+      try writeFile(file, size: 40 << 20)
+      let sender = try LocalSendPeer.start(
+        "send",
+        [
+          "--address", "\(Harness.hostAddresses["a"]!):53317", "--cancel-after-bytes", "2000000",
+          file.path,
+        ],
+        alias: LocalSendPeer.alias("phone"))
+      #expect(await sender.waitForExit(timeout: .seconds(60)) == 0, "\(sender.stdout)")
+      let done = try #require(await ferry.waitForEvent("done", timeout: .seconds(30)))
+      #expect(!done.isNull("error"), "\(done)")
+      #expect(await ferry.waitForExit(timeout: .seconds(30)) == 1, "\(ferry.stderr)")
+      #expect(
+        !FileManager.default.fileExists(atPath: destination.appendingPathComponent("big.bin").path))
+    }
+
     @Test("a checksum that does not match is 422 and nothing is placed")
     func checksumMismatch() async throws {
       let destination = try temporaryDirectory("ls-dst")

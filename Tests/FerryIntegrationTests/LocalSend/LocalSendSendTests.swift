@@ -112,6 +112,30 @@ extension LocalSendTests {
       #expect(browse.stderr.contains("Ferry peers are not visible"))
     }
 
+    @Test("Ctrl-C at ferry send mid-file tells the device (cancel): exit 130, the peer sees it")
+    func senderInterrupted() async throws {
+      let source = try temporaryDirectory("ls-src").appendingPathComponent("big.bin")
+      try writeFile(source, size: 600 << 20)
+      let destination = try temporaryDirectory("ls-dst")
+      let alias = LocalSendPeer.alias("Phone")
+      let peer = try await receiver(alias, into: destination)
+      defer { peer.signal(SIGKILL) }
+      let ferry = try ChildProcess.ferry(
+        ["send", "--localsend", "--json", "--to", alias, source.path],
+        environment: TestEnvironment.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) {
+          $1
+        })
+      // Some bytes have gone.
+      _ = await ferry.waitForEvent("progress", timeout: .seconds(30)) { ($0.int("bytes") ?? 0) > 0 }
+      ferry.signal(SIGINT)
+      #expect(await ferry.waitForExit(timeout: .seconds(30)) == 130, "\(ferry.stderr)")
+      #expect(
+        await peer.waitForEvent("session-end", timeout: .seconds(20)) != nil
+          || peer.stdout.contains("cancel"), "\(peer.stdout)")
+      #expect(
+        !FileManager.default.fileExists(atPath: destination.appendingPathComponent("big.bin").path))
+    }
+
     @Test("the receiver cancels mid-file: exit 1, nothing claimed stored")
     func receiverCancels() async throws {
       let source = try temporaryDirectory("ls-src").appendingPathComponent("big.bin")

@@ -81,10 +81,10 @@ struct LocalSendReceiving: Sendable {
     }
   }
 
-  /// Stops announcing and answering; an upload under way is cancelled.
-  func stop() {
+  /// Stops announcing and taking new connections (Ctrl-C): a session under way is cancelled
+  /// with the other transfers, as ``IncomingTransfers`` holds it.
+  func stopListening() {
     discovery?.stop()
-    server.cancelSession()
     server.stop()
   }
 }

@@ -15,6 +15,8 @@ struct LocalSendSending: Sendable {
   let keys: KeyCheck
   let deadline: ContinuousClock.Instant
   let retryFor: Duration
+  /// What Ctrl-C must undo besides the upload (standard input's spool).
+  var cleanup: @Sendable () -> Void = {}
 
   /// Sends `batch` or `text` to the device `to` names (or the one at `address`).
   ///
@@ -47,7 +49,11 @@ struct LocalSendSending: Sendable {
     {
       throw report(peer, failure)
     }
-    Interrupts.onInterrupt { upload.cancel() }
+    // (Replaces the command's earlier cleanup, which is done here too.)
+    Interrupts.onInterrupt { [cleanup] in
+      cleanup()
+      await upload.cancel()
+    }
     output.emit(
       LocalSendFound(
         peer: peer.displayName, fingerprint: found.target.fingerprint?.hexString,

@@ -191,11 +191,18 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     let incoming = IncomingTransfers()
     let open = OpenInvitations()
     let bar = ProgressBar(enabled: self.output.showsProgress)
+    // Listening before Ctrl-C's cleanup is set, so that the cleanup stops it too (a later
+    // onInterrupt would replace this one).
+    let localSend =
+      settings.localsend
+      ? try await LocalSendReceiving.start(
+        self.localSend, identity: identity, displayName: displayName, output: output) : nil
     Interrupts.onInterrupt { [output] in
       // What had arrived stays on screen; the cancels below draw nothing over it.
       bar.stop()
       sink?.removePrivateFolder()
       advertiser.stop()
+      localSend?.stopListening()
       // Senders waiting on a question hear a decline (exit 4), not a vanished connection;
       // the DECLINE needs a moment on the wire before the process ends.
       if open.declineAll(reason: "the receiver stopped") > 0 {
@@ -273,10 +280,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       }
     }
     Task { await advertising.follow() }
-    if settings.localsend {
-      let localSend = try await LocalSendReceiving.start(
-        self.localSend, identity: identity, displayName: displayName, output: output)
-      Interrupts.onInterrupt { localSend.stop() }
+    if let localSend {
       localSend.serve(decisions: decisions, reporter: reporter, knownPeers: knownPeers)
       output.say(
         "Also receiving from LocalSend apps on port \(localSend.server.port)"

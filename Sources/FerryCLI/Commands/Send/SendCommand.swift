@@ -175,7 +175,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         output: events, bar: bar,
         keys: KeyCheck(
           knownPeers: knownPeers, output: events, bar: bar, interactive: Self.canAsk),
-        deadline: .now + .seconds(timeout), retryFor: .seconds(retryFor)
+        deadline: .now + .seconds(timeout), retryFor: .seconds(retryFor),
+        cleanup: { spool?.remove() }
       ).run(batch: batch, text: text, to: to.first, address: address)
       return
     }
