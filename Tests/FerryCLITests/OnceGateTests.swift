@@ -24,4 +24,23 @@ struct OnceGateTests {
     gate.decided(accepted: true)
     #expect(!gate.claimForText())
   }
+
+  @Test("a LocalSend stranger's offer refused before anyone decided is not the outcome")
+  func strangerRefusal() {
+    let gate = OnceGate()
+    #expect(!gate.claimRefusal(from: Self.sender, whenOpen: false))
+    #expect(gate.claimForDecision(from: Self.sender))
+    gate.decided(accepted: true)
+    // The accepted offer refused (say, for space) is.
+    #expect(gate.claimRefusal(from: Self.sender, whenOpen: false))
+  }
+
+  @Test("an accepted offer that never started ends --once once, and not after it started")
+  func neverStarted() {
+    let gate = OnceGate()
+    #expect(gate.claimForDecision(from: Self.sender))
+    gate.decided(accepted: true)
+    #expect(gate.acceptedButNeverStarted(from: Self.sender))
+    #expect(!gate.acceptedButNeverStarted(from: Self.sender))
+  }
 }

@@ -41,6 +41,28 @@ struct UploadSessionMachineTests {
     #expect(machine.admit("a", token: "ta", session: "s1", from: "10.0.0.2") == .alreadyUploaded)
   }
 
+  @Test("no more uploads at once than the core has files open: the ninth waits (429)")
+  func parallelCap() {
+    let machine = Machine(pin: nil)
+    _ = machine.prepare(from: "a", pin: nil, id: "s")
+    var uploads: [String: UploadSessionMachine.Upload] = [:]
+    for index in 0..<10 { uploads["f\(index)"] = upload(index, token: "t\(index)") }
+    #expect(machine.accepted("s", uploads: uploads))
+    for index in 0..<8 {
+      guard case .upload = machine.admit("f\(index)", token: "t\(index)", session: "s", from: "a")
+      else {
+        Issue.record("upload \(index) was not admitted")
+        return
+      }
+    }
+    #expect(machine.admit("f8", token: "t8", session: "s", from: "a") == .tooMany)
+    machine.uploadEnded("f0", session: "s", retry: false)
+    guard case .upload = machine.admit("f8", token: "t8", session: "s", from: "a") else {
+      Issue.record("the ninth was not admitted once one ended")
+      return
+    }
+  }
+
   @Test("a missing PIN is asked for; 3 wrong ones from an address are 429 there, not elsewhere")
   func pinPerAddress() {
     let machine = Machine(pin: "4711")

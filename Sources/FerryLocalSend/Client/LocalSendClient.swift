@@ -193,21 +193,32 @@ struct LocalSendClient: Sendable {
 final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable {
   typealias InboundIn = HTTPClientResponsePart
 
-  private let promise = Mutex<EventLoopPromise<(HTTPResponseHead, [UInt8])>?>(nil)
-  /// Set once the connection failed or closed: no answer will come.
-  private let ended = Mutex<LocalSendRequestError?>(nil)
+  /// The answer waited for, and why no more will come (set once the connection failed or
+  /// closed): one lock, so that a close between the two is never missed.
+  private let slot = Mutex<
+    (promise: EventLoopPromise<(HTTPResponseHead, [UInt8])>?, ended: LocalSendRequestError?)
+  >((nil, nil))
   private var head: HTTPResponseHead?
   private var body: [UInt8] = []
 
   /// The next answer (call before the request is written).
   func expect(on loop: any EventLoop) -> EventLoopFuture<(HTTPResponseHead, [UInt8])> {
     let made = loop.makePromise(of: (HTTPResponseHead, [UInt8]).self)
-    if let error = ended.withLock({ $0 }) {
-      made.fail(error)
-      return made.futureResult
+    let ended = slot.withLock { slot -> LocalSendRequestError? in
+      if let ended = slot.ended { return ended }
+      slot.promise = made
+      return nil
     }
-    promise.withLock { $0 = made }
+    if let ended { made.fail(ended) }
     return made.futureResult
+  }
+
+  /// Takes the answer waited for, if any.
+  private func takePromise() -> EventLoopPromise<(HTTPResponseHead, [UInt8])>? {
+    slot.withLock { slot in
+      defer { slot.promise = nil }
+      return slot.promise
+    }
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -225,10 +236,7 @@ final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable {
       guard let head else { return fail(.failed("an answer without a head")) }
       let answer = (head, body)
       (self.head, body) = (nil, [])
-      let waiting = promise.withLock { promise in
-        defer { promise = nil }
-        return promise
-      }
+      let waiting = takePromise()
       // An answer nobody asked for: the device is not speaking HTTP as it should.
       guard let waiting else { return context.close(promise: nil) }
       waiting.succeed(answer)
@@ -236,11 +244,7 @@ final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable {
   }
 
   func errorCaught(context: ChannelHandlerContext, error: any Error) {
-    let waiting = promise.withLock { promise in
-      defer { promise = nil }
-      return promise
-    }
-    waiting?.fail(error)
+    takePromise()?.fail(error)
     context.close(promise: nil)
   }
 
@@ -257,10 +261,10 @@ final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable {
 
   /// Ends the wait with `error` (when no answer came first); later requests fail at once.
   func fail(_ error: LocalSendRequestError) {
-    ended.withLock { $0 = $0 ?? error }
-    let waiting = promise.withLock { promise in
-      defer { promise = nil }
-      return promise
+    let waiting = slot.withLock { slot in
+      defer { slot.promise = nil }
+      slot.ended = slot.ended ?? error
+      return slot.promise
     }
     waiting?.fail(error)
   }
@@ -270,7 +274,7 @@ final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable {
 /// body's pieces), or no answer within its timeout once it is. Any thread.
 final class RequestWatch: Sendable {
   /// How long a request may make no progress while it is sent.
-  static let stall: Duration = .seconds(30)
+  static let stall: Duration = .seconds(60)
 
   private let timeout: Duration
   private let state:

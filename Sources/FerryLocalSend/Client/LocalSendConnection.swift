@@ -60,6 +60,8 @@ final class LocalSendConnection: Sendable {
         method, path: path, host: host, body: body, on: channel, watch: watch)
       watch.sent(at: .now)
     } catch {
+      // Our own failure (a file that could not be read): no answer is coming.
+      if error is LocalSendRequestError { channel.close(promise: nil) }
       // A device may answer before it has read the whole body (a refusal): its answer wins,
       // and the connection is done.
       if let (head, bytes) = try? await answer.get() {

@@ -98,6 +98,8 @@ public final class LocalSendUpload: Sendable {
   private let me: LocalSendDevice
   private let session = Mutex<(id: String, target: LocalSendTarget)?>(nil)
   private let cancelled = Atomic<Bool>(false)
+  /// The device a prepare-upload waits on (a person there decides), for ``cancel()``.
+  private let preparing = Mutex<LocalSendTarget?>(nil)
   /// The connections uploads are using or keeping, closed by ``cancel()``.
   private let connections = Mutex<[ObjectIdentifier: LocalSendConnection]>([:])
 
@@ -113,40 +115,64 @@ public final class LocalSendUpload: Sendable {
   }
 
   /// Sends `items` (files with their offered paths) to `target`, with `pin` if one is needed;
-  /// `progress` follows the bytes (its snapshots are what a progress bar draws).
+  /// `progress` follows the bytes (its snapshots are what a progress bar draws). Again after a
+  /// failure: `previous` is what the last attempt returned, and only the files it did not
+  /// deliver are offered (their digests are not computed again).
   ///
   /// - Returns: Each file, with its status.
   /// - Throws: ``LocalSendSendError`` when nothing could be sent at all.
   public func send(
     _ items: [(url: URL, path: String, size: UInt64)], to target: LocalSendTarget,
-    pin: String? = nil, progress: TransferProgress,
+    pin: String? = nil, progress: TransferProgress, previous: [LocalSendSentFile]? = nil,
     onAccepted: @escaping @Sendable (_ accepted: Int) -> Void = { _ in }
   ) async throws(LocalSendSendError) -> [LocalSendSentFile] {
+    var sent: [LocalSendSentFile]
+    if let previous, previous.count == items.count {
+      sent = previous
+    } else {
+      let digests = try await Self.digests(of: items.map(\.url))
+      sent = items.indices.map {
+        LocalSendSentFile(path: items[$0].path, size: items[$0].size, sha256: digests[$0])
+      }
+    }
+    let offered = items.indices.filter { sent[$0].status != 200 && !sent[$0].skipped }
     var files: [String: LocalSendFile] = [:]
-    var sent: [LocalSendSentFile] = []
-    let digests = try await Self.digests(of: items.map(\.url))
-    for (index, item) in items.enumerated() {
-      let digest = digests[index]
+    for index in offered {
+      let item = items[index]
       let id = "f\(index)"
       files[id] = LocalSendFile(
         id: id, fileName: item.path, size: item.size, fileType: Self.mimeType(item.path),
-        sha256: digest, metadata: Self.metadata(item.url))
-      sent.append(LocalSendSentFile(path: item.path, size: item.size, sha256: digest))
+        sha256: sent[index].sha256, metadata: Self.metadata(item.url))
+      (sent[index].status, sent[index].reason) = (nil, nil)
       progress.advance(index, to: 0)
     }
-    let response = try await prepare(
-      PrepareUploadRequest(info: me, files: files), to: target, pin: pin)
-    guard let response else { return sent }
+    preparing.withLock { $0 = target }
+    let answer: PrepareUploadResponse?
+    do throws(LocalSendSendError) {
+      answer = try await prepare(PrepareUploadRequest(info: me, files: files), to: target, pin: pin)
+      preparing.withLock { $0 = nil }
+    } catch {
+      preparing.withLock { $0 = nil }
+      throw error
+    }
+    guard let response = answer else {
+      // 204: the device wants none of them (it has them, or skips them).
+      for index in offered {
+        (sent[index].skipped, sent[index].status) = (true, 204)
+        progress.complete(index)
+      }
+      return sent
+    }
     session.withLock { $0 = (response.sessionId, target) }
     defer { session.withLock { $0 = nil } }
     onAccepted(response.files.count)
     // Left out by the receiver: done, as the receiver wants.
-    for (index, _) in items.enumerated() where response.files["f\(index)"] == nil {
+    for index in offered where response.files["f\(index)"] == nil {
       sent[index].skipped = true
       sent[index].status = 200
       progress.complete(index)
     }
-    let queue = NIOLockedValueBox(items.indices.filter { response.files["f\($0)"] != nil })
+    let queue = NIOLockedValueBox(offered.filter { response.files["f\($0)"] != nil })
     let results = NIOLockedValueBox(sent)
     // Each worker keeps its connection for the next file (keep-alive): one TLS handshake per
     // worker, not per file.
@@ -220,21 +246,41 @@ public final class LocalSendUpload: Sendable {
   public func cancel() async {
     cancelled.store(true, ordering: .relaxed)
     for connection in connections.withLock({ $0.values }) { connection.close() }
-    guard let (id, target) = session.withLock({ $0 }) else { return }
+    // The session under way; or the question still asked there (a cancel without a session
+    // ends whatever this address prepared).
+    let path: String
+    let target: LocalSendTarget
+    if let (id, current) = session.withLock({ $0 }) {
+      (path, target) = ("\(LocalSendProtocol.Path.cancel)?sessionId=\(Self.escaped(id))", current)
+    } else if let asked = preparing.withLock({ $0 }) {
+      (path, target) = (LocalSendProtocol.Path.cancel, asked)
+    } else {
+      return
+    }
     let client = self.client
-    let told = Task {
-      _ = try? await client.request(
-        .POST, host: target.host, port: target.port,
-        path: "\(LocalSendProtocol.Path.cancel)?sessionId=\(Self.escaped(id))",
-        expecting: target.fingerprint, plainHTTP: target.plainHTTP,
-        answerTimeout: .seconds(2))
+    // At most 2 s: whichever ends first (a request in NIO is not stopped by cancelling).
+    let first = NIOLockedValueBox(true)
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      let resume: @Sendable () -> Void = {
+        if first.withLockedValue({ first in
+          defer { first = false }
+          return first
+        }) {
+          done.resume()
+        }
+      }
+      Task {
+        _ = try? await client.request(
+          .POST, host: target.host, port: target.port, path: path,
+          expecting: target.fingerprint, plainHTTP: target.plainHTTP,
+          answerTimeout: .seconds(2))
+        resume()
+      }
+      Task {
+        try? await Task.sleep(for: .seconds(2))
+        resume()
+      }
     }
-    let limit = Task {
-      try? await Task.sleep(for: .seconds(2))
-      told.cancel()
-    }
-    await told.value
-    limit.cancel()
   }
 
   // MARK: Requests
@@ -280,42 +326,72 @@ public final class LocalSendUpload: Sendable {
       "\(LocalSendProtocol.Path.upload)?sessionId=\(Self.escaped(session))"
       + "&fileId=f\(index)&token=\(Self.escaped(token))"
     let moved = Atomic<UInt64>(0)
-    do {
-      // A connection the device closed meanwhile is not tried.
-      let reused = pool.withLockedValue { pool -> LocalSendConnection? in
-        while let last = pool.popLast() {
-          if last.channel.isActive { return last }
-          last.close()
-        }
-        return nil
-      }
+    // A kept connection the device closed just as it was taken fails before any byte: the
+    // file then goes once more, on a new connection.
+    for attempt in 0..<2 {
+      let reused = attempt == 0 ? Self.take(from: pool) : nil
       let connection: LocalSendConnection
       if let reused {
         connection = reused
       } else {
-        connection = try await client.connect(
-          host: target.host, port: target.port, expecting: target.fingerprint,
-          plainHTTP: target.plainHTTP)
+        do {
+          connection = try await client.connect(
+            host: target.host, port: target.port, expecting: target.fingerprint,
+            plainHTTP: target.plainHTTP)
+        } catch {
+          return (0, error.description)
+        }
         connections.withLock { $0[ObjectIdentifier(connection)] = connection }
       }
       if cancelled.load(ordering: .relaxed) { connection.close() }
-      let (answer, reusable) = try await connection.exchange(
-        .POST, path: path,
-        body: .file(item.url, size: item.size) { count in
-          let total = moved.add(UInt64(count), ordering: .relaxed).newValue
-          progress.advance(index, to: total)
-        }, answerTimeout: client.answerTimeout)
-      if reusable {
-        pool.withLockedValue { $0.append(connection) }
-      } else {
-        connection.close()
-        connections.withLock { $0[ObjectIdentifier(connection)] = nil }
+      do {
+        let (answer, reusable) = try await connection.exchange(
+          .POST, path: path,
+          body: .file(item.url, size: item.size) { count in
+            let total = moved.add(UInt64(count), ordering: .relaxed).newValue
+            progress.advance(index, to: total)
+          }, answerTimeout: Self.uploadAnswerTimeout)
+        if reusable {
+          pool.withLockedValue { $0.append(connection) }
+        } else {
+          forget(connection)
+        }
+        let words = String(decoding: answer.body.prefix(512), as: UTF8.self)
+        return (Int(answer.status.code), answer.status.code == 200 ? nil : words)
+      } catch {
+        forget(connection)
+        if reused != nil, moved.load(ordering: .relaxed) == 0,
+          !cancelled.load(ordering: .relaxed)
+        {
+          continue
+        }
+        return (0, error.description)
       }
-      let words = String(decoding: answer.body.prefix(512), as: UTF8.self)
-      return (Int(answer.status.code), answer.status.code == 200 ? nil : words)
-    } catch {
-      return (0, error.description)
     }
+    return (0, "the device closed the connection")
+  }
+
+  /// How long a device may take to answer an upload once its body is sent (it verifies and
+  /// places the file first: a large one's flush to disk takes a while).
+  static let uploadAnswerTimeout: Duration = .seconds(120)
+
+  /// A kept connection still open, if the pool has one.
+  private static func take(from pool: NIOLockedValueBox<[LocalSendConnection]>)
+    -> LocalSendConnection?
+  {
+    pool.withLockedValue { pool -> LocalSendConnection? in
+      while let last = pool.popLast() {
+        if last.channel.isActive { return last }
+        last.close()
+      }
+      return nil
+    }
+  }
+
+  /// Closes `connection` and stops tracking it.
+  private func forget(_ connection: LocalSendConnection) {
+    connection.close()
+    connections.withLock { $0[ObjectIdentifier(connection)] = nil }
   }
 
   // MARK: Files

@@ -59,6 +59,8 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
   /// Counts requests: an answer computed for one (a decision, a verdict) is never given to
   /// the next.
   private var requestNumber = 0
+  /// The session whose prepare-upload waits for its answer on this connection.
+  private var preparing: String?
   private var context: ChannelHandlerContext?
   /// The read held back while the core catches up.
   private var readHeld = false
@@ -87,6 +89,15 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
   }
 
   func channelInactive(context: ChannelHandlerContext) {
+    if let id = preparing {
+      // The sender left while its files were asked about: the question ends, and the next
+      // sender is not busy for the rest of it.
+      preparing = nil
+      if let session = server.session(id) {
+        server.end(id)
+        session.offer?.senderReset(reason: "the sender left before the answer")
+      }
+    }
     if case .upload(let upload) = state {
       // Cut off mid-file: the sender's session cannot go on (the protocol cannot resume it).
       upload.session.connectionEnded(context.channel)
@@ -201,12 +212,13 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       let cost = max(body.readableBytes, 4096)
       let piece =
         body.readableBytes < 4096 ? context.channel.allocator.buffer(buffer: body) : body
-      upload.session.offer?.data(upload.index, .bytes(piece), credit: cost)
+      // Counted before the core can grant it back.
       let loop = context.eventLoop
       let mayRead = upload.session.handed(cost) { [weak self] in
         let handler = self
         loop.execute { handler?.resume() }
       }
+      upload.session.offer?.data(upload.index, .bytes(piece), credit: cost)
       if !mayRead { paused = true }
     case .idle, .answered:
       break
@@ -283,7 +295,9 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       proven: server.tls == nil ? nil : presented.value)
     let promise = context.eventLoop.makePromise(of: UploadSession.Preparation.self)
     let number = requestNumber
+    preparing = id
     promise.futureResult.whenSuccess { [weak self, server] preparation in
+      self?.preparing = nil
       guard let self, let context = self.context, self.requestNumber == number else {
         // The sender left before its answer: the session ends (an accepted one would wait
         // for uploads that never come).
@@ -353,6 +367,9 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     case .unknownSession:
       return respond(.conflict, text: "no such session", context: context)
     case .forbidden: return respond(.forbidden, text: "forbidden", context: context)
+    case .tooMany:
+      return respond(
+        .tooManyRequests, text: "too many uploads at once", context: context, closing: true)
     case .alreadyUploaded: return respond(.conflict, text: "uploaded already", context: context)
     case .upload(let accepted):
       guard let session = server.session(sessionId) else {
@@ -421,7 +438,7 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
   ) {
     guard self.context != nil, !answered else { return }
     answered = true
-    var closing = closing
+    var closing = closing || requestNumber >= Self.requestsPerConnection
     switch state {
     case .json, .upload: closing = true  // answered before its body ended: nothing to wait for
     case .idle, .answered: break
@@ -450,7 +467,11 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       armDeadline(context)
     }
     let channel = context.channel
-    if closing { done.whenComplete { _ in channel.close(promise: nil) } }
+    if closing {
+      done.whenComplete { _ in channel.close(promise: nil) }
+      // A peer that reads nothing keeps the answer from being flushed: closed anyway.
+      channel.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
+    }
     resume()
   }
 
@@ -489,8 +510,8 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     ) { [weak self] in
       guard let self, let context = self.context else { return }
       // Waiting for the core (a decision, a verdict, its writes catching up) is not the
-      // connection's silence.
-      if case .answered = self.state { return }
+      // connection's silence; a body left to drop after the answer is.
+      if case .answered = self.state, !self.answered { return }
       if self.paused { return self.touch(context) }
       self.close(context)
     }

@@ -91,19 +91,23 @@ public final class LocalSendText: Sendable {
   }
 
   /// Accepts it: the sender hears it was received. Only the first answer counts.
-  public func show() { respond(true) }
+  ///
+  /// - Returns: Whether this was the answer (false: it had been answered, or had timed out).
+  @discardableResult
+  public func show() -> Bool { respond(true) }
 
   /// Declines it. Only the first answer counts.
-  public func decline(reason: String = "") { respond(false) }
+  public func decline(reason: String = "") { _ = respond(false) }
 
   /// Whether it still waits for an answer.
   public var isPending: Bool { answer.withLock { $0 != nil } }
 
-  private func respond(_ accepted: Bool) {
+  private func respond(_ accepted: Bool) -> Bool {
     let answer = self.answer.withLock { answer in
       defer { answer = nil }
       return answer
     }
     answer?(accepted)
+    return answer != nil
   }
 }

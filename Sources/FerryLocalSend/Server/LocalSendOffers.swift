@@ -30,7 +30,11 @@ enum LocalSendOffers {
       server?.end(id)
     }
     server.begin(session)
-    guard let question = OpenQuestions(limit: 1).open() else { return }
+    guard let question = OpenQuestions(limit: 1).open() else {
+      // (A fresh limit of one always opens: never reached, but never a leaked promise.)
+      server.end(id)
+      return answer.succeed(.refused(.serviceUnavailable, "cannot ask now"))
+    }
     let incoming = server.incomingContinuation
     let offer = IncomingOffer(
       peer: sender.peer, files: offered, checksum: .sha256,
@@ -57,17 +61,6 @@ enum LocalSendOffers {
     ) { message.decline(reason: "no answer in time") }
   }
 
-  nonisolated(unsafe) private static let withFraction: ISO8601DateFormatter = {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    return formatter
-  }()
-  nonisolated(unsafe) private static let withoutFraction: ISO8601DateFormatter = {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime]
-    return formatter
-  }()
-
   /// An ISO 8601 time as seconds and nanoseconds since 1970; now when there is none or it
   /// cannot be read.
   static func modification(_ text: String?) -> (Int64, UInt32) {
@@ -75,8 +68,10 @@ enum LocalSendOffers {
     guard let text, text.utf8.count <= 64 else {
       return (Int64(now.timeIntervalSince1970), 0)
     }
-    // Two formatters made once: making one per file cost more than the file's other work.
-    let date = withFraction.date(from: text) ?? withoutFraction.date(from: text)
+    // Format styles are values (safe on any thread) and cheap, unlike a formatter made per file.
+    let date =
+      (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text))
+      ?? (try? Date.ISO8601FormatStyle().parse(text))
     guard let date, date.timeIntervalSince1970.isFinite,
       abs(date.timeIntervalSince1970) < 1e11
     else { return (Int64(now.timeIntervalSince1970), 0) }

@@ -64,6 +64,8 @@ struct UploadSessionMachine: Sendable {
     case unknownSession
     /// Uploaded already, or being uploaded (409).
     case alreadyUploaded
+    /// More uploads of the session at once than the core takes (429: try it again later).
+    case tooMany
   }
 
   /// The most wrong PINs from one address before it gets 429.
@@ -157,6 +159,10 @@ struct UploadSessionMachine: Sendable {
     guard active.address == address, var upload = active.uploads[fileId], upload.token == token
     else { return .forbidden }
     guard upload.stage == .waiting else { return .alreadyUploaded }
+    guard
+      active.uploads.values.count(where: { $0.stage == .uploading })
+        < LocalSendServer.Limits.parallelUploads
+    else { return .tooMany }
     upload.stage = .uploading
     active.uploads[fileId] = upload
     state = .active(active)

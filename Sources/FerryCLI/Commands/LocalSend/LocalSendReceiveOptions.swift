@@ -18,7 +18,8 @@ struct LocalSendReceiveOptions: ParsableArguments {
   @Option(
     name: .customLong("pin"),
     help: ArgumentHelp(
-      "A PIN LocalSend senders must give (3 wrong tries from an address: refused for a while).",
+      "A PIN LocalSend senders must give (3 wrong tries: that address is refused until ferry "
+        + "restarts; 30 from everyone: all are refused for 10 minutes).",
       valueName: "PIN"))
   var pin: String?
 

@@ -59,7 +59,9 @@ struct LocalSendReceiving: Sendable {
   func serve(decisions: ReceiveDecisions, reporter: ReceiveReporter, knownPeers: KnownPeers) {
     let server = self.server
     Task {
-      for await event in server.events { reporter.report(event) }
+      for await event in server.events {
+        reporter.report(event, refusalBeforeDecision: false)
+      }
     }
     Task {
       await withDiscardingTaskGroup { group in

@@ -50,7 +50,7 @@ struct LocalSendSending: Sendable {
       throw report(peer, failure)
     }
     // (Replaces the command's earlier cleanup, which is done here too.)
-    Interrupts.onInterrupt { [cleanup] in
+    Interrupts.onInterrupt(reportingTo: output) { [cleanup] in
       cleanup()
       await upload.cancel()
     }
@@ -98,6 +98,7 @@ struct LocalSendSending: Sendable {
       do throws(LocalSendSendError) {
         results = try await upload.send(
           items, to: found.target, pin: pin, progress: progress,
+          previous: results.isEmpty ? nil : results,
           onAccepted: { [output, keys, bar] count in
             if found.target.fingerprint != nil { keys.remember(peer) }
             output.emit(
@@ -105,6 +106,12 @@ struct LocalSendSending: Sendable {
             bar.above { output.note("\(peer) accepted \(Quantity.count(count, "file")).") }
           })
       } catch {
+        // Again after a cut, the device may still be ending the session that was cut: busy
+        // for a moment.
+        if case .busy = error, attempt > 1, ContinuousClock.now - started < retryFor {
+          try? await Task.sleep(for: .seconds(2))
+          continue
+        }
         progress.finish()
         await reporter.value
         bar.remove(label)
@@ -113,13 +120,18 @@ struct LocalSendSending: Sendable {
         }
         throw report(peer, Self.failure(error, peer: peer))
       }
-      // Uploads cut off (status 0) go again whole, in a new session, while --retry-for lasts.
+      // Uploads cut off (status 0) go again whole, in a new session, while --retry-for lasts;
+      // what was delivered is not offered again.
       let cut = results.filter { $0.status == 0 }
       guard !cut.isEmpty, ContinuousClock.now - started < retryFor, attempt < 5 else { break }
       attempt += 1
       output.emit(
         Retrying(peer: label, attempt: attempt, delay: 1, reason: cut[0].reason ?? "cut off"))
-      bar.above { output.note("Lost \(label) mid-file; sending again in 1 s (whole files)…") }
+      bar.above {
+        output.note(
+          "Lost \(label) mid-file; sending the \(Quantity.count(cut.count, "file")) not delivered "
+            + "again in 1 s (whole: LocalSend cannot resume)…")
+      }
       try? await Task.sleep(for: .seconds(1))
     }
     progress.finish()
@@ -241,7 +253,8 @@ struct LocalSendSending: Sendable {
     switch error {
     case .declined:
       return CLIFailure(
-        status: .declined, message: "\(peer) declined (\(error))", code: .declined)
+        status: .declined, message: "\(peer) declined (\(printable("\(error)")))",
+        code: .declined)
     case .busy:
       return CLIFailure(
         status: .transferFailed,
@@ -263,7 +276,8 @@ struct LocalSendSending: Sendable {
       return CLIFailure(status: .usage, message: error.description, code: .cannotRead)
     case .refused, .request:
       return CLIFailure(
-        status: .transferFailed, message: "to \(peer): \(error)", code: .transferFailed)
+        status: .transferFailed, message: "to \(peer): \(printable("\(error)"))",
+        code: .transferFailed)
     }
   }
 

@@ -59,7 +59,7 @@ struct LocalSendTargets: Sendable {
     }
     guard candidates.count == 1 else {
       let names = candidates.map {
-        "'\(printable($0.device.alias))' [\(String($0.device.fingerprint.prefix(16)))]"
+        "'\(printable($0.device.alias))' [\(printable(String($0.device.fingerprint.prefix(16))))]"
       }
       throw CLIFailure(
         status: .noPeer,
@@ -154,7 +154,7 @@ struct LocalSendTargets: Sendable {
     } catch {
       throw CLIFailure(
         status: named == nil ? .noPeer : .authentication,
-        message: "LocalSend device at \(address): \(error)",
+        message: "LocalSend device at \(address): \(printable("\(error)"))",
         code: named == nil ? .noPeer : .authentication)
     }
     // A fingerprint (prefix) must be the certificate's; a name, the alias it gives.

@@ -12,21 +12,24 @@ extension ReceiveDecisions {
   {
     let status = Self.status(of: sender, in: knownPeers)
     prompt.announce(localSend: sender, status: status, offer: offer, text: false)
+    // Anyone on the network can offer: what is refused before anyone decides is never
+    // --once's outcome (the one offer is the first one accepted or asked about).
     if oneFile && (offer.files.count != 1 || !offer.folders.isEmpty) {
-      return decline(offer, "this receiver takes one file (--stdout)", counts: true)
+      return decline(offer, "this receiver takes one file (--stdout)", counts: false)
     }
     if let lack = folder.lackOfSpace(for: offer.totalBytes) {
       return decline(offer, "\(lack) on the receiver", counts: false)
     }
+    let decision = Self.decision(policy, for: sender, status: status)
+    if let decision, !decision.accept {
+      return decline(offer, decision.reason, counts: false)
+    }
     guard gate?.claimForDecision(from: offer.peer.fingerprint) ?? true else {
       return decline(offer, "this receiver takes one offer (--once)", counts: false)
     }
-    if let decision = Self.decision(policy, for: sender, status: status) {
-      if decision.accept {
-        warn(sender, status: status)
-        return accept(localSend: offer, from: sender, knownPeers: knownPeers)
-      }
-      return decline(offer, decision.reason, counts: true)
+    if decision?.accept == true {
+      warn(sender, status: status)
+      return accept(localSend: offer, from: sender, knownPeers: knownPeers)
     }
     switch await prompt.ask(localSend: offer, from: sender, status: status) {
     case .yes: accept(localSend: offer, from: sender, knownPeers: knownPeers)
@@ -72,7 +75,11 @@ extension ReceiveDecisions {
       prompt.bar.above { output.note("Declined the text of \(sender) (\(reason)).") }
       return
     }
-    text.show()
+    // Too late (it timed out while it was asked): the sender was told no; nothing is shown.
+    guard text.show() else {
+      output.emit(Withdrawn(peer: sender.peer.displayName))
+      return
+    }
     if sender.verified { try? knownPeers.recordSeen(sender.peer) }
     show(text.text, from: sender.peer)
   }
@@ -85,6 +92,18 @@ extension ReceiveDecisions {
     output.emit(ReceiveAccepted(peer: sender.peer.displayName, resumed: false))
     prompt.bar.above { output.note("Accepted \(sender).") }
     accept(offer)
+    // --once: an offer its sender dropped while it was decided never starts; then it is over
+    // (the library reports nothing of an offer that never began).
+    guard let gate else { return }
+    Task { [outcomes, peer = sender.peer] in
+      try? await Task.sleep(for: .seconds(30))
+      if gate.acceptedButNeverStarted(from: peer.fingerprint) {
+        outcomes.yield(
+          CLIFailure(
+            status: .transferFailed, message: "\(peer) went away before its files came",
+            code: .cancelled))
+      }
+    }
   }
 
   /// The loud warning for a changed key or a look-alike name, when the policy decided alone.

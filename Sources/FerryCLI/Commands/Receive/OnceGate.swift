@@ -76,10 +76,10 @@ final class OnceGate: Sendable {
   /// accepts was declined for lack of space: true if that is the one offer's outcome (the
   /// first offer, refused before anyone was asked; the accepted one, refused for lack of
   /// space; or the one again, after its sender came back).
-  func claimRefusal(from sender: Fingerprint) -> Bool {
+  func claimRefusal(from sender: Fingerprint, whenOpen: Bool = true) -> Bool {
     state.withLock { state in
       switch state {
-      case .open:
+      case .open where whenOpen:
         state = .done
         return true
       case .accepted(let one) where one == sender, .awaitingResume(let one, _) where one == sender:
@@ -88,6 +88,16 @@ final class OnceGate: Sendable {
       default:
         return false
       }
+    }
+  }
+
+  /// Whether the offer accepted from `sender` never started (the library dropped it, its
+  /// sender gone while it was decided): then it is over, with no outcome of its own.
+  func acceptedButNeverStarted(from sender: Fingerprint) -> Bool {
+    state.withLock { state in
+      guard case .accepted(let one) = state, one == sender else { return false }
+      state = .done
+      return true
     }
   }
 

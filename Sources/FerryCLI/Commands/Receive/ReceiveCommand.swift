@@ -288,6 +288,12 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     }
     for await failure in outcomes.stream where once {
       advertiser.stop()
+      if let localSend {
+        // The last LocalSend answer (a file's 200, a text's 204) is written on its connection's
+        // thread after the outcome is known: let it leave before the process ends.
+        localSend.stopListening()
+        try? await Task.sleep(for: .milliseconds(500))
+      }
       // The last FILE_ACKs are on their way: let the sender hang up first (at most 5 s).
       await session.waitUntilDisconnected(timeout: .seconds(5))
       await session.closeAndWait(timeout: .seconds(1))

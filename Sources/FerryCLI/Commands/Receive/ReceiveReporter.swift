@@ -18,7 +18,15 @@ struct ReceiveReporter: Sendable {
   /// `--stdout`: where the verified file goes instead of the destination.
   let sink: StandardOutputSink?
 
+  /// Reports `event` from a Ferry session.
   func report(_ event: ResourceEvent) {
+    report(event, refusalBeforeDecision: true)
+  }
+
+  /// Reports `event`; `refusalBeforeDecision` says whether an offer refused before anyone
+  /// decided on it (an unsafe path, say) may be `--once`'s outcome: it is for a Ferry sender,
+  /// whose invitation was accepted; not for a LocalSend sender, which anyone can be.
+  func report(_ event: ResourceEvent, refusalBeforeDecision: Bool) {
     switch event {
     case .offerReceived(let transfer):
       approvals.started(transfer)
@@ -87,7 +95,7 @@ struct ReceiveReporter: Sendable {
           message: error.description))
       bar.above { output.note("Refused the offer from \(peer): \(error)") }
       approvals.ended(peer.fingerprint)
-      if gate?.claimRefusal(from: peer.fingerprint) == true {
+      if gate?.claimRefusal(from: peer.fingerprint, whenOpen: refusalBeforeDecision) == true {
         outcomes.yield(
           CLIFailure(
             status: .transferFailed, message: "refused the offer from \(peer): \(error)",
