@@ -274,7 +274,9 @@ struct HostileSenderTests {
       let answer = try #require(results.first)
       #expect(answer["frame"] as? String == (accepted ? "ACCEPT" : "DECLINE"), "\(answer)")
       if !accepted { #expect((answer["reason"] as? String)?.contains("key changed") == true) }
-      let invitation = receiver.events.first { $0["event"] as? String == "invitation" }
+      // The event is written before the answer goes, but read from the pipe on its own
+      // thread: waited for, not assumed there.
+      let invitation = await receiver.process.waitForEvent("invitation")
       #expect(invitation?["status"] as? String == "KEY CHANGED")
       try await receiver.expectUnharmed("changed key with \(policy.count) digits")
     }
@@ -350,12 +352,19 @@ struct HostileSenderTests {
     // REVEAL, the TLS exporter), the heap settles only after about 2000 connections, about
     // 5 MiB higher; what is measured is that it then stays where it is.
     _ = try await HostilePeer.attack(port: receiver.port, "churn", ["--count", "2000"])
-    let warm = receiver.residentMemoryKiB
-    let results = try await HostilePeer.attack(port: receiver.port, "churn", ["--count", "1000"])
-    let growth = receiver.residentMemoryKiB - warm
-    print("1000 connections came and went: receive grew by \(growth) KiB (from \(warm) KiB)")
-    #expect(results.last?["connections"] as? Int == 1000, "\(results)")
-    #expect(growth < 1024, "grew by \(growth) KiB over 1000 connections")
+    // Two rounds of 1000: a leak grows the heap in each (by 1.8 MiB or more), while the
+    // allocator's own noise (up to about 2 MiB once in a while, measured) is rarely in both.
+    var growths: [Int] = []
+    for _ in 0..<2 {
+      let warm = receiver.residentMemoryKiB
+      let results = try await HostilePeer.attack(
+        port: receiver.port, "churn", ["--count", "1000"])
+      let growth = receiver.residentMemoryKiB - warm
+      print("1000 connections came and went: receive grew by \(growth) KiB (from \(warm) KiB)")
+      #expect(results.last?["connections"] as? Int == 1000, "\(results)")
+      growths.append(growth)
+    }
+    #expect(growths.min()! < 1024, "grew by \(growths) KiB over two rounds of 1000 connections")
   }
 
   @Test("item 7: an invitation's timeout is clamped to 120 s; one host holds at most 2 slots")
