@@ -95,6 +95,33 @@ extension LocalSendTests {
         FileManager.default.fileExists(atPath: destination.appendingPathComponent("a.txt").path))
     }
 
+    @Test(
+      "a LocalSend device under a trusted name with another key is KEY CHANGED: exit 5, nothing sent"
+    )
+    func keyChanged() async throws {
+      let destination = try temporaryDirectory("ls-dst")
+      let alias = LocalSendPeer.alias("Phone")
+      let peer = try await receiver(alias, into: destination)
+      defer { peer.signal(SIGKILL) }
+      let home = Harness.freshFerryHome()
+      let environment = TestEnvironment.noBus.merging(["FERRY_HOME": home]) { $1 }
+      // This machine trusts another key under the device's name.
+      let trusted = try await run(
+        Harness.ferryBinary,
+        ["trust", String(repeating: "AB", count: 32), "--name", alias], environment: environment)
+      #expect(trusted.status == 0, "\(trusted.stderr)")
+      let file = try temporaryDirectory("ls-src").appendingPathComponent("a.txt")
+      try writeFile(file, size: 10)
+      let ferry = try ChildProcess.ferry(
+        ["send", "--localsend", "--json", "--timeout", "20", "--to", alias, file.path],
+        environment: environment)
+      #expect(await ferry.waitForExit(timeout: .seconds(60)) == 5, "\(ferry.stderr)")
+      #expect(ferry.events("key-changed").count == 1, "\(ferry.stdout)")
+      #expect(ferry.events("error").last?.string("code") == "key-changed")
+      #expect(
+        !FileManager.default.fileExists(atPath: destination.appendingPathComponent("a.txt").path))
+    }
+
     @Test("browse --localsend lists a LocalSend device, with no avahi-daemon to ask")
     func browse() async throws {
       let alias = LocalSendPeer.alias("Tablet")
