@@ -165,8 +165,10 @@ def attack_no_cert(args):
     emit(attack="no-cert", status=status)
 
 
-def trickle(args, data, label):
+def trickle(args, data, label, opening=b""):
+    """Sends `opening` at once, then `data` a byte every 0.5 s; reports when it was cut off."""
     sock = connect(args.address, args.home)
+    sock.sendall(opening)
     started = time.time()
     closed_after = None
     for byte in data:
@@ -196,21 +198,9 @@ def attack_trickle_head(args):
 def attack_trickle_json(args):
     _, _, own = certificate(args.home)
     body = json.dumps(device(own)).encode()
-    sock = connect(args.address, args.home)
-    sock.sendall(b"POST %s/register HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
-                 % (API.encode(), len(body)))
-    started = time.time()
-    closed_after = None
-    for byte in body:
-        try:
-            sock.sendall(bytes([byte]))
-        except (OSError, ssl.SSLError):
-            closed_after = time.time() - started
-            break
-        time.sleep(0.5)
-        if time.time() - started > 40:
-            break
-    emit(attack="trickle-json", closedAfter=closed_after or (time.time() - started))
+    head = b"POST %s/register HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (
+        API.encode(), len(body))
+    trickle(args, body, "trickle-json", opening=head)
 
 
 def attack_pipeline(args):

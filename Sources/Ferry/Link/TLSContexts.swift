@@ -17,33 +17,10 @@ struct TLSContexts: Sendable {
   ///
   /// - Throws: NIOSSL's error if the identity's key or certificate is refused by BoringSSL.
   init(identity: Identity) throws {
-    let certificate = try NIOSSLCertificate(bytes: identity.certificateDER, format: .der)
-    let key = try NIOSSLPrivateKey(
-      bytes: Array(identity.privateKey.pemRepresentation.utf8), format: .pem)
-
-    var server = TLSConfiguration.makeServerConfiguration(
-      certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
-    var client = TLSConfiguration.makeClientConfiguration()
-    client.certificateChain = [.certificate(certificate)]
-    client.privateKey = .privateKey(key)
-    Self.harden(&server)
-    Self.harden(&client)
+    let (server, client) = try identity.tlsConfigurations(alpn: WireProtocol.alpn)
     // Refused now rather than at each connection.
     self.server = try TLSContextPool(server)
     self.client = try TLSContextPool(client)
-  }
-
-  /// TLS 1.3 only; a certificate is required from the peer (on a server,
-  /// `noHostnameVerification` means "request and require"); no system trust store — the custom
-  /// verification callbacks decide.
-  private static func harden(_ configuration: inout TLSConfiguration) {
-    configuration.minimumTLSVersion = .tlsv13
-    configuration.maximumTLSVersion = .tlsv13
-    configuration.certificateVerification = .noHostnameVerification
-    configuration.trustRoots = .certificates([])
-    configuration.applicationProtocols = [WireProtocol.alpn]
-    // How long a closing side waits for the peer's close_notify.
-    configuration.shutdownTimeout = .seconds(2)
   }
 
   /// The advertiser's TLS handler: any client certificate is accepted during the handshake
@@ -116,5 +93,37 @@ enum FingerprintPin: Sendable, CustomStringConvertible {
     case .exact(let expected): return "\(expected.shortDescription)…"
     case .prefix(let prefix): return "\(prefix.uppercased())…"
     }
+  }
+}
+
+extension Identity {
+  /// This identity as a TLS server's and a TLS client's configuration: TLS 1.3 only; a
+  /// certificate required from the peer (on a server, `noHostnameVerification` means "request
+  /// and require"); no system trust store — the custom verification callbacks decide; `alpn`
+  /// offered; 2 s for the peer's close_notify. Any thread.
+  ///
+  /// - Throws: NIOSSL's error if BoringSSL refuses the key or the certificate.
+  package func tlsConfigurations(alpn: String) throws -> (
+    server: TLSConfiguration, client: TLSConfiguration
+  ) {
+    let certificate = try NIOSSLCertificate(bytes: certificateDER, format: .der)
+    let key = try NIOSSLPrivateKey(bytes: Array(privateKey.pemRepresentation.utf8), format: .pem)
+    var server = TLSConfiguration.makeServerConfiguration(
+      certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
+    var client = TLSConfiguration.makeClientConfiguration()
+    client.certificateChain = [.certificate(certificate)]
+    client.privateKey = .privateKey(key)
+    Self.harden(&server, alpn: alpn)
+    Self.harden(&client, alpn: alpn)
+    return (server, client)
+  }
+
+  private static func harden(_ configuration: inout TLSConfiguration, alpn: String) {
+    configuration.minimumTLSVersion = .tlsv13
+    configuration.maximumTLSVersion = .tlsv13
+    configuration.certificateVerification = .noHostnameVerification
+    configuration.trustRoots = .certificates([])
+    configuration.applicationProtocols = [alpn]
+    configuration.shutdownTimeout = .seconds(2)
   }
 }

@@ -32,8 +32,8 @@ public enum LocalSendRequestError: Error, Sendable, CustomStringConvertible {
   }
 }
 
-/// HTTP(S) requests to a LocalSend device: one connection per request (as the apps make
-/// them), TLS 1.3 with Ferry's certificate as the client's and the device's pinned to the
+/// HTTP(S) requests to a LocalSend device: a connection per request, or one kept for several
+/// (``connect(host:port:expecting:plainHTTP:)``: uploads), TLS 1.3 with Ferry's certificate as the client's and the device's pinned to the
 /// fingerprint it announced — inside the handshake — unless it is an older app's, which nothing
 /// announced. Answers are read up to 4 MiB. Any task.
 struct LocalSendClient: Sendable {

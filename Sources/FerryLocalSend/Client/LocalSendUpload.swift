@@ -76,6 +76,10 @@ public struct LocalSendSentFile: Sendable {
   public let size: UInt64
   /// Its SHA-256 (lower-case hex), as announced.
   public let sha256: String?
+  /// The same SHA-256 as its 32 bytes.
+  public var digest: [UInt8]? {
+    sha256.flatMap(LocalSendJSON.hexBytes).flatMap { $0.count == 32 ? $0 : nil }
+  }
   /// nil while it was not sent; its HTTP status once it was (200: stored and, when the
   /// receiver checks it, verified).
   public var status: Int?

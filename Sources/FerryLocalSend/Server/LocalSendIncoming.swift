@@ -33,21 +33,20 @@ public struct LocalSendSender: Sendable, CustomStringConvertible {
   init(device: LocalSendDevice, address: String, proven: Fingerprint?) {
     self.device = device
     self.address = address
-    let name = Self.displayName(device.alias)
-    if let proven {
-      verified = true
-      peer =
-        (try? PeerID(displayName: name, fingerprint: proven))
-        ?? (try! PeerID(displayName: "LocalSend device", fingerprint: proven))
-    } else {
-      verified = false
-      let derived = Fingerprint(
-        sha256Of: Array(
-          "ferry: unverified LocalSend sender \(device.fingerprint) at \(address)".utf8))
-      peer =
-        (try? PeerID(displayName: name, fingerprint: derived))
-        ?? (try! PeerID(displayName: "LocalSend device", fingerprint: derived))
-    }
+    verified = proven != nil
+    peer = Self.peer(
+      alias: device.alias,
+      key: proven
+        ?? Fingerprint(
+          sha256Of: Array(
+            "ferry: unverified LocalSend sender \(device.fingerprint) at \(address)".utf8)))
+  }
+
+  /// A LocalSend device as Ferry's known peers and messages see it: its alias as a display name
+  /// (``displayName(_:)``) with `key`.
+  public static func peer(alias: String, key: Fingerprint) -> PeerID {
+    (try? PeerID(displayName: displayName(alias), fingerprint: key))
+      ?? (try! PeerID(displayName: "LocalSend device", fingerprint: key))
   }
 
   /// An alias as a display name: controls dropped, cut to 63 bytes on a character boundary,

@@ -38,26 +38,9 @@ struct LocalSendTLS: Sendable {
 
   /// - Throws: NIOSSL's error when BoringSSL refuses the identity.
   init(identity: Identity, senderCheck: LocalSendSenderCheck) throws {
-    let certificate = try NIOSSLCertificate(bytes: identity.certificateDER, format: .der)
-    let key = try NIOSSLPrivateKey(
-      bytes: Array(identity.privateKey.pemRepresentation.utf8), format: .pem)
-    var server = TLSConfiguration.makeServerConfiguration(
-      certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
-    var client = TLSConfiguration.makeClientConfiguration()
-    client.certificateChain = [.certificate(certificate)]
-    client.privateKey = .privateKey(key)
-    for index in 0..<2 {
-      var configuration = index == 0 ? server : client
-      configuration.minimumTLSVersion = .tlsv13
-      configuration.trustRoots = .certificates([])
-      configuration.applicationProtocols = ["http/1.1"]
-      configuration.shutdownTimeout = .seconds(2)
-      if index == 0 { server = configuration } else { client = configuration }
-    }
+    var (server, client) = try identity.tlsConfigurations(alpn: "http/1.1")
     // Requested always; required unless older apps are let in (they present none).
-    server.certificateVerification =
-      senderCheck == .certificate ? .noHostnameVerification : .optionalVerification
-    client.certificateVerification = .noHostnameVerification
+    if senderCheck == .allowUnverified { server.certificateVerification = .optionalVerification }
     self.server = try NIOSSLContext(configuration: server)
     self.client = try NIOSSLContext(configuration: client)
   }

@@ -28,14 +28,7 @@ extension InvitationPrompt {
       count: offer.files.count, bytes: offer.totalBytes,
       names: offer.files.prefix(Self.shownNames).map(\.path), roots: overview.roots,
       hidden: overview.hidden, folders: offer.folders.count)
-    let answer = await question(
-      lines, from: offer.peer.displayName,
-      until: .now + ResourceOffer.decisionTimeout - .seconds(5), urgent: true,
-      isPending: { offer.isPending })
-    if answer == .withdrawn {
-      bar.above { StandardStream.error.write(Self.withdrawn(offer.peer.displayName, "offer")) }
-    }
-    return answer
+    return await ask(about: offer, lines)
   }
 
   /// Asks whether to show a LocalSend sender's text message.

@@ -242,9 +242,7 @@ struct LocalSendSending: Sendable {
       found.target.fingerprint
       ?? Fingerprint(
         sha256Of: Array("ferry: unverified LocalSend device at \(found.target)".utf8))
-    let name = LocalSendSender.displayName(found.device.alias)
-    return (try? PeerID(displayName: name, fingerprint: key))
-      ?? (try! PeerID(displayName: "LocalSend device", fingerprint: key))
+    return LocalSendSender.peer(alias: found.device.alias, key: key)
   }
 
   /// A refused send as the CLI says it: 403 declined (exit 4), 409 busy (1), 401 and 429 a

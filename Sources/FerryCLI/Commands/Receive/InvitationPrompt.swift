@@ -118,6 +118,12 @@ struct InvitationPrompt: Sendable {
       names: offer.files.prefix(Self.shownNames).map(\.path), roots: overview.roots,
       hidden: overview.hidden, streamed: offer.streamed.count)
     lines.append("Verification code: \(code) (compare with the sender's screen)")
+    return await ask(about: offer, lines)
+  }
+
+  /// Asks `lines` about `offer` until shortly before its decision times out; says so when its
+  /// sender withdrew it meanwhile.
+  func ask(about offer: ResourceOffer, _ lines: [String]) async -> Answer {
     let answer = await question(
       lines, from: offer.peer.displayName,
       until: .now + ResourceOffer.decisionTimeout - .seconds(5), urgent: true,

@@ -67,22 +67,7 @@ struct FileDone: EventRecord {
   init(localSend file: LocalSendSentFile, status: String, to peer: String) {
     self.init(
       peer: peer, path: file.path, status: status,
-      digest: file.sha256.flatMap(Self.sha256), saved: nil)
-  }
-
-  /// A SHA-256 in hexadecimal as a digest; nil when it is not one.
-  private static func sha256(_ hex: String) -> FileDigest? {
-    let digits = Array(hex.utf8).compactMap { byte -> UInt8? in
-      switch byte {
-      case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-      case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-      case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-      default: nil
-      }
-    }
-    guard digits.count == 64, hex.utf8.count == 64 else { return nil }
-    let bytes = stride(from: 0, to: 64, by: 2).map { digits[$0] << 4 | digits[$0 + 1] }
-    return FileDigest(.sha256, bytes)
+      digest: file.digest.map { FileDigest(.sha256, $0) }, saved: nil)
   }
 
   /// What `send` heard of a file.
