@@ -123,6 +123,14 @@ public final class LocalSendDiscovery: Sendable {
     return joined
   }
 
+  /// A device that registered with this side's server (its answer to an announcement, by
+  /// `POST /register`), from `address`: a sighting (`via` ``LocalSendSighting/Via/register``).
+  /// This device's own fingerprint is left out. Thread-safe.
+  public func heard(registration device: LocalSendDevice, from address: String) {
+    guard device.fingerprint.uppercased() != me().fingerprint.uppercased() else { return }
+    continuation.yield(LocalSendSighting(device: device, address: address, via: .register))
+  }
+
   /// Announces this device on every interface (`announce: true`: whoever hears answers).
   public func announce() {
     send(me().with(announce: true))

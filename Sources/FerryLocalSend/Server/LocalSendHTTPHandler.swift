@@ -167,6 +167,11 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       return respond(.payloadTooLarge, text: "body too large", context: context, closing: true)
     }
     if case .prepareUpload(let pin) = route {
+      guard server.configuration.receives else {
+        // A sender's or a browser's server is there for discovery's `register` only.
+        return respond(
+          .forbidden, text: "this device is not receiving", context: context, closing: true)
+      }
       // Refused before 4 MiB of JSON is read and decoded on the event loop.
       switch server.sessions.withLock({ $0.screen(from: address, pin: pin) }) {
       case .busy:

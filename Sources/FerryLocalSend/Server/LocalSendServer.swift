@@ -35,6 +35,9 @@ public final class LocalSendServer: Sendable {
     public var plainHTTP: Bool
     /// How long a sender may make no progress before its session ends.
     public var stall: Duration
+    /// Whether files and texts are taken; false: `prepare-upload` is refused (403) and the
+    /// server answers discovery (`register`, `info`) only, as a sending device's does.
+    public var receives: Bool
 
     /// A configuration; the defaults are LocalSend 2.2's strict side (HTTPS, client
     /// certificates required, no PIN) on its usual port.
@@ -42,7 +45,7 @@ public final class LocalSendServer: Sendable {
       identity: Identity, alias: String, deviceModel: String? = "Ferry",
       deviceType: String = "headless", port: UInt16 = LocalSendProtocol.defaultPort,
       senderCheck: LocalSendSenderCheck = .certificate, pin: String? = nil,
-      plainHTTP: Bool = false, stall: Duration = .seconds(60)
+      plainHTTP: Bool = false, stall: Duration = .seconds(60), receives: Bool = true
     ) {
       self.identity = identity
       self.alias = alias
@@ -53,6 +56,7 @@ public final class LocalSendServer: Sendable {
       self.pin = pin
       self.plainHTTP = plainHTTP
       self.stall = stall
+      self.receives = receives
     }
   }
 
@@ -149,6 +153,7 @@ public final class LocalSendServer: Sendable {
   public func stop() {
     channel.withLock { $0 }?.close(promise: nil)
     incomingContinuation.finish()
+    registrationsContinuation.finish()
   }
 
   /// Cancels the session under way, if any (the application's cancel): its sender's uploads

@@ -122,6 +122,60 @@ extension LocalSendTests {
         !FileManager.default.fileExists(atPath: destination.appendingPathComponent("a.txt").path))
     }
 
+    @Test(
+      "--to looks both ways: two receivers under one name need --protocol; one key goes by Ferry")
+    func bothProtocols() async throws {
+      let name = LocalSendPeer.alias("Twin")
+      let phoneDir = try temporaryDirectory("ls-dst")
+      let peer = try await receiver(name, into: phoneDir)
+      defer { peer.signal(SIGKILL) }
+      // A Ferry receiver on host c under the same name, and one on c answering both ways.
+      let ferryDir = try temporaryDirectory("ferry-dst")
+      let ferry = try await ReceiverProcess.start(
+        ["--json", "--yes", "--name", name, "--dir", ferryDir.path], bus: .harness, on: "c")
+      defer { ferry.process.signal(SIGKILL) }
+      let file = try temporaryDirectory("ls-src").appendingPathComponent("a.txt")
+      try writeFile(file, size: 100, seed: 3)
+      // host a's own avahi-daemon: Ferry peers are visible.
+      let environment = ["FERRY_HOME": Harness.freshFerryHome()]
+      func send(_ arguments: [String]) async throws -> (Int32?, ChildProcess) {
+        let process = try ChildProcess.ferry(
+          ["send", "--json", "--timeout", "20"] + arguments + [file.path],
+          environment: environment)
+        return (await process.waitForExit(timeout: .seconds(60)), process)
+      }
+      let (ambiguous, first) = try await send(["--localsend", "--to", name])
+      #expect(ambiguous == 2, "\(first.stderr)")
+      #expect(first.events("error").last?.string("code") == "ambiguous-peer")
+      #expect(first.stderr.contains("--protocol localsend"), "\(first.stderr)")
+      let (viaLocalSend, second) = try await send(["--protocol", "localsend", "--to", name])
+      #expect(viaLocalSend == 0, "\(second.stderr)")
+      #expect(second.events("peer-found").first?.string("protocol") == "localsend")
+      // Its own announcements were long over: it was found by answering ours, by register to
+      // the sender's server (LocalSend 1.18 answers only so).
+      #expect(
+        peer.events("register-answer").contains { $0.bool("ok") == true }, "\(peer.stdout)")
+      #expect(FileManager.default.fileExists(atPath: phoneDir.appendingPathComponent("a.txt").path))
+      let (viaFerry, third) = try await send(["--protocol", "ferry", "--to", name])
+      #expect(viaFerry == 0, "\(third.stderr)")
+      #expect(third.events("peer-found").first?.string("protocol") == "ferry")
+      #expect(FileManager.default.fileExists(atPath: ferryDir.appendingPathComponent("a.txt").path))
+      peer.signal(SIGKILL)
+      ferry.process.signal(SIGKILL)
+
+      let both = LocalSendPeer.alias("Both")
+      let bothDir = try temporaryDirectory("ferry-dst")
+      let twoWays = try await ReceiverProcess.start(
+        ["--json", "--yes", "--localsend", "--name", both, "--dir", bothDir.path], bus: .harness,
+        on: "c")
+      defer { twoWays.process.signal(SIGKILL) }
+      let (sent, fourth) = try await send(["--localsend", "--to", both])
+      #expect(sent == 0, "\(fourth.stderr)")
+      #expect(fourth.events("peer-found").first?.string("protocol") == "ferry", "\(fourth.stdout)")
+      #expect(fourth.stderr.contains("by Ferry and by LocalSend with one key"), "\(fourth.stderr)")
+      #expect(FileManager.default.fileExists(atPath: bothDir.appendingPathComponent("a.txt").path))
+    }
+
     @Test("browse --localsend lists a LocalSend device, with no avahi-daemon to ask")
     func browse() async throws {
       let alias = LocalSendPeer.alias("Tablet")

@@ -21,23 +21,12 @@ final class LocalSendBrowsing: Sendable {
   var found: Int { count.load(ordering: .relaxed) }
 
   /// Starts discovery as `identity`, named `name`; lists what it hears until `stop` is
-  /// called on the returned discovery (or the process ends).
+  /// called on the returned lookout (or the process ends).
   ///
   /// - Throws: ``CLIFailure`` (`discovery-unavailable`) when no interface has multicast.
-  func start(identity: Identity, name: String) async throws(CLIFailure) -> LocalSendDiscovery {
-    let me = LocalSendDevice(
-      alias: name, deviceModel: "Ferry", deviceType: "headless",
-      fingerprint: identity.fingerprint.hexString, port: Int(LocalSendProtocol.defaultPort),
-      protocol: "https", download: false)
-    let discovery: LocalSendDiscovery
-    do {
-      discovery = try LocalSendDiscovery(me: { me }, identity: identity)
-      try await discovery.start()
-    } catch {
-      throw CLIFailure(
-        status: .discoveryUnavailable,
-        message: "cannot look for LocalSend devices: \(error)", code: .discoveryUnavailable)
-    }
+  func start(identity: Identity, name: String) async throws(CLIFailure) -> LocalSendLookout {
+    let lookout = try await LocalSendLookout.start(identity: identity, alias: name)
+    let discovery = lookout.discovery
     let (output, json) = (self.output, self.json)
     Task { [self] in
       var listed = Set<String>()
@@ -66,6 +55,6 @@ final class LocalSendBrowsing: Sendable {
             + "  \(target)\(device.usesTLS ? "" : "  plain HTTP")")
       }
     }
-    return discovery
+    return lookout
   }
 }

@@ -18,29 +18,39 @@ struct LocalSendSending: Sendable {
   /// What Ctrl-C must undo besides the upload (standard input's spool).
   var cleanup: @Sendable () -> Void = {}
 
-  /// Sends `batch` or `text` to the device `to` names (or the one at `address`).
-  ///
-  /// - Throws: ``CLIFailure``: declined (exit 4), busy or failed (1), PIN (5), not found (3).
-  func run(batch: SendBatch?, text: String?, to wanted: String?, address: String?)
-    async throws(CLIFailure)
-  {
-    let me = LocalSendDevice(
+  /// How this machine presents itself to LocalSend devices.
+  var me: LocalSendDevice {
+    LocalSendDevice(
       alias: name, deviceModel: "Ferry", deviceType: "headless",
       fingerprint: identity.fingerprint.hexString, port: Int(LocalSendProtocol.defaultPort),
       protocol: "https", download: false)
+  }
+
+  /// Finds devices as this machine.
+  var targets: LocalSendTargets { LocalSendTargets(identity: identity, me: me, output: output) }
+
+  /// Sends `batch` or `text` to the device `to` names (or the one at `address`, or the one
+  /// already `found`).
+  ///
+  /// - Throws: ``CLIFailure``: declined (exit 4), busy or failed (1), PIN (5), not found (3).
+  func run(
+    batch: SendBatch?, text: String?, to wanted: String?, address: String?,
+    found known: LocalSendTargets.Found? = nil
+  ) async throws(CLIFailure) {
     let upload: LocalSendUpload
     do {
       upload = try LocalSendUpload(identity: identity, me: me)
     } catch {
       throw CLIFailure(status: .usage, message: "\(error)", code: .identity)
     }
-    let finder = LocalSendTargets(identity: identity, me: me, output: output)
     let found: LocalSendTargets.Found
-    if let address {
-      found = try await finder.ask(
+    if let known {
+      found = known
+    } else if let address {
+      found = try await targets.ask(
         address: address, wanted: wanted, upload: upload, plainHTTP: false)
     } else {
-      found = try await finder.discover(wanted, until: deadline)
+      found = try await targets.discover(wanted, until: deadline)
     }
     let peer = Self.peer(found)
     if found.target.fingerprint != nil,

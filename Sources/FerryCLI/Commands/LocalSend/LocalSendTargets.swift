@@ -24,30 +24,46 @@ struct LocalSendTargets: Sendable {
   func discover(_ wanted: String?, until deadline: ContinuousClock.Instant)
     async throws(CLIFailure) -> Found
   {
-    let discovery: LocalSendDiscovery
-    do {
-      discovery = try LocalSendDiscovery(me: { [me] in me }, identity: identity)
-      try await discovery.start()
-    } catch {
-      throw CLIFailure(
-        status: .discoveryUnavailable,
-        message: "cannot look for LocalSend devices: \(error); use --address HOST:PORT",
-        code: .discoveryUnavailable)
-    }
-    defer { discovery.stop() }
+    let lookout = try await start()
+    defer { lookout.stop() }
     output.note(
       wanted.map { "Looking for LocalSend device '\(printable($0))'…" }
         ?? "Looking for LocalSend devices…")
     // No --to: whoever answers within a short listen (the announcements go at once, 0.5 and
     // 2 s); with --to, until the deadline.
     let listenEnd = wanted == nil ? min(deadline, .now + .seconds(3)) : deadline
-    let heard = await Self.collect(discovery, until: listenEnd) { sighting in
+    let heard = await Self.collect(lookout.discovery, until: listenEnd) { sighting in
       guard let wanted else { return false }
       return Self.matches(sighting.device, wanted)
     }
     let candidates = heard.filter { sighting in
       wanted.map { Self.matches(sighting.device, $0) } ?? true
     }
+    return try pick(candidates, heard: heard, wanted: wanted)
+  }
+
+  /// LocalSend's discovery, started: this machine announces itself so that devices answer,
+  /// with a server their `register` answers reach.
+  ///
+  /// - Throws: ``CLIFailure`` (`discovery-unavailable`, exit 6) when no interface has multicast.
+  func start() async throws(CLIFailure) -> LocalSendLookout {
+    do {
+      return try await LocalSendLookout.start(identity: identity, alias: me.alias)
+    } catch {
+      throw CLIFailure(
+        status: error.status, message: error.message + "; use --address HOST:PORT",
+        code: error.code)
+    }
+  }
+
+  /// The one of `candidates` (the devices `wanted` names among all `heard`; nil: any) to send
+  /// to, with the key its certificate must have.
+  ///
+  /// - Throws: ``CLIFailure``: none (exit 3), several (exit 3), a device that announces plain
+  ///   HTTP or no usable fingerprint (exit 5).
+  func pick(_ candidates: [LocalSendSighting], heard: [LocalSendSighting], wanted: String?)
+    throws(CLIFailure) -> Found
+  {
     guard let first = candidates.first else {
       let seen = heard.map { "'\(printable($0.device.alias))'" }.joined(separator: ", ")
       throw CLIFailure(
@@ -77,8 +93,7 @@ struct LocalSendTargets: Sendable {
           + "read the files. Turn encryption on in its settings",
         code: .authentication)
     }
-    let key = try? Fingerprint(parsing: device.fingerprint)
-    if device.usesTLS && key == nil {
+    guard let key = try? Fingerprint(parsing: device.fingerprint) else {
       throw CLIFailure(
         status: .authentication,
         message: "'\(printable(device.alias))' announced no usable fingerprint",
@@ -92,12 +107,12 @@ struct LocalSendTargets: Sendable {
     return Found(
       target: LocalSendTarget(
         host: first.address, port: device.port ?? Int(LocalSendProtocol.defaultPort),
-        fingerprint: device.usesTLS ? key : nil, plainHTTP: !device.usesTLS),
+        fingerprint: key, plainHTTP: false),
       device: device, pinned: pinned)
   }
 
   /// What is heard until `end`, or until `done` says a sighting is the one.
-  private static func collect(
+  static func collect(
     _ discovery: LocalSendDiscovery, until end: ContinuousClock.Instant,
     done: @escaping @Sendable (LocalSendSighting) -> Bool
   ) async -> [LocalSendSighting] {

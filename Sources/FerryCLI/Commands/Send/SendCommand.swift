@@ -170,15 +170,28 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     if localSend.isOn {
       let bar = ProgressBar(enabled: output.showsProgress)
       defer { bar.finish() }
-      try await LocalSendSending(
+      let sending = LocalSendSending(
         identity: identity, name: name ?? ProcessInfo.processInfo.hostName, pin: localSend.pin,
         output: events, bar: bar,
         keys: KeyCheck(
           knownPeers: knownPeers, output: events, bar: bar, interactive: Self.canAsk),
         deadline: .now + .seconds(timeout), retryFor: .seconds(retryFor),
-        cleanup: { spool?.remove() }
-      ).run(batch: batch, text: text, to: to.first, address: address)
-      return
+        cleanup: { spool?.remove() })
+      // --localsend --to NAME: whichever protocol NAME answers by (--protocol chooses one).
+      var found: LocalSendTargets.Found?
+      if localSend.chosen == nil, address == nil, let wanted = to.first {
+        let chooser = ProtocolChooser(
+          targets: sending.targets, serviceType: serviceType, output: events)
+        switch try await chooser.choose(wanted, as: references[0], until: sending.deadline) {
+        case .localSend(let device): found = device
+        case .ferry: found = nil
+        }
+      }
+      if found != nil || localSend.chosen == .localsend || address != nil || to.isEmpty {
+        try await sending.run(
+          batch: batch, text: text, to: to.first, address: address, found: found)
+        return
+      }
     }
     let session: Session
     do {

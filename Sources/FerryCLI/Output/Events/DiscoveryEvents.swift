@@ -14,6 +14,8 @@ struct PeerSeen: EventRecord {
 
   let name: String
   let fingerprint: String?
+  /// "ferry" (LocalSend devices are ``LocalSendFound``).
+  let `protocol`: String
   let protocolVersion: Int?
   let service: String
   let domain: String
@@ -26,6 +28,7 @@ struct PeerSeen: EventRecord {
   init(_ peer: DiscoveredPeer) {
     name = peer.name
     fingerprint = peer.info.fingerprint?.hexString
+    `protocol` = "ferry"
     protocolVersion = peer.info.protocolVersion
     service = peer.serviceType.dnsSDType
     domain = peer.domain

@@ -1,0 +1,67 @@
+import Ferry
+import FerryLocalSend
+import Foundation
+
+/// LocalSend discovery as a sending or browsing device does it: multicast announcements, and a
+/// server that answers `register` and `info` and takes no files. Devices answer an
+/// announcement by `POST /register` to the port it names — LocalSend 1.18 only so — and a
+/// device that started before this one is found that way.
+struct LocalSendLookout: Sendable {
+  /// What is heard: announcements, multicast answers and registrations.
+  let discovery: LocalSendDiscovery
+  /// The server registrations come to (nil when none could listen: devices are then heard
+  /// only when they announce themselves).
+  let server: LocalSendServer?
+
+  /// Starts the server (on LocalSend's port, else any free one) and discovery, as `me`'s
+  /// alias, announcing the server's port.
+  ///
+  /// - Throws: ``CLIFailure`` (`discovery-unavailable`, exit 6) when no interface has
+  ///   multicast.
+  static func start(identity: Identity, alias: String) async throws(CLIFailure)
+    -> LocalSendLookout
+  {
+    var server: LocalSendServer?
+    for port in [LocalSendProtocol.defaultPort, 0] {
+      guard
+        let candidate = try? LocalSendServer(
+          LocalSendServer.Configuration(
+            identity: identity, alias: alias, port: port, receives: false))
+      else { break }
+      if (try? await candidate.start()) != nil {
+        server = candidate
+        break
+      }
+    }
+    let fallback = LocalSendDevice(
+      alias: alias, deviceModel: "Ferry", deviceType: "headless",
+      fingerprint: identity.fingerprint.hexString, port: Int(LocalSendProtocol.defaultPort),
+      protocol: "https", download: false)
+    let discovery: LocalSendDiscovery
+    do {
+      discovery = try LocalSendDiscovery(
+        me: { [server] in server?.device ?? fallback }, identity: identity)
+      try await discovery.start()
+    } catch {
+      server?.stop()
+      throw CLIFailure(
+        status: .discoveryUnavailable,
+        message: "cannot look for LocalSend devices: \(error)",
+        code: .discoveryUnavailable)
+    }
+    if let server {
+      Task {
+        for await (device, address) in server.registrations {
+          discovery.heard(registration: device, from: address)
+        }
+      }
+    }
+    return LocalSendLookout(discovery: discovery, server: server)
+  }
+
+  /// Stops announcing, listening and serving.
+  func stop() {
+    discovery.stop()
+    server?.stop()
+  }
+}

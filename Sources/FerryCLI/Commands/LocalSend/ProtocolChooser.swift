@@ -1,0 +1,135 @@
+import Ferry
+import FerryLocalSend
+import Foundation
+import Synchronization
+
+/// `ferry send --localsend --to NAME|FINGERPRINT`: looks for the receiver among Ferry peers
+/// (Avahi) and LocalSend devices (multicast) at once, and says which protocol reaches it.
+///
+/// One key heard both ways (a `ferry receive --localsend`) is reached by Ferry, which resumes
+/// and verifies more; different receivers under one name need `--protocol`. Without an
+/// avahi-daemon, LocalSend devices are still found (and the note says Ferry peers are not).
+struct ProtocolChooser: Sendable {
+  /// The protocol that reaches the receiver.
+  enum Choice: Sendable {
+    /// A Ferry peer: the Ferry send finds it again (from Avahi's cache, at once).
+    case ferry
+    /// A LocalSend device, found.
+    case localSend(LocalSendTargets.Found)
+  }
+
+  let targets: LocalSendTargets
+  let serviceType: ServiceType
+  let output: EventWriter
+
+  /// How long after the first match the other protocol may still answer: LocalSend devices
+  /// answer announcements sent at once, after 0.5 s and after 2 s.
+  static let settle: Duration = .milliseconds(2500)
+
+  /// Finds `wanted` (classified as `reference`) by either protocol before `deadline`.
+  ///
+  /// Runs on the caller's task; polls both discoveries every 50 ms.
+  ///
+  /// - Throws: ``CLIFailure``: nothing named so (exit 3); a Ferry peer and a LocalSend device
+  ///   with different keys under the name (exit 2, `ambiguous-peer`); what
+  ///   ``LocalSendTargets/pick(_:heard:wanted:)`` throws for the device.
+  func choose(
+    _ wanted: String, as reference: PeerReference, until deadline: ContinuousClock.Instant
+  ) async throws(CLIFailure) -> Choice {
+    let browser: Browser
+    do {
+      browser = try Browser(serviceType: serviceType)
+    } catch {
+      output.note("Ferry peers are not visible (\(error)); looking for LocalSend devices only.")
+      return .localSend(try await targets.discover(wanted, until: deadline))
+    }
+    defer { browser.stop() }
+    let lookout: LocalSendLookout
+    do {
+      lookout = try await targets.start()
+    } catch {
+      output.note("LocalSend devices are not visible (\(error.message)); Ferry peers only.")
+      return .ferry
+    }
+    defer { lookout.stop() }
+    let discovery = lookout.discovery
+    output.note("Looking for '\(printable(wanted))' (Ferry and LocalSend)…")
+    let heard = Mutex<[String: LocalSendSighting]>([:])
+    let listening = Task {
+      for await sighting in discovery.sightings {
+        // A flood of made-up devices is not kept.
+        heard.withLock {
+          if $0.count < 256 || $0[sighting.device.fingerprint] != nil {
+            $0[sighting.device.fingerprint] = sighting
+          }
+        }
+      }
+    }
+    defer { listening.cancel() }
+    var firstMatch: ContinuousClock.Instant?
+    while true {
+      let ferry = browser.peers.filter { peer in
+        guard let key = peer.info.fingerprint, peer.peerID != nil else { return false }
+        return reference.matchesFingerprint(key) || reference.matchesName(peer.name)
+      }
+      let all = heard.withLock { Array($0.values) }
+      let local = all.filter { Self.names($0.device, wanted, reference) }
+      if firstMatch == nil && !(ferry.isEmpty && local.isEmpty) { firstMatch = .now }
+      let settled = firstMatch.map { ContinuousClock.now - $0 >= Self.settle } ?? false
+      if settled || ContinuousClock.now >= deadline {
+        return try decide(wanted, ferry: ferry, local: local, heard: all)
+      }
+      try? await Task.sleep(for: .milliseconds(50))
+    }
+  }
+
+  /// Whether `device` is the one `wanted` names: as ``LocalSendTargets/matches(_:_:)`` does,
+  /// or by a key a trusted name stands for.
+  private static func names(
+    _ device: LocalSendDevice, _ wanted: String, _ reference: PeerReference
+  ) -> Bool {
+    if LocalSendTargets.matches(device, wanted) { return true }
+    guard let key = try? Fingerprint(parsing: device.fingerprint) else { return false }
+    return reference.matchesFingerprint(key)
+  }
+
+  private func decide(
+    _ wanted: String, ferry: [DiscoveredPeer], local: [LocalSendSighting],
+    heard: [LocalSendSighting]
+  ) throws(CLIFailure) -> Choice {
+    switch (ferry.isEmpty, local.isEmpty) {
+    case (true, true):
+      throw CLIFailure(
+        status: .noPeer,
+        message: "no Ferry receiver or LocalSend device '\(printable(wanted))' found; "
+          + ReceiverFinder.nobodyHint,
+        code: .noPeer)
+    case (false, true):
+      return .ferry
+    case (true, false):
+      return .localSend(try targets.pick(local, heard: heard, wanted: wanted))
+    case (false, false):
+      let keys = Set(
+        ferry.compactMap { $0.info.fingerprint?.hexString }
+          + local.map { $0.device.fingerprint.uppercased() })
+      guard keys.count > 1 else {
+        output.note(
+          "'\(printable(wanted))' answers by Ferry and by LocalSend with one key: sending by "
+            + "Ferry (--protocol localsend sends by LocalSend).")
+        return .ferry
+      }
+      let lines =
+        ferry.map { "  Ferry      \($0.peerID?.description ?? printable($0.name))" }
+        + local.map {
+          "  LocalSend  \(DisplayText.quoted($0.device.alias)) "
+            + "[\(printable(String($0.device.fingerprint.prefix(16))))]  \($0.address)"
+        }
+      throw CLIFailure(
+        status: .usage,
+        message: "'\(printable(wanted))' names a Ferry receiver and a LocalSend device; choose "
+          + "with --protocol ferry or --protocol localsend (or --to more of the fingerprint):\n"
+          + lines.joined(separator: "\n"),
+        code: .ambiguousPeer)
+    }
+  }
+}
