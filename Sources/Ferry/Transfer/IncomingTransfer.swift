@@ -13,6 +13,9 @@ public final class IncomingTransfer: Sendable {
   public let folders: Int
   /// The paths in ``files`` that are streamed (size 0 there): their size is what arrives.
   public let streamed: Set<String>
+  /// Whether the sender's protocol resumes: a re-send of the same files goes on from what
+  /// arrived (false: LocalSend, which sends every file whole).
+  public let resumable: Bool
   /// Bytes in the whole offer (streamed files not counted: their size is not known).
   public var totalBytes: UInt64 { files.reduce(0) { $0 + $1.size } }
   /// Progress of the offer and each file. Cancelling it cancels the transfer on both ends.
@@ -21,10 +24,11 @@ public final class IncomingTransfer: Sendable {
 
   init(
     id: OfferID = .next(), peer: PeerID, files: [(path: String, size: UInt64)], folders: Int = 0,
-    streamed: Set<String> = [], progress: TransferProgress,
+    streamed: Set<String> = [], resumable: Bool = true, progress: TransferProgress,
     cancel: @escaping @Sendable () -> Void
   ) {
     self.streamed = streamed
+    self.resumable = resumable
     self.id = id
     self.peer = peer
     self.files = files

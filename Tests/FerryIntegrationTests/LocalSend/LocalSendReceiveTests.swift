@@ -159,6 +159,9 @@ extension LocalSendTests {
       #expect(await ferry.waitForExit(timeout: .seconds(30)) == 1, "\(ferry.stderr)")
       #expect(
         !FileManager.default.fileExists(atPath: destination.appendingPathComponent("big.bin").path))
+      // LocalSend cannot resume: the note does not promise it.
+      #expect(ferry.stderr.contains("cannot resume"), "\(ferry.stderr)")
+      #expect(!ferry.stderr.contains("again resumes"), "\(ferry.stderr)")
     }
 
     @Test("a checksum that does not match is 422 and nothing is placed")

@@ -329,7 +329,8 @@ package final class IncomingOffer: @unchecked Sendable {
     let transfer = IncomingTransfer(
       id: id, peer: peer, files: offered.map { ($0.path, $0.size) },
       folders: offered.count { $0.isFolder },
-      streamed: Set(offered.filter(\.isStreamed).map(\.path)), progress: progress
+      streamed: Set(offered.filter(\.isStreamed).map(\.path)), resumable: resumes,
+      progress: progress
     ) { [weak self] in
       self?.cancelFromApplication()
     }

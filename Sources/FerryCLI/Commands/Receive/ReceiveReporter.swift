@@ -242,8 +242,12 @@ struct ReceiveReporter: Sendable {
   }
 
   /// What stays of `transfer` when it ends early: what arrived, staged for a resume — but
-  /// nothing of a file sent as it was read (standard input), which cannot resume.
+  /// nothing of a file sent as it was read (standard input), or of a LocalSend sender's files,
+  /// which cannot resume.
   static func keptWords(_ transfer: IncomingTransfer) -> String {
+    guard transfer.resumable else {
+      return "its protocol (LocalSend) cannot resume: sending the files again starts them over"
+    }
     let kept = "what arrived is kept in the staging folder: sending the same files again resumes"
     if transfer.streamed.isEmpty { return kept }
     if transfer.streamed.count == transfer.files.count {
