@@ -102,6 +102,8 @@ public final class LocalSendUpload: Sendable {
   private let me: LocalSendDevice
   private let session = Mutex<(id: String, target: LocalSendTarget)?>(nil)
   private let cancelled = Atomic<Bool>(false)
+  /// The last session whose uploads were cut off, until the device said it ended it.
+  private let cutSession = Mutex<(id: String, target: LocalSendTarget)?>(nil)
   /// The device a prepare-upload waits on (a person there decides), for ``cancel()``.
   private let preparing = Mutex<LocalSendTarget?>(nil)
   /// The connections uploads are using or keeping, closed by ``cancel()``.
@@ -149,6 +151,11 @@ public final class LocalSendUpload: Sendable {
         sha256: sent[index].sha256, metadata: Self.metadata(item.url))
       (sent[index].status, sent[index].reason) = (nil, nil)
       progress.advance(index, to: 0)
+    }
+    // A session an earlier attempt left cut off may still hold the device (busy to this
+    // prepare-upload): it is ended first.
+    if previous != nil, let stale = cutSession.withLock({ $0 }) {
+      await end(session: stale.id, at: stale.target)
     }
     preparing.withLock { $0 = target }
     let answer: PrepareUploadResponse?
@@ -201,7 +208,16 @@ public final class LocalSendUpload: Sendable {
       }
     }
     if cancelled.load(ordering: .relaxed) { throw .cancelled }
-    return results.withLockedValue { $0 }
+    let returned = results.withLockedValue { $0 }
+    if offered.contains(where: { returned[$0].status == 0 }) {
+      // Uploads were cut off: the device's session waits for them. Ended now if the device
+      // can be reached, else before the next attempt.
+      cutSession.withLock { $0 = (response.sessionId, target) }
+      await end(session: response.sessionId, at: target)
+    } else {
+      cutSession.withLock { $0 = nil }
+    }
+    return returned
   }
 
   /// Sends a text message (a `text/plain` file whose text is its preview).
@@ -261,7 +277,21 @@ public final class LocalSendUpload: Sendable {
     } else {
       return
     }
+    await tell(path, at: target)
+  }
+
+  /// Ends session `id` at `target` (`cancel`), at most 2 s; whether it answered.
+  private func end(session id: String, at target: LocalSendTarget) async {
+    if await tell("\(LocalSendProtocol.Path.cancel)?sessionId=\(Self.escaped(id))", at: target) {
+      cutSession.withLock { if $0?.id == id { $0 = nil } }
+    }
+  }
+
+  /// POSTs `path` to `target`, waiting at most 2 s; whether it answered 2xx in time.
+  @discardableResult
+  private func tell(_ path: String, at target: LocalSendTarget) async -> Bool {
     let client = self.client
+    let answered = NIOLockedValueBox(false)
     // At most 2 s: whichever ends first (a request in NIO is not stopped by cancelling).
     let first = NIOLockedValueBox(true)
     await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -274,10 +304,13 @@ public final class LocalSendUpload: Sendable {
         }
       }
       Task {
-        _ = try? await client.request(
+        let answer = try? await client.request(
           .POST, host: target.host, port: target.port, path: path,
           expecting: target.fingerprint, plainHTTP: target.plainHTTP,
           answerTimeout: .seconds(2))
+        if let answer, (200..<300).contains(answer.status.code) {
+          answered.withLockedValue { $0 = true }
+        }
         resume()
       }
       Task {
@@ -285,6 +318,7 @@ public final class LocalSendUpload: Sendable {
         resume()
       }
     }
+    return answered.withLockedValue { $0 }
   }
 
   // MARK: Requests

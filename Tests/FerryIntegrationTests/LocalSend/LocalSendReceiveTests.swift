@@ -138,6 +138,51 @@ extension LocalSendTests {
       #expect(same(file, destination.appendingPathComponent("a.txt")))
     }
 
+    @Test("discovery over IPv6 alone, and by a multicast answer when the announcer has no server")
+    func discoveryVariants() async throws {
+      let name = LocalSendPeer.alias("ferry-rx")
+      let ferry = try await receiver(name, into: try temporaryDirectory("ls-dst"), ["--yes"])
+      defer { ferry.signal(SIGKILL) }
+      // No server: ferry's register answer cannot reach it, so ferry answers by multicast
+      // (no announce flag), as LocalSend apps do.
+      let quiet = try LocalSendPeer.start(
+        "discover", ["--no-server", "--seconds", "4"], alias: LocalSendPeer.alias("no-server"))
+      #expect(await quiet.waitForExit(timeout: .seconds(30)) == 0, "\(quiet.stdout)")
+      let answers = quiet.events("found").filter {
+        $0.string("alias") == name && $0.string("via") == "multicast"
+          && $0.bool("announce") != true
+      }
+      #expect(!answers.isEmpty, "\(quiet.stdout)")
+      // IPv6 alone: the peer's IPv4 group is one nobody else uses.
+      let six = try LocalSendPeer.start(
+        "discover", ["--ipv6", "--multicast-group", "239.255.77.77", "--seconds", "4"],
+        alias: LocalSendPeer.alias("six"))
+      #expect(await six.waitForExit(timeout: .seconds(30)) == 0, "\(six.stdout)")
+      let overSix = six.events("found").filter {
+        $0.string("alias") == name && ($0.string("address") ?? "").contains(":")
+      }
+      #expect(!overSix.isEmpty, "\(six.stdout)")
+      // And ferry browse hears an IPv6-only device.
+      let device = LocalSendPeer.alias("six-rx")
+      let peer = try LocalSendPeer.start(
+        "receive",
+        [
+          "--dir", try temporaryDirectory("ls-dst").path, "--seconds", "30", "--ipv6",
+          "--multicast-group", "239.255.77.77",
+        ], alias: device)
+      defer { peer.signal(SIGKILL) }
+      #expect(await LocalSendPeer.waitUntilListening(peer), "\(peer.stdout)")
+      let browse = try ChildProcess.ferry(
+        ["browse", "--localsend", "--timeout", "4", "--json"],
+        environment: TestEnvironment.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) {
+          $1
+        })
+      #expect(await browse.waitForExit(timeout: .seconds(30)) == 0, "\(browse.stderr)")
+      let found = browse.events("peer-found").first { $0.string("peer") == device }
+      let address = found?.string("address") ?? ""
+      #expect(address.hasPrefix("["), "\(browse.stdout)")
+    }
+
     @Test("the sender cancels mid-file: the transfer ends cancelled, nothing partial is placed")
     func senderCancels() async throws {
       let destination = try temporaryDirectory("ls-dst")

@@ -176,6 +176,71 @@ extension LocalSendTests {
       #expect(FileManager.default.fileExists(atPath: bothDir.appendingPathComponent("a.txt").path))
     }
 
+    @Test("--retry-for: connections reset for 3 s mid-file; what was not delivered goes again")
+    func retries() async throws {
+      let source = try temporaryDirectory("ls-src")
+      let names = (0..<3).map { "f\($0).bin" }
+      for (index, name) in names.enumerated() {
+        try writeFile(source.appendingPathComponent(name), size: 30 << 20, seed: UInt64(index))
+      }
+      let destination = try temporaryDirectory("ls-dst")
+      let peer = try await receiver(LocalSendPeer.alias("Phone"), into: destination)
+      defer { peer.signal(SIGKILL) }
+      func on(_ host: String, _ arguments: [String]) async throws {
+        _ = try await run(Harness.on!, [host] + arguments)
+      }
+      // Host a's egress at 200 Mbit, so that the cut comes mid-file.
+      try await on(
+        "a",
+        [
+          "tc", "qdisc", "replace", "dev", "mdns0", "root", "tbf", "rate", "200mbit", "burst",
+          "256kb", "latency", "100ms",
+        ])
+      let table = ["nft", "delete", "table", "inet", "lsfault"]
+      defer {
+        Task {
+          try? await on("a", ["tc", "qdisc", "del", "dev", "mdns0", "root"])
+          try? await on("b", table)
+        }
+      }
+      let ferry = try ChildProcess.ferry(
+        [
+          "send", "--localsend", "--json", "--retry-for", "60", "--address",
+          "\(Harness.hostAddresses["b"]!):53317",
+        ] + names.map { source.appendingPathComponent($0).path },
+        environment: TestEnvironment.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) {
+          $1
+        })
+      let moving = await ferry.waitForLine(timeout: .seconds(30)) {
+        $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > 20 << 20
+      }
+      #expect(moving != nil, "\(ferry.stdout)")
+      // Every TCP segment to the device's port is answered by a reset, for 3 s.
+      try await on("b", ["nft", "add", "table", "inet", "lsfault"])
+      try await on(
+        "b",
+        [
+          "nft", "add", "chain", "inet", "lsfault", "input",
+          "{ type filter hook input priority 0 ; }",
+        ])
+      try await on(
+        "b",
+        [
+          "nft", "add", "rule", "inet", "lsfault", "input", "tcp", "dport", "53317", "reject",
+          "with", "tcp", "reset",
+        ])
+      try await Task.sleep(for: .seconds(3))
+      try await on("b", table)
+      #expect(await ferry.waitForExit(timeout: .seconds(90)) == 0, "\(ferry.stderr)")
+      #expect(!ferry.events("retrying").isEmpty, "\(ferry.stdout)")
+      for name in names {
+        #expect(
+          try sha256(of: destination.appendingPathComponent(name))
+            == sha256(of: source.appendingPathComponent(name)), "\(name)")
+      }
+      #expect(ferry.events("done").last?.int("stored") == 3, "\(ferry.stdout)")
+    }
+
     @Test("browse --localsend lists a LocalSend device, with no avahi-daemon to ask")
     func browse() async throws {
       let alias = LocalSendPeer.alias("Tablet")

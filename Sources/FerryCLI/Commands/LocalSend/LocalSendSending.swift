@@ -116,10 +116,19 @@ struct LocalSendSending: Sendable {
             bar.above { output.note("\(peer) accepted \(Quantity.count(count, "file")).") }
           })
       } catch {
-        // Again after a cut, the device may still be ending the session that was cut: busy
-        // for a moment.
-        if case .busy = error, attempt > 1, ContinuousClock.now - started < retryFor {
-          try? await Task.sleep(for: .seconds(2))
+        if Self.isTransient(error, again: attempt > 1), !Interrupts.wasInterrupted,
+          ContinuousClock.now - started < retryFor
+        {
+          attempt += 1
+          let delay = min(5, 1 << min(attempt - 2, 3))
+          output.emit(
+            Retrying(
+              peer: label, attempt: attempt, delay: Double(delay), reason: printable("\(error)")))
+          bar.above {
+            output.note(
+              "\(label): \(printable("\(error)")); trying again in \(delay) s (--retry-for)…")
+          }
+          try? await Task.sleep(for: .seconds(delay))
           continue
         }
         progress.finish()
@@ -133,7 +142,7 @@ struct LocalSendSending: Sendable {
       // Uploads cut off (status 0) go again whole, in a new session, while --retry-for lasts;
       // what was delivered is not offered again.
       let cut = results.filter { $0.status == 0 }
-      guard !cut.isEmpty, ContinuousClock.now - started < retryFor, attempt < 5 else { break }
+      guard !cut.isEmpty, ContinuousClock.now - started < retryFor, attempt < 20 else { break }
       attempt += 1
       output.emit(
         Retrying(peer: label, attempt: attempt, delay: 1, reason: cut[0].reason ?? "cut off"))
@@ -253,6 +262,17 @@ struct LocalSendSending: Sendable {
       ?? Fingerprint(
         sha256Of: Array("ferry: unverified LocalSend device at \(found.target)".utf8))
     return LocalSendSender.peer(alias: found.device.alias, key: key)
+  }
+
+  /// Whether `error` may pass while `--retry-for` lasts: the device out of reach or the
+  /// connection cut — and, `again` (after a cut), no answer in time or busy (it may still be
+  /// ending the session that was cut). A refusal, a PIN or a wrong certificate is final.
+  static func isTransient(_ error: LocalSendSendError, again: Bool) -> Bool {
+    switch error {
+    case .request(.unreachable), .request(.failed): return true
+    case .request(.timedOut), .busy: return again
+    default: return false
+    }
   }
 
   /// A refused send as the CLI says it: 403 declined (exit 4), 409 busy (1), 401 and 429 a
