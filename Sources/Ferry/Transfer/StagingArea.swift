@@ -117,9 +117,17 @@ final class StagingArea: Sendable {
     while true {
       let candidate =
         String(name.dropLast(Self.partSuffix.count)) + "-"
-        + Hex.lowercase((0..<6).map { _ in UInt8.random(in: 0...255) }) + Self.partSuffix
+        + Hex.lowercase(Self.randomBytes(6)) + Self.partSuffix
       if claim(candidate) { return candidate }
     }
+  }
+
+  /// `count` (at most 8) random bytes from one draw of the system's generator (one
+  /// getrandom(2), not one per byte).
+  static func randomBytes(_ count: Int) -> [UInt8] {
+    var generator = SystemRandomNumberGenerator()
+    let word: UInt64 = generator.next()
+    return (0..<min(count, 8)).map { UInt8(truncatingIfNeeded: word >> ($0 * 8)) }
   }
 
   /// A staging name of its own, claimed, for a streamed file (``streamSuffix``): never resumed,
@@ -128,7 +136,7 @@ final class StagingArea: Sendable {
     let stem = String(name.dropLast(Self.partSuffix.count))
     while true {
       let candidate =
-        stem + "-" + Hex.lowercase((0..<6).map { _ in UInt8.random(in: 0...255) })
+        stem + "-" + Hex.lowercase(Self.randomBytes(6))
         + Self.streamSuffix + Self.partSuffix
       if claim(candidate) { return candidate }
     }
@@ -273,7 +281,7 @@ final class StagingArea: Sendable {
     while renameNoReplace(fd, name, fd, received) != 0 {
       guard errno == EEXIST else { throw .cannotWrite("staging file \(name): \(errnoText())") }
       received =
-        stem + "-" + Hex.lowercase((0..<6).map { _ in UInt8.random(in: 0...255) })
+        stem + "-" + Hex.lowercase(Self.randomBytes(6))
         + Self.receivedSuffix
     }
     removeMeta(name)

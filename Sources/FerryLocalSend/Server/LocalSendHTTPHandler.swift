@@ -59,6 +59,9 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
   /// Counts requests: an answer computed for one (a decision, a verdict) is never given to
   /// the next.
   private var requestNumber = 0
+  /// Whether a request was received and its answer is not flushed yet (counted by the
+  /// server, for ``LocalSendServer/drain(timeout:)``).
+  private var owesAnswer = false
   /// The session whose prepare-upload waits for its answer on this connection.
   private var preparing: String?
   private var context: ChannelHandlerContext?
@@ -86,6 +89,10 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     deadline?.cancel()
     idle?.cancel()
     self.context = nil
+    if owesAnswer {
+      owesAnswer = false
+      server.requestAnswered()
+    }
   }
 
   func channelInactive(context: ChannelHandlerContext) {
@@ -141,6 +148,10 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     }
     answered = false
     requestNumber &+= 1
+    if !owesAnswer {
+      owesAnswer = true
+      server.requestStarted()
+    }
     deadline?.cancel()
     let (path, query) = Self.split(head.uri)
     switch (head.method, path) {
@@ -462,6 +473,10 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     let finished = context.eventLoop.makePromise(of: Void.self)
     context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: finished)
     let done = finished.futureResult
+    if owesAnswer {
+      owesAnswer = false
+      done.whenComplete { [server] _ in server.requestAnswered() }
+    }
     switch state {
     case .json, .upload: state = .answered
     case .answered:

@@ -80,6 +80,8 @@ public final class LocalSendServer: Sendable {
   private let current = Mutex<UploadSession?>(nil)
   private let connectionCount = Mutex<[String: Int]>([:])
   private let channel = Mutex<(any Channel)?>(nil)
+  /// Requests received whose answers are not flushed yet.
+  private let unanswered = Atomic<Int>(0)
 
   /// What the application is asked about: files (a ``ResourceOffer``) and text messages.
   public let incoming: AsyncStream<LocalSendIncoming>
@@ -155,6 +157,22 @@ public final class LocalSendServer: Sendable {
     incomingContinuation.finish()
     registrationsContinuation.finish()
   }
+
+  /// Waits until every request received has its answer flushed (or its connection closed),
+  /// at most `timeout`: the last file's 200 leaves before a process that stops on the
+  /// transfer's end exits. Any task.
+  public func drain(timeout: Duration) async {
+    let end = ContinuousClock.now + timeout
+    while unanswered.load(ordering: .acquiring) > 0, ContinuousClock.now < end {
+      try? await Task.sleep(for: .milliseconds(2))
+    }
+  }
+
+  /// A request was received (its answer is owed). On its connection's event loop.
+  func requestStarted() { unanswered.add(1, ordering: .relaxed) }
+
+  /// A request's answer was flushed, or its connection closed first. Any thread.
+  func requestAnswered() { unanswered.subtract(1, ordering: .releasing) }
 
   /// Cancels the session under way, if any (the application's cancel): its sender's uploads
   /// are cut off.

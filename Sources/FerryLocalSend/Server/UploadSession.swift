@@ -202,11 +202,10 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
 
   /// An unguessable token (128 bits, hex).
   static func token() -> String {
+    // Two draws from the system's generator: one getrandom(2) each, not one per byte.
     var generator = SystemRandomNumberGenerator()
-    return (0..<16).map { _ in
-      let byte = UInt8.random(in: 0...255, using: &generator)
-      return String(byte, radix: 16).count == 1
-        ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
-    }.joined()
+    let words = [generator.next() as UInt64, generator.next() as UInt64]
+    return Hex.lowercase(
+      words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> ($0 * 8)) } })
   }
 }

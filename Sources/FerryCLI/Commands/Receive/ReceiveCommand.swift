@@ -290,9 +290,9 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       advertiser.stop()
       if let localSend {
         // The last LocalSend answer (a file's 200, a text's 204) is written on its connection's
-        // thread after the outcome is known: let it leave before the process ends.
+        // thread after the outcome is known: it leaves before the process ends.
         localSend.stopListening()
-        try? await Task.sleep(for: .milliseconds(500))
+        await localSend.server.drain(timeout: .seconds(2))
       }
       // The last FILE_ACKs are on their way: let the sender hang up first (at most 5 s).
       await session.waitUntilDisconnected(timeout: .seconds(5))
