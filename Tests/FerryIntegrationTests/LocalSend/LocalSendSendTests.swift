@@ -254,6 +254,22 @@ extension LocalSendTests {
       #expect(await browse.waitForExit(timeout: .seconds(30)) == 0, "\(browse.stderr)")
       let found = browse.events("peer-found").first { $0.string("peer") == alias }
       #expect(found?.string("protocol") == "localsend", "\(browse.stdout)")
+      // While it looks, its server takes register answers but no files.
+      let looking = try ChildProcess.ferry(
+        ["browse", "--localsend", "--timeout", "20", "--json"],
+        environment: TestEnvironment.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) {
+          $1
+        })
+      defer { looking.signal(SIGKILL) }
+      #expect(await looking.waitForEvent("peer-found", timeout: .seconds(15)) != nil)
+      let file = try temporaryDirectory("ls-src").appendingPathComponent("a.txt")
+      try writeFile(file, size: 10)
+      let sender = try LocalSendPeer.start(
+        "send",
+        [
+          "--address", "\(Harness.hostAddresses["a"]!):53317", "--expect", "declined", file.path,
+        ], alias: LocalSendPeer.alias("phone"), on: "c")
+      #expect(await sender.waitForExit(timeout: .seconds(30)) == 0, "\(sender.stdout)")
       #expect(found?.string("address") == "\(Harness.hostAddresses["b"]!):53317")
       #expect(browse.stderr.contains("Ferry peers are not visible"))
     }
