@@ -32,6 +32,12 @@ let package = Package(
       pkgConfig: "avahi-client",
       providers: [.apt(["libavahi-client-dev"])]
     ),
+    // QR codes for `ferry receive --web`'s link, drawn in the terminal.
+    .systemLibrary(
+      name: "CQRencode",
+      pkgConfig: "libqrencode",
+      providers: [.apt(["libqrencode-dev"])]
+    ),
     // Linux system calls the Glibc module does not export (renameat2, syncfs, sync_file_range).
     .target(name: "CFerrySystem"),
     // The wire protocol: frames, their codec, messages, errors and limits. Standard library
@@ -75,6 +81,7 @@ let package = Package(
       dependencies: [
         "Ferry",
         "FerryLocalSend",
+        "CQRencode",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ]

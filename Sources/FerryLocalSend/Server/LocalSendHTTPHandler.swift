@@ -62,6 +62,8 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
   /// Whether a request was received and its answer is not flushed yet (counted by the
   /// server, for ``LocalSendServer/drain(timeout:)``).
   private var owesAnswer = false
+  /// A web receiver's browser, as its last request named it (`User-Agent`).
+  private var userAgent: String?
   /// The session whose prepare-upload waits for its answer on this connection.
   private var preparing: String?
   private var context: ChannelHandlerContext?
@@ -154,6 +156,17 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     }
     deadline?.cancel()
     let (path, query) = Self.split(head.uri)
+    if let gate = server.webGate {
+      userAgent = head.headers.first(name: "user-agent")
+      let verdict = gate.verdict(
+        method: head.method, path: path, headers: head.headers, address: address)
+      if case .serve(let status, let body, let type) = verdict {
+        // A refused request's body is not read: its connection closes after the answer.
+        return write(
+          status, body: Array(body.utf8), type: type, context: context,
+          closing: head.method != .GET || status != .ok)
+      }
+    }
     switch (head.method, path) {
     case (.GET, LocalSendProtocol.Path.info), (.POST, LocalSendProtocol.Path.info),
       (.GET, LocalSendProtocol.Path.infoV1):
@@ -306,9 +319,12 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       return respond(.tooManyRequests, text: "too many wrong PINs", context: context)
     case .start: break
     }
-    let sender = LocalSendSender(
-      device: request.info, address: address,
-      proven: server.tls == nil ? nil : presented.value)
+    let sender =
+      server.webGate == nil
+      ? LocalSendSender(
+        device: request.info, address: address,
+        proven: server.tls == nil ? nil : presented.value)
+      : LocalSendSender(browserAt: address, userAgent: userAgent, claim: request.info.fingerprint)
     let promise = context.eventLoop.makePromise(of: UploadSession.Preparation.self)
     let number = requestNumber
     preparing = id
@@ -461,6 +477,9 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     }
     var headers = HTTPHeaders()
     headers.add(name: "content-type", value: type)
+    if server.webGate != nil {
+      for (name, value) in WebPage.securityHeaders { headers.add(name: name, value: value) }
+    }
     headers.add(name: "content-length", value: "\(body.count)")
     if closing { headers.add(name: "connection", value: "close") }
     let head = HTTPResponseHead(version: .http1_1, status: status, headers: headers)

@@ -17,11 +17,14 @@ public struct LocalSendSender: Sendable, CustomStringConvertible {
   /// Whether a client certificate proved its fingerprint (LocalSend 2.2); false for an app of
   /// 1.17 or older, which presents none (its fingerprint is only what it claims).
   public let verified: Bool
+  /// Whether it is a browser on ``LocalSendWebAccess``'s page (`ferry receive --web`): its
+  /// alias is "Browser", its model the User-Agent it sent, and nothing about it is proven.
+  public let isBrowser: Bool
 
   /// "alice [9F2C 41AB …] (LocalSend, Pixel 8, phone)"; "unverified" when it is.
   public var description: String {
     // What the device says of itself, without controls (a newline would forge a line).
-    var kind = ["LocalSend"]
+    var kind = [isBrowser ? "web page" : "LocalSend"]
     if let model = device.deviceModel, !model.isEmpty { kind.append(Self.displayName(model)) }
     if let type = device.deviceType, !type.isEmpty { kind.append(Self.displayName(type)) }
     if !verified { kind.append("unverified") }
@@ -34,12 +37,33 @@ public struct LocalSendSender: Sendable, CustomStringConvertible {
     self.device = device
     self.address = address
     verified = proven != nil
+    isBrowser = false
     peer = Self.peer(
       alias: device.alias,
       key: proven
         ?? Fingerprint(
           sha256Of: Array(
             "ferry: unverified LocalSend sender \(device.fingerprint) at \(address)".utf8)))
+  }
+
+  /// A browser on a web receiver's page at `address`: "Browser", its User-Agent (cut to 200
+  /// bytes on a character boundary) as its model, type "web", and a key derived from its
+  /// page's random claim and its address, which nothing can hold.
+  init(browserAt address: String, userAgent: String?, claim: String) {
+    var model = ""
+    for character in userAgent ?? "" {
+      guard model.utf8.count + String(character).utf8.count <= 200 else { break }
+      model.append(character)
+    }
+    device = LocalSendDevice(
+      alias: "Browser", deviceModel: model.isEmpty ? nil : model, deviceType: "web",
+      fingerprint: claim, port: nil, protocol: "http", download: false)
+    self.address = address
+    verified = false
+    isBrowser = true
+    peer = Self.peer(
+      alias: "Browser",
+      key: Fingerprint(sha256Of: Array("ferry: a browser's claim \(claim) at \(address)".utf8)))
   }
 
   /// A LocalSend device as Ferry's known peers and messages see it: its alias as a display name

@@ -38,6 +38,10 @@ public final class LocalSendServer: Sendable {
     /// Whether files and texts are taken; false: `prepare-upload` is refused (403) and the
     /// server answers discovery (`register`, `info`) only, as a sending device's does.
     public var receives: Bool
+    /// A web page's link (`ferry receive --web`): the page is served under it, and nothing
+    /// else without its token. Set with `plainHTTP` (browsers refuse self-signed
+    /// certificates).
+    public var web: LocalSendWebAccess?
 
     /// A configuration; the defaults are LocalSend 2.2's strict side (HTTPS, client
     /// certificates required, no PIN) on its usual port.
@@ -45,7 +49,8 @@ public final class LocalSendServer: Sendable {
       identity: Identity, alias: String, deviceModel: String? = "Ferry",
       deviceType: String = "headless", port: UInt16 = LocalSendProtocol.defaultPort,
       senderCheck: LocalSendSenderCheck = .certificate, pin: String? = nil,
-      plainHTTP: Bool = false, stall: Duration = .seconds(60), receives: Bool = true
+      plainHTTP: Bool = false, stall: Duration = .seconds(60), receives: Bool = true,
+      web: LocalSendWebAccess? = nil
     ) {
       self.identity = identity
       self.alias = alias
@@ -57,6 +62,7 @@ public final class LocalSendServer: Sendable {
       self.plainHTTP = plainHTTP
       self.stall = stall
       self.receives = receives
+      self.web = web
     }
   }
 
@@ -76,6 +82,8 @@ public final class LocalSendServer: Sendable {
 
   let configuration: Configuration
   let tls: LocalSendTLS?
+  /// What a web receiver answers before any route (nil: not one).
+  let webGate: WebGate?
   let sessions: Mutex<UploadSessionMachine>
   private let current = Mutex<UploadSession?>(nil)
   private let connectionCount = Mutex<[String: Int]>([:])
@@ -99,6 +107,7 @@ public final class LocalSendServer: Sendable {
   /// - Throws: NIOSSL's error when the identity cannot make a TLS context.
   public init(_ configuration: Configuration) throws {
     self.configuration = configuration
+    webGate = configuration.web.map(WebGate.init)
     tls =
       configuration.plainHTTP
       ? nil

@@ -10,7 +10,8 @@ extension InvitationPrompt {
     output.emit(
       LocalSendAsked(
         peer: sender.peer.displayName, fingerprint: sender.peer.fingerprint.hexString,
-        status: Self.status(status), protocol: "localsend", verified: sender.verified,
+        status: Self.status(status), protocol: sender.isBrowser ? "web" : "localsend",
+        verified: sender.verified,
         deviceType: sender.device.deviceType, deviceModel: sender.device.deviceModel,
         address: sender.address, files: offer?.files.count, folders: offer?.folders.count,
         text: text, bytes: offer.map { Int($0.totalBytes) }))
@@ -22,7 +23,9 @@ extension InvitationPrompt {
   func ask(localSend offer: ResourceOffer, from sender: LocalSendSender, status: KnownPeers.Status)
     async -> Answer
   {
-    var lines = Self.heading(sender, status: status, wants: "wants to send (LocalSend)")
+    var lines = Self.heading(
+      sender, status: status,
+      wants: sender.isBrowser ? "wants to send (web page)" : "wants to send (LocalSend)")
     let overview = TreeOverview(offer.files.map(\.path))
     lines += Self.listing(
       count: offer.files.count, bytes: offer.totalBytes,
@@ -53,6 +56,14 @@ extension InvitationPrompt {
       let warning = warning(status, name: sender.peer.displayName, now: sender.peer.fingerprint)
     {
       lines += [warning, ""]
+    }
+    if sender.isBrowser {
+      // Nothing about a browser is proven: where it is and what it says it is, escaped.
+      lines.append("A browser at \(sender.address) \(wants)")
+      lines.append("  \(printable(sender.device.deviceModel ?? "no User-Agent"))")
+      lines.append(
+        "  plain HTTP: anyone on this network could read or change what it sends")
+      return lines
     }
     var device: [String] = []
     // Each escaped on its own: a newline in what a device says would forge a line.

@@ -40,6 +40,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         ferry receive --localsend --accept-trusted --pin 4711   # LocalSend apps too
         ferry receive --localsend --localsend-legacy --localsend-interface wlan0
         ferry receive --localsend --localsend-http --localsend-port 53318 --yes --dir /srv/drop
+        ferry receive --web --once              # a browser sends: scan the QR code, then asked
       """)
 
   @OptionGroup var logging: LogOptions
@@ -121,6 +122,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
 
   @OptionGroup var localSend: LocalSendReceiveOptions
 
+  @OptionGroup var web: WebReceiveOptions
+
   @OptionGroup var output: OutputOptions
 
   func validate() throws {
@@ -197,12 +200,17 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       settings.localsend
       ? try await LocalSendReceiving.start(
         self.localSend, identity: identity, displayName: displayName, output: output) : nil
+    let webPage =
+      web.enabled
+      ? try await WebReceiving.start(
+        web, identity: identity, displayName: displayName, output: output) : nil
     Interrupts.onInterrupt { [output] in
       // What had arrived stays on screen; the cancels below draw nothing over it.
       bar.stop()
       sink?.removePrivateFolder()
       advertiser.stop()
       localSend?.stopListening()
+      webPage?.stopListening()
       // Senders waiting on a question hear a decline (exit 4), not a vanished connection;
       // the DECLINE needs a moment on the wire before the process ends.
       if open.declineAll(reason: "the receiver stopped") > 0 {
@@ -286,13 +294,14 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         "Also receiving from LocalSend apps on port \(localSend.server.port)"
           + (localSend.discovery == nil ? "." : ", announced on the local network."))
     }
+    webPage?.serve(decisions: decisions, reporter: reporter, knownPeers: knownPeers)
     for await failure in outcomes.stream where once {
       advertiser.stop()
-      if let localSend {
-        // The last LocalSend answer (a file's 200, a text's 204) is written on its connection's
-        // thread after the outcome is known: it leaves before the process ends.
-        localSend.stopListening()
-        await localSend.server.drain(timeout: .seconds(2))
+      // The last LocalSend or web answer (a file's 200, a text's 204) is written on its
+      // connection's thread after the outcome is known: it leaves before the process ends.
+      for front in [localSend, webPage].compactMap({ $0 }) {
+        front.stopListening()
+        await front.server.drain(timeout: .seconds(2))
       }
       // The last FILE_ACKs are on their way: let the sender hang up first (at most 5 s).
       await session.waitUntilDisconnected(timeout: .seconds(5))

@@ -70,6 +70,16 @@ struct PeerLost: EventRecord {
   }
 }
 
+/// `web-link`: `receive --web` serves its page at these links (one per address on the local
+/// network) until `expires`.
+struct WebLink: EventRecord {
+  static let events: [Event] = [.webLink]
+  let urls: [String]
+  let port: Int
+  /// When the link stops working (ISO 8601, UTC).
+  let expires: String
+}
+
 /// `advertising`: `receive` is listening (and, when `discoverable`, published through mDNS).
 struct Advertising: EventRecord {
   static let events: [Event] = [.advertising]

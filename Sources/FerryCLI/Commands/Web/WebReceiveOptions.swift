@@ -1,0 +1,37 @@
+import ArgumentParser
+
+/// `ferry receive`'s web page options: `--web` serves a page through which a browser on the
+/// local network uploads files (a link with an unguessable token, drawn as a QR code).
+struct WebReceiveOptions: ParsableArguments {
+  @Flag(
+    name: .customLong("web"),
+    help: ArgumentHelp(
+      "Also serve a web page through which a browser on the local network sends files: its "
+        + "link (printed, with a QR code) carries an unguessable token and expires.",
+      discussion: """
+        Plain HTTP: browsers refuse self-signed certificates. Anyone on the network could read \
+        or change what a browser sends; each browser's files are asked about (or taken by \
+        --yes) as a LocalSend sender's are.
+        """))
+  var enabled = false
+
+  @Option(
+    name: .customLong("web-port"),
+    help: "The web page's port (default: any free one).")
+  var port: UInt16 = 0
+
+  @Option(
+    name: .customLong("web-expires"),
+    help: ArgumentHelp(
+      "Minutes until the web link stops working (default 10).", valueName: "minutes"))
+  var minutes: Double = 10
+
+  func validate() throws {
+    guard minutes > 0, minutes <= 24 * 60 else {
+      throw ValidationError("--web-expires must be between 0 and 1440 minutes")
+    }
+    if !enabled && (port != 0 || minutes != 10) {
+      throw ValidationError("--web-port and --web-expires go with --web")
+    }
+  }
+}

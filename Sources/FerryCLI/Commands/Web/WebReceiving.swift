@@ -1,0 +1,57 @@
+import Ferry
+import FerryLocalSend
+import Foundation
+
+/// `ferry receive --web`: a page served over plain HTTP at a link with an unguessable token,
+/// printed (and drawn as a QR code on a terminal) for each address this machine has on the
+/// local network. A browser's files go through the LocalSend front end's endpoints into the
+/// same ``ReceiveDecisions`` and ``ReceiveReporter`` as every other sender's.
+enum WebReceiving {
+  /// Starts the page's server.
+  ///
+  /// - Throws: ``CLIFailure`` (`cannot-listen`) when the port is taken.
+  static func start(
+    _ options: WebReceiveOptions, identity: Identity, displayName: String, output: EventWriter
+  ) async throws(CLIFailure) -> LocalSendReceiving {
+    let access = LocalSendWebAccess(
+      token: LocalSendWebAccess.newToken(),
+      expires: .now + .milliseconds(Int64(options.minutes * 60_000)))
+    let server: LocalSendServer
+    do {
+      server = try LocalSendServer(
+        LocalSendServer.Configuration(
+          identity: identity, alias: displayName, deviceModel: "Ferry", deviceType: "headless",
+          port: options.port, senderCheck: .allowUnverified, plainHTTP: true, web: access))
+      try await server.start()
+    } catch {
+      throw CLIFailure(
+        status: .usage, message: "cannot serve the web page on port \(options.port): \(error)",
+        code: .cannotListen)
+    }
+    let urls = LocalSendWebAccess.addresses().map { "http://\($0):\(server.port)\(access.pagePath)" }
+    let expires = Date.now.addingTimeInterval(options.minutes * 60)
+    output.emit(
+      WebLink(urls: urls, port: Int(server.port), expires: EventWriter.timestamp(expires)))
+    show(urls, minutes: options.minutes, output: output)
+    Task {
+      try? await Task.sleep(until: access.expires)
+      output.note("The web link expired: browsers get \"expired or wrong link\" now.")
+    }
+    return LocalSendReceiving(server: server, discovery: nil)
+  }
+
+  /// The link for people: each address's URL, its QR code on a terminal, and the risk.
+  private static func show(_ urls: [String], minutes: Double, output: EventWriter) {
+    let lasts = minutes >= 1 ? "\(wholeNumber(minutes)) min" : "\(wholeNumber(minutes * 60)) s"
+    output.note(
+      "Web page: open this link on the other device, on the same network (plain HTTP: anyone "
+        + "on this network could read or change what is sent; the link works for \(lasts)):")
+    let drawn = StandardStream.error.isTerminal && !output.quiet
+    for url in urls {
+      output.note("  \(url)")
+      guard drawn, let lines = TerminalQRCode.lines(for: url, colors: TerminalStyle.enabled)
+      else { continue }
+      StandardStream.error.write(lines.joined(separator: "\n") + "\n")
+    }
+  }
+}

@@ -1,0 +1,40 @@
+import CQRencode
+
+/// A QR code drawn in the terminal with libqrencode (level M, 8-bit mode), two modules per
+/// character cell with half blocks, inside a quiet zone of two modules.
+enum TerminalQRCode {
+  /// The lines that draw `text`, or nil when it cannot be encoded (too long).
+  ///
+  /// - Parameter colors: Dark on light by ANSI colours (any terminal background); without,
+  ///   light modules are drawn as blocks, which reads right on a dark background only.
+  static func lines(for text: String, colors: Bool) -> [String]? {
+    guard let code = QRcode_encodeString(text, 0, QR_ECLEVEL_M, QR_MODE_8, 1) else { return nil }
+    defer { QRcode_free(code) }
+    let width = Int(code.pointee.width)
+    let quiet = 2
+    let size = width + 2 * quiet
+    // Module (x, y) is dark when bit 0 of its byte is set; the quiet zone is light.
+    func dark(_ x: Int, _ y: Int) -> Bool {
+      let (mx, my) = (x - quiet, y - quiet)
+      guard mx >= 0, my >= 0, mx < width, my < width else { return false }
+      return code.pointee.data[my * width + mx] & 1 == 1
+    }
+    var lines: [String] = []
+    for y in stride(from: 0, to: size, by: 2) {
+      var line = colors ? "\u{1B}[30;47m" : ""
+      for x in 0..<size {
+        // Drawn: dark modules with colours (black on white), light ones without.
+        let top = dark(x, y) == colors
+        let bottom = y + 1 < size && dark(x, y + 1) == colors
+        switch (top, bottom) {
+        case (true, true): line += "█"
+        case (true, false): line += "▀"
+        case (false, true): line += "▄"
+        case (false, false): line += " "
+        }
+      }
+      lines.append(line + (colors ? "\u{1B}[0m" : ""))
+    }
+    return lines
+  }
+}

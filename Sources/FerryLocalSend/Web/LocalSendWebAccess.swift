@@ -1,0 +1,73 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// What makes a ``LocalSendServer`` a web page's receiver (`ferry receive --web`): the link's
+/// unguessable token and when it expires. The page is served at ``pagePath``; its requests to
+/// LocalSend's upload endpoints carry the token in ``tokenHeader``. Without the token — or
+/// after ``expires`` — nothing is served but a plain "expired or wrong link" page.
+public struct LocalSendWebAccess: Sendable {
+  /// 128 random bits, lower-case hex.
+  public let token: String
+  /// When the link stops working.
+  public let expires: ContinuousClock.Instant
+
+  /// The header a page's API requests carry the token in.
+  public static let tokenHeader = "x-ferry-token"
+  /// Wrong tokens one address may try before it is refused (429) until the server stops.
+  public static let wrongTokensPerAddress = 20
+
+  /// - Parameters:
+  ///   - token: The link's token (``newToken()``).
+  ///   - expires: When the link stops working.
+  public init(token: String, expires: ContinuousClock.Instant) {
+    self.token = token
+    self.expires = expires
+  }
+
+  /// A fresh token: 128 bits from the system's generator, as 32 lower-case hex digits.
+  public static func newToken() -> String {
+    var generator = SystemRandomNumberGenerator()
+    let words = [generator.next() as UInt64, generator.next() as UInt64]
+    return words.map { word in
+      let hex = String(word, radix: 16)
+      return String(repeating: "0", count: 16 - hex.count) + hex
+    }.joined()
+  }
+
+  /// The page's path: `/r/TOKEN`.
+  public var pagePath: String { "/r/\(token)" }
+
+  /// Whether the link still works.
+  public var isValid: Bool { ContinuousClock.now < expires }
+
+  /// Whether `given` is the token, compared in time independent of where they differ.
+  func matches(_ given: String) -> Bool {
+    let (a, b) = (Array(given.utf8), Array(token.utf8))
+    guard a.count == b.count else { return false }
+    return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+  }
+
+  /// The addresses a browser nearby can reach: each interface's IPv4 address and global IPv6
+  /// address (link-local ones need a zone no browser takes), loopback only when there is
+  /// nothing else. IPv6 ones in brackets, ready for a URL. Any thread.
+  public static func addresses() -> [String] {
+    let devices = (try? System.enumerateDevices()) ?? []
+    var found: [String] = []
+    for device in devices {
+      guard let ip = device.address?.ipAddress else { continue }
+      switch device.address {
+      case .v4:
+        if !ip.hasPrefix("127.") { found.append(ip) }
+      case .v6:
+        let lower = ip.lowercased()
+        if lower != "::1" && !lower.hasPrefix("fe80") { found.append("[\(ip)]") }
+      default:
+        continue
+      }
+    }
+    var seen = Set<String>()
+    found = found.filter { seen.insert($0).inserted }
+    return found.isEmpty ? ["127.0.0.1"] : found
+  }
+}

@@ -1,0 +1,72 @@
+import NIOHTTP1
+import Synchronization
+
+/// What a web receiver (``LocalSendWebAccess``) answers before any route runs: the page and
+/// its script and style under the link, LocalSend's upload endpoints for requests that carry
+/// the token, and the plain "expired or wrong link" page for everything else. An address that
+/// presents 20 wrong tokens is refused (429) until the server stops. Thread-safe.
+final class WebGate: Sendable {
+  /// What a request gets.
+  enum Verdict: Equatable {
+    /// On to LocalSend's routes.
+    case pass
+    /// This answer, and nothing else.
+    case serve(HTTPResponseStatus, body: String, type: String)
+  }
+
+  let access: LocalSendWebAccess
+  /// Wrong tokens by address (at most ``rememberedAddresses`` kept).
+  private let wrongTokens = Mutex<[String: Int]>([:])
+  /// Addresses whose wrong tokens are counted.
+  static let rememberedAddresses = 4096
+
+  init(_ access: LocalSendWebAccess) {
+    self.access = access
+  }
+
+  /// The verdict on a request for `path` (no query) with `method` and `headers`, from
+  /// `address`.
+  func verdict(method: HTTPMethod, path: String, headers: HTTPHeaders, address: String) -> Verdict
+  {
+    let html = "text/html; charset=utf-8"
+    let refused = Verdict.serve(.notFound, body: WebPage.expired, type: html)
+    if wrongTokens.withLock({ ($0[address] ?? 0) >= LocalSendWebAccess.wrongTokensPerAddress }) {
+      return .serve(.tooManyRequests, body: WebPage.expired, type: html)
+    }
+    if path.hasPrefix("/api/localsend/") {
+      guard let given = headers.first(name: LocalSendWebAccess.tokenHeader), access.matches(given)
+      else {
+        countWrong(address)
+        return .serve(.forbidden, body: WebPage.expired, type: html)
+      }
+      guard access.isValid else { return .serve(.gone, body: WebPage.expired, type: html) }
+      switch (method, path) {
+      case (.GET, LocalSendProtocol.Path.info), (.POST, LocalSendProtocol.Path.prepareUpload),
+        (.POST, LocalSendProtocol.Path.upload), (.POST, LocalSendProtocol.Path.cancel):
+        return .pass
+      default:
+        return refused
+      }
+    }
+    guard method == .GET, path.hasPrefix("/r/") else { return refused }
+    let parts = path.dropFirst(3).split(separator: "/", omittingEmptySubsequences: false)
+    guard let token = parts.first, access.matches(String(token)) else {
+      countWrong(address)
+      return refused
+    }
+    guard access.isValid else { return .serve(.gone, body: WebPage.expired, type: html) }
+    switch parts.count == 1 ? "" : String(parts[1...].joined(separator: "/")) {
+    case "": return .serve(.ok, body: WebPage.html(base: access.pagePath), type: html)
+    case "app.js": return .serve(.ok, body: WebPage.script, type: "text/javascript; charset=utf-8")
+    case "app.css": return .serve(.ok, body: WebPage.css, type: "text/css; charset=utf-8")
+    default: return refused
+    }
+  }
+
+  private func countWrong(_ address: String) {
+    wrongTokens.withLock { counts in
+      guard counts[address] != nil || counts.count < Self.rememberedAddresses else { return }
+      counts[address, default: 0] += 1
+    }
+  }
+}

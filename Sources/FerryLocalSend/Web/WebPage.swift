@@ -1,0 +1,309 @@
+import Foundation
+
+/// The page `ferry receive --web` serves: a file picker, a folder picker and a drop zone, each
+/// file's progress and the total, a clear end state, and errors in words. No external
+/// resources (it works with no internet); its script and style are files of their own under
+/// the link, so that the Content-Security-Policy allows nothing inline. It uploads through
+/// LocalSend's endpoints (`prepare-upload`, `upload`, `cancel`), the link's token in
+/// ``LocalSendWebAccess/tokenHeader``.
+enum WebPage {
+  /// The headers every web response carries: nothing but this server's own script, style and
+  /// requests; no framing, no referrer (the link's token is in its path), no caching.
+  static let securityHeaders: [(String, String)] = [
+    (
+      "content-security-policy",
+      "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        + "img-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+    ("cache-control", "no-store"),
+    ("x-frame-options", "DENY"),
+  ]
+
+  /// What a request without the token (or after the link expired) gets.
+  static let expired = """
+    <!doctype html>
+    <html lang="en"><head><meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    <title>Link expired or wrong</title></head>
+    <body><h1>This link has expired or is wrong</h1>
+    <p>Ask for a new one: the person receiving runs <code>ferry receive --web</code> again.</p>
+    </body></html>
+    """
+
+  /// The page itself, its script and style under `base` (the link's path).
+  static func html(base: String) -> String {
+    htmlTemplate.replacingOccurrences(of: "BASE/", with: base + "/")
+  }
+
+  private static let htmlTemplate = """
+    <!doctype html>
+    <html lang="en"><head><meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    <title>Send files with Ferry</title>
+    <link rel="stylesheet" href="BASE/app.css"></head>
+    <body><main>
+    <h1>Send files to <span id="name">this computer</span></h1>
+    <p class="note">Plain HTTP on your local network: others on it could see what you send.</p>
+    <section id="drop" aria-label="Files to send">
+    <p>Drop files or folders here, or</p>
+    <div class="pickers">
+    <label class="button" for="files">Choose files</label>
+    <input id="files" type="file" multiple>
+    <label class="button" for="folder">Choose a folder</label>
+    <input id="folder" type="file" webkitdirectory multiple>
+    </div></section>
+    <ul id="list" aria-label="Chosen files"></ul>
+    <p id="summary"></p>
+    <progress id="total" max="1" value="0" aria-label="Total progress" hidden></progress>
+    <div class="actions">
+    <button id="send" type="button" disabled>Send</button>
+    <button id="clear" type="button" class="secondary" disabled>Clear</button>
+    </div>
+    <p id="status" role="status" aria-live="polite"></p>
+    </main><script src="BASE/app.js"></script></body></html>
+    """
+
+  /// The page's style: one column that fits a 360-px phone and centres on a desktop.
+  static let css = """
+    :root{color-scheme:light dark;--accent:#0b63ce;--bg:#fff;--fg:#1b1b1b;--muted:#5c5c5c;\
+    --line:#d0d0d0}
+    @media (prefers-color-scheme:dark){:root{--bg:#141414;--fg:#ececec;--muted:#a8a8a8;\
+    --line:#3a3a3a;--accent:#5aa2ff}}
+    *{box-sizing:border-box}
+    body{margin:0;background:var(--bg);color:var(--fg);\
+    font:16px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+    main{max-width:40rem;margin:0 auto;padding:1rem}
+    h1{font-size:1.4rem;margin:.5rem 0 .25rem;overflow-wrap:anywhere}
+    .note{color:var(--muted);font-size:.9rem;margin:0 0 1rem}
+    #drop{border:2px dashed var(--line);border-radius:.75rem;padding:1rem;text-align:center}
+    #drop.over{border-color:var(--accent)}
+    #drop p{margin:0 0 .75rem}
+    .pickers{display:flex;flex-wrap:wrap;gap:.5rem;justify-content:center}
+    input[type=file]{position:absolute;width:1px;height:1px;opacity:0}
+    input[type=file]:focus-visible+.button,.button:focus-visible{outline:3px solid var(--accent)}
+    .button,button{display:inline-block;border:0;border-radius:.5rem;padding:.7rem 1.1rem;\
+    font:inherit;font-weight:600;background:var(--accent);color:#fff;cursor:pointer;\
+    min-height:2.75rem}
+    button.secondary{background:transparent;color:var(--accent);border:1px solid var(--line)}
+    button:disabled{opacity:.45;cursor:default}
+    ul{list-style:none;padding:0;margin:1rem 0}
+    li{display:grid;grid-template-columns:1fr auto;gap:.1rem .75rem;padding:.5rem 0;\
+    border-bottom:1px solid var(--line)}
+    li .path{overflow-wrap:anywhere}
+    li .size,li .state{color:var(--muted);font-size:.85rem}
+    li progress{grid-column:1/3;width:100%;height:.4rem}
+    li.done .state{color:#1a7f37}
+    li.failed .state{color:#c62828}
+    progress{width:100%}
+    .actions{display:flex;gap:.5rem;margin:1rem 0}
+    #status{font-weight:600;min-height:1.5rem}
+    #status.error{color:#c62828}
+    #status.ok{color:#1a7f37}
+    """
+
+  /// The page's script: picks, lists, asks (`prepare-upload`), uploads three at a time with
+  /// progress, and says how it ended. Text from files and answers goes in as text, never as
+  /// markup.
+  static let script = #"""
+    "use strict";
+    const token = location.pathname.split("/")[2] || "";
+    const api = "/api/localsend/v2/";
+    const $ = (id) => document.getElementById(id);
+    let chosen = [];
+    let busy = false;
+
+    function size(n) {
+      const units = ["bytes", "KB", "MB", "GB", "TB"];
+      let i = 0;
+      while (n >= 1000 && i < units.length - 1) { n /= 1000; i++; }
+      return (i === 0 ? n : n.toFixed(n < 10 ? 1 : 0)) + " " + units[i];
+    }
+
+    function say(text, kind) {
+      const s = $("status");
+      s.textContent = text;
+      s.className = kind || "";
+    }
+
+    function render() {
+      const list = $("list");
+      list.replaceChildren();
+      let total = 0;
+      for (const item of chosen) {
+        const li = document.createElement("li");
+        const path = document.createElement("span");
+        path.className = "path";
+        path.textContent = item.path;
+        const bytes = document.createElement("span");
+        bytes.className = "size";
+        bytes.textContent = size(item.file.size);
+        const state = document.createElement("span");
+        state.className = "state";
+        const bar = document.createElement("progress");
+        bar.max = Math.max(item.file.size, 1);
+        bar.value = 0;
+        bar.setAttribute("aria-label", "Progress of " + item.path);
+        bar.hidden = true;
+        li.append(path, bytes, state, bar);
+        item.li = li; item.bar = bar; item.state = state;
+        list.append(li);
+        total += item.file.size;
+      }
+      $("summary").textContent = chosen.length
+        ? chosen.length + (chosen.length === 1 ? " file, " : " files, ") + size(total) : "";
+      $("send").disabled = busy || chosen.length === 0;
+      $("clear").disabled = busy || chosen.length === 0;
+    }
+
+    function add(file, path) {
+      path = (path || file.name).replace(/^\/+/, "");
+      if (!chosen.some((c) => c.path === path)) chosen.push({ file, path });
+    }
+
+    function readEntry(entry, prefix) {
+      return new Promise((resolve) => {
+        if (entry.isFile) {
+          entry.file((f) => { add(f, prefix + f.name); resolve(); }, () => resolve());
+        } else if (entry.isDirectory) {
+          const reader = entry.createReader();
+          const all = [];
+          const next = () => reader.readEntries(async (batch) => {
+            if (batch.length === 0) {
+              for (const e of all) await readEntry(e, prefix + entry.name + "/");
+              resolve();
+            } else { all.push(...batch); next(); }
+          }, () => resolve());
+          next();
+        } else { resolve(); }
+      });
+    }
+
+    $("files").addEventListener("change", (e) => {
+      if (busy) { e.target.value = ""; return; }
+      for (const f of e.target.files) add(f, f.name);
+      e.target.value = ""; say(""); render();
+    });
+    $("folder").addEventListener("change", (e) => {
+      if (busy) { e.target.value = ""; return; }
+      for (const f of e.target.files) add(f, f.webkitRelativePath || f.name);
+      e.target.value = ""; say(""); render();
+    });
+    const drop = $("drop");
+    drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+    drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+    drop.addEventListener("drop", async (e) => {
+      e.preventDefault();
+      drop.classList.remove("over");
+      if (busy) return;
+      const entries = [...e.dataTransfer.items].map((i) => i.webkitGetAsEntry && i.webkitGetAsEntry());
+      if (entries.every((x) => x)) {
+        for (const entry of entries) await readEntry(entry, "");
+      } else {
+        for (const f of e.dataTransfer.files) add(f, f.name);
+      }
+      say(""); render();
+    });
+    $("clear").addEventListener("click", () => {
+      chosen = []; say(""); $("total").hidden = true; render();
+    });
+
+    const refusals = {
+      401: "The receiver wants a PIN, which a web page cannot give.",
+      403: "Declined by the receiver.",
+      404: "This link has expired or is wrong.",
+      409: "The receiver is busy with another transfer. Try again in a moment.",
+      410: "This link has expired. Ask for a new one.",
+      413: "Too large: the receiver refuses this much.",
+      429: "Too many attempts. Wait, then try again.",
+      507: "Not enough space on the receiving side.",
+    };
+
+    function request(method, path, body, onProgress) {
+      return new Promise((resolve) => {
+        const x = new XMLHttpRequest();
+        x.open(method, api + path);
+        x.setRequestHeader("x-ferry-token", token);
+        if (onProgress) x.upload.onprogress = (e) => onProgress(e.loaded);
+        x.onload = () => resolve({ status: x.status, text: x.responseText });
+        x.onerror = () => resolve({ status: 0, text: "" });
+        x.send(body);
+      });
+    }
+
+    async function send() {
+      busy = true; render();
+      $("send").disabled = true;
+      const files = {};
+      chosen.forEach((c, i) => {
+        files["f" + i] = { id: "f" + i, fileName: c.path, size: c.file.size,
+          fileType: c.file.type || "application/octet-stream" };
+      });
+      const claim = [...crypto.getRandomValues(new Uint8Array(32))]
+        .map((b) => b.toString(16).padStart(2, "0")).join("");
+      const info = { alias: "Browser", version: "2.2", deviceModel: null, deviceType: "web",
+        fingerprint: claim, port: null, protocol: "http", download: false };
+      say("Waiting for the receiver to accept…");
+      const answer = await request("POST", "prepare-upload", JSON.stringify({ info, files }));
+      if (answer.status === 204) { finish("Nothing to send: the receiver already has these files.", "ok"); return; }
+      if (answer.status !== 200) {
+        finish(refusals[answer.status] || (answer.status === 0
+          ? "The receiver cannot be reached." : "Refused (HTTP " + answer.status + ")."), "error");
+        return;
+      }
+      let session;
+      try { session = JSON.parse(answer.text); } catch (e) { finish("The receiver answered nonsense.", "error"); return; }
+      const total = chosen.reduce((n, c) => n + c.file.size, 0);
+      const sent = new Array(chosen.length).fill(0);
+      const bar = $("total");
+      bar.hidden = false; bar.max = Math.max(total, 1); bar.value = 0;
+      const update = () => { bar.value = sent.reduce((a, b) => a + b, 0); };
+      say("Sending…");
+      const queue = chosen.map((c, i) => i);
+      let failed = 0;
+      async function worker() {
+        while (queue.length) {
+          const i = queue.shift();
+          const item = chosen[i];
+          const id = "f" + i;
+          const fileToken = session.files && session.files[id];
+          if (!fileToken) { item.state.textContent = "skipped"; item.li.className = "done"; continue; }
+          item.bar.hidden = false;
+          item.state.textContent = "sending";
+          const q = "upload?sessionId=" + encodeURIComponent(session.sessionId)
+            + "&fileId=" + encodeURIComponent(id) + "&token=" + encodeURIComponent(fileToken);
+          const r = await request("POST", q, item.file, (n) => { item.bar.value = n; sent[i] = n; update(); });
+          if (r.status === 200) {
+            sent[i] = item.file.size; item.bar.value = item.bar.max; update();
+            item.state.textContent = "sent"; item.li.className = "done";
+          } else {
+            failed++;
+            item.li.className = "failed";
+            item.state.textContent = r.status === 0 ? "connection lost"
+              : r.status === 422 ? "arrived damaged" : refusals[r.status] || ("failed (HTTP " + r.status + ")");
+          }
+        }
+      }
+      await Promise.all([worker(), worker(), worker()]);
+      const ok = chosen.length - failed;
+      finish(failed === 0 ? "Done: " + ok + (ok === 1 ? " file" : " files") + " sent."
+        : "Sent " + ok + " of " + chosen.length + " files; " + failed + " failed.", failed ? "error" : "ok");
+    }
+
+    function finish(text, kind) {
+      busy = false;
+      say(text, kind);
+      $("status").scrollIntoView({ block: "nearest" });
+      $("send").disabled = true;
+      $("clear").disabled = false;
+    }
+
+    $("send").addEventListener("click", send);
+    request("GET", "info", null).then((r) => {
+      if (r.status !== 200) { say(refusals[r.status] || "This link does not work.", "error"); return; }
+      try { $("name").textContent = JSON.parse(r.text).alias || "this computer"; } catch (e) {}
+    });
+    render();
+    """#
+}

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""ferry receive --web in a real browser: headless Chromium (Debian's chromium, chromium-driver
+and python3-selenium) uploads files and a folder through the page; the bytes, the prompt, a
+decline, expiry and a wrong token are checked, and screenshots are taken at phone and desktop
+size. Run by Tests/Web/run.sh inside a network namespace that has only loopback: the browser can
+reach nothing but the receiver on 127.0.0.1.
+
+usage: browser_test.py FERRY_BINARY SCREENSHOT_DIR
+"""
+import hashlib
+import json
+import os
+import pty
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+FERRY, SHOTS = sys.argv[1], sys.argv[2]
+os.makedirs(SHOTS, exist_ok=True)
+WORK = tempfile.mkdtemp(prefix="ferry-web-")
+ENV = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent/ferry-test-bus")
+failures = []
+
+
+def check(ok, what):
+    """One expectation, reported as scripts/test counts Swift Testing's (one line each)."""
+    what = "web: " + what.replace('"', "'")
+    print(('\u2714 Test "%s" passed after 0.000 seconds.' if ok
+           else '\u2718 Test "%s" failed after 0.000 seconds.') % what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def tree(root):
+    out = {}
+    for base, _, files in os.walk(root):
+        for name in files:
+            full = os.path.join(base, name)
+            out[os.path.relpath(full, root)] = sha(full)
+    return out
+
+
+def receiver(name, extra, terminal=False):
+    """Starts ferry receive --web --json; returns (process, url, master fd or None, dest)."""
+    dest = os.path.join(WORK, name)
+    os.makedirs(dest)
+    env = dict(ENV, FERRY_HOME=os.path.join(WORK, "home-" + name))
+    args = [FERRY, "receive", "--web", "--json", "--port", "0", "--dir", dest] + extra
+    master = None
+    if terminal:
+        master, slave = pty.openpty()
+        proc = subprocess.Popen(args, env=env, stdin=slave, stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+    else:
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    url = None
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        event = json.loads(line)
+        if event["event"] == "web-link":
+            url = event["urls"][0]
+            break
+    if url is None:
+        proc.kill()
+        raise SystemExit("ferry receive --web gave no link")
+    return proc, url, master, dest
+
+
+def browser(width, height):
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 f"--window-size={width},{height}", "--no-first-run", "--disable-extensions",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--user-data-dir=" + tempfile.mkdtemp(prefix="chromium-", dir=WORK)]:
+        options.add_argument(flag)
+    if width < 500:
+        options.add_experimental_option("mobileEmulation", {
+            "deviceMetrics": {"width": width, "height": height, "pixelRatio": 2}})
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def status_text(driver):
+    return driver.find_element(By.ID, "status").text
+
+
+def wait_status(driver, prefix, timeout=60):
+    try:
+        WebDriverWait(driver, timeout).until(lambda d: status_text(d).startswith(prefix))
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def make_sources():
+    src = os.path.join(WORK, "src")
+    os.makedirs(os.path.join(src, "album", "2026", "raw"))
+    files = {"notes.txt": 1234, "photo.jpg": 3 << 20, "album/cover.png": 40000,
+             "album/2026/a.bin": 777, "album/2026/raw/b.bin": 5 << 20, "album/empty.txt": 0}
+    for rel, size in files.items():
+        with open(os.path.join(src, rel), "wb") as f:
+            f.write(os.urandom(size))
+    with open(os.path.join(src, "big.bin"), "wb") as f:
+        f.write(os.urandom(40 << 20))
+    return src
+
+
+def main():
+    src = make_sources()
+
+    # 1. A phone-sized page: two files and a folder, accepted by --yes.
+    proc, url, _, dest = receiver("phone", ["--yes"])
+    driver = browser(360, 740)
+    try:
+        driver.get(url)
+        WebDriverWait(driver, 10).until(
+            lambda d: d.find_element(By.ID, "name").text not in ("", "this computer"))
+        check("Send files to" in driver.find_element(By.TAG_NAME, "h1").text, "phone: heading")
+        resources = driver.execute_script(
+            "return performance.getEntriesByType('resource').map(e => e.name)")
+        check(all(r.startswith(url.split("/r/")[0]) for r in resources),
+              "phone: no resource from elsewhere " + repr(resources))
+        width = driver.execute_script("return document.documentElement.scrollWidth")
+        check(width <= 360, f"phone: nothing wider than the screen ({width} px)")
+        driver.save_screenshot(os.path.join(SHOTS, "phone-1-empty.png"))
+        files = driver.find_element(By.ID, "files")
+        files.send_keys(os.path.join(src, "notes.txt") + "\n" + os.path.join(src, "photo.jpg"))
+        driver.find_element(By.ID, "folder").send_keys(os.path.join(src, "album"))
+        WebDriverWait(driver, 10).until(
+            lambda d: len(d.find_elements(By.CSS_SELECTOR, "#list li")) >= 6)
+        driver.save_screenshot(os.path.join(SHOTS, "phone-2-chosen.png"))
+        driver.find_element(By.ID, "send").click()
+        check(wait_status(driver, "Done"), "phone: the page says Done: " + status_text(driver))
+        driver.save_screenshot(os.path.join(SHOTS, "phone-3-done.png"))
+        got = tree(dest)
+        want = {k: v for k, v in tree(src).items() if k != "big.bin"}
+        check(got == want, f"phone: every byte arrived ({len(got)} files)")
+    finally:
+        driver.quit()
+        proc.terminate()
+        proc.wait(10)
+
+    # 2. A desktop-sized page: one 40 MB file, accepted at the terminal (the prompt says who).
+    proc, url, master, dest = receiver("desktop", ["--once"], terminal=True)
+    driver = browser(1280, 800)
+    try:
+        driver.get(url)
+        driver.save_screenshot(os.path.join(SHOTS, "desktop-1-empty.png"))
+        driver.find_element(By.ID, "files").send_keys(os.path.join(src, "big.bin"))
+        driver.find_element(By.ID, "send").click()
+        prompt = read_until(master, b"[y/N]", 30)
+        check(b"A browser at 127.0.0.1 wants to send (web page)" in prompt,
+              "desktop: the prompt names a browser and its address")
+        check(b"HeadlessChrome" in prompt or b"Chrome" in prompt,
+              "desktop: the prompt shows the browser's User-Agent")
+        check(b"plain HTTP" in prompt, "desktop: the prompt states plain HTTP")
+        driver.save_screenshot(os.path.join(SHOTS, "desktop-2-waiting.png"))
+        os.write(master, b"y\n")
+        check(wait_status(driver, "Done", 120), "desktop: Done: " + status_text(driver))
+        driver.save_screenshot(os.path.join(SHOTS, "desktop-3-done.png"))
+        check(tree(dest) == {"big.bin": sha(os.path.join(src, "big.bin"))},
+              "desktop: the 40 MB file arrived")
+        try:
+            code = proc.wait(15)
+        except subprocess.TimeoutExpired:
+            code = None
+        check(code == 0, f"desktop: --once ends after the browser's files (exit {code})")
+    finally:
+        driver.quit()
+        proc.terminate()
+        proc.wait(10)
+
+    # 3. Declined at the terminal: the page says so; nothing is written.
+    proc, url, master, dest = receiver("declined", [], terminal=True)
+    driver = browser(360, 740)
+    try:
+        driver.get(url)
+        driver.find_element(By.ID, "files").send_keys(os.path.join(src, "notes.txt"))
+        driver.find_element(By.ID, "send").click()
+        read_until(master, b"[y/N]", 30)
+        os.write(master, b"n\n")
+        check(wait_status(driver, "Declined"), "declined: the page says so: " + status_text(driver))
+        driver.save_screenshot(os.path.join(SHOTS, "phone-4-declined.png"))
+        check(os.listdir(dest) == [], "declined: nothing written")
+    finally:
+        driver.quit()
+        proc.terminate()
+        proc.wait(10)
+
+    # 4. A wrong token, and an expired link: the plain page, no form.
+    proc, url, _, dest = receiver("expiring", ["--yes", "--web-expires", "0.1"])
+    driver = browser(360, 740)
+    try:
+        base, token = url.split("/r/")
+        wrong = base + "/r/" + ("0" if token[0] != "0" else "1") + token[1:]
+        driver.get(wrong)
+        check("expired or is wrong" in driver.find_element(By.TAG_NAME, "h1").text,
+              "wrong token: the plain page")
+        check(not driver.find_elements(By.ID, "files"), "wrong token: no form")
+        driver.save_screenshot(os.path.join(SHOTS, "phone-5-wrong-link.png"))
+        time.sleep(7)
+        driver.get(url)
+        check("expired" in driver.find_element(By.TAG_NAME, "h1").text, "expired: the plain page")
+        try:
+            urllib.request.urlopen(urllib.request.Request(
+                base + "/api/localsend/v2/info", headers={"x-ferry-token": token}))
+            check(False, "expired: the API refuses the token")
+        except urllib.error.HTTPError as e:
+            check(e.code == 410, f"expired: the API answers 410 ({e.code})")
+    finally:
+        driver.quit()
+        proc.terminate()
+        proc.wait(10)
+
+    shutil.rmtree(WORK, ignore_errors=True)
+    print(f"{len(failures)} failed" if failures else "all passed", flush=True)
+    sys.exit(1 if failures else 0)
+
+
+def read_until(fd, needle, timeout):
+    """What the terminal showed until `needle` (or the timeout)."""
+    seen = b""
+    deadline = time.time() + timeout
+    while time.time() < deadline and needle not in seen:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                break
+    return seen
+
+
+if __name__ == "__main__":
+    main()
