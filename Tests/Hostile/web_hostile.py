@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Hostile HTTP clients against `ferry receive --web` (standard library only): traversal names,
+oversized headers, a trickling head, wrong and replayed tokens. After each, the receiver lives,
+has written nothing outside its folder, and an honest upload through the API still works.
+Run by Tests/Web/run.sh inside a namespace with only loopback.
+
+usage: web_hostile.py FERRY_BINARY
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+FERRY = sys.argv[1]
+WORK = tempfile.mkdtemp(prefix="ferry-web-hostile-")
+failures = []
+
+
+def check(ok, what):
+    """One expectation, reported as scripts/test counts Swift Testing's."""
+    what = "web hostile: " + what.replace('"', "'")
+    print(('\u2714 Test "%s" passed after 0.000 seconds.' if ok
+           else '\u2718 Test "%s" failed after 0.000 seconds.') % what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def start(extra=()):
+    dest = os.path.join(WORK, "dest-%d" % time.monotonic_ns())
+    os.makedirs(dest)
+    env = dict(os.environ, FERRY_HOME=os.path.join(WORK, "home"),
+               DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent/ferry-test-bus")
+    proc = subprocess.Popen([FERRY, "receive", "--web", "--yes", "--json", "--port", "0",
+                             "--dir", dest, *extra], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    for line in proc.stdout:
+        event = json.loads(line)
+        if event["event"] == "web-link":
+            url = event["urls"][0]
+            base, token = url.split("/r/")
+            port = int(base.rsplit(":", 1)[1])
+            return proc, port, token, dest
+    raise SystemExit("no web-link")
+
+
+def api(port, path, token, body=None, method="POST"):
+    request = urllib.request.Request(
+        "http://127.0.0.1:%d/api/localsend/v2/%s" % (port, path), data=body, method=method,
+        headers={"x-ferry-token": token, "content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+    except OSError as e:
+        return 0, str(e).encode()
+
+
+def prepare(port, token, names):
+    files = {"f%d" % i: {"id": "f%d" % i, "fileName": n, "size": 5, "fileType": "text/plain"}
+             for i, n in enumerate(names)}
+    info = {"alias": "Browser", "version": "2.2", "deviceModel": None, "deviceType": "web",
+            "fingerprint": "ab" * 32, "port": None, "protocol": "http", "download": False}
+    return api(port, "prepare-upload", token, json.dumps({"info": info, "files": files}).encode())
+
+
+def honest(port, token, dest, name):
+    status, body = prepare(port, token, [name])
+    if status != 200:
+        return False
+    answer = json.loads(body)
+    status, _ = api(port, "upload?sessionId=%s&fileId=f0&token=%s"
+                    % (answer["sessionId"], answer["files"]["f0"]), token, b"hello")
+    deadline = time.time() + 10
+    while time.time() < deadline and not os.path.exists(os.path.join(dest, name)):
+        time.sleep(0.05)
+    return status == 200 and open(os.path.join(dest, name), "rb").read() == b"hello"
+
+
+def raw(port, data, read_for=5.0):
+    s = socket.create_connection(("127.0.0.1", port), timeout=read_for)
+    try:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        got = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        return got
+    except OSError:
+        return b""
+    finally:
+        s.close()
+
+
+def main():
+    proc, port, token, dest = start()
+    try:
+        # Traversal and absolute names, and the Unicode look-alikes of a slash: refused whole.
+        for name in ["../evil.txt", "/etc/evil.txt", "a/../../evil.txt", "a/\u0000b", "",
+                     "a/./b", "a//b", "x/" * 300 + "deep"]:
+            status, _ = prepare(port, token, [name])
+            check(status in (400, 403), "name %r refused (%d)" % (name[:40], status))
+        # Names that are one plain file name on Linux (a division slash, a backslash): taken
+        # or refused, but never anywhere but inside the folder.
+        for name in ["a\u2215..\u2215evil", "..\\evil.txt"]:
+            status, body = prepare(port, token, [name])
+            if status == 200:
+                answer = json.loads(body)
+                api(port, "upload?sessionId=%s&fileId=f0&token=%s"
+                    % (answer["sessionId"], answer["files"]["f0"]), token, b"hello")
+            check(status in (200, 400, 403), "name %r: taken or refused (%d)" % (name, status))
+        time.sleep(0.5)
+        check(not any(n for n in os.listdir(WORK) if "evil" in n), "nothing written outside")
+        check(all(os.path.realpath(os.path.join(base, n)).startswith(os.path.realpath(dest))
+                  for base, _, names in os.walk(dest) for n in names),
+              "everything written is inside the folder")
+        # 200 KiB of headers: refused, the receiver lives.
+        reply = raw(port, b"GET /r/" + token.encode() + b" HTTP/1.1\r\nHost: x\r\nX-Big: "
+                    + b"a" * (200 << 10) + b"\r\n\r\n")
+        check(not reply.startswith(b"HTTP/1.1 200"), "oversized headers not served")
+        check(proc.poll() is None, "alive after oversized headers")
+        # A head trickled one byte a second: cut within the request deadline (10 s).
+        s = socket.create_connection(("127.0.0.1", port))
+        started = time.monotonic()
+        closed_after = None
+        try:
+            for byte in b"GET /r/" + token.encode() + b" HTTP/1.1\r\nHost: x\r\n" + b"X" * 40:
+                s.send(bytes([byte]))
+                time.sleep(1)
+                if time.monotonic() - started > 20:
+                    break
+        except OSError:
+            closed_after = time.monotonic() - started
+        s.close()
+        check(closed_after is not None and closed_after < 15,
+              "a trickled head is cut (after %s s)" % (closed_after and round(closed_after, 1)))
+        # A wrong token on the API, a token in the query instead of the header, a token for
+        # another file's upload: refused.
+        status, _ = api(port, "info", "0" * 32, method="GET")
+        check(status == 403, "wrong token on the API: 403 (%d)" % status)
+        status, body = prepare(port, token, ["one.txt"])
+        answer = json.loads(body) if status == 200 else {}
+        if answer:
+            status, _ = api(port, "upload?sessionId=%s&fileId=f0&token=%s"
+                            % (answer["sessionId"], answer["files"]["f0"]), token, b"hello")
+            check(status == 200, "an upload with its token: 200")
+            time.sleep(0.5)
+            status, _ = api(port, "upload?sessionId=%s&fileId=f0&token=%s"
+                            % (answer["sessionId"], answer["files"]["f0"]), token, b"HELLO")
+            check(status in (403, 409), "the same upload replayed: refused (%d)" % status)
+            check(open(os.path.join(dest, "one.txt"), "rb").read() == b"hello",
+                  "the replay wrote nothing")
+        check(honest(port, token, dest, "honest.txt"), "an honest upload still works")
+        # 20 wrong tokens from an address: it is refused, even with the right one, until the
+        # receiver stops.
+        for _ in range(20):
+            api(port, "info", "f" * 32, method="GET")
+        status, _ = api(port, "info", token, method="GET")
+        check(status == 429, "after 20 wrong tokens the address is refused: 429 (%d)" % status)
+        check(proc.poll() is None, "alive at the end")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    # A token from a receiver that ended is worth nothing to the next one.
+    proc, port, new_token, dest = start()
+    try:
+        status, _ = api(port, "info", token, method="GET")
+        check(status == 403, "an old receiver's token replayed: 403 (%d)" % status)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    shutil.rmtree(WORK, ignore_errors=True)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
