@@ -34,7 +34,8 @@ enum Event: String, CaseIterable, Sendable {
 
   /// Every event record, by the events it is: what each event's fields are read from.
   static let records: [any EventRecord.Type] = [
-    PeerSeen.self, PeerLost.self, Advertising.self, WebLink.self, DiscoveryOutage.self, DiscoveryFailed.self,
+    PeerSeen.self, PeerLost.self, Advertising.self, WebLink.self, DiscoveryOutage.self,
+    DiscoveryFailed.self,
     Renamed.self, Invited.self, InvitationAsked.self, KeyChanged.self, SendAccepted.self,
     LocalSendAsked.self, LocalSendFound.self, ReceiveAccepted.self, Declined.self,
     OfferDeclined.self, Withdrawn.self, TextReceived.self,

@@ -26,8 +26,7 @@ final class WebGate: Sendable {
 
   /// The verdict on a request for `path` (no query) with `method` and `headers`, from
   /// `address`.
-  func verdict(method: HTTPMethod, path: String, headers: HTTPHeaders, address: String) -> Verdict
-  {
+  func verdict(method: HTTPMethod, path: String, headers: HTTPHeaders, address: String) -> Verdict {
     let html = "text/html; charset=utf-8"
     let refused = Verdict.serve(.notFound, body: WebPage.expired, type: html)
     if wrongTokens.withLock({ ($0[address] ?? 0) >= LocalSendWebAccess.wrongTokensPerAddress }) {

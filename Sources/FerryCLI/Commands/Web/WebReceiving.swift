@@ -28,7 +28,9 @@ enum WebReceiving {
         status: .usage, message: "cannot serve the web page on port \(options.port): \(error)",
         code: .cannotListen)
     }
-    let urls = LocalSendWebAccess.addresses().map { "http://\($0):\(server.port)\(access.pagePath)" }
+    let urls = LocalSendWebAccess.addresses().map {
+      "http://\($0):\(server.port)\(access.pagePath)"
+    }
     let expires = Date.now.addingTimeInterval(options.minutes * 60)
     output.emit(
       WebLink(urls: urls, port: Int(server.port), expires: EventWriter.timestamp(expires)))
