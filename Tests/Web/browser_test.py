@@ -230,9 +230,62 @@ def main():
         proc.terminate()
         proc.wait(10)
 
+    # 5. The QR codes on a terminal decode (zbarimg) to the link, with colours and without.
+    for colours in (True, False):
+        check_qr(colours)
+
     shutil.rmtree(WORK, ignore_errors=True)
     print(f"{len(failures)} failed" if failures else "all passed", flush=True)
     sys.exit(1 if failures else 0)
+
+
+def check_qr(colours):
+    """Starts ferry receive --web on a terminal; decodes the QR code it draws."""
+    dest = tempfile.mkdtemp(prefix="qr-", dir=WORK)
+    env = dict(ENV, FERRY_HOME=os.path.join(WORK, "home-qr"), TERM="xterm")
+    env.pop("NO_COLOR", None)
+    if not colours:
+        env["NO_COLOR"] = "1"
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([FERRY, "receive", "--web", "--yes", "--port", "0", "--dir", dest],
+                            env=env, stdin=slave, stdout=slave, stderr=slave)
+    os.close(slave)
+    try:
+        text = read_until(master, b"Press Ctrl-C", 20).decode("utf-8", "replace")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    lines = text.replace("\r", "").split("\n")
+    url = next((l.strip() for l in lines if l.strip().startswith("http://")), None)
+    rows = []
+    for line in lines[[i for i, l in enumerate(lines) if l.strip() == url][0] + 1:] if url else []:
+        plain = line.replace("\x1b[30;47m", "").replace("\x1b[0m", "")
+        if not plain or any(c not in "\u2588\u2580\u2584 " for c in plain):
+            break
+        top, bottom = [], []
+        for c in plain:
+            drawn_top, drawn_bottom = c in "\u2588\u2580", c in "\u2588\u2584"
+            # With colours the blocks are the dark modules; without, the light ones.
+            top.append(drawn_top if colours else not drawn_top)
+            bottom.append(drawn_bottom if colours else not drawn_bottom)
+        rows += [top, bottom]
+    what = "QR code (%s) decodes to the link" % ("colours" if colours else "NO_COLOR")
+    if not url or not rows:
+        check(False, what + ": none drawn")
+        return
+    scale, margin = 6, 4
+    width = len(rows[0]) + 2 * margin
+    pbm = os.path.join(WORK, "qr.pbm")
+    with open(pbm, "w") as f:
+        f.write("P1\n%d %d\n" % (width * scale, (len(rows) + 2 * margin) * scale))
+        blank = ["0"] * width
+        for row in [blank] * margin + [["0"] * margin + ["1" if d else "0" for d in r]
+                                       + ["0"] * margin for r in rows] + [blank] * margin:
+            line = " ".join(v for v in row for _ in range(scale))
+            for _ in range(scale):
+                f.write(line + "\n")
+    decoded = subprocess.run(["zbarimg", "--raw", "-q", pbm], capture_output=True, text=True)
+    check(decoded.stdout.strip() == url, what + " (%r)" % decoded.stdout.strip())
 
 
 def read_until(fd, needle, timeout):
