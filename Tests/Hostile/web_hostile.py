@@ -178,8 +178,64 @@ def main():
     finally:
         proc.terminate()
         proc.wait(10)
+    share()
     shutil.rmtree(WORK, ignore_errors=True)
     sys.exit(1 if failures else 0)
+
+
+def get_from(source, port, path, headers=None, method="GET", body=None):
+    """A request from `source` (a loopback address of its own), as (status, body)."""
+    import http.client
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10,
+                                            source_address=(source, 0))
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, response.read()
+    except OSError:
+        return 0, b""
+    finally:
+        connection.close()
+
+
+def share():
+    """ferry send --web: a session is its address's, file ids are the ones offered."""
+    src = os.path.join(WORK, "share.txt")
+    with open(src, "wb") as f:
+        f.write(b"shared")
+    env = dict(os.environ, FERRY_HOME=os.path.join(WORK, "home-share"),
+               DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent/ferry-test-bus")
+    proc = subprocess.Popen([FERRY, "send", "--web", "--yes", "--json", src], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    url = next(json.loads(l)["urls"][0] for l in proc.stdout if b'"web-link"' in l)
+    base, token = url.split("/r/")
+    port = int(base.rsplit(":", 1)[1])
+    try:
+        status, _ = get_from("127.0.0.1", port, "/api/localsend/v2/prepare-download",
+                             {"x-ferry-token": "0" * 32}, "POST", b"{}")
+        check(status == 403, "share: a wrong token on prepare-download: 403 (%d)" % status)
+        status, body = get_from("127.0.0.1", port, "/api/localsend/v2/prepare-download",
+                                {"x-ferry-token": token}, "POST", b"{}")
+        session = json.loads(body)["sessionId"] if status == 200 else ""
+        check(status == 200, "share: prepare-download with the token (%d)" % status)
+        path = "/api/localsend/v2/download?sessionId=%s&fileId=" % session
+        status, body = get_from("127.0.0.1", port, path + "f0")
+        check(status == 200 and body == b"shared", "share: the file, to its session's address")
+        status, _ = get_from("127.0.0.2", port, path + "f0")
+        check(status == 403, "share: the session from another address: 403 (%d)" % status)
+        for bad in ["f1", "f-1", "../f0", "f0%00", "x", "f99999999999999999999"]:
+            status, _ = get_from("127.0.0.1", port, path + bad)
+            check(status == 404, "share: file id %r: 404 (%d)" % (bad, status))
+        status, _ = get_from("127.0.0.1", port, "/api/localsend/v2/download?sessionId=nope&fileId=f0")
+        check(status == 403, "share: an unknown session: 403 (%d)" % status)
+        status, _ = get_from("127.0.0.1", port, "/api/localsend/v2/prepare-download",
+                             {"x-ferry-token": token, "content-length": "100000"}, "POST",
+                             b"x" * 100000)
+        check(status == 413, "share: a 100 kB body: 413 (%d)" % status)
+        check(proc.poll() is None, "share: alive at the end")
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 if __name__ == "__main__":

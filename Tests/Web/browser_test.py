@@ -230,6 +230,9 @@ def main():
         proc.terminate()
         proc.wait(10)
 
+    # 6. ferry send --web: asked at the terminal, then the browser downloads every file.
+    check_share(src)
+
     # 5. The QR codes on a terminal decode (zbarimg) to the link, with colours and without.
     for colours in (True, False):
         check_qr(colours)
@@ -237,6 +240,82 @@ def main():
     shutil.rmtree(WORK, ignore_errors=True)
     print(f"{len(failures)} failed" if failures else "all passed", flush=True)
     sys.exit(1 if failures else 0)
+
+
+def sender(extra, paths, terminal):
+    """Starts ferry send --web --json PATHS; returns (process, url, master fd or None)."""
+    env = dict(ENV, FERRY_HOME=os.path.join(WORK, "home-share"))
+    args = [FERRY, "send", "--web", "--json"] + extra + paths
+    master = None
+    if terminal:
+        master, slave = pty.openpty()
+        proc = subprocess.Popen(args, env=env, stdin=slave, stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+    else:
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    for line in proc.stdout:
+        event = json.loads(line)
+        if event["event"] == "web-link":
+            return proc, event["urls"][0], master
+    raise SystemExit("ferry send --web gave no link")
+
+
+def check_share(src):
+    downloads = tempfile.mkdtemp(prefix="downloads-", dir=WORK)
+    paths = [os.path.join(src, "notes.txt"), os.path.join(src, "album")]
+    proc, url, master = sender(["--once"], paths, terminal=True)
+    driver = browser(1280, 800)
+    try:
+        driver.execute_cdp_cmd(
+            "Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+        driver.get(url)
+        prompt = read_until(master, b"[y/N]", 30)
+        check(b"A browser at 127.0.0.1 wants to download the files (web page)" in prompt,
+              "share: the sender is asked about the browser")
+        driver.save_screenshot(os.path.join(SHOTS, "desktop-4-share-waiting.png"))
+        os.write(master, b"y\n")
+        WebDriverWait(driver, 30).until(
+            lambda d: len(d.find_elements(By.CSS_SELECTOR, "#list a")) == 5)
+        check("Files from" in driver.find_element(By.ID, "title").text, "share: the list")
+        driver.save_screenshot(os.path.join(SHOTS, "desktop-5-share-list.png"))
+        for link in driver.find_elements(By.CSS_SELECTOR, "#list a"):
+            link.click()
+            time.sleep(0.3)
+        deadline = time.time() + 30
+        want = {os.path.basename(p): sha(os.path.join(base, p))
+                for base, _, names in os.walk(src) for p in names
+                if os.path.join(base, p).startswith(tuple(paths))}
+        got = {}
+        while time.time() < deadline:
+            got = {n: sha(os.path.join(downloads, n)) for n in os.listdir(downloads)
+                   if not n.endswith(".crdownload")}
+            if got == want:
+                break
+            time.sleep(0.2)
+        check(got == want, f"share: every file downloaded byte for byte ({len(got)} of {len(want)})")
+        try:
+            code = proc.wait(15)
+        except subprocess.TimeoutExpired:
+            code = None
+        check(code == 0, f"share: --once ends once the browser has every file (exit {code})")
+    finally:
+        driver.quit()
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(10)
+    # Declined: the page says so.
+    proc, url, master = sender([], [os.path.join(src, "notes.txt")], terminal=True)
+    driver = browser(360, 740)
+    try:
+        driver.get(url)
+        read_until(master, b"[y/N]", 30)
+        os.write(master, b"n\n")
+        check(wait_status(driver, "The sender said no"), "share declined: " + status_text(driver))
+        driver.save_screenshot(os.path.join(SHOTS, "phone-6-share-declined.png"))
+    finally:
+        driver.quit()
+        proc.terminate()
+        proc.wait(10)
 
 
 def check_qr(colours):

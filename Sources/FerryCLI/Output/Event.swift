@@ -7,6 +7,7 @@ enum Event: String, CaseIterable, Sendable {
   case peerLost = "peer-lost"
   case advertising
   case webLink = "web-link"
+  case webDownload = "web-download"
   case discoveryUnavailable = "discovery-unavailable"
   case renamed
   case discoveryInterrupted = "discovery-interrupted"
@@ -34,7 +35,8 @@ enum Event: String, CaseIterable, Sendable {
 
   /// Every event record, by the events it is: what each event's fields are read from.
   static let records: [any EventRecord.Type] = [
-    PeerSeen.self, PeerLost.self, Advertising.self, WebLink.self, DiscoveryOutage.self,
+    PeerSeen.self, PeerLost.self, Advertising.self, WebLink.self, WebDownload.self,
+    DiscoveryOutage.self,
     DiscoveryFailed.self,
     Renamed.self, Invited.self, InvitationAsked.self, KeyChanged.self, SendAccepted.self,
     LocalSendAsked.self, LocalSendFound.self, ReceiveAccepted.self, Declined.self,

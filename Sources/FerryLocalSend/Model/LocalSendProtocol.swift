@@ -18,6 +18,8 @@ public enum LocalSendProtocol {
     static let prepareUpload = "/api/localsend/v2/prepare-upload"
     static let upload = "/api/localsend/v2/upload"
     static let cancel = "/api/localsend/v2/cancel"
+    static let prepareDownload = "/api/localsend/v2/prepare-download"
+    static let download = "/api/localsend/v2/download"
   }
 
   /// What one request may carry before it is refused (and its connection closed).

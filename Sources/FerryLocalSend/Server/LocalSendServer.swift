@@ -107,7 +107,7 @@ public final class LocalSendServer: Sendable {
   /// - Throws: NIOSSL's error when the identity cannot make a TLS context.
   public init(_ configuration: Configuration) throws {
     self.configuration = configuration
-    webGate = configuration.web.map(WebGate.init)
+    webGate = configuration.web.map { WebGate($0) }
     tls =
       configuration.plainHTTP
       ? nil

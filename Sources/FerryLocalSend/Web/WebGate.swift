@@ -14,14 +14,21 @@ final class WebGate: Sendable {
     case serve(HTTPResponseStatus, body: String, type: String)
   }
 
+  /// Which page is served: the one that uploads (`receive --web`) or downloads (`send --web`).
+  enum Page: Sendable {
+    case receive, share
+  }
+
   let access: LocalSendWebAccess
+  let page: Page
   /// Wrong tokens by address (at most ``rememberedAddresses`` kept).
   private let wrongTokens = Mutex<[String: Int]>([:])
   /// Addresses whose wrong tokens are counted.
   static let rememberedAddresses = 4096
 
-  init(_ access: LocalSendWebAccess) {
+  init(_ access: LocalSendWebAccess, page: Page = .receive) {
     self.access = access
+    self.page = page
   }
 
   /// The verdict on a request for `path` (no query) with `method` and `headers`, from
@@ -32,6 +39,11 @@ final class WebGate: Sendable {
     if wrongTokens.withLock({ ($0[address] ?? 0) >= LocalSendWebAccess.wrongTokensPerAddress }) {
       return .serve(.tooManyRequests, body: WebPage.expired, type: html)
     }
+    if page == .share, method == .GET, path == LocalSendProtocol.Path.download {
+      // A download link cannot carry a header: its session (granted to this address after
+      // the person said yes) is its key, checked by the share handler.
+      return access.isValid ? .pass : .serve(.gone, body: WebPage.expired, type: html)
+    }
     if path.hasPrefix("/api/localsend/") {
       guard let given = headers.first(name: LocalSendWebAccess.tokenHeader), access.matches(given)
       else {
@@ -39,9 +51,12 @@ final class WebGate: Sendable {
         return .serve(.forbidden, body: WebPage.expired, type: html)
       }
       guard access.isValid else { return .serve(.gone, body: WebPage.expired, type: html) }
-      switch (method, path) {
-      case (.GET, LocalSendProtocol.Path.info), (.POST, LocalSendProtocol.Path.prepareUpload),
-        (.POST, LocalSendProtocol.Path.upload), (.POST, LocalSendProtocol.Path.cancel):
+      switch (page, method, path) {
+      case (.receive, .GET, LocalSendProtocol.Path.info),
+        (.receive, .POST, LocalSendProtocol.Path.prepareUpload),
+        (.receive, .POST, LocalSendProtocol.Path.upload),
+        (.receive, .POST, LocalSendProtocol.Path.cancel),
+        (.share, .POST, LocalSendProtocol.Path.prepareDownload):
         return .pass
       default:
         return refused
@@ -55,8 +70,14 @@ final class WebGate: Sendable {
     }
     guard access.isValid else { return .serve(.gone, body: WebPage.expired, type: html) }
     switch parts.count == 1 ? "" : String(parts[1...].joined(separator: "/")) {
-    case "": return .serve(.ok, body: WebPage.html(base: access.pagePath), type: html)
-    case "app.js": return .serve(.ok, body: WebPage.script, type: "text/javascript; charset=utf-8")
+    case "":
+      let body =
+        page == .receive
+        ? WebPage.html(base: access.pagePath) : WebSharePage.html(base: access.pagePath)
+      return .serve(.ok, body: body, type: html)
+    case "app.js":
+      let script = page == .receive ? WebPage.script : WebSharePage.script
+      return .serve(.ok, body: script, type: "text/javascript; charset=utf-8")
     case "app.css": return .serve(.ok, body: WebPage.css, type: "text/css; charset=utf-8")
     default: return refused
     }

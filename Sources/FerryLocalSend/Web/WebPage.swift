@@ -92,6 +92,7 @@ enum WebPage {
     li{display:grid;grid-template-columns:1fr auto;gap:.1rem .75rem;padding:.5rem 0;\
     border-bottom:1px solid var(--line)}
     li .path{overflow-wrap:anywhere}
+    a{color:var(--accent)}
     li .size,li .state{color:var(--muted);font-size:.85rem}
     li progress{grid-column:1/3;width:100%;height:.4rem}
     li.done .state{color:#1a7f37}

@@ -208,7 +208,7 @@ struct LocalSendSending: Sendable {
 
   /// The batch's files with their sizes, its empty folders (not sent: LocalSend has none),
   /// and how many paths could not be read.
-  private static func files(of batch: SendBatch, output: EventWriter) throws(CLIFailure)
+  static func files(of batch: SendBatch, output: EventWriter) throws(CLIFailure)
     -> (items: [(url: URL, path: String, size: UInt64)], folders: Int, unreadable: Int)
   {
     var parts = batch.parts()

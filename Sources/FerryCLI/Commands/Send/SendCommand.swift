@@ -34,6 +34,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         ferry send --json --to desk *.log | jq -c 'select(.event == "done")'
         ferry send --localsend --to "Ana's Pixel" photos/   # a LocalSend app
         ferry send --protocol localsend --address 192.168.1.30:53317 --pin 4711 notes.txt
+        ferry send --web --once slides.pdf   # a browser downloads it: scan the QR code
       """)
 
   @OptionGroup var logging: LogOptions
@@ -107,6 +108,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
 
   @OptionGroup var localSend: LocalSendSendOptions
 
+  @OptionGroup var web: WebSendOptions
+
   @OptionGroup var output: OutputOptions
 
   func validate() throws {
@@ -143,6 +146,12 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     if address != nil && to.count > 1 {
       throw ValidationError("--address reaches one receiver: give at most one --to with it")
     }
+    if web.enabled {
+      if text != nil { throw ValidationError("--web offers files: --text cannot go with it") }
+      if !to.isEmpty || address != nil || localSend.isOn {
+        throw ValidationError("--web serves a page: --to, --address and --localsend do not apply")
+      }
+    }
     if localSend.isOn && to.count > 1 {
       throw ValidationError("--localsend sends to one device: give at most one --to")
     }
@@ -166,6 +175,13 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     }
     let (batch, spool) = try self.batch(events)
     defer { spool?.remove() }
+    if web.enabled, let batch {
+      try await WebSending(
+        options: web, name: name ?? ProcessInfo.processInfo.hostName, output: events,
+        canAsk: Self.canAsk
+      ).run(batch: batch)
+      return
+    }
     let identity = try loadIdentity()
     if localSend.isOn {
       let bar = ProgressBar(enabled: output.showsProgress)

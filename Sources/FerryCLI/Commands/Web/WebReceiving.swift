@@ -34,7 +34,7 @@ enum WebReceiving {
     let expires = Date.now.addingTimeInterval(options.minutes * 60)
     output.emit(
       WebLink(urls: urls, port: Int(server.port), expires: EventWriter.timestamp(expires)))
-    show(urls, minutes: options.minutes, output: output)
+    WebLinkBanner.show(urls, minutes: options.minutes, doing: "send files", output: output)
     Task {
       try? await Task.sleep(until: access.expires)
       output.note("The web link expired: browsers get \"expired or wrong link\" now.")
@@ -42,18 +42,4 @@ enum WebReceiving {
     return LocalSendReceiving(server: server, discovery: nil)
   }
 
-  /// The link for people: each address's URL, its QR code on a terminal, and the risk.
-  private static func show(_ urls: [String], minutes: Double, output: EventWriter) {
-    let lasts = minutes >= 1 ? "\(wholeNumber(minutes)) min" : "\(wholeNumber(minutes * 60)) s"
-    output.note(
-      "Web page: open this link on the other device, on the same network (plain HTTP: anyone "
-        + "on this network could read or change what is sent; the link works for \(lasts)):")
-    let drawn = StandardStream.error.isTerminal && !output.quiet
-    for url in urls {
-      output.note("  \(url)")
-      guard drawn, let lines = TerminalQRCode.lines(for: url, colors: TerminalStyle.enabled)
-      else { continue }
-      StandardStream.error.write(lines.joined(separator: "\n") + "\n")
-    }
-  }
 }

@@ -80,6 +80,18 @@ struct WebLink: EventRecord {
   let expires: String
 }
 
+/// `web-download`: `send --web`: a browser was let in (`status` "allowed", `path` null), was
+/// refused ("declined"), or downloaded a file ("sent") or broke off ("failed", with `reason`).
+struct WebDownload: EventRecord {
+  static let events: [Event] = [.webDownload]
+  let address: String
+  let userAgent: String?
+  let status: String
+  let path: String?
+  let bytes: Int?
+  let reason: String?
+}
+
 /// `advertising`: `receive` is listening (and, when `discoverable`, published through mDNS).
 struct Advertising: EventRecord {
   static let events: [Event] = [.advertising]

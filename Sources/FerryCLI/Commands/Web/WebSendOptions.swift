@@ -1,0 +1,45 @@
+import ArgumentParser
+
+/// `ferry send`'s web page options: `--web` serves the files on a page a browser downloads
+/// them from (a link with an unguessable token, drawn as a QR code), instead of sending them.
+struct WebSendOptions: ParsableArguments {
+  @Flag(
+    name: .customLong("web"),
+    help: ArgumentHelp(
+      "Serve the files on a web page a browser on the local network downloads them from: its "
+        + "link (printed, with a QR code) carries an unguessable token and expires; each "
+        + "browser is asked about first."))
+  var enabled = false
+
+  @Option(
+    name: .customLong("web-port"), help: "With --web: the page's port (default: any free one).")
+  var port: UInt16 = 0
+
+  @Option(
+    name: .customLong("web-expires"),
+    help: ArgumentHelp(
+      "With --web: minutes until the link stops working (default 10).", valueName: "minutes"))
+  var minutes: Double = 10
+
+  @Flag(
+    name: .customLong("once"),
+    help: "With --web: end once one browser has downloaded every file.")
+  var once = false
+
+  @Flag(
+    name: [.customShort("y"), .customLong("yes")],
+    help: "With --web: let every browser that opens the link download, without asking.")
+  var yes = false
+
+  func validate() throws {
+    guard enabled else {
+      if port != 0 || minutes != 10 || once || yes {
+        throw ValidationError("--web-port, --web-expires, --once and --yes go with --web")
+      }
+      return
+    }
+    guard minutes > 0, minutes <= 24 * 60 else {
+      throw ValidationError("--web-expires must be between 0 and 1440 minutes")
+    }
+  }
+}

@@ -1,0 +1,254 @@
+import Ferry
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// One connection to a ``WebShareServer``: the gate first (``WebGate``), then
+/// `prepare-download` (the application asked; one question at a time per connection) and
+/// `download` (the session must be this address's; the file must still be the size offered).
+/// A request's head and body must come within 10 s; a body over 4 KiB is refused. On the
+/// connection's event loop.
+final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
+  typealias InboundIn = HTTPServerRequestPart
+  typealias OutboundOut = HTTPServerResponsePart
+
+  private let server: WebShareServer
+  private let address: String
+  private var head: HTTPRequestHead?
+  private var bodyBytes = 0
+  /// A question or a file is under way: nothing more is read as a request until it ends.
+  private var busy = false
+  private var deadline: Scheduled<Void>?
+  /// The question this connection asked, still open (denied if the browser leaves).
+  private var asking: WebShareServer.Request?
+  private weak var context: ChannelHandlerContext?
+
+  /// The most bytes of a request's body (prepare-download sends none, or `{}`).
+  static let maximumBody = 4096
+  /// How long a request's head and body may take.
+  static let requestDeadline: TimeAmount = .seconds(10)
+
+  init(server: WebShareServer, address: String) {
+    self.server = server
+    self.address = address
+  }
+
+  func handlerAdded(context: ChannelHandlerContext) {
+    self.context = context
+    arm(context)
+  }
+
+  func handlerRemoved(context: ChannelHandlerContext) {
+    deadline?.cancel()
+    self.context = nil
+  }
+
+  func channelInactive(context: ChannelHandlerContext) {
+    // The browser left while the person was asked: the question ends.
+    asking?.deny()
+    asking = nil
+    context.fireChannelInactive()
+  }
+
+  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    switch unwrapInboundIn(data) {
+    case .head(let head):
+      guard !busy, self.head == nil else { return context.close(promise: nil) }
+      self.head = head
+      bodyBytes = 0
+      arm(context)
+    case .body(let body):
+      bodyBytes += body.readableBytes
+      if bodyBytes > Self.maximumBody {
+        head = nil
+        write(.payloadTooLarge, text: "too large", context: context, closing: true)
+      }
+    case .end:
+      guard let head else { return }
+      self.head = nil
+      deadline?.cancel()
+      handle(head, context: context)
+    }
+  }
+
+  private func arm(_ context: ChannelHandlerContext) {
+    deadline?.cancel()
+    let channel = context.channel
+    deadline = context.eventLoop.scheduleTask(in: Self.requestDeadline) {
+      channel.close(promise: nil)
+    }
+  }
+
+  private func handle(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+    let (path, query) = LocalSendHTTPHandler.split(head.uri)
+    switch server.gate.verdict(
+      method: head.method, path: path, headers: head.headers, address: address)
+    {
+    case .serve(let status, let body, let type):
+      write(status, body: Array(body.utf8), type: type, context: context, closing: status != .ok)
+    case .pass:
+      if path == LocalSendProtocol.Path.prepareDownload {
+        ask(userAgent: head.headers.first(name: "user-agent"), context: context)
+      } else {
+        download(query, context: context)
+      }
+    }
+  }
+
+  // MARK: prepare-download
+
+  private func ask(userAgent: String?, context: ChannelHandlerContext) {
+    let admitted = server.questions.withLock { open in
+      guard open < WebShareServer.Limits.openQuestions else { return false }
+      open += 1
+      return true
+    }
+    guard admitted else {
+      return write(.tooManyRequests, text: "too many questions open", context: context)
+    }
+    busy = true
+    let loop = context.eventLoop
+    let handler = NIOLoopBound(self, eventLoop: loop)
+    let request = WebShareServer.Request(address: address, userAgent: userAgent) { allowed in
+      loop.execute { handler.value.answered(allowed) }
+    }
+    asking = request
+    if case .terminated = server.requestsContinuation.yield(request) { request.deny() }
+    let timeout = ResourceOffer.decisionTimeout.components.seconds
+    loop.scheduleTask(in: .seconds(timeout)) { request.deny() }
+  }
+
+  private func answered(_ allowed: Bool) {
+    server.questions.withLock { $0 -= 1 }
+    asking = nil
+    busy = false
+    guard let context else { return }
+    guard allowed else { return write(.forbidden, text: "declined", context: context) }
+    let id = LocalSendWebAccess.newToken()
+    let granted = server.sessions.withLock { sessions in
+      guard sessions.count < WebShareServer.Limits.sessions else { return false }
+      sessions[id] = address
+      return true
+    }
+    guard granted else {
+      return write(.serviceUnavailable, text: "too many browsers", context: context)
+    }
+    server.eventsContinuation.yield(.allowed(address: address))
+    write(
+      .ok, body: server.listing(session: id), type: "application/json", context: context,
+      closing: false)
+  }
+
+  // MARK: download
+
+  private func download(_ query: [String: String], context: ChannelHandlerContext) {
+    guard let session = query["sessionId"],
+      server.sessions.withLock({ $0[session] }) == address
+    else {
+      return write(.forbidden, text: "not allowed", context: context)
+    }
+    guard let id = query["fileId"], id.hasPrefix("f"), let index = Int(id.dropFirst()),
+      server.files.indices.contains(index)
+    else {
+      return write(.notFound, text: "no such file", context: context)
+    }
+    let file = server.files[index]
+    let fd = open(file.url.path, O_RDONLY | O_CLOEXEC)
+    var info = stat()
+    guard fd >= 0 else {
+      return write(.internalServerError, text: "cannot read the file", context: context)
+    }
+    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
+      UInt64(info.st_size) == file.size
+    else {
+      close(fd)
+      return write(.conflict, text: "the file changed since it was offered", context: context)
+    }
+    let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: fd)
+    var headers = HTTPHeaders()
+    headers.add(name: "content-type", value: "application/octet-stream")
+    headers.add(name: "content-length", value: "\(file.size)")
+    headers.add(name: "content-disposition", value: Self.disposition(file.path))
+    for (name, value) in WebPage.securityHeaders { headers.add(name: name, value: value) }
+    busy = true
+    context.write(
+      wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))),
+      promise: nil)
+    if file.size > 0 {
+      let region = FileRegion(fileHandle: handle, readerIndex: 0, endIndex: Int(file.size))
+      context.write(wrapOutboundOut(.body(.fileRegion(region))), promise: nil)
+    }
+    let sent = context.eventLoop.makePromise(of: Void.self)
+    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: sent)
+    let (events, address) = (server.eventsContinuation, address)
+    sent.futureResult.whenComplete { [weak self] result in
+      try? handle.close()
+      self?.busy = false
+      self?.context.map { self?.arm($0) }
+      switch result {
+      case .success:
+        events.yield(.downloaded(path: file.path, bytes: file.size, address: address))
+      case .failure(let error):
+        events.yield(.failed(path: file.path, reason: "\(error)", address: address))
+      }
+    }
+  }
+
+  /// `attachment` with the file's last component: an ASCII fallback (`filename`) and the
+  /// UTF-8 name (`filename*`, RFC 6266), percent-encoded byte by byte.
+  static func disposition(_ path: String) -> String {
+    let name = path.split(separator: "/").last.map(String.init) ?? "file"
+    let ascii = String(
+      name.unicodeScalars.map {
+        $0.isASCII && $0.value >= 0x20 && $0 != "\"" && $0 != "\\" && $0.value != 0x7F
+          ? Character($0) : "_"
+      })
+    var encoded = ""
+    for byte in name.utf8 {
+      let safe =
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A)
+        || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2D || byte == 0x2E || byte == 0x5F
+      encoded += safe ? String(UnicodeScalar(byte)) : String(format: "%%%02X", byte)
+    }
+    return "attachment; filename=\"\(ascii)\"; filename*=UTF-8''\(encoded)"
+  }
+
+  // MARK: Answers
+
+  private func write(
+    _ status: HTTPResponseStatus, text: String, context: ChannelHandlerContext,
+    closing: Bool = false
+  ) {
+    write(
+      status, body: Array(text.utf8), type: "text/plain; charset=utf-8", context: context,
+      closing: closing)
+  }
+
+  private func write(
+    _ status: HTTPResponseStatus, body: [UInt8], type: String, context: ChannelHandlerContext,
+    closing: Bool
+  ) {
+    var headers = HTTPHeaders()
+    headers.add(name: "content-type", value: type)
+    headers.add(name: "content-length", value: "\(body.count)")
+    for (name, value) in WebPage.securityHeaders { headers.add(name: name, value: value) }
+    if closing { headers.add(name: "connection", value: "close") }
+    context.write(
+      wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))),
+      promise: nil)
+    if !body.isEmpty {
+      context.write(
+        wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))),
+        promise: nil)
+    }
+    let done = context.eventLoop.makePromise(of: Void.self)
+    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
+    let channel = context.channel
+    if closing {
+      done.futureResult.whenComplete { _ in channel.close(promise: nil) }
+      channel.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
+    } else {
+      arm(context)
+    }
+  }
+}
