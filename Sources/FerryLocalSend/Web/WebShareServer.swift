@@ -73,8 +73,9 @@ public final class WebShareServer: Sendable {
 
   /// Caps.
   public enum Limits {
-    /// Connections at once, in all and from one address.
+    /// Connections at once, in all.
     public static let connections = 64
+    /// Connections at once from one address.
     public static let connectionsPerAddress = 16
     /// Browsers let in (sessions) at once.
     public static let sessions = 64
