@@ -475,23 +475,10 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     case .json, .upload: closing = true  // answered before its body ended: nothing to wait for
     case .idle, .answered: break
     }
-    var headers = HTTPHeaders()
-    headers.add(name: "content-type", value: type)
-    if server.webGate != nil {
-      for (name, value) in WebPage.securityHeaders { headers.add(name: name, value: value) }
-    }
-    headers.add(name: "content-length", value: "\(body.count)")
-    if closing { headers.add(name: "connection", value: "close") }
-    let head = HTTPResponseHead(version: .http1_1, status: status, headers: headers)
-    context.write(wrapOutboundOut(.head(head)), promise: nil)
-    if !body.isEmpty {
-      context.write(
-        wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))),
-        promise: nil)
-    }
-    let finished = context.eventLoop.makePromise(of: Void.self)
-    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: finished)
-    let done = finished.futureResult
+    let done = HTTPServing.answer(
+      status, body: body, type: type,
+      extra: server.webGate == nil ? [] : WebPage.securityHeaders, closing: closing,
+      context: context)
     if owesAnswer {
       owesAnswer = false
       done.whenComplete { [server] _ in server.requestAnswered() }

@@ -86,7 +86,8 @@ public final class LocalSendServer: Sendable {
   let webGate: WebGate?
   let sessions: Mutex<UploadSessionMachine>
   private let current = Mutex<UploadSession?>(nil)
-  private let connectionCount = Mutex<[String: Int]>([:])
+  private let connections = ConnectionCounts(
+    total: Limits.connections, perAddress: Limits.connectionsPerAddress)
   private let channel = Mutex<(any Channel)?>(nil)
   /// Requests received whose answers are not flushed yet.
   private let unanswered = Atomic<Int>(0)
@@ -143,18 +144,9 @@ public final class LocalSendServer: Sendable {
   /// - Throws: NIO's error when the port cannot be bound (taken by a LocalSend app, say).
   @discardableResult
   public func start() async throws -> UInt16 {
-    let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-      .serverChannelOption(.backlog, value: 64)
-      .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-      .childChannelInitializer { [weak self] channel in
-        guard let self else { return channel.close() }
-        return self.initialize(channel)
-      }
-    let bound: any Channel
-    do {
-      bound = try await bootstrap.bind(host: "::", port: Int(configuration.port)).get()
-    } catch {
-      bound = try await bootstrap.bind(host: "0.0.0.0", port: Int(configuration.port)).get()
+    let bound = try await HTTPServing.listen(port: configuration.port) { [weak self] channel in
+      guard let self else { return channel.close() }
+      return self.initialize(channel)
     }
     channel.withLock { $0 = bound }
     return port
@@ -193,8 +185,8 @@ public final class LocalSendServer: Sendable {
 
   private func initialize(_ channel: any Channel) -> EventLoopFuture<Void> {
     let address = Self.address(of: channel.remoteAddress)
-    guard admit(address) else { return channel.close() }
-    channel.closeFuture.whenComplete { [weak self] _ in self?.release(address) }
+    guard connections.admit(address) else { return channel.close() }
+    channel.closeFuture.whenComplete { [connections] _ in connections.release(address) }
     let presented = PresentedCertificate()
     do {
       let sync = channel.pipeline.syncOperations
@@ -205,23 +197,6 @@ public final class LocalSendServer: Sendable {
       return channel.eventLoop.makeSucceededVoidFuture()
     } catch {
       return channel.close()
-    }
-  }
-
-  private func admit(_ address: String) -> Bool {
-    connectionCount.withLock { counts in
-      let total = counts.values.reduce(0, +)
-      guard total < Limits.connections, counts[address, default: 0] < Limits.connectionsPerAddress
-      else { return false }
-      counts[address, default: 0] += 1
-      return true
-    }
-  }
-
-  private func release(_ address: String) {
-    connectionCount.withLock { counts in
-      counts[address, default: 1] -= 1
-      if counts[address] == 0 { counts[address] = nil }
     }
   }
 

@@ -228,24 +228,12 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
     _ status: HTTPResponseStatus, body: [UInt8], type: String, context: ChannelHandlerContext,
     closing: Bool
   ) {
-    var headers = HTTPHeaders()
-    headers.add(name: "content-type", value: type)
-    headers.add(name: "content-length", value: "\(body.count)")
-    for (name, value) in WebPage.securityHeaders { headers.add(name: name, value: value) }
-    if closing { headers.add(name: "connection", value: "close") }
-    context.write(
-      wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))),
-      promise: nil)
-    if !body.isEmpty {
-      context.write(
-        wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))),
-        promise: nil)
-    }
-    let done = context.eventLoop.makePromise(of: Void.self)
-    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
+    let done = HTTPServing.answer(
+      status, body: body, type: type, extra: WebPage.securityHeaders, closing: closing,
+      context: context)
     let channel = context.channel
     if closing {
-      done.futureResult.whenComplete { _ in channel.close(promise: nil) }
+      done.whenComplete { _ in channel.close(promise: nil) }
       channel.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
     } else {
       arm(context)

@@ -96,7 +96,8 @@ public final class WebShareServer: Sendable {
   /// Sessions let in: id → address.
   let sessions = Mutex<[String: String]>([:])
   let questions = Mutex(0)
-  private let connectionCount = Mutex<[String: Int]>([:])
+  private let connections = ConnectionCounts(
+    total: Limits.connections, perAddress: Limits.connectionsPerAddress)
   private let channel = Mutex<(any Channel)?>(nil)
 
   /// A server offering `files` as `alias`, at `access`'s link, on `port` (0: any free one).
@@ -117,18 +118,9 @@ public final class WebShareServer: Sendable {
   /// - Throws: NIO's error when the port cannot be bound.
   @discardableResult
   public func start(port: UInt16) async throws -> UInt16 {
-    let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-      .serverChannelOption(.backlog, value: 64)
-      .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-      .childChannelInitializer { [weak self] channel in
-        guard let self else { return channel.close() }
-        return self.initialize(channel)
-      }
-    let bound: any Channel
-    do {
-      bound = try await bootstrap.bind(host: "::", port: Int(port)).get()
-    } catch {
-      bound = try await bootstrap.bind(host: "0.0.0.0", port: Int(port)).get()
+    let bound = try await HTTPServing.listen(port: port) { [weak self] channel in
+      guard let self else { return channel.close() }
+      return self.initialize(channel)
     }
     channel.withLock { $0 = bound }
     return self.port
@@ -160,8 +152,8 @@ public final class WebShareServer: Sendable {
 
   private func initialize(_ channel: any Channel) -> EventLoopFuture<Void> {
     let address = LocalSendServer.address(of: channel.remoteAddress)
-    guard admit(address) else { return channel.close() }
-    channel.closeFuture.whenComplete { [weak self] _ in self?.release(address) }
+    guard connections.admit(address) else { return channel.close() }
+    channel.closeFuture.whenComplete { [connections] _ in connections.release(address) }
     do {
       let sync = channel.pipeline.syncOperations
       try sync.configureHTTPServerPipeline(withErrorHandling: true)
@@ -169,23 +161,6 @@ public final class WebShareServer: Sendable {
       return channel.eventLoop.makeSucceededVoidFuture()
     } catch {
       return channel.close()
-    }
-  }
-
-  private func admit(_ address: String) -> Bool {
-    connectionCount.withLock { counts in
-      let total = counts.values.reduce(0, +)
-      guard total < Limits.connections, counts[address, default: 0] < Limits.connectionsPerAddress
-      else { return false }
-      counts[address, default: 0] += 1
-      return true
-    }
-  }
-
-  private func release(_ address: String) {
-    connectionCount.withLock { counts in
-      counts[address, default: 1] -= 1
-      if counts[address] == 0 { counts[address] = nil }
     }
   }
 }
