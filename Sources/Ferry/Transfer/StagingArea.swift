@@ -125,6 +125,7 @@ final class StagingArea: Sendable {
   /// `count` (at most 8) random bytes from one draw of the system's generator (one
   /// getrandom(2), not one per byte).
   static func randomBytes(_ count: Int) -> [UInt8] {
+    precondition(count <= 8, "one draw gives 8 bytes")
     var generator = SystemRandomNumberGenerator()
     let word: UInt64 = generator.next()
     return (0..<min(count, 8)).map { UInt8(truncatingIfNeeded: word >> ($0 * 8)) }

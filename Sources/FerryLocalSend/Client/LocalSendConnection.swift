@@ -64,11 +64,18 @@ final class LocalSendConnection: Sendable {
       if error is LocalSendRequestError { channel.close(promise: nil) }
       // A device may answer before it has read the whole body (a refusal): its answer wins,
       // and the connection is done.
-      if let (head, bytes) = try? await answer.get() {
+      do {
+        let (head, bytes) = try await answer.get()
         return (
           LocalSendClient.Answer(status: head.status, body: bytes, certificate: presented.value),
           false
         )
+      } catch let answerError {
+        // A certificate refused in the handshake fails the answer; the write fails only as the
+        // channel closes after it. The refusal is what happened (and it is final).
+        if expected != nil, LocalSendClient.isCertificateRefusal(answerError) {
+          throw failure(answerError)
+        }
       }
       throw failure(error)
     }

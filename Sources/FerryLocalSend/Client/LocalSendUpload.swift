@@ -121,9 +121,9 @@ public final class LocalSendUpload: Sendable {
   }
 
   /// Sends `items` (files with their offered paths) to `target`, with `pin` if one is needed;
-  /// `progress` follows the bytes (its snapshots are what a progress bar draws). Again after a
-  /// failure: `previous` is what the last attempt returned, and only the files it did not
-  /// deliver are offered (their digests are not computed again).
+  /// `progress` follows the bytes (its snapshots are what a progress bar draws). `previous`:
+  /// what the last attempt returned (or ``plan(_:)``): only the files it did not deliver are
+  /// offered, and digests are not computed again.
   ///
   /// - Returns: Each file, with its status.
   /// - Throws: ``LocalSendSendError`` when nothing could be sent at all.
@@ -136,10 +136,7 @@ public final class LocalSendUpload: Sendable {
     if let previous, previous.count == items.count {
       sent = previous
     } else {
-      let digests = try await Self.digests(of: items.map(\.url))
-      sent = items.indices.map {
-        LocalSendSentFile(path: items[$0].path, size: items[$0].size, sha256: digests[$0])
-      }
+      sent = try await Self.plan(items)
     }
     let offered = items.indices.filter { sent[$0].status != 200 && !sent[$0].skipped }
     var files: [String: LocalSendFile] = [:]
@@ -220,6 +217,19 @@ public final class LocalSendUpload: Sendable {
     return returned
   }
 
+  /// What ``send(_:to:pin:progress:previous:onAccepted:)`` starts from: each file with its
+  /// SHA-256, nothing sent yet. Computed once for every attempt of a send.
+  ///
+  /// - Throws: ``LocalSendSendError/unreadable(_:)`` for a file that cannot be read.
+  public static func plan(_ items: [(url: URL, path: String, size: UInt64)])
+    async throws(LocalSendSendError) -> [LocalSendSentFile]
+  {
+    let digests = try await digests(of: items.map(\.url))
+    return items.indices.map {
+      LocalSendSentFile(path: items[$0].path, size: items[$0].size, sha256: digests[$0])
+    }
+  }
+
   /// Sends a text message (a `text/plain` file whose text is its preview).
   ///
   /// - Throws: ``LocalSendSendError`` unless the device showed it (204, or 200).
@@ -270,7 +280,8 @@ public final class LocalSendUpload: Sendable {
     // ends whatever this address prepared).
     let path: String
     let target: LocalSendTarget
-    if let (id, current) = session.withLock({ $0 }) {
+    if let (id, current) = session.withLock({ $0 }) ?? cutSession.withLock({ $0 }) {
+      // The session under way, or one cut off and not ended yet (Ctrl-C between attempts).
       (path, target) = ("\(LocalSendProtocol.Path.cancel)?sessionId=\(Self.escaped(id))", current)
     } else if let asked = preparing.withLock({ $0 }) {
       (path, target) = (LocalSendProtocol.Path.cancel, asked)

@@ -48,26 +48,33 @@ public struct LocalSendWebAccess: Sendable {
     return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
   }
 
-  /// The addresses a browser nearby can reach: each interface's IPv4 address and global IPv6
-  /// address (link-local ones need a zone no browser takes), loopback only when there is
-  /// nothing else. IPv6 ones in brackets, ready for a URL. Any thread.
+  /// The addresses a browser nearby can reach: each interface's IPv4 address and unique local
+  /// IPv6 address (fc00::/7); global IPv6 ones only when there is neither (link-local ones
+  /// need a zone no browser takes); loopback only when there is nothing else. IPv6 ones in
+  /// brackets, ready for a URL. Any thread.
   public static func addresses() -> [String] {
     let devices = (try? System.enumerateDevices()) ?? []
-    var found: [String] = []
+    var local: [String] = []
+    var global: [String] = []
     for device in devices {
       guard let ip = device.address?.ipAddress else { continue }
       switch device.address {
       case .v4:
-        if !ip.hasPrefix("127.") { found.append(ip) }
+        if !ip.hasPrefix("127.") { local.append(ip) }
       case .v6:
         let lower = ip.lowercased()
-        if lower != "::1" && !lower.hasPrefix("fe80") { found.append("[\(ip)]") }
+        guard lower != "::1", !lower.hasPrefix("fe80") else { continue }
+        if lower.hasPrefix("fc") || lower.hasPrefix("fd") {
+          local.append("[\(ip)]")
+        } else {
+          global.append("[\(ip)]")
+        }
       default:
         continue
       }
     }
     var seen = Set<String>()
-    found = found.filter { seen.insert($0).inserted }
+    let found = (local.isEmpty ? global : local).filter { seen.insert($0).inserted }
     return found.isEmpty ? ["127.0.0.1"] : found
   }
 }

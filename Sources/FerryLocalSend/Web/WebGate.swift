@@ -41,8 +41,9 @@ final class WebGate: Sendable {
     }
     if page == .share, method == .GET, path == LocalSendProtocol.Path.download {
       // A download link cannot carry a header: its session (granted to this address after
-      // the person said yes) is its key, checked by the share handler.
-      return access.isValid ? .pass : .serve(.gone, body: WebPage.expired, type: html)
+      // the person said yes) is its key, checked by the share handler — also after the link
+      // expired, for a browser already let in.
+      return .pass
     }
     if path.hasPrefix("/api/localsend/") {
       guard let given = headers.first(name: LocalSendWebAccess.tokenHeader), access.matches(given)
@@ -50,7 +51,14 @@ final class WebGate: Sendable {
         countWrong(address)
         return .serve(.forbidden, body: WebPage.expired, type: html)
       }
-      guard access.isValid else { return .serve(.gone, body: WebPage.expired, type: html) }
+      // What a yes already granted (a session's uploads, its cancel) goes on after the link
+      // expired; nothing new starts.
+      let granted =
+        page == .receive && method == .POST
+        && (path == LocalSendProtocol.Path.upload || path == LocalSendProtocol.Path.cancel)
+      guard access.isValid || granted else {
+        return .serve(.gone, body: WebPage.expired, type: html)
+      }
       switch (page, method, path) {
       case (.receive, .GET, LocalSendProtocol.Path.info),
         (.receive, .POST, LocalSendProtocol.Path.prepareUpload),

@@ -18,6 +18,8 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
   private var bodyBytes = 0
   /// A question or a file is under way: nothing more is read as a request until it ends.
   private var busy = false
+  /// A request was refused before its end: nothing more is read from this connection.
+  private var discarding = false
   private var deadline: Scheduled<Void>?
   /// The question this connection asked, still open (denied if the browser leaves).
   private var asking: WebShareServer.Request?
@@ -53,18 +55,21 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
     switch unwrapInboundIn(data) {
     case .head(let head):
-      guard !busy, self.head == nil else { return context.close(promise: nil) }
+      guard !busy, !discarding, self.head == nil else { return context.close(promise: nil) }
       self.head = head
       bodyBytes = 0
       arm(context)
     case .body(let body):
+      guard !discarding else { return }
       bodyBytes += body.readableBytes
       if bodyBytes > Self.maximumBody {
+        // Answered once; the rest of this request is not read (the connection closes).
         head = nil
+        discarding = true
         write(.payloadTooLarge, text: "too large", context: context, closing: true)
       }
     case .end:
-      guard let head else { return }
+      guard !discarding, let head else { return }
       self.head = nil
       deadline?.cancel()
       handle(head, context: context)
@@ -124,13 +129,16 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
     busy = false
     guard let context else { return }
     guard allowed else { return write(.forbidden, text: "declined", context: context) }
-    let id = LocalSendWebAccess.newToken()
-    let granted = server.sessions.withLock { sessions in
-      guard sessions.count < WebShareServer.Limits.sessions else { return false }
+    // One session per address (a reload is let in again under the same one): at most
+    // ``WebShareServer/Limits/sessions`` addresses.
+    let id = server.sessions.withLock { sessions -> String? in
+      if let known = sessions.first(where: { $0.value == address })?.key { return known }
+      guard sessions.count < WebShareServer.Limits.sessions else { return nil }
+      let id = LocalSendWebAccess.newToken()
       sessions[id] = address
-      return true
+      return id
     }
-    guard granted else {
+    guard let id else {
       return write(.serviceUnavailable, text: "too many browsers", context: context)
     }
     server.eventsContinuation.yield(.allowed(address: address))
@@ -153,18 +161,33 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
       return write(.notFound, text: "no such file", context: context)
     }
     let file = server.files[index]
-    let fd = open(file.url.path, O_RDONLY | O_CLOEXEC)
+    // Never blocks the event loop (a FIFO put in the file's place), never follows a link put
+    // there; the file must still be the one offered, and as large.
+    let fd = open(file.url.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
     var info = stat()
     guard fd >= 0 else {
-      return write(.internalServerError, text: "cannot read the file", context: context)
+      return write(.conflict, text: "the file changed since it was offered", context: context)
     }
     guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
-      UInt64(info.st_size) == file.size
+      UInt64(info.st_size) == file.size,
+      file.identity.map({ $0 == (UInt64(info.st_dev), UInt64(info.st_ino)) }) ?? true
     else {
       close(fd)
       return write(.conflict, text: "the file changed since it was offered", context: context)
     }
     let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: fd)
+    // A file cut short while it goes out would leave sendfile(2) with nothing to send and the
+    // loop spinning: checked every second, the download ends.
+    let channel = context.channel
+    let watch = context.eventLoop.scheduleRepeatedTask(
+      initialDelay: .seconds(1), delay: .seconds(1)
+    ) { _ in
+      var now = stat()
+      if fstat(fd, &now) != 0 || UInt64(now.st_size) < file.size {
+        channel.close(promise: nil)
+      }
+    }
+    server.downloadStarted()
     var headers = HTTPHeaders()
     headers.add(name: "content-type", value: "application/octet-stream")
     headers.add(name: "content-length", value: "\(file.size)")
@@ -181,8 +204,10 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
     let sent = context.eventLoop.makePromise(of: Void.self)
     context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: sent)
     let (events, address) = (server.eventsContinuation, address)
-    sent.futureResult.whenComplete { [weak self] result in
+    sent.futureResult.whenComplete { [weak self, server] result in
+      watch.cancel()
       try? handle.close()
+      server.downloadEnded()
       self?.busy = false
       self?.context.map { self?.arm($0) }
       switch result {

@@ -21,12 +21,16 @@ public final class WebShareServer: Sendable {
     public let path: String
     /// Its size, as read when the offer was made.
     public let size: UInt64
+    /// Its device and inode when the offer was made (nil: not checked): a download is refused
+    /// once another file is in its place.
+    public let identity: (device: UInt64, inode: UInt64)?
 
-    /// A file offered at `path`.
-    public init(url: URL, path: String, size: UInt64) {
+    /// A file offered at `path`; `identity`, its device and inode as the offer read them.
+    public init(url: URL, path: String, size: UInt64, identity: (device: UInt64, inode: UInt64)?) {
       self.url = url
       self.path = path
       self.size = size
+      self.identity = identity
     }
   }
 
@@ -96,6 +100,8 @@ public final class WebShareServer: Sendable {
   /// Sessions let in: id → address.
   let sessions = Mutex<[String: String]>([:])
   let questions = Mutex(0)
+  /// Downloads under way.
+  private let downloads = Atomic<Int>(0)
   private let connections = ConnectionCounts(
     total: Limits.connections, perAddress: Limits.connectionsPerAddress)
   private let channel = Mutex<(any Channel)?>(nil)
@@ -135,6 +141,12 @@ public final class WebShareServer: Sendable {
   /// Ends the events (after ``stop()``, once downloads are over).
   public func finishEvents() { eventsContinuation.finish() }
 
+  /// How many downloads are under way (they go on after ``stop()``). Any thread.
+  public var downloadsUnderWay: Int { downloads.load(ordering: .acquiring) }
+
+  func downloadStarted() { downloads.add(1, ordering: .relaxed) }
+  func downloadEnded() { downloads.subtract(1, ordering: .releasing) }
+
   /// The answer to `prepare-download`: this device and the files, by id.
   func listing(session: String) -> [UInt8] {
     var entries: [String: PrepareDownloadFile] = [:]
@@ -143,9 +155,11 @@ public final class WebShareServer: Sendable {
         id: "f\(index)", fileName: file.path, size: Int64(file.size),
         fileType: LocalSendUpload.mimeType(file.path))
     }
+    // Plain HTTP proves no key: a random fingerprint, as LocalSend's own (never the token).
     let device = LocalSendDevice(
       alias: alias, deviceModel: "Ferry", deviceType: "headless",
-      fingerprint: access.token, port: Int(port), protocol: "http", download: true)
+      fingerprint: LocalSendWebAccess.newToken(), port: Int(port), protocol: "http",
+      download: true)
     return LocalSendJSON.encode(
       PrepareDownloadResponse(info: device.answer, sessionId: session, files: entries))
   }

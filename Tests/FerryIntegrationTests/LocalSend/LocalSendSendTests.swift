@@ -254,7 +254,9 @@ extension LocalSendTests {
       #expect(await browse.waitForExit(timeout: .seconds(30)) == 0, "\(browse.stderr)")
       let found = browse.events("peer-found").first { $0.string("peer") == alias }
       #expect(found?.string("protocol") == "localsend", "\(browse.stdout)")
-      // While it looks, its server takes register answers but no files.
+      // While it looks, its server (on a port of its own, the one it announces) takes register
+      // answers but no files: a device that finds it by its name is declined.
+      let lookerName = ProcessInfo.processInfo.hostName  // (browse announces this machine's name)
       let looking = try ChildProcess.ferry(
         ["browse", "--localsend", "--timeout", "20", "--json"],
         environment: TestEnvironment.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) {
@@ -266,9 +268,8 @@ extension LocalSendTests {
       try writeFile(file, size: 10)
       let sender = try LocalSendPeer.start(
         "send",
-        [
-          "--address", "\(Harness.hostAddresses["a"]!):53317", "--expect", "declined", file.path,
-        ], alias: LocalSendPeer.alias("phone"), on: "c")
+        ["--to", lookerName, "--expect", "declined", file.path],
+        alias: LocalSendPeer.alias("phone"), on: "c")
       #expect(await sender.waitForExit(timeout: .seconds(30)) == 0, "\(sender.stdout)")
       #expect(found?.string("address") == "\(Harness.hostAddresses["b"]!):53317")
       #expect(browse.stderr.contains("Ferry peers are not visible"))

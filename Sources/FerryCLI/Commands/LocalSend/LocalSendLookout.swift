@@ -13,8 +13,9 @@ struct LocalSendLookout: Sendable {
   /// only when they announce themselves).
   let server: LocalSendServer?
 
-  /// Starts the server (on LocalSend's port, else any free one) and discovery, as `me`'s
-  /// alias, announcing the server's port.
+  /// Starts the server (on any free port: devices answer at the port announced, and LocalSend's
+  /// own stays free for a receiver or an app on this machine) and discovery, as `me`'s alias,
+  /// announcing the server's port.
   ///
   /// - Throws: ``CLIFailure`` (`discovery-unavailable`, exit 6) when no interface has
   ///   multicast.
@@ -22,16 +23,11 @@ struct LocalSendLookout: Sendable {
     -> LocalSendLookout
   {
     var server: LocalSendServer?
-    for port in [LocalSendProtocol.defaultPort, 0] {
-      guard
-        let candidate = try? LocalSendServer(
-          LocalSendServer.Configuration(
-            identity: identity, alias: alias, port: port, receives: false))
-      else { break }
-      if (try? await candidate.start()) != nil {
-        server = candidate
-        break
-      }
+    if let candidate = try? LocalSendServer(
+      LocalSendServer.Configuration(identity: identity, alias: alias, port: 0, receives: false)),
+      (try? await candidate.start()) != nil
+    {
+      server = candidate
     }
     let fallback = LocalSendDevice(
       alias: alias, deviceModel: "Ferry", deviceType: "headless",

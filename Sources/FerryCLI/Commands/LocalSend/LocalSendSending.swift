@@ -102,13 +102,24 @@ struct LocalSendSending: Sendable {
       }
     }
     let started = ContinuousClock.now
-    var results: [LocalSendSentFile] = []
-    var attempt = 1
+    // Each file's SHA-256, once for every attempt.
+    var results: [LocalSendSentFile]
+    do throws(LocalSendSendError) {
+      results = try await LocalSendUpload.plan(items)
+    } catch {
+      progress.finish()
+      await reporter.value
+      bar.remove(label)
+      throw report(peer, Self.failure(error, peer: peer))
+    }
+    // --retry-for is time without progress: it counts from the last attempt that moved
+    // something (or from the start), not from the start of the send.
+    var lastProgress = ContinuousClock.now
+    var retry = LocalSendRetry()
     while true {
       do throws(LocalSendSendError) {
         results = try await upload.send(
-          items, to: found.target, pin: pin, progress: progress,
-          previous: results.isEmpty ? nil : results,
+          items, to: found.target, pin: pin, progress: progress, previous: results,
           onAccepted: { [output, keys, bar] count in
             if found.target.fingerprint != nil { keys.remember(peer) }
             output.emit(
@@ -116,14 +127,14 @@ struct LocalSendSending: Sendable {
             bar.above { output.note("\(peer) accepted \(Quantity.count(count, "file")).") }
           })
       } catch {
-        if Self.isTransient(error, again: attempt > 1), !Interrupts.wasInterrupted,
-          ContinuousClock.now - started < retryFor
+        if Self.isTransient(error, afterCut: retry.hadCut), !Interrupts.wasInterrupted,
+          ContinuousClock.now - lastProgress < retryFor
         {
-          attempt += 1
-          let delay = min(5, 1 << min(attempt - 2, 3))
+          let delay = retry.failed()
           output.emit(
             Retrying(
-              peer: label, attempt: attempt, delay: Double(delay), reason: printable("\(error)")))
+              peer: label, attempt: retry.attempt, delay: Double(delay),
+              reason: printable("\(error)")))
           bar.above {
             output.note(
               "\(label): \(printable("\(error)")); trying again in \(delay) s (--retry-for)…")
@@ -139,13 +150,15 @@ struct LocalSendSending: Sendable {
         }
         throw report(peer, Self.failure(error, peer: peer))
       }
+      lastProgress = .now
       // Uploads cut off (status 0) go again whole, in a new session, while --retry-for lasts;
       // what was delivered is not offered again.
       let cut = results.filter { $0.status == 0 }
-      guard !cut.isEmpty, ContinuousClock.now - started < retryFor, attempt < 20 else { break }
-      attempt += 1
+      guard !cut.isEmpty, retry.cuts < LocalSendRetry.maximumCuts else { break }
+      retry.cutOff()
       output.emit(
-        Retrying(peer: label, attempt: attempt, delay: 1, reason: cut[0].reason ?? "cut off"))
+        Retrying(
+          peer: label, attempt: retry.attempt, delay: 1, reason: cut[0].reason ?? "cut off"))
       bar.above {
         output.note(
           "Lost \(label) mid-file; sending the \(Quantity.count(cut.count, "file")) not delivered "
@@ -265,12 +278,13 @@ struct LocalSendSending: Sendable {
   }
 
   /// Whether `error` may pass while `--retry-for` lasts: the device out of reach or the
-  /// connection cut — and, `again` (after a cut), no answer in time or busy (it may still be
-  /// ending the session that was cut). A refusal, a PIN or a wrong certificate is final.
-  static func isTransient(_ error: LocalSendSendError, again: Bool) -> Bool {
+  /// connection cut — and, `afterCut` (uploads were cut off before), no answer in time or busy
+  /// (it may still be ending the session that was cut). A refusal, a PIN or a wrong
+  /// certificate is final.
+  static func isTransient(_ error: LocalSendSendError, afterCut: Bool) -> Bool {
     switch error {
     case .request(.unreachable), .request(.failed): return true
-    case .request(.timedOut), .busy: return again
+    case .request(.timedOut), .busy: return afterCut
     default: return false
     }
   }

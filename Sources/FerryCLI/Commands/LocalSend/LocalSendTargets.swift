@@ -118,14 +118,13 @@ struct LocalSendTargets: Sendable {
   ) async -> [LocalSendSighting] {
     await withTaskGroup(of: [LocalSendSighting]?.self) { group in
       group.addTask {
-        var heard: [String: LocalSendSighting] = [:]
+        var heard = LocalSendSightings()
         for await sighting in discovery.sightings {
-          // A flood of made-up devices is not kept.
-          guard heard.count < 256 || heard[sighting.device.fingerprint] != nil else { continue }
-          heard[sighting.device.fingerprint] = sighting
-          if done(sighting) { break }
+          let found = done(sighting)
+          heard.note(sighting, wanted: found)
+          if found { break }
         }
-        return Array(heard.values)
+        return heard.all
       }
       group.addTask {
         try? await Task.sleep(until: end)

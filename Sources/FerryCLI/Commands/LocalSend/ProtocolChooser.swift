@@ -54,15 +54,11 @@ struct ProtocolChooser: Sendable {
     defer { lookout.stop() }
     let discovery = lookout.discovery
     output.note("Looking for '\(printable(wanted))' (Ferry and LocalSend)…")
-    let heard = Mutex<[String: LocalSendSighting]>([:])
+    let heard = Mutex(LocalSendSightings())
     let listening = Task {
       for await sighting in discovery.sightings {
-        // A flood of made-up devices is not kept.
-        heard.withLock {
-          if $0.count < 256 || $0[sighting.device.fingerprint] != nil {
-            $0[sighting.device.fingerprint] = sighting
-          }
-        }
+        let named = Self.names(sighting.device, wanted, reference)
+        heard.withLock { $0.note(sighting, wanted: named) }
       }
     }
     defer { listening.cancel() }
@@ -72,7 +68,7 @@ struct ProtocolChooser: Sendable {
         guard let key = peer.info.fingerprint, peer.peerID != nil else { return false }
         return reference.matchesFingerprint(key) || reference.matchesName(peer.name)
       }
-      let all = heard.withLock { Array($0.values) }
+      let all = heard.withLock { $0.all }
       let local = all.filter { Self.names($0.device, wanted, reference) }
       if firstMatch == nil && !(ferry.isEmpty && local.isEmpty) { firstMatch = .now }
       let settled = firstMatch.map { ContinuousClock.now - $0 >= Self.settle } ?? false
@@ -111,7 +107,7 @@ struct ProtocolChooser: Sendable {
     case (false, false):
       let keys = Set(
         ferry.compactMap { $0.info.fingerprint?.hexString }
-          + local.map { $0.device.fingerprint.uppercased() })
+          + local.map { LocalSendSightings.key($0.device.fingerprint) })
       guard keys.count > 1 else {
         output.note(
           "'\(printable(wanted))' answers by Ferry and by LocalSend with one key: sending by "
@@ -127,7 +123,8 @@ struct ProtocolChooser: Sendable {
       throw CLIFailure(
         status: .usage,
         message: "'\(printable(wanted))' names a Ferry receiver and a LocalSend device; choose "
-          + "with --protocol ferry or --protocol localsend (or --to more of the fingerprint):\n"
+          + "with --protocol ferry or --protocol localsend instead of --localsend (or --to more "
+          + "of the fingerprint):\n"
           + lines.joined(separator: "\n"),
         code: .ambiguousPeer)
     }

@@ -246,7 +246,8 @@ struct ReceiveReporter: Sendable {
   /// which cannot resume.
   static func keptWords(_ transfer: IncomingTransfer) -> String {
     guard transfer.resumable else {
-      return "its protocol (LocalSend) cannot resume: sending the files again starts them over"
+      return "it came by LocalSend or a web page, which cannot resume: sending the files again "
+        + "starts them over"
     }
     let kept = "what arrived is kept in the staging folder: sending the same files again resumes"
     if transfer.streamed.isEmpty { return kept }

@@ -26,7 +26,18 @@ struct WebSending: Sendable {
         code: .usage)
     }
     let (items, _, _) = try LocalSendSending.files(of: batch, output: output)
-    let files = items.map { WebShareServer.SharedFile(url: $0.url, path: $0.path, size: $0.size) }
+    guard !items.isEmpty else {
+      throw CLIFailure(
+        status: .usage, message: "nothing to offer: --web serves files, and these paths hold none",
+        code: .usage)
+    }
+    let files = items.map { item in
+      var info = stat()
+      let known = stat(item.url.path, &info) == 0
+      return WebShareServer.SharedFile(
+        url: item.url, path: item.path, size: item.size,
+        identity: known ? (UInt64(info.st_dev), UInt64(info.st_ino)) : nil)
+    }
     let access = LocalSendWebAccess(
       token: LocalSendWebAccess.newToken(),
       expires: .now + .milliseconds(Int64(options.minutes * 60_000)))
@@ -122,9 +133,16 @@ struct WebSending: Sendable {
           result = value
           break
         }
-        // Expired: no new browser or download; what was done is the outcome.
-        output.note("The web link expired.")
+        // Expired: no new browser; downloads under way go on to their end, then what was
+        // done is the outcome.
         server.stop()
+        let under = server.downloadsUnderWay
+        output.note(
+          "The web link expired"
+            + (under > 0 ? "; letting \(Quantity.count(under, "download")) under way end." : "."))
+        while server.downloadsUnderWay > 0 {
+          try? await Task.sleep(for: .milliseconds(200))
+        }
         server.finishEvents()
       }
       group.cancelAll()
@@ -155,8 +173,8 @@ struct WebSending: Sendable {
       request.deny()
       output.emit(
         WebDownload(
-          address: request.address, userAgent: request.userAgent, status: "declined",
-          path: nil, bytes: nil, reason: nil))
+          address: request.address, userAgent: request.userAgent.map { String($0.prefix(200)) },
+          status: "declined", path: nil, bytes: nil, reason: nil))
     }
   }
 }
