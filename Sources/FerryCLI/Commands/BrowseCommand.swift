@@ -92,7 +92,7 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
         if !json { output.say("- \(peer.peerID?.description ?? peer.name) (not answering)") }
       } back: { peer in
         output.emit(PeerSeen(peer), as: .peerFound)
-        if !json { output.say("+ \(Self.humanLine(peer))") }
+        if !json { output.say("+ \(Self.humanLine(peer, labelled: localSend != nil))") }
       }
     }
     defer { probing.cancel() }
@@ -104,13 +104,13 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
           foundAny = true
           _ = probe.reset(peer)
           output.emit(PeerSeen(peer), as: .peerFound)
-          if !json { output.say("+ \(Self.humanLine(peer))") }
+          if !json { output.say("+ \(Self.humanLine(peer, labelled: localSend != nil))") }
         case .updated(let peer):
           // A peer reported gone stays so while its records change (a dead machine's expire
           // one by one): it is found again when it answers.
           guard !probe.isGone(peer) else { continue }
           output.emit(PeerSeen(peer), as: .peerUpdated)
-          if !json { output.say("~ \(Self.humanLine(peer))") }
+          if !json { output.say("~ \(Self.humanLine(peer, labelled: localSend != nil))") }
         case .lost(let peer):
           // Reported already when it stopped answering.
           guard !probe.reset(peer) else { continue }
@@ -134,8 +134,12 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
     }
   }
 
-  private static func humanLine(_ peer: DiscoveredPeer) -> String {
-    let who = peer.peerID?.description ?? "\(peer.name) [not a Ferry peer: no fingerprint]"
+  /// `labelled`: "Ferry" after the name, as LocalSend devices listed beside it say
+  /// "LocalSend".
+  private static func humanLine(_ peer: DiscoveredPeer, labelled: Bool = false) -> String {
+    let who =
+      (peer.peerID?.description ?? "\(peer.name) [not a Ferry peer: no fingerprint]")
+      + (labelled ? " Ferry" : "")
     let addresses = peer.addresses.map {
       "\($0.hostPortString(port: peer.port)) on \($0.interface)"
     }

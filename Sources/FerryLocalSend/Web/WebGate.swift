@@ -70,6 +70,10 @@ final class WebGate: Sendable {
         return refused
       }
     }
+    if method == .GET, path == "/expired.css" {
+      // The plain page's style: nothing secret, served to anyone.
+      return .serve(.ok, body: WebPage.css, type: "text/css; charset=utf-8")
+    }
     guard method == .GET, path.hasPrefix("/r/") else { return refused }
     let parts = path.dropFirst(3).split(separator: "/", omittingEmptySubsequences: false)
     guard let token = parts.first, access.matches(String(token)) else {

@@ -26,10 +26,12 @@ enum WebPage {
     <!doctype html>
     <html lang="en"><head><meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
-    <title>Link expired or wrong</title></head>
-    <body><h1>This link has expired or is wrong</h1>
-    <p>Ask for a new one: the person receiving runs <code>ferry receive --web</code> again.</p>
-    </body></html>
+    <title>Link expired or wrong</title>
+    <link rel="stylesheet" href="/expired.css"></head>
+    <body><main><h1>This link has expired or is wrong</h1>
+    <p class="note">Ask the person who gave it to you for a new one (they run
+    <code>ferry</code> with <code>--web</code> again).</p>
+    </main></body></html>
     """
 
   /// The page itself, its script and style under `base` (the link's path).
