@@ -144,15 +144,24 @@ def main():
         files = driver.find_element(By.ID, "files")
         files.send_keys(os.path.join(src, "notes.txt") + "\n" + os.path.join(src, "photo.jpg"))
         driver.find_element(By.ID, "folder").send_keys(os.path.join(src, "album"))
+        # A file dropped on the drop zone (a drop event carrying a File, as a drag would).
+        driver.execute_script("""
+            const dt = new DataTransfer();
+            dt.items.add(new File(["dropped by a drag"], "dropped.txt", {type: "text/plain"}));
+            const zone = document.getElementById("drop");
+            zone.dispatchEvent(new DragEvent("dragover", {dataTransfer: dt, bubbles: true}));
+            zone.dispatchEvent(new DragEvent("drop", {dataTransfer: dt, bubbles: true}));
+        """)
         WebDriverWait(driver, 10).until(
-            lambda d: len(d.find_elements(By.CSS_SELECTOR, "#list li")) >= 6)
+            lambda d: len(d.find_elements(By.CSS_SELECTOR, "#list li")) >= 7)
         driver.save_screenshot(os.path.join(SHOTS, "phone-2-chosen.png"))
         driver.find_element(By.ID, "send").click()
         check(wait_status(driver, "Done"), "phone: the page says Done: " + status_text(driver))
         driver.save_screenshot(os.path.join(SHOTS, "phone-3-done.png"))
         got = tree(dest)
         want = {k: v for k, v in tree(src).items() if k != "big.bin"}
-        check(got == want, f"phone: every byte arrived ({len(got)} files)")
+        want["dropped.txt"] = hashlib.sha256(b"dropped by a drag").hexdigest()
+        check(got == want, f"phone: every byte arrived, the dropped file too ({len(got)} files)")
     finally:
         driver.quit()
         proc.terminate()

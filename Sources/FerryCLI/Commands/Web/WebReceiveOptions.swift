@@ -18,19 +18,24 @@ struct WebReceiveOptions: ParsableArguments {
   @Option(
     name: .customLong("web-port"),
     help: "The web page's port (default: any free one).")
-  var port: UInt16 = 0
+  var chosenPort: UInt16?
 
   @Option(
     name: .customLong("web-expires"),
     help: ArgumentHelp(
       "Minutes until the web link stops working (default 10).", valueName: "minutes"))
-  var minutes: Double = 10
+  var chosenMinutes: Double?
+
+  /// The port (0: any free one).
+  var port: UInt16 { chosenPort ?? 0 }
+  /// Minutes until the link expires.
+  var minutes: Double { chosenMinutes ?? 10 }
 
   func validate() throws {
     guard minutes > 0, minutes <= 24 * 60 else {
       throw ValidationError("--web-expires must be between 0 and 1440 minutes")
     }
-    if !enabled && (port != 0 || minutes != 10) {
+    if !enabled && (chosenPort != nil || chosenMinutes != nil) {
       throw ValidationError("--web-port and --web-expires go with --web")
     }
   }

@@ -13,13 +13,13 @@ struct WebSendOptions: ParsableArguments {
 
   @Option(
     name: .customLong("web-port"), help: "With --web: the page's port (default: any free one).")
-  var port: UInt16 = 0
+  var chosenPort: UInt16?
 
   @Option(
     name: .customLong("web-expires"),
     help: ArgumentHelp(
       "With --web: minutes until the link stops working (default 10).", valueName: "minutes"))
-  var minutes: Double = 10
+  var chosenMinutes: Double?
 
   @Flag(
     name: .customLong("once"),
@@ -31,9 +31,14 @@ struct WebSendOptions: ParsableArguments {
     help: "With --web: let every browser that opens the link download, without asking.")
   var yes = false
 
+  /// The port (0: any free one).
+  var port: UInt16 { chosenPort ?? 0 }
+  /// Minutes until the link expires.
+  var minutes: Double { chosenMinutes ?? 10 }
+
   func validate() throws {
     guard enabled else {
-      if port != 0 || minutes != 10 || once || yes {
+      if chosenPort != nil || chosenMinutes != nil || once || yes {
         throw ValidationError("--web-port, --web-expires, --once and --yes go with --web")
       }
       return
