@@ -150,6 +150,22 @@ def main():
         s.close()
         check(closed_after is not None and closed_after < 15,
               "a trickled head is cut (after %s s)" % (closed_after and round(closed_after, 1)))
+        # A prepare-upload body trickled one byte a second: cut within the request deadline.
+        s = socket.create_connection(("127.0.0.1", port))
+        started = time.monotonic()
+        closed_after = None
+        try:
+            s.send(b"POST /api/localsend/v2/prepare-upload HTTP/1.1\r\nHost: x\r\n"
+                   b"x-ferry-token: " + token.encode() + b"\r\ncontent-type: application/json"
+                   b"\r\ncontent-length: 400\r\n\r\n")
+            for _ in range(30):
+                s.send(b" ")
+                time.sleep(1)
+        except OSError:
+            closed_after = time.monotonic() - started
+        s.close()
+        check(closed_after is not None and closed_after < 15,
+              "a trickled body is cut (after %s s)" % (closed_after and round(closed_after, 1)))
         # A wrong token on the API, a token in the query instead of the header, a token for
         # another file's upload: refused.
         status, _ = api(port, "info", "0" * 32, method="GET")
