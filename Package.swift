@@ -191,7 +191,7 @@ let package = Package(
     ),
     .testTarget(
       name: "FerryCLITests",
-      dependencies: ["FerryCLI"]
+      dependencies: ["FerryCLI", "FerryLocalSend"]
     ),
     .testTarget(
       name: "FerryIntegrationTests",

@@ -29,13 +29,13 @@ struct LocalSendSending: Sendable {
   /// Finds devices as this machine.
   var targets: LocalSendTargets { LocalSendTargets(identity: identity, me: me, output: output) }
 
-  /// Sends `batch` or `text` to the device `to` names (or the one at `address`, or the one
-  /// already `found`).
+  /// Sends `batch` or `text` to the device `to` names (classified as `reference`: a trusted
+  /// name also finds its key), or the one at `address`, or the one already `found`.
   ///
   /// - Throws: ``CLIFailure``: declined (exit 4), busy or failed (1), PIN (5), not found (3).
   func run(
-    batch: SendBatch?, text: String?, to wanted: String?, address: String?,
-    found known: LocalSendTargets.Found? = nil
+    batch: SendBatch?, text: String?, to wanted: String?, as reference: PeerReference? = nil,
+    address: String?, found known: LocalSendTargets.Found? = nil
   ) async throws(CLIFailure) {
     let upload: LocalSendUpload
     do {
@@ -50,7 +50,7 @@ struct LocalSendSending: Sendable {
       found = try await targets.ask(
         address: address, wanted: wanted, upload: upload, plainHTTP: false)
     } else {
-      found = try await targets.discover(wanted, until: deadline)
+      found = try await targets.discover(wanted, as: reference, until: deadline)
     }
     let peer = Self.peer(found)
     if found.target.fingerprint != nil,

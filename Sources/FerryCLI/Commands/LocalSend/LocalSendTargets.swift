@@ -21,9 +21,10 @@ struct LocalSendTargets: Sendable {
   ///
   /// - Throws: ``CLIFailure``: none found (exit 3), several with no `--to` (exit 3), or no
   ///   interface to look on (exit 6).
-  func discover(_ wanted: String?, until deadline: ContinuousClock.Instant)
-    async throws(CLIFailure) -> Found
-  {
+  func discover(
+    _ wanted: String?, as reference: PeerReference? = nil,
+    until deadline: ContinuousClock.Instant
+  ) async throws(CLIFailure) -> Found {
     let lookout = try await start()
     defer { lookout.stop() }
     output.note(
@@ -34,12 +35,12 @@ struct LocalSendTargets: Sendable {
     let listenEnd = wanted == nil ? min(deadline, .now + .seconds(3)) : deadline
     let heard = await Self.collect(lookout.discovery, until: listenEnd) { sighting in
       guard let wanted else { return false }
-      return Self.matches(sighting.device, wanted)
+      return Self.names(sighting.device, wanted, reference)
     }
     let candidates = heard.filter { sighting in
-      wanted.map { Self.matches(sighting.device, $0) } ?? true
+      wanted.map { Self.names(sighting.device, $0, reference) } ?? true
     }
-    return try pick(candidates, heard: heard, wanted: wanted)
+    return try pick(candidates, heard: heard, wanted: wanted, reference: reference)
   }
 
   /// LocalSend's discovery, started: this machine announces itself so that devices answer,
@@ -61,9 +62,10 @@ struct LocalSendTargets: Sendable {
   ///
   /// - Throws: ``CLIFailure``: none (exit 3), several (exit 3), a device that announces plain
   ///   HTTP or no usable fingerprint (exit 5).
-  func pick(_ candidates: [LocalSendSighting], heard: [LocalSendSighting], wanted: String?)
-    throws(CLIFailure) -> Found
-  {
+  func pick(
+    _ candidates: [LocalSendSighting], heard: [LocalSendSighting], wanted: String?,
+    reference: PeerReference? = nil
+  ) throws(CLIFailure) -> Found {
     guard let first = candidates.first else {
       let seen = heard.map { "'\(printable($0.device.alias))'" }.joined(separator: ", ")
       throw CLIFailure(
@@ -99,10 +101,13 @@ struct LocalSendTargets: Sendable {
         message: "'\(printable(device.alias))' announced no usable fingerprint",
         code: .authentication)
     }
+    // Named by its key — digits of it, or a trusted name that stands for it — rather than
+    // by the alias it gives: the user's consent to that key.
     let pinned =
       wanted.map {
-        ($0.filter { !$0.isWhitespace }.count >= Fingerprint.minimumPrefixDigits)
-          && Self.matches(device, $0) && device.alias != $0
+        device.alias != $0
+          && (($0.filter { !$0.isWhitespace }.count >= Fingerprint.minimumPrefixDigits
+            && Self.matches(device, $0)) || (reference?.matchesFingerprint(key) ?? false))
       } ?? false
     return Found(
       target: LocalSendTarget(
@@ -140,6 +145,18 @@ struct LocalSendTargets: Sendable {
       }
       return result
     }
+  }
+
+  /// Whether `device` is the one `wanted` names: as ``matches(_:_:)`` says, or by a key a
+  /// trusted name (`reference`) stands for.
+  static func names(
+    _ device: LocalSendDevice, _ wanted: String, _ reference: PeerReference?
+  ) -> Bool {
+    if matches(device, wanted) { return true }
+    guard let reference, let key = try? Fingerprint(parsing: device.fingerprint) else {
+      return false
+    }
+    return reference.matchesFingerprint(key)
   }
 
   /// Whether `device` is the one `wanted` names: its alias exactly, or its fingerprint's

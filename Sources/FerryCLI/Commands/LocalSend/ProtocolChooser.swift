@@ -41,7 +41,7 @@ struct ProtocolChooser: Sendable {
       browser = try Browser(serviceType: serviceType)
     } catch {
       output.note("Ferry peers are not visible (\(error)); looking for LocalSend devices only.")
-      return .localSend(try await targets.discover(wanted, until: deadline))
+      return .localSend(try await targets.discover(wanted, as: reference, until: deadline))
     }
     defer { browser.stop() }
     let lookout: LocalSendLookout
@@ -57,7 +57,7 @@ struct ProtocolChooser: Sendable {
     let heard = Mutex(LocalSendSightings())
     let listening = Task {
       for await sighting in discovery.sightings {
-        let named = Self.names(sighting.device, wanted, reference)
+        let named = LocalSendTargets.names(sighting.device, wanted, reference)
         heard.withLock { $0.note(sighting, wanted: named) }
       }
     }
@@ -69,29 +69,19 @@ struct ProtocolChooser: Sendable {
         return reference.matchesFingerprint(key) || reference.matchesName(peer.name)
       }
       let all = heard.withLock { $0.all }
-      let local = all.filter { Self.names($0.device, wanted, reference) }
+      let local = all.filter { LocalSendTargets.names($0.device, wanted, reference) }
       if firstMatch == nil && !(ferry.isEmpty && local.isEmpty) { firstMatch = .now }
       let settled = firstMatch.map { ContinuousClock.now - $0 >= Self.settle } ?? false
       if settled || ContinuousClock.now >= deadline {
-        return try decide(wanted, ferry: ferry, local: local, heard: all)
+        return try decide(wanted, as: reference, ferry: ferry, local: local, heard: all)
       }
       try? await Task.sleep(for: .milliseconds(50))
     }
   }
 
-  /// Whether `device` is the one `wanted` names: as ``LocalSendTargets/matches(_:_:)`` does,
-  /// or by a key a trusted name stands for.
-  private static func names(
-    _ device: LocalSendDevice, _ wanted: String, _ reference: PeerReference
-  ) -> Bool {
-    if LocalSendTargets.matches(device, wanted) { return true }
-    guard let key = try? Fingerprint(parsing: device.fingerprint) else { return false }
-    return reference.matchesFingerprint(key)
-  }
-
   private func decide(
-    _ wanted: String, ferry: [DiscoveredPeer], local: [LocalSendSighting],
-    heard: [LocalSendSighting]
+    _ wanted: String, as reference: PeerReference, ferry: [DiscoveredPeer],
+    local: [LocalSendSighting], heard: [LocalSendSighting]
   ) throws(CLIFailure) -> Choice {
     switch (ferry.isEmpty, local.isEmpty) {
     case (true, true):
@@ -103,7 +93,8 @@ struct ProtocolChooser: Sendable {
     case (false, true):
       return .ferry
     case (true, false):
-      return .localSend(try targets.pick(local, heard: heard, wanted: wanted))
+      return .localSend(
+        try targets.pick(local, heard: heard, wanted: wanted, reference: reference))
     case (false, false):
       let keys = Set(
         ferry.compactMap { $0.info.fingerprint?.hexString }

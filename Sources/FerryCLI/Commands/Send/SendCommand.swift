@@ -205,7 +205,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       }
       if found != nil || localSend.chosen == .localsend || address != nil || to.isEmpty {
         try await sending.run(
-          batch: batch, text: text, to: to.first, address: address, found: found)
+          batch: batch, text: text, to: to.first, as: references.first, address: address,
+          found: found)
         return
       }
     }
