@@ -32,10 +32,13 @@ struct WebSending: Sendable {
         code: .usage)
     }
     let files = items.map { item in
+      // The file itself (a path given through a link is served from where it leads: the
+      // server opens files without following links, so that none put in later is followed).
+      let url = item.url.resolvingSymlinksInPath()
       var info = stat()
-      let known = stat(item.url.path, &info) == 0
+      let known = stat(url.path, &info) == 0
       return WebShareServer.SharedFile(
-        url: item.url, path: item.path, size: item.size,
+        url: url, path: item.path, size: item.size,
         identity: known ? (UInt64(info.st_dev), UInt64(info.st_ino)) : nil)
     }
     let access = LocalSendWebAccess(
