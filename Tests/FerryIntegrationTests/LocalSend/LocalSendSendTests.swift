@@ -310,6 +310,8 @@ extension LocalSendTests {
       defer { peer.signal(SIGKILL) }
       let (status, ferry) = try await send(["--to", alias, "--retry-for", "0", source.path])
       #expect(status == 1, "\(ferry.stderr)")
+      // --retry-for 0: a cut is not offered again.
+      #expect(ferry.events("retrying").isEmpty, "\(ferry.stdout)")
       #expect(ferry.events("file-done").allSatisfy { $0.string("status") != "stored" })
     }
   }

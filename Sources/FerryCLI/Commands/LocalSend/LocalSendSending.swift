@@ -154,7 +154,9 @@ struct LocalSendSending: Sendable {
       // Uploads cut off (status 0) go again whole, in a new session, while --retry-for lasts;
       // what was delivered is not offered again.
       let cut = results.filter { $0.status == 0 }
-      guard !cut.isEmpty, retry.cuts < LocalSendRetry.maximumCuts else { break }
+      guard !cut.isEmpty, ContinuousClock.now - lastProgress < retryFor,
+        retry.cuts < LocalSendRetry.maximumCuts
+      else { break }
       retry.cutOff()
       output.emit(
         Retrying(
