@@ -202,6 +202,7 @@ def main():
         proc.terminate()
         proc.wait(10)
     share()
+    stalled_download()
     shutil.rmtree(WORK, ignore_errors=True)
     sys.exit(1 if failures else 0)
 
@@ -219,6 +220,45 @@ def get_from(source, port, path, headers=None, method="GET", body=None):
         return 0, b""
     finally:
         connection.close()
+
+
+def stalled_download():
+    """ferry send --web, its link expiring in 3 s, and a browser that asks for a 64 MB file
+    and reads nothing: the download is ended once nothing was written for 60 s, and the
+    sender exits (an expired link waits for downloads under way, not for a silent browser)."""
+    import select
+    src = os.path.join(WORK, "big.bin")
+    with open(src, "wb") as f:
+        f.write(os.urandom(64 << 20))
+    env = dict(os.environ, FERRY_HOME=os.path.join(WORK, "home-stall"),
+               DBUS_SYSTEM_BUS_ADDRESS="unix:path=/nonexistent/ferry-test-bus")
+    proc = subprocess.Popen([FERRY, "send", "--web", "--yes", "--json", "--web-expires", "0.05",
+                             src], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    url = next(json.loads(l)["urls"][0] for l in proc.stdout if b'"web-link"' in l)
+    base, token = url.split("/r/")
+    port = int(base.rsplit(":", 1)[1])
+    status, body = get_from("127.0.0.1", port, "/api/localsend/v2/prepare-download",
+                            {"x-ferry-token": token}, "POST", b"{}")
+    session = json.loads(body)["sessionId"] if status == 200 else ""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"GET /api/localsend/v2/download?sessionId=" + session.encode()
+              + b"&fileId=f0 HTTP/1.1\r\nHost: x\r\n\r\n")
+    started = time.monotonic()
+    failed = False
+    while time.monotonic() - started < 90 and proc.poll() is None:
+        ready, _, _ = select.select([proc.stdout], [], [], 1)
+        if ready:
+            line = proc.stdout.readline()
+            failed = failed or b'"failed"' in line
+    took = time.monotonic() - started
+    s.close()
+    code = proc.poll()
+    if code is None:
+        proc.kill()
+    check(failed and code is not None and 55 < took < 80,
+          "a browser that reads nothing: the download ends after 60 s, the sender exits "
+          "(after %.0f s, exit %s)" % (took, code))
 
 
 def share():

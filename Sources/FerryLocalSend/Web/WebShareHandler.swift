@@ -24,11 +24,17 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
   /// The question this connection asked, still open (denied if the browser leaves).
   private var asking: WebShareServer.Request?
   private weak var context: ChannelHandlerContext?
+  /// When the download under way last had a piece written.
+  private var lastWritten = NIODeadline.now()
 
   /// The most bytes of a request's body (prepare-download sends none, or `{}`).
   static let maximumBody = 4096
   /// How long a request's head and body may take.
   static let requestDeadline: TimeAmount = .seconds(10)
+  /// How long a download may go without a piece written before it is ended.
+  static let stall: TimeAmount = .seconds(60)
+  /// The bytes handed to `sendfile(2)` at once: each one written is progress.
+  static let piece = 1 << 20
 
   init(server: WebShareServer, address: String) {
     self.server = server
@@ -176,14 +182,18 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
       return write(.conflict, text: "the file changed since it was offered", context: context)
     }
     let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: fd)
-    // A file cut short while it goes out would leave sendfile(2) with nothing to send and the
-    // loop spinning: checked every second, the download ends.
+    // Checked every second: a file cut short while it goes out (sendfile(2) would have nothing
+    // to send and the loop would spin), or a browser that reads nothing for ``stall`` — its
+    // silence never holds the download (or the end of an expired link) open.
     let channel = context.channel
+    lastWritten = .now()
     let watch = context.eventLoop.scheduleRepeatedTask(
       initialDelay: .seconds(1), delay: .seconds(1)
-    ) { _ in
+    ) { [self] _ in
       var now = stat()
-      if fstat(fd, &now) != 0 || UInt64(now.st_size) < file.size {
+      if fstat(fd, &now) != 0 || UInt64(now.st_size) < file.size
+        || NIODeadline.now() - lastWritten > Self.stall
+      {
         channel.close(promise: nil)
       }
     }
@@ -197,12 +207,8 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
     context.write(
       wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))),
       promise: nil)
-    if file.size > 0 {
-      let region = FileRegion(fileHandle: handle, readerIndex: 0, endIndex: Int(file.size))
-      context.write(wrapOutboundOut(.body(.fileRegion(region))), promise: nil)
-    }
     let sent = context.eventLoop.makePromise(of: Void.self)
-    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: sent)
+    send(handle, from: 0, to: Int(file.size), then: sent, context: context)
     let (events, address) = (server.eventsContinuation, address)
     sent.futureResult.whenComplete { [weak self, server] result in
       watch.cancel()
@@ -215,6 +221,31 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
         events.yield(.downloaded(path: file.path, bytes: file.size, address: address))
       case .failure(let error):
         events.yield(.failed(path: file.path, reason: "\(error)", address: address))
+      }
+    }
+  }
+
+  /// Sends bytes `offset..<end` of `handle` by `sendfile(2)`, a ``piece`` at a time — each
+  /// written one is progress (``lastWritten``) — then the answer's end; `done` ends with it.
+  private func send(
+    _ handle: NIOFileHandle, from offset: Int, to end: Int, then done: EventLoopPromise<Void>,
+    context: ChannelHandlerContext
+  ) {
+    guard offset < end else {
+      return context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
+    }
+    let next = min(end, offset + Self.piece)
+    let written = context.eventLoop.makePromise(of: Void.self)
+    let region = FileRegion(fileHandle: handle, readerIndex: offset, endIndex: next)
+    context.writeAndFlush(wrapOutboundOut(.body(.fileRegion(region))), promise: written)
+    written.futureResult.whenComplete { [self] result in
+      switch result {
+      case .success:
+        lastWritten = .now()
+        guard let context = self.context else { return done.fail(ChannelError.ioOnClosedChannel) }
+        send(handle, from: next, to: end, then: done, context: context)
+      case .failure(let error):
+        done.fail(error)
       }
     }
   }
