@@ -151,7 +151,7 @@ public final class LocalSendUpload: Sendable {
     }
     // A session an earlier attempt left cut off may still hold the device (busy to this
     // prepare-upload): it is ended first.
-    if previous != nil, let stale = cutSession.withLock({ $0 }) {
+    if let stale = cutSession.withLock({ $0 }) {
       await end(session: stale.id, at: stale.target)
     }
     preparing.withLock { $0 = target }
@@ -276,19 +276,14 @@ public final class LocalSendUpload: Sendable {
   public func cancel() async {
     cancelled.store(true, ordering: .relaxed)
     for connection in connections.withLock({ $0.values }) { connection.close() }
-    // The session under way; or the question still asked there (a cancel without a session
-    // ends whatever this address prepared).
-    let path: String
-    let target: LocalSendTarget
+    // The session under way, or one cut off and not ended yet (Ctrl-C between attempts); or
+    // the question still asked there (a cancel without a session ends whatever this address
+    // prepared).
     if let (id, current) = session.withLock({ $0 }) ?? cutSession.withLock({ $0 }) {
-      // The session under way, or one cut off and not ended yet (Ctrl-C between attempts).
-      (path, target) = ("\(LocalSendProtocol.Path.cancel)?sessionId=\(Self.escaped(id))", current)
+      await end(session: id, at: current)
     } else if let asked = preparing.withLock({ $0 }) {
-      (path, target) = (LocalSendProtocol.Path.cancel, asked)
-    } else {
-      return
+      await tell(LocalSendProtocol.Path.cancel, at: asked)
     }
-    await tell(path, at: target)
   }
 
   /// Ends session `id` at `target` (`cancel`), at most 2 s; whether it answered.
