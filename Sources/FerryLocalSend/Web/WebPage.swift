@@ -36,16 +36,25 @@ enum WebPage {
 
   /// The page itself, its script and style under `base` (the link's path).
   static func html(base: String) -> String {
-    htmlTemplate.replacingOccurrences(of: "BASE/", with: base + "/")
+    document(title: "Send files with Ferry", base: base, main: main)
   }
 
-  private static let htmlTemplate = """
+  /// A page of the link at `base`: `title`, the style and script under `base`, and `main`'s
+  /// markup between them — for this page and ``WebSharePage``.
+  static func document(title: String, base: String, main: String) -> String {
+    """
     <!doctype html>
     <html lang="en"><head><meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
-    <title>Send files with Ferry</title>
-    <link rel="stylesheet" href="BASE/app.css"></head>
+    <title>\(title)</title>
+    <link rel="stylesheet" href="\(base)/app.css"></head>
     <body><main>
+    \(main)
+    </main><script src="\(base)/app.js"></script></body></html>
+    """
+  }
+
+  private static let main = """
     <h1>Send files to <span id="name">this computer</span></h1>
     <p class="note">Plain HTTP on your local network: others on it could see what you send.</p>
     <section id="drop" aria-label="Files to send">
@@ -64,7 +73,6 @@ enum WebPage {
     <button id="clear" type="button" class="secondary" disabled>Clear</button>
     </div>
     <p id="status" role="status" aria-live="polite"></p>
-    </main><script src="BASE/app.js"></script></body></html>
     """
 
   /// The page's style: one column that fits a 360-px phone and centres on a desktop.

@@ -6,22 +6,15 @@ import Foundation
 enum WebSharePage {
   /// The page, its script and style under `base` (the link's path).
   static func html(base: String) -> String {
-    template.replacingOccurrences(of: "BASE/", with: base + "/")
+    WebPage.document(title: "Files shared with Ferry", base: base, main: main)
   }
 
-  private static let template = """
-    <!doctype html>
-    <html lang="en"><head><meta charset="utf-8">
-    <meta name="viewport" content="width=device-width, initial-scale=1">
-    <title>Files shared with Ferry</title>
-    <link rel="stylesheet" href="BASE/app.css"></head>
-    <body><main>
+  private static let main = """
     <h1 id="title">Files shared with you</h1>
     <p class="note">Plain HTTP on your local network: others on it could see these files.</p>
     <p id="summary"></p>
     <ul id="list" aria-label="Files"></ul>
     <p id="status" role="status" aria-live="polite"></p>
-    </main><script src="BASE/app.js"></script></body></html>
     """
 
   /// Asks, then lists the files as links (`download` carries the session, not the token: a
