@@ -116,7 +116,12 @@ struct HostileSenderTests {
         codes.append(results.first?["verification"] as? String ?? "none")
         #expect(receiver.process.isRunning, "\(label) stopped receive \(arguments)")
       }
-      let invitations = receiver.events.filter { $0["event"] as? String == "invitation" }
+      // The peer may read the answer before the receiver's event line reaches the pipe.
+      let isInvitation: ([String: Any]) -> Bool = { $0["event"] as? String == "invitation" }
+      try await waitUntil {
+        receiver.events.filter(isInvitation).count >= Self.hostileContexts.count
+      }
+      let invitations = receiver.events.filter(isInvitation)
       #expect(invitations.count == Self.hostileContexts.count)
       // The independent peer derives each connection's code as the receiver does (its TLS
       // exporter from the key log, both nonces: docs/PROTOCOL.md §6).
