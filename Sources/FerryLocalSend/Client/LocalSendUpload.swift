@@ -480,7 +480,11 @@ public final class LocalSendUpload: Sendable {
       guard fd >= 0 else { throw LocalSendSendError.unreadable(String(cString: strerror(errno))) }
       defer { close(fd) }
       var hasher = SHA256()
-      var buffer = [UInt8](repeating: 0, count: 1 << 20)
+      // A buffer the file's size (and one byte to see its end), at most a MiB: a MiB zeroed
+      // for each small file cost more than hashing it.
+      var status = stat()
+      let size = fstat(fd, &status) == 0 ? Int(clamping: status.st_size) : 1 << 20
+      var buffer = [UInt8](repeating: 0, count: max(4096, min(1 << 20, size + 1)))
       while true {
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count >= 0 else {
@@ -509,13 +513,9 @@ public final class LocalSendUpload: Sendable {
   private static func metadata(_ url: URL) -> LocalSendFile.Metadata? {
     var status = stat()
     guard stat(url.path, &status) == 0 else { return nil }
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    func date(_ time: timespec) -> String {
-      formatter.string(
-        from: Date(timeIntervalSince1970: Double(time.tv_sec) + Double(time.tv_nsec) / 1e9))
-    }
-    return LocalSendFile.Metadata(modified: date(status.st_mtim), accessed: date(status.st_atim))
+    return LocalSendFile.Metadata(
+      modified: LocalSendTime.string(status.st_mtim),
+      accessed: LocalSendTime.string(status.st_atim))
   }
 
   /// A MIME type from the name's extension (what LocalSend shows); octet-stream otherwise.

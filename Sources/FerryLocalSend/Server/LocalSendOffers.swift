@@ -61,22 +61,11 @@ enum LocalSendOffers {
     ) { message.decline(reason: "no answer in time") }
   }
 
-  /// An ISO 8601 time as seconds and nanoseconds since 1970; now when there is none or it
-  /// cannot be read.
+  /// An RFC 3339 time as seconds and nanoseconds since 1970 (``LocalSendTime/parse(_:)``);
+  /// now when there is none, it cannot be read, or it is more than some 3000 years away.
   static func modification(_ text: String?) -> (Int64, UInt32) {
-    let now = Date()
-    guard let text, text.utf8.count <= 64 else {
-      return (Int64(now.timeIntervalSince1970), 0)
-    }
-    // Format styles are values (safe on any thread) and cheap, unlike a formatter made per file.
-    let date =
-      (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text))
-      ?? (try? Date.ISO8601FormatStyle().parse(text))
-    guard let date, date.timeIntervalSince1970.isFinite,
-      abs(date.timeIntervalSince1970) < 1e11
-    else { return (Int64(now.timeIntervalSince1970), 0) }
-    let seconds = date.timeIntervalSince1970.rounded(.down)
-    let nanoseconds = UInt32(min(999_999_999, max(0, (date.timeIntervalSince1970 - seconds) * 1e9)))
-    return (Int64(seconds), nanoseconds)
+    guard let text, let time = LocalSendTime.parse(text), abs(time.seconds) < 100_000_000_000
+    else { return (Int64(Date().timeIntervalSince1970), 0) }
+    return (time.seconds, time.nanoseconds)
   }
 }
