@@ -39,6 +39,8 @@ struct UploadSessionMachine: Sendable {
     let address: String
     /// By file id: only the files accepted.
     var uploads: [String: Upload]
+    /// How many of them are ``Upload/Stage/uploading``.
+    var uploading = 0
   }
 
   /// What a prepare-upload gets.
@@ -153,30 +155,39 @@ struct UploadSessionMachine: Sendable {
   mutating func admit(
     _ fileId: String, token: String, session sessionId: String, from address: String
   ) -> Admission {
-    guard case .active(var active) = state, active.id == sessionId else {
-      return .unknownSession
-    }
-    guard active.address == address, var upload = active.uploads[fileId], upload.token == token
-    else { return .forbidden }
-    guard upload.stage == .waiting else { return .alreadyUploaded }
-    guard
-      active.uploads.values.count(where: { $0.stage == .uploading })
-        < LocalSendServer.Limits.parallelUploads
-    else { return .tooMany }
-    upload.stage = .uploading
-    active.uploads[fileId] = upload
-    state = .active(active)
-    return .upload(upload)
+    modifyingActive(sessionId) { active -> Admission in
+      guard active.address == address, var upload = active.uploads[fileId], upload.token == token
+      else { return .forbidden }
+      guard upload.stage == .waiting else { return .alreadyUploaded }
+      guard active.uploading < LocalSendServer.Limits.parallelUploads else { return .tooMany }
+      upload.stage = .uploading
+      active.uploads[fileId] = upload
+      active.uploading += 1
+      return .upload(upload)
+    } ?? .unknownSession
   }
 
   /// File `fileId`'s upload ended: done, or (`retry`) back to waiting for another try.
   mutating func uploadEnded(_ fileId: String, session sessionId: String, retry: Bool) {
-    guard case .active(var active) = state, active.id == sessionId,
-      var upload = active.uploads[fileId]
-    else { return }
-    upload.stage = retry ? .waiting : .done
-    active.uploads[fileId] = upload
-    state = .active(active)
+    modifyingActive(sessionId) { active in
+      guard var upload = active.uploads[fileId], upload.stage == .uploading else { return }
+      upload.stage = retry ? .waiting : .done
+      active.uploads[fileId] = upload
+      active.uploading -= 1
+    }
+  }
+
+  /// Runs `body` on the active session `sessionId` in place; nil when it is not the one.
+  /// The session is taken out of `state` first, so that its uploads are uniquely referenced:
+  /// changing one file's stage then changes it in place rather than copying every file's
+  /// entry (a copy per upload made a 1000-file session quadratic).
+  private mutating func modifyingActive<Result>(
+    _ sessionId: String, _ body: (inout Active) -> Result
+  ) -> Result? {
+    guard case .active(var active) = state, active.id == sessionId else { return nil }
+    state = .idle
+    defer { state = .active(active) }
+    return body(&active)
   }
 
   /// Whether `address` may cancel session `sessionId` (nil: whichever it prepared).
