@@ -120,6 +120,8 @@ def make_sources():
             f.write(os.urandom(size))
     with open(os.path.join(src, "big.bin"), "wb") as f:
         f.write(os.urandom(40 << 20))
+    # A known time: the page sends each file's time, and the receiver keeps it.
+    os.utime(os.path.join(src, "photo.jpg"), ns=(1_600_000_000_123_000_000,) * 2)
     return src
 
 
@@ -162,6 +164,9 @@ def main():
         want = {k: v for k, v in tree(src).items() if k != "big.bin"}
         want["dropped.txt"] = hashlib.sha256(b"dropped by a drag").hexdigest()
         check(got == want, f"phone: every byte arrived, the dropped file too ({len(got)} files)")
+        kept = os.stat(os.path.join(dest, "photo.jpg")).st_mtime_ns
+        check(kept == 1_600_000_000_123_000_000,
+              f"phone: a file keeps its modification time ({kept})")
     finally:
         driver.quit()
         proc.terminate()

@@ -243,13 +243,19 @@ enum WebPage {
       });
     }
 
+    // The file's own time (milliseconds since 1970), as RFC 3339; none if it has none.
+    function stamp(ms) {
+      try { return ms ? new Date(ms).toISOString() : null; } catch (e) { return null; }
+    }
+
     async function send() {
       busy = true; render();
       $("send").disabled = true;
       const files = {};
       chosen.forEach((c, i) => {
         files["f" + i] = { id: "f" + i, fileName: c.path, size: c.file.size,
-          fileType: c.file.type || "application/octet-stream" };
+          fileType: c.file.type || "application/octet-stream",
+          metadata: { modified: stamp(c.file.lastModified) } };
       });
       const claim = [...crypto.getRandomValues(new Uint8Array(32))]
         .map((b) => b.toString(16).padStart(2, "0")).join("");
