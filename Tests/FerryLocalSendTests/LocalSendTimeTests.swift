@@ -60,9 +60,27 @@ struct LocalSendTimeTests {
     #expect(LocalSendOffers.modification("2024-02-29T22:59:59.5Z") == (1_709_247_599, 500_000_000))
   }
 
+  @Test("the first moment of year 0, the last of 9999 and the last before 1970 are written")
+  func bounds() {
+    #expect(
+      LocalSendTime.string(timespec(tv_sec: -62_167_219_200, tv_nsec: 0))
+        == "0000-01-01T00:00:00.000Z")
+    #expect(
+      LocalSendTime.string(timespec(tv_sec: 253_402_300_799, tv_nsec: 999_999_999))
+        == "9999-12-31T23:59:59.999Z")
+    #expect(
+      LocalSendTime.string(timespec(tv_sec: -1, tv_nsec: 0)) == "1969-12-31T23:59:59.000Z")
+    #expect(
+      LocalSendTime.string(timespec(tv_sec: 1_483_228_800, tv_nsec: 0))
+        == "2017-01-01T00:00:00.000Z")
+  }
+
   @Test("a year outside 0...9999 is left out rather than written wrong")
   func outOfRange() {
     #expect(LocalSendTime.string(timespec(tv_sec: 253_402_300_800, tv_nsec: 0)) == nil)
     #expect(LocalSendTime.string(timespec(tv_sec: -62_200_000_000, tv_nsec: 0)) == nil)
+    #expect(LocalSendTime.string(timespec(tv_sec: -62_167_219_201, tv_nsec: 0)) == nil)
+    #expect(LocalSendTime.string(timespec(tv_sec: .max, tv_nsec: 0)) == nil)
+    #expect(LocalSendTime.string(timespec(tv_sec: .min, tv_nsec: 0)) == nil)
   }
 }

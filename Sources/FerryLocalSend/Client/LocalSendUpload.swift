@@ -483,8 +483,8 @@ public final class LocalSendUpload: Sendable {
       // A buffer the file's size (and one byte to see its end), at most a MiB: a MiB zeroed
       // for each small file cost more than hashing it.
       var status = stat()
-      let size = fstat(fd, &status) == 0 ? Int(clamping: status.st_size) : 1 << 20
-      var buffer = [UInt8](repeating: 0, count: max(4096, min(1 << 20, size + 1)))
+      let size = fstat(fd, &status) == 0 ? Int64(status.st_size) : 1 << 20
+      var buffer = [UInt8](repeating: 0, count: size < 1 << 20 ? max(4096, Int(size) + 1) : 1 << 20)
       while true {
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count >= 0 else {

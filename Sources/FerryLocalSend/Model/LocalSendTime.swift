@@ -6,14 +6,16 @@ import Foundation
 /// fraction digits). By hand, as bytes: a formatter goes through ICU and cost more than the rest
 /// of a small file's offer entry, and a parser through `Double` lost the last millisecond.
 enum LocalSendTime {
-  /// `time` (seconds and nanoseconds since 1970) as ISO 8601 UTC with milliseconds; nil when
-  /// the year is outside 0...9999. Any thread.
+  /// `time` (seconds and nanoseconds since 1970) as ISO 8601 UTC with milliseconds (leap
+  /// seconds not counted, as POSIX time has none); nil when the year is outside 0...9999. Any
+  /// thread.
   static func string(_ time: timespec) -> String? {
-    var seconds = time_t(time.tv_sec)
-    var parts = tm()
-    guard gmtime_r(&seconds, &parts) != nil else { return nil }
-    let year = Int(parts.tm_year) + 1900
-    guard (0...9999).contains(year) else { return nil }
+    // By hand rather than gmtime_r(3), which under a `right/` TZ counts leap seconds.
+    let seconds = Int64(time.tv_sec)
+    guard seconds >= -62_167_219_200, seconds <= 253_402_300_799 else { return nil }
+    let days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
+    let secondOfDay = Int(seconds - Int64(days) * 86_400)
+    let (year, month, day) = civil(fromDaysSince1970: days)
     let milliseconds = min(999, max(0, Int(time.tv_nsec) / 1_000_000))
     var text = ""
     text.reserveCapacity(24)
@@ -29,15 +31,15 @@ enum LocalSendTime {
     }
     append(year, digits: 4)
     text += "-"
-    append(Int(parts.tm_mon) + 1, digits: 2)
+    append(month, digits: 2)
     text += "-"
-    append(Int(parts.tm_mday), digits: 2)
+    append(day, digits: 2)
     text += "T"
-    append(Int(parts.tm_hour), digits: 2)
+    append(secondOfDay / 3600, digits: 2)
     text += ":"
-    append(Int(parts.tm_min), digits: 2)
+    append(secondOfDay / 60 % 60, digits: 2)
     text += ":"
-    append(Int(parts.tm_sec), digits: 2)
+    append(secondOfDay % 60, digits: 2)
     text += "."
     append(milliseconds, digits: 3)
     text += "Z"
@@ -49,8 +51,8 @@ enum LocalSendTime {
   /// seconds and nanoseconds since 1970. Nil for anything else: a missing zone, a field out of
   /// range, a day the month does not have, a character that is not ASCII. Any thread.
   static func parse(_ text: String) -> (seconds: Int64, nanoseconds: UInt32)? {
+    guard (20...64).contains(text.utf8.count) else { return nil }
     let bytes = Array(text.utf8)
-    guard bytes.count >= 20, bytes.count <= 64 else { return nil }
     var at = 0
     func number(_ digits: Int) -> Int? {
       guard at + digits <= bytes.count else { return nil }
@@ -110,6 +112,20 @@ enum LocalSendTime {
     case 4, 6, 9, 11: return 30
     default: return 31
     }
+  }
+
+  /// The date (proleptic Gregorian) `days` after 1970-01-01 (H. Hinnant's civil_from_days,
+  /// the inverse of ``daysSince1970(year:month:day:)``).
+  private static func civil(fromDaysSince1970 days: Int) -> (year: Int, month: Int, day: Int) {
+    let shifted = days + 719_468
+    let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+    let dayOfEra = shifted - era * 146_097
+    let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+    let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+    let monthIndex = (5 * dayOfYear + 2) / 153
+    let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+    let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+    return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
   }
 
   /// Days from 1970-01-01 to the date in the proleptic Gregorian calendar (H. Hinnant's
