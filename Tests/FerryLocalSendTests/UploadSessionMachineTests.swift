@@ -61,6 +61,18 @@ struct UploadSessionMachineTests {
       Issue.record("the ninth was not admitted once one ended")
       return
     }
+    // An end said twice, or of a file never admitted, or of another session, frees nothing.
+    machine.uploadEnded("f0", session: "s", retry: false)
+    machine.uploadEnded("f9", session: "s", retry: false)
+    machine.uploadEnded("f1", session: "other", retry: false)
+    #expect(machine.admit("f9", token: "t9", session: "s", from: "a") == .tooMany)
+    // A retried file waits again and frees its place; it may then be uploaded again.
+    machine.uploadEnded("f1", session: "s", retry: true)
+    guard case .upload = machine.admit("f1", token: "t1", session: "s", from: "a") else {
+      Issue.record("a retried file was not admitted again")
+      return
+    }
+    #expect(machine.admit("f9", token: "t9", session: "s", from: "a") == .tooMany)
   }
 
   @Test("a missing PIN is asked for; 3 wrong ones from an address are 429 there, not elsewhere")

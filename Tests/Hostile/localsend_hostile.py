@@ -221,6 +221,42 @@ def attack_pipeline(args):
     emit(attack="pipeline", sentBytes=sent, requests=sent // len(one))
 
 
+def attack_hit_and_run(args):
+    """Ten uploads whose connection closes as soon as the body is sent, the answer never read;
+    then two honest uploads of the same session (a 429 is tried again for 10 s)."""
+    _, _, own = certificate(args.home)
+    files = {"f%d" % i: {"id": "f%d" % i, "fileName": "run-%d.bin" % i, "size": 4,
+                         "fileType": "application/octet-stream"} for i in range(12)}
+    body = json.dumps({"info": device(own), "files": files}).encode()
+    status, answer = request(args.address, args.home, "POST", API + "/prepare-upload", body,
+                             {"Content-Type": "application/json"})
+    if status != 200:
+        emit(attack="hit-and-run", prepared=status, honest=[])
+        return
+    reply = json.loads(answer)
+    session, tokens = reply["sessionId"], reply["files"]
+
+    def path(i):
+        return API + "/upload?sessionId=%s&fileId=f%d&token=%s" % (session, i, tokens["f%d" % i])
+
+    for i in range(10):
+        sock = connect(args.address, args.home)
+        sock.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nabcd"
+                     % path(i).encode())
+        sock.close()
+    honest = []
+    for i in (10, 11):
+        deadline = time.time() + 10
+        while True:
+            got = request(args.address, args.home, "POST", path(i), b"abcd")[0]
+            if got != 429 or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        honest.append(got)
+    request(args.address, args.home, "POST", API + "/cancel?sessionId=" + session)
+    emit(attack="hit-and-run", prepared=status, honest=honest)
+
+
 def attack_idle(args):
     held = []
     refused = 0
@@ -254,7 +290,8 @@ def main():
     args = parser.parse_args()
     {"traversal": attack_traversal, "oversize-json": attack_oversize_json, "claim": attack_claim,
      "no-cert": attack_no_cert, "trickle-head": attack_trickle_head,
-     "trickle-json": attack_trickle_json, "idle": attack_idle, "pipeline": attack_pipeline}[args.attack](args)
+     "trickle-json": attack_trickle_json, "idle": attack_idle, "pipeline": attack_pipeline,
+     "hit-and-run": attack_hit_and_run}[args.attack](args)
 
 
 if __name__ == "__main__":

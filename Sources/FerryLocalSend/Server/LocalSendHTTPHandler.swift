@@ -422,9 +422,14 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       let promise = context.eventLoop.makePromise(of: UploadSession.Verdict.self)
       session.uploadStarted(accepted.index, on: context.channel, verdict: promise)
       let number = requestNumber
+      let server = self.server
       promise.futureResult.whenSuccess { [weak self] verdict in
+        // The file's upload is over even when its connection is gone (a sender that sent the
+        // whole body and closed before the answer): its slot among the uploads at once is
+        // given back here, not only when the answer can be written.
+        server.sessions.withLock { $0.uploadEnded(fileId, session: sessionId, retry: false) }
         guard let self, let context = self.context, self.requestNumber == number else { return }
-        self.uploaded(verdict, fileId: fileId, session: sessionId, context: context)
+        self.uploaded(verdict, context: context)
       }
     }
   }
@@ -434,12 +439,8 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     upload.session.offer?.fileEnded(upload.index, digest: upload.digest)
   }
 
-  private func uploaded(
-    _ verdict: UploadSession.Verdict, fileId: String, session: String,
-    context: ChannelHandlerContext
-  ) {
+  private func uploaded(_ verdict: UploadSession.Verdict, context: ChannelHandlerContext) {
     if case .upload(let upload) = state { upload.session.connectionEnded(context.channel) }
-    server.sessions.withLock { $0.uploadEnded(fileId, session: session, retry: false) }
     switch verdict {
     case .stored: respond(.ok, text: "", context: context)
     case .corrupt(let reason), .failed(let reason):

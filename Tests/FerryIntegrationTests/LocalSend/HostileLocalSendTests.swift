@@ -57,7 +57,9 @@ extension LocalSendTests {
       return (process, destination)
     }
 
-    @Test("traversal names, oversize JSON, too many files, a claimed key, no certificate")
+    @Test(
+      "traversal names, oversize JSON, too many files, a claimed key, uploads that never read their answer, no certificate"
+    )
     func refusals() async throws {
       let (ferry, destination) = try await receiver()
       defer { ferry.signal(SIGKILL) }
@@ -80,6 +82,12 @@ extension LocalSendTests {
       #expect(sizes.map { $0.int("status") } == [413, 413, 400], "\(sizes)")
       let claims = try await attack("claim")
       #expect(claims.map { $0.int("status") } == [403, 403], "\(claims)")
+      // Uploads whose connection closed before their answer give their places back: the
+      // session's next files are taken, not refused as too many at once for ever.
+      let runs = try await attack("hit-and-run")
+      #expect(runs.first?.int("prepared") == 200, "\(runs)")
+      let honest = (runs.first?.fields["honest"] as? [Any])?.map { "\($0)" }
+      #expect(honest == ["200", "200"], "\(runs)")
       let noCertificate = try await attack("no-cert")
       #expect(noCertificate.first?.int("status") == nil, "\(noCertificate)")
       #expect(ferry.isRunning, "\(ferry.stderr)")
