@@ -245,7 +245,8 @@ enum WebPage {
 
     // The file's own time (milliseconds since 1970), as RFC 3339; none if it has none.
     function stamp(ms) {
-      try { return ms ? new Date(ms).toISOString() : null; } catch (e) { return null; }
+      if (typeof ms !== "number" || !isFinite(ms)) return null;
+      try { return new Date(ms).toISOString(); } catch (e) { return null; }
     }
 
     async function send() {
