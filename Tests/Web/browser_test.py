@@ -55,12 +55,9 @@ def tree(root):
     return out
 
 
-def receiver(name, extra, terminal=False):
-    """Starts ferry receive --web --json; returns (process, url, master fd or None, dest)."""
-    dest = os.path.join(WORK, name)
-    os.makedirs(dest)
-    env = dict(ENV, FERRY_HOME=os.path.join(WORK, "home-" + name))
-    args = [FERRY, "receive", "--web", "--json", "--port", "0", "--dir", dest] + extra
+def launch(args, env, terminal, what):
+    """Starts ARGS (JSON events on stdout), its terminal a pty when `terminal`; waits up to
+    20 s for its web-link event. Returns (process, first url, master fd or None)."""
     master = None
     if terminal:
         master, slave = pty.openpty()
@@ -68,7 +65,6 @@ def receiver(name, extra, terminal=False):
         os.close(slave)
     else:
         proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    url = None
     deadline = time.time() + 20
     while time.time() < deadline:
         line = proc.stdout.readline()
@@ -76,11 +72,18 @@ def receiver(name, extra, terminal=False):
             break
         event = json.loads(line)
         if event["event"] == "web-link":
-            url = event["urls"][0]
-            break
-    if url is None:
-        proc.kill()
-        raise SystemExit("ferry receive --web gave no link")
+            return proc, event["urls"][0], master
+    proc.kill()
+    raise SystemExit(what + " gave no link")
+
+
+def receiver(name, extra, terminal=False):
+    """Starts ferry receive --web --json; returns (process, url, master fd or None, dest)."""
+    dest = os.path.join(WORK, name)
+    os.makedirs(dest)
+    env = dict(ENV, FERRY_HOME=os.path.join(WORK, "home-" + name))
+    args = [FERRY, "receive", "--web", "--json", "--port", "0", "--dir", dest] + extra
+    proc, url, master = launch(args, env, terminal, "ferry receive --web")
     return proc, url, master, dest
 
 
@@ -260,18 +263,7 @@ def sender(extra, paths, terminal):
     """Starts ferry send --web --json PATHS; returns (process, url, master fd or None)."""
     env = dict(ENV, FERRY_HOME=os.path.join(WORK, "home-share"))
     args = [FERRY, "send", "--web", "--json"] + extra + paths
-    master = None
-    if terminal:
-        master, slave = pty.openpty()
-        proc = subprocess.Popen(args, env=env, stdin=slave, stdout=subprocess.PIPE, stderr=slave)
-        os.close(slave)
-    else:
-        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    for line in proc.stdout:
-        event = json.loads(line)
-        if event["event"] == "web-link":
-            return proc, event["urls"][0], master
-    raise SystemExit("ferry send --web gave no link")
+    return launch(args, env, terminal, "ferry send --web")
 
 
 def check_share(src):

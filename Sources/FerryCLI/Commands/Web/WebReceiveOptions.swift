@@ -29,12 +29,10 @@ struct WebReceiveOptions: ParsableArguments {
   /// The port (0: any free one).
   var port: UInt16 { chosenPort ?? 0 }
   /// Minutes until the link expires.
-  var minutes: Double { chosenMinutes ?? 10 }
+  var minutes: Double { WebLinkExpiry.minutes(chosenMinutes) }
 
   func validate() throws {
-    guard minutes > 0, minutes <= 24 * 60 else {
-      throw ValidationError("--web-expires must be between 0 and 1440 minutes")
-    }
+    try WebLinkExpiry.validate(minutes)
     if !enabled && (chosenPort != nil || chosenMinutes != nil) {
       throw ValidationError("--web-port and --web-expires go with --web")
     }
