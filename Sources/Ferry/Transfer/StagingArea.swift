@@ -197,8 +197,13 @@ final class StagingArea: Sendable {
 
   /// The names in the staging folder (those that are UTF-8), nil when it cannot be listed or
   /// holds more than `limit`.
+  ///
+  /// Each listing reads a description of the folder of its own (`openat(fd, ".")`): a `dup` of
+  /// ``fd`` would share its read position, so a second listing — the survey's, right after
+  /// stale cleanup's — began at the end and found nothing staged, and every file of an offer
+  /// of more than 16 files started over.
   private func names(limit: Int = .max) -> [String]? {
-    let listing = dup(fd)
+    let listing = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     guard listing >= 0, let directory = fdopendir(listing) else {
       if listing >= 0 { close(listing) }
       return nil
