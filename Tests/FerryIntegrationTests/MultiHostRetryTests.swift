@@ -6,7 +6,9 @@ import Testing
 /// 2 % of its incoming packets dropped. Only the test namespaces are touched, and each test
 /// clears what an earlier, failed one may have left (the harness deletes the namespaces after).
 
-@Suite("Retries across namespace hosts", .timeLimit(.minutes(3)), .needsToRunOnHostA, .serialized)
+@Suite(
+  "Retries across namespace hosts", .timeLimit(.minutes(3)), .needsToRunOnHostA, .serialized,
+  .endsItsProcesses)
 struct MultiHostRetryTests {
   /// Runs `ip ARGS` (or `tc`, `nft`) inside host b.
   @discardableResult
@@ -38,17 +40,47 @@ struct MultiHostRetryTests {
   }
 
   /// A send under way from host a to a `ferry receive --yes` on host b, over host b's link
-  /// shaped to 200 Mbit (tc tbf): a file of `size` bytes, `--retry-for 60`, started and past
+  /// shaped to 200 Mbit (tc tbf): a file of `size` bytes — beside a folder of 60 small files
+  /// and a text from standard input, as `batch` says — `--retry-for 60`, started and past
   /// `moved` bytes at the receiver.
   struct Shaped {
     var receiver: ChildProcess
     let sender: ChildProcess
     let file: URL
+    /// The folder of small files sent beside the file (nil: the file alone).
+    let tree: URL?
     let destination: URL
+    /// The bytes of every file the batch holds.
+    let bytes: Int
     /// The receiver's identity, name and port: what a restarted receiver needs.
     let home: String
     let label: String
     let port: Int
+  }
+
+  /// What a shaped send offers, and how the paths reach `ferry send`.
+  enum Batch {
+    /// The large file alone.
+    case file
+    /// The large file and a folder of small files, named on the command line.
+    case folder
+    /// The same, listed in a `--files-from` file.
+    case filesFrom
+    /// A text read from standard input (`-` with `--stdin-name`), then the file and the folder.
+    case standardInput
+  }
+
+  /// A folder of 60 small files in 6 subfolders under `root`, and their bytes.
+  func smallFiles(under root: URL) throws -> (URL, Int) {
+    let tree = root.appendingPathComponent("tree")
+    var bytes = 0
+    for index in 0..<60 {
+      try writeFile(
+        tree.appendingPathComponent("d\(index % 6)/f\(index).txt"), size: 50 * index + 1,
+        seed: UInt64(index))
+      bytes += 50 * index + 1
+    }
+    return (tree, bytes)
   }
 
   /// `ferry receive --yes --json` on host b into `destination`, as `home`, on `port` (0: any).
@@ -60,7 +92,9 @@ struct MultiHostRetryTests {
       bus: .harness, on: "b", home: home)
   }
 
-  func shapedSend(_ label: String, size: Int, moved: Int) async throws -> Shaped {
+  func shapedSend(_ label: String, size: Int, moved: Int, batch: Batch = .folder) async throws
+    -> Shaped
+  {
     // The file's data leaves host a: its egress is what limits the transfer.
     try await on(
       "a",
@@ -72,12 +106,34 @@ struct MultiHostRetryTests {
     let home = Harness.freshFerryHome()
     let started = try await receiver(label, destination: destination, home: home)
     let (receiver, port) = (started.process, started.port)
-    let file = try temporaryDirectory("\(label)-src").appendingPathComponent("big.bin")
+    let source = try temporaryDirectory("\(label)-src")
+    let file = source.appendingPathComponent("big.bin")
     try writeFile(file, size: size, seed: UInt64(size))
+    var tree: URL?
+    var bytes = size
+    if batch != .file {
+      let (folder, small) = try smallFiles(under: source)
+      (tree, bytes) = (folder, size + small)
+    }
     let address = try #require(Harness.hostAddresses["b"])
+    var arguments = ["send", "--json", "--address", "\(address):\(port)", "--retry-for", "60"]
+    var stdin = "/dev/null"
+    switch batch {
+    case .file: arguments.append(file.path)
+    case .folder: arguments += [file.path, tree!.path]
+    case .filesFrom:
+      let list = source.appendingPathComponent("list.txt")
+      try Data("\(file.path)\n\(tree!.path)\n".utf8).write(to: list)
+      arguments += ["--files-from", list.path]
+    case .standardInput:
+      let note = source.appendingPathComponent("note.txt")
+      try Data("the text that came first\n".utf8).write(to: note)
+      stdin = note.path
+      bytes += 25
+      arguments += ["--stdin-name", "note.txt", "-", file.path, tree!.path]
+    }
     let sender = try ChildProcess.ferry(
-      ["send", "--json", "--address", "\(address):\(port)", "--retry-for", "60", file.path],
-      environment: ["FERRY_HOME": Harness.freshFerryHome()])
+      arguments, environment: ["FERRY_HOME": Harness.freshFerryHome()], stdin: stdin)
     let moving = await receiver.waitForLine(timeout: .seconds(30)) {
       $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > moved
     }
@@ -85,8 +141,8 @@ struct MultiHostRetryTests {
       Issue.record("no progress: \(receiver.stderr) \(sender.stderr)")
     }
     return Shaped(
-      receiver: receiver, sender: sender, file: file, destination: destination, home: home,
-      label: label, port: port)
+      receiver: receiver, sender: sender, file: file, tree: tree, destination: destination,
+      bytes: bytes, home: home, label: label, port: port)
   }
 
   /// Ends a shaped send: stops both processes (also called from a `defer`, so synchronous).
@@ -96,7 +152,7 @@ struct MultiHostRetryTests {
     send.sender.signal(SIGKILL)
   }
 
-  /// The sender exited 0 after at least one retry, and the file arrived byte-identical.
+  /// The sender exited 0 after at least one retry, and every file arrived byte-identical.
   func expectDelivered(_ send: Shaped) async throws {
     #expect(await send.sender.waitForExit(timeout: .seconds(120)) == 0, "\(send.sender.stderr)")
     let events = send.sender.stdoutLines.compactMap { jsonObject($0.text) }
@@ -104,54 +160,63 @@ struct MultiHostRetryTests {
     #expect(events.contains { $0["event"] as? String == "resumed" }, "\(send.sender.stdout)")
     #expect(
       try sha256(of: send.destination.appendingPathComponent("big.bin")) == sha256(of: send.file))
+    if let tree = send.tree {
+      for index in 0..<60 {
+        let path = "d\(index % 6)/f\(index).txt"
+        #expect(
+          try sha256(of: send.destination.appendingPathComponent("tree/\(path)"))
+            == sha256(of: tree.appendingPathComponent(path)), "\(path)")
+      }
+    }
+  }
+
+  /// What crossed host b's link since `before`, against the batch's bytes: a cut batch resumes
+  /// from what the receiver staged, so at most a tenth more than the data crosses (what was in
+  /// flight when the link went, TLS and frames).
+  func expectResumed(_ send: Shaped, since before: Int, _ fault: String) async throws {
+    try await clearFaults()
+    let crossed = try await receivedOnB() - before
+    print("\(fault): \(crossed) bytes crossed host b's link for \(send.bytes)")
+    #expect(crossed <= send.bytes * 11 / 10, "\(crossed) bytes for \(send.bytes)")
   }
 
   @Test(
-    "a 10 s outage in the middle of 200 MB at 200 Mbit: send reconnects and resumes by itself, exit 0, under 1.3x the data on the wire"
+    "a 10 s outage in the middle of 200 MB and a folder at 200 Mbit: send reconnects and resumes by itself, exit 0, under 1.1x the data on the wire"
   )
   func outage() async throws {
-    let size = 200 << 20
     try await clearFaults()
     let before = try await receivedOnB()
-    let send = try await shapedSend("outage", size: size, moved: 40 << 20)
+    let send = try await shapedSend("outage", size: 200 << 20, moved: 40 << 20)
     defer { stop(send) }
     try await onB(["ip", "link", "set", "mdns0", "down"])
     try await Task.sleep(for: .seconds(10))
     try await onB(["ip", "link", "set", "mdns0", "up"])
     try await expectDelivered(send)
-    try await clearFaults()
-    let crossed = try await receivedOnB() - before
-    print("outage: \(crossed) bytes crossed host b's link for \(size)")
-    #expect(crossed <= size * 13 / 10, "\(crossed) bytes for \(size)")
+    try await expectResumed(send, since: before, "outage")
   }
 
   @Test(
-    "the receiver stopped (SIGSTOP) for 20 s mid-transfer: send gives up on the dead link, reconnects once it wakes, exit 0"
+    "the receiver stopped (SIGSTOP) for 20 s in a --files-from batch: send gives up on the dead link, reconnects once it wakes, resumes, exit 0"
   )
   func receiverStopped() async throws {
-    let size = 100 << 20
     try await clearFaults()
     let before = try await receivedOnB()
-    let send = try await shapedSend("sleepy", size: size, moved: 20 << 20)
+    let send = try await shapedSend("sleepy", size: 100 << 20, moved: 20 << 20, batch: .filesFrom)
     defer { stop(send) }
     send.receiver.signal(SIGSTOP)
     try await Task.sleep(for: .seconds(20))
     send.receiver.signal(SIGCONT)
     try await expectDelivered(send)
-    try await clearFaults()
-    let crossed = try await receivedOnB() - before
-    print("stopped: \(crossed) bytes crossed host b's link for \(size)")
-    #expect(crossed <= size * 13 / 10, "\(crossed) bytes for \(size)")
+    try await expectResumed(send, since: before, "stopped")
   }
 
   @Test(
-    "the receiver killed (SIGKILL) mid-transfer and started again 3 s later on the same port and folder: send resumes, exit 0, under 1.3x the data"
-  )
-  func receiverKilled() async throws {
-    let size = 200 << 20
+    "the receiver killed (SIGKILL) mid-batch (standard input, 200 MB, a folder) and started again 3 s later on the same port and folder: send resumes, exit 0, under 1.1x the data",
+    arguments: [Batch.folder, .standardInput])
+  func receiverKilled(batch: Batch) async throws {
     try await clearFaults()
     let before = try await receivedOnB()
-    var send = try await shapedSend("killed", size: size, moved: 40 << 20)
+    var send = try await shapedSend("killed", size: 200 << 20, moved: 40 << 20, batch: batch)
     defer { stop(send) }
     send.receiver.signal(SIGKILL)
     _ = await send.receiver.waitForExit()
@@ -164,11 +229,17 @@ struct MultiHostRetryTests {
     try await expectDelivered(send)
     // Nothing was left staged, and no second copy was made.
     let names = try FileManager.default.contentsOfDirectory(atPath: send.destination.path)
-    #expect(names.sorted() == [".ferry-partial", "big.bin"] || names == ["big.bin"], "\(names)")
-    try await clearFaults()
-    let crossed = try await receivedOnB() - before
-    print("killed: \(crossed) bytes crossed host b's link for \(size)")
-    #expect(crossed <= size * 13 / 10, "\(crossed) bytes for \(size)")
+    let expected = batch == .standardInput ? ["big.bin", "note.txt", "tree"] : ["big.bin", "tree"]
+    #expect(names.filter { $0 != ".ferry-partial" }.sorted() == expected, "\(names)")
+    let staging = send.destination.appendingPathComponent(".ferry-partial").path
+    let left = (try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []
+    #expect(left.isEmpty, "left staged: \(left)")
+    if batch == .standardInput {
+      #expect(
+        try String(contentsOf: send.destination.appendingPathComponent("note.txt"), encoding: .utf8)
+          == "the text that came first\n")
+    }
+    try await expectResumed(send, since: before, "killed")
   }
 
   @Test("2 % of packets into host b dropped at 200 Mbit (nftables): 200 MB arrive intact, exit 0")
@@ -188,7 +259,7 @@ struct MultiHostRetryTests {
         "random", "mod", "100", "<", "2", "drop",
       ])
     let before = try await receivedOnB()
-    let send = try await shapedSend("lossy", size: size, moved: 0)
+    let send = try await shapedSend("lossy", size: size, moved: 0, batch: .file)
     defer { stop(send) }
     #expect(await send.sender.waitForExit(timeout: .seconds(150)) == 0, "\(send.sender.stderr)")
     #expect(
