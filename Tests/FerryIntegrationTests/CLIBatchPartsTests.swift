@@ -5,7 +5,9 @@ import Testing
 /// A batch of more files than one offer carries goes as consecutive offers, with one prompt
 /// and one progress total. The parts are made small here (`FERRY_TEST_PART_FILES`) so that a
 /// few dozen files take the same path a million do.
-@Suite("ferry send of a batch in several offers", .timeLimit(.minutes(3)), .needsLocalAvahi)
+@Suite(
+  "ferry send of a batch in several offers", .timeLimit(.minutes(3)), .needsLocalAvahi,
+  .endsItsProcesses)
 struct CLIBatchPartsTests {
   static let partEnvironment = ["FERRY_TEST_PART_FILES": "10"]
 
@@ -40,7 +42,7 @@ struct CLIBatchPartsTests {
         $1
       })
     #expect(await sender.waitForExit(timeout: .seconds(60)) == 0, "\(sender.stderr)")
-    #expect(await receiver.waitForExit(timeout: .seconds(30)) == 0, "\(receiver.stderr)")
+    #expect(await receiver.waitForExit(timeout: Harness.patience) == 0, "\(receiver.stderr)")
 
     let sent = sender.stdoutLines.compactMap { jsonObject($0.text) }
     #expect(sent.filter { $0["event"] as? String == "file-done" }.count == 25)

@@ -5,7 +5,7 @@ import Testing
 /// unknown command, short flags, one default per option in `--help`, hints for scp-style
 /// destinations and a folder given without `--dir`, errors in words, a JSON `error` event for
 /// a malformed command line.
-@Suite("ferry's command-line conventions", .timeLimit(.minutes(2)))
+@Suite("ferry's command-line conventions", .timeLimit(.minutes(2)), .endsItsProcesses)
 struct CLIConventionTests {
 
   @Test("every option in every command's --help has an example: in its help, README or CLI.md")

@@ -4,7 +4,7 @@ import Testing
 /// `ferry doctor` against the real thing: a private avahi-daemon (up), no daemon on the bus
 /// (down), and nftables rules in a network namespace of the test's own that drop mDNS or the
 /// receiver's port.
-@Suite("ferry doctor", .timeLimit(.minutes(2)))
+@Suite("ferry doctor", .timeLimit(.minutes(2)), .endsItsProcesses)
 struct CLIDoctorTests {
 
   /// The `check` events of a `ferry doctor --json` run, by name.

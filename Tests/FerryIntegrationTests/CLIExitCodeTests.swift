@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `ferry send`'s exit codes for the ways a send can fail before anything is transferred.
-@Suite("ferry send exit codes", .timeLimit(.minutes(3)), .needsLocalAvahi)
+@Suite("ferry send exit codes", .timeLimit(.minutes(3)), .needsLocalAvahi, .endsItsProcesses)
 struct CLIExitCodeTests {
   @Test("an invalid service type exits 2 and says which rule it breaks")
   func invalidService() async throws {
@@ -65,7 +65,8 @@ struct CLIExitCodeTests {
     #expect(named.status == 3, "\(named.stderr)")
     #expect(named.stderr.contains("no receiver 'ghost'"))
     #expect(named.stderr.contains("'ferry browse' lists who can be seen"), "\(named.stderr)")
-    #expect(took >= .seconds(2) && took < .seconds(12), "took \(took)")
+    // Not before the promised 2 s, nor later than they and the margin for a loaded machine.
+    #expect(took >= .seconds(2) && took < .seconds(2) + Harness.margin, "took \(took)")
     let anyone = try await run(
       Harness.ferryBinary, ["send", "--timeout", "1", "--service", type, file.path])
     #expect(anyone.status == 3, "\(anyone.stderr)")

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `ferry identity`, `peers`, `trust`, `forget`, and how `receive` shows invitations.
-@Suite("ferry identity and known peers", .timeLimit(.minutes(3)))
+@Suite("ferry identity and known peers", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct CLIIdentityTests {
   @Test("identity is created once, persists, and matches openssl's fingerprint")
   func identity() async throws {
@@ -88,7 +88,8 @@ struct CLIIdentityTests {
 }
 
 /// `ferry receive` showing invitations, against the loopback avahi-daemon.
-@Suite("ferry receive and invitations", .timeLimit(.minutes(3)), .needsLocalAvahi)
+@Suite(
+  "ferry receive and invitations", .timeLimit(.minutes(3)), .needsLocalAvahi, .endsItsProcesses)
 struct CLIReceiveInvitationTests {
   @Test(
     "receive shows the invitation with its code, warns loudly about a changed key, and --accept-from declines others"

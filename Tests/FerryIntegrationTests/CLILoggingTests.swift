@@ -3,7 +3,7 @@ import Testing
 
 /// `-v` and `FERRY_LOG`: the library's log lines on stderr when asked for, never otherwise.
 /// Runs without avahi-daemon (no system bus): receive listens, send uses --address.
-@Suite("ferry -v and FERRY_LOG", .timeLimit(.minutes(3)))
+@Suite("ferry -v and FERRY_LOG", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct CLILoggingTests {
 
   /// Starts `ferry receive` and returns it with its port.
@@ -27,7 +27,7 @@ struct CLILoggingTests {
     for port in [loggedPort, quietPort] {
       let socket = try RawSocket(port: UInt16(port))
       socket.send(Array("GET /\u{1B}[2J HTTP/1.0\r\n\r\n".utf8))
-      #expect(await socket.waitForClose(timeout: .seconds(10)))
+      #expect(await socket.waitForClose(timeout: Harness.patience))
     }
     let line = await logged.waitForLine(onStderr: true) { $0.contains("TLS handshake failed") }
     #expect(line?.text.hasPrefix("ferry[notice] remote=127.0.0.1:") == true, "\(logged.stderr)")

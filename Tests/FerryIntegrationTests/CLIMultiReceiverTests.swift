@@ -3,7 +3,8 @@ import Foundation
 import Testing
 
 /// One `ferry send` and several receivers: repeated `--to`, and the choice without it.
-@Suite("ferry send with several receivers", .timeLimit(.minutes(3)), .needsLocalAvahi)
+@Suite(
+  "ferry send with several receivers", .timeLimit(.minutes(3)), .needsLocalAvahi, .endsItsProcesses)
 struct CLIMultiReceiverTests {
   @Test(
     "two --to deliver to both; without --to a script gets exit 3 and the list, a terminal a choice"

@@ -3,7 +3,7 @@ import Testing
 
 /// What a new user ran into in an afternoon (issue 25), each seen as that user sees it: through a
 /// pseudo-terminal, or in the files and exit codes a script reads. Loopback, no avahi-daemon.
-@Suite("ferry's paper cuts, as a new user meets them", .timeLimit(.minutes(3)))
+@Suite("ferry's paper cuts, as a new user meets them", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct CLIPaperCutTests {
 
   @Test("peers shows dates as 2026-11-25 17:20:20, never an escaped \\u{202F}, in every locale")
@@ -56,7 +56,7 @@ struct CLIPaperCutTests {
       let result = try await run(
         Harness.ferryBinary, ["receive", "--config", file.path, "--port", "0"],
         environment: TestEnvironment.withoutBus(),
-        timeout: .seconds(10))
+        timeout: Harness.patience)
       return (result.status, result.stderr.replacingOccurrences(of: file.path, with: "FILE"))
     }
     let typo = try await receive("[receive]\naccept = \"yess\"\n")
@@ -88,7 +88,7 @@ struct CLIPaperCutTests {
       ["receive", "--stdout", "--yes"],
       environment: TestEnvironment.withoutBus(),
       terminal: true)
-    #expect(await receiver.waitForExit(timeout: .seconds(10)) == 2)
+    #expect(await receiver.waitForExit(timeout: Harness.patience) == 2)
     #expect(receiver.transcript.contains("redirect it"), "\(receiver.transcript)")
   }
 
@@ -179,7 +179,7 @@ struct CLIPaperCutTests {
     #expect(await sender.waitForText("/s"), "\(sender.transcript)")
     proxy.stall(true)
     #expect(
-      await sender.waitForText("stalled 0:0", timeout: .seconds(15)), "\(sender.transcript)")
+      await sender.waitForText("stalled 0:0", timeout: Harness.patience), "\(sender.transcript)")
     proxy.stall(false)
   }
 
@@ -213,7 +213,7 @@ struct CLIPaperCutTests {
         ["receive", "--config", config.path],
         environment: TestEnvironment.withoutBus()
           .merging(environment) { $1 }, terminal: terminal)
-      #expect(await child.waitForExit(timeout: .seconds(10)) == 2)
+      #expect(await child.waitForExit(timeout: Harness.patience) == 2)
       return terminal ? child.transcript : child.stderr
     }
     let red = "ferry: \u{1B}[1;31merror:\u{1B}[0m config"
@@ -250,7 +250,9 @@ struct CLIPaperCutTests {
 
 /// `ferry trust FPR --name NICKNAME`, then `send --to NICKNAME`: found by its key through real
 /// discovery, whatever name it advertises.
-@Suite("ferry send --to a trusted peer's nickname", .timeLimit(.minutes(2)), .needsLocalAvahi)
+@Suite(
+  "ferry send --to a trusted peer's nickname", .timeLimit(.minutes(2)), .needsLocalAvahi,
+  .endsItsProcesses)
 struct CLINicknameTests {
   @Test(
     "trust --name 'Office box', then send --to 'office box' reaches the key advertising 'alice-laptop'"
@@ -280,7 +282,7 @@ struct CLINicknameTests {
     let sent = try await run(
       Harness.ferryBinary,
       ["send", "--to", "office box", "--service", type, "--timeout", "20", file.path],
-      environment: ["FERRY_HOME": home], timeout: .seconds(40))
+      environment: ["FERRY_HOME": home], timeout: Harness.patience)
     #expect(sent.status == 0, "\(sent.stderr)")
     #expect(
       try sha256(of: destination.appendingPathComponent("notes.txt")) == sha256(of: file))

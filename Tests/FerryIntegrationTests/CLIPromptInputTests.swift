@@ -6,7 +6,7 @@ import Testing
 /// answer that is neither yes nor no is asked again, and a question that comes during a
 /// transfer stays below the progress bars, lists the questions waiting behind it, survives
 /// the transfer's end and can be answered. Loopback, --address, no avahi-daemon.
-@Suite("ferry receive's prompt, typed at", .timeLimit(.minutes(3)))
+@Suite("ferry receive's prompt, typed at", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct CLIPromptInputTests {
 
   /// A prompting receiver on a pseudo-terminal, and its port.
@@ -44,8 +44,8 @@ struct CLIPromptInputTests {
     defer { sender.signal(SIGKILL) }
     #expect(await receiver.waitForText("Accept? [y/N]"), "\(receiver.transcript)")
     receiver.signal(SIGINT)
-    #expect(await receiver.waitForExit(timeout: .seconds(10)) == 130, "\(receiver.transcript)")
-    #expect(await sender.waitForExit(timeout: .seconds(10)) == 4, "\(sender.stderr)")
+    #expect(await receiver.waitForExit(timeout: Harness.patience) == 130, "\(receiver.transcript)")
+    #expect(await sender.waitForExit(timeout: Harness.patience) == 4, "\(sender.stderr)")
     #expect(sender.stderr.contains("the receiver stopped"), "\(sender.stderr)")
     #expect(!sender.stderr.contains("vanished"), "\(sender.stderr)")
   }
@@ -98,7 +98,7 @@ struct CLIPromptInputTests {
     defer { first.signal(SIGKILL) }
     #expect(await receiver.waitForText("Accept? [y/N]"), "\(receiver.transcript)")
     receiver.type("y\n")
-    let moving = await first.waitForLine(timeout: .seconds(30)) {
+    let moving = await first.waitForLine(timeout: Harness.patience) {
       $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > 1 << 20
     }
     try #require(moving != nil, "no progress: \(first.stdout) \(first.stderr)")
@@ -106,16 +106,16 @@ struct CLIPromptInputTests {
     // B asks while A's bar is up; C waits its turn behind B.
     let second = try send([try smallFile("second")], port: port, name: "second")
     defer { second.signal(SIGKILL) }
-    try await waitUntil(timeout: .seconds(3)) { questions(receiver) == 2 }
+    try await waitUntil(timeout: Harness.patience) { questions(receiver) == 2 }
     let third = try send([try smallFile("third")], port: port, name: "third")
     defer { third.signal(SIGKILL) }
     #expect(
-      await receiver.waitForText("Also waiting to ask: third (", timeout: .seconds(3)),
+      await receiver.waitForText("Also waiting to ask: third (", timeout: Harness.patience),
       "\(receiver.transcript)")
     let beforeResume = receiver.transcript.count
     proxy.stall(false)
     // A finishes while B's question is up: the note goes above, the question is drawn again.
-    #expect(await first.waitForExit(timeout: .seconds(30)) == 0, "\(first.stderr)")
+    #expect(await first.waitForExit(timeout: Harness.patience) == 0, "\(first.stderr)")
     #expect(await receiver.waitForText("Received 1 file,"), "\(receiver.transcript)")
     let after = String(receiver.transcript.dropFirst(beforeResume))
     let received = try #require(after.range(of: "Received 1 file,"))
@@ -124,7 +124,7 @@ struct CLIPromptInputTests {
       "the question is gone after the transfer: \(after.debugDescription)")
     receiver.type("y\n")
     #expect(await second.waitForExit() == 0, "\(second.stderr)\n\(receiver.transcript)")
-    try await waitUntil(timeout: .seconds(5)) { questions(receiver) == 3 }
+    try await waitUntil(timeout: Harness.patience) { questions(receiver) == 3 }
     receiver.type("n\n")
     #expect(await third.waitForExit() == 4, "\(third.stderr)")
     #expect(

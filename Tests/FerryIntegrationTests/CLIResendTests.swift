@@ -8,7 +8,7 @@ import Testing
   "ferry send again: identical files", .timeLimit(.minutes(3)),
   .enabled(
     if: Harness.keepsUserAttributes,
-    "the temporary folder's filesystem keeps no user extended attributes"))
+    "the temporary folder's filesystem keeps no user extended attributes"), .endsItsProcesses)
 struct CLIResendTests {
 
   /// `ferry send --json --address 127.0.0.1:PORT FOLDER`, to its end: status and events.
@@ -135,7 +135,7 @@ struct CLIResendTests {
     #expect(stranger.status == 0, "\(stranger.stderr)")
     #expect(stranger.events.last?["identical"] as? Int == 0, "\(stranger.events.last ?? [:])")
     #expect(stranger.events.last?["stored"] as? Int == 200)
-    let identicalAtReceiver = await receiver.waitForLine(timeout: .seconds(10)) { _ in
+    let identicalAtReceiver = await receiver.waitForLine(timeout: Harness.patience) { _ in
       receiver.stdoutLines.filter { $0.text.contains("\"status\":\"identical\"") }.count == 200
     }
     #expect(identicalAtReceiver != nil, "the receiver reports them identical too")

@@ -5,7 +5,8 @@ import Testing
 /// `--retry-for` for the same files, and is taken back without a second question (a prompting
 /// receiver) or without ending the receiver (`--once`). The link is cut by a TCP proxy between
 /// them on loopback (both ends see a reset); no avahi-daemon (no system bus).
-@Suite("ferry receive takes a sender back after a lost link", .timeLimit(.minutes(3)))
+@Suite(
+  "ferry receive takes a sender back after a lost link", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct CLIResumeGraceTests {
 
   /// A 1 GiB file (allocated, never written: quick to read).
@@ -21,7 +22,7 @@ struct CLIResumeGraceTests {
     let sender = try ChildProcess.ferry(
       ["send", "--json", "--address", "127.0.0.1:\(proxy.port)", "--retry-for", "30", file.path],
       environment: TestEnvironment.withoutBus())
-    let moving = await sender.waitForLine(timeout: .seconds(30)) {
+    let moving = await sender.waitForLine(timeout: Harness.patience) {
       $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > 1 << 20
     }
     try #require(moving != nil, "no progress: \(sender.stdout) \(sender.stderr)")
@@ -48,7 +49,7 @@ struct CLIResumeGraceTests {
     defer { sender.signal(SIGKILL) }
     #expect(await receiver.waitForText("Accept? [y/N]"), "\(receiver.transcript)")
     receiver.type("y\n")
-    let moving = await sender.waitForLine(timeout: .seconds(30)) {
+    let moving = await sender.waitForLine(timeout: Harness.patience) {
       $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > 1 << 20
     }
     try #require(moving != nil, "no progress: \(sender.stdout) \(sender.stderr)")
@@ -79,7 +80,7 @@ struct CLIResumeGraceTests {
     defer { sender.signal(SIGKILL) }
 
     #expect(await sender.waitForExit(timeout: .seconds(90)) == 0, "\(sender.stderr)")
-    #expect(await receiver.waitForExit(timeout: .seconds(15)) == 0, "\(receiver.stderr)")
+    #expect(await receiver.waitForExit(timeout: Harness.patience) == 0, "\(receiver.stderr)")
     let accepted = receiver.stdoutLines.compactMap { jsonObject($0.text) }
       .filter { $0["event"] as? String == "accepted" }
     #expect(accepted.count == 2, "\(receiver.stdout)")

@@ -6,7 +6,8 @@ import Testing
 /// before anything is advertised, `--mkdir` makes the folder. Loopback, --address, no
 /// avahi-daemon.
 @Suite(
-  "ferry receive as a service (config file, folder checks, systemd units)", .timeLimit(.minutes(2)))
+  "ferry receive as a service (config file, folder checks, systemd units)", .timeLimit(.minutes(2)),
+  .endsItsProcesses)
 struct CLIServiceTests {
   static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .deletingLastPathComponent().deletingLastPathComponent()
@@ -86,7 +87,7 @@ struct CLIServiceTests {
     #expect(receiver.stdout.contains("service box"), "\(receiver.stdout)")
     let sent = try await send(file, port: port)
     #expect(sent.status == 0, "\(sent.stderr)")
-    #expect(await receiver.waitForExit(timeout: .seconds(20)) == 0, "\(receiver.stderr)")
+    #expect(await receiver.waitForExit(timeout: Harness.patience) == 0, "\(receiver.stderr)")
     #expect(
       try sha256(of: URL(fileURLWithPath: expected).appendingPathComponent("note.txt"))
         == sha256(of: file))
@@ -99,7 +100,7 @@ struct CLIServiceTests {
     defer { second.signal(SIGKILL) }
     #expect(secondPort == fixed)
     #expect(try await send(file, port: secondPort).status == 0)
-    #expect(await second.waitForExit(timeout: .seconds(20)) == 0, "\(second.stderr)")
+    #expect(await second.waitForExit(timeout: Harness.patience) == 0, "\(second.stderr)")
     #expect(FileManager.default.fileExists(atPath: other.appendingPathComponent("note.txt").path))
   }
 
@@ -141,7 +142,7 @@ struct CLIServiceTests {
       try await run(
         Harness.ferryBinary, ["receive", "--yes", "--once", "-j"] + arguments,
         environment: TestEnvironment.withoutBus(),
-        timeout: .seconds(10))
+        timeout: Harness.patience)
     }
     let missing = base.appendingPathComponent("a/b")
     let absent = try await receive(["-d", missing.path])
@@ -167,7 +168,7 @@ struct CLIServiceTests {
         "sh", locked.path, Harness.ferryBinary,
       ],
       environment: TestEnvironment.withoutBus(),
-      timeout: .seconds(10))
+      timeout: Harness.patience)
     #expect(readOnly.status == 2, "\(readOnly.stderr)")
     #expect(readOnly.stderr.contains("read-only filesystem"), "\(readOnly.stderr)")
     #expect(!readOnly.stdout.contains("advertising"))
@@ -180,7 +181,7 @@ struct CLIServiceTests {
     let file = try temporaryDirectory("service-dir-src").appendingPathComponent("x.bin")
     try writeFile(file, size: 2000)
     #expect(try await send(file, port: port).status == 0)
-    #expect(await receiver.waitForExit(timeout: .seconds(20)) == 0, "\(receiver.stderr)")
+    #expect(await receiver.waitForExit(timeout: Harness.patience) == 0, "\(receiver.stderr)")
     #expect(FileManager.default.fileExists(atPath: missing.appendingPathComponent("x.bin").path))
   }
 
@@ -222,7 +223,7 @@ struct CLIServiceTests {
     defer { receiver.signal(SIGKILL) }
     let sent = try await send(file, port: port)
     #expect(sent.status == 4, "\(sent.stderr)")
-    #expect(await receiver.waitForExit(timeout: .seconds(15)) == 1, "\(receiver.stderr)")
+    #expect(await receiver.waitForExit(timeout: Harness.patience) == 1, "\(receiver.stderr)")
     let events = receiver.stdoutLines.compactMap { jsonObject($0.text) }
     #expect(events.contains { $0["event"] as? String == "declined" }, "\(receiver.stdout)")
     #expect(

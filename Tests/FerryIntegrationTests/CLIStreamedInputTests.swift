@@ -4,7 +4,7 @@ import Testing
 /// `ferry send -` with a pipe on standard input: the receiver is asked at once (size unknown),
 /// and the bytes go as they are written, not after the pipe ends. Real processes, a named
 /// pipe the test writes into, loopback, --address, no avahi-daemon.
-@Suite("ferry send - streams a pipe", .timeLimit(.minutes(2)))
+@Suite("ferry send - streams a pipe", .timeLimit(.minutes(2)), .endsItsProcesses)
 struct CLIStreamedInputTests {
 
   /// A FIFO to give a sender as standard input, and the test's end of it (opened read-write,
@@ -61,7 +61,7 @@ struct CLIStreamedInputTests {
     // Written while the pipe stays open: it arrives, its total not known yet.
     let first = Self.bytes(3_000_000, seed: 1)
     write(writer, first)
-    let arrived = await receiver.waitForLine(timeout: .seconds(20)) { line in
+    let arrived = await receiver.waitForLine(timeout: Harness.patience) { line in
       guard let event = jsonObject(line), event["event"] as? String == "progress" else {
         return false
       }
@@ -142,14 +142,16 @@ struct CLIStreamedInputTests {
       stdin: input)
     defer { sender.signal(SIGKILL) }
     write(writer, Self.bytes(2_000_000, seed: 3))
-    let arrived = await receiver.waitForLine(timeout: .seconds(20)) { line in
+    let arrived = await receiver.waitForLine(timeout: Harness.patience) { line in
       (jsonObject(line)?["bytes"] as? Int ?? 0) >= 2_000_000
     }
     #expect(arrived != nil, "\(receiver.stdout)")
     receiver.signal(SIGKILL)
     let started = ContinuousClock.now
-    #expect(await sender.waitForExit(timeout: .seconds(30)) == 1, "\(sender.stderr)")
-    #expect(ContinuousClock.now - started < .seconds(20))
+    #expect(await sender.waitForExit(timeout: Harness.patience) == 1, "\(sender.stderr)")
+    // The killed receiver's connection resets: given up at once, not after --retry-for's 60 s
+    // (within the margin for a loaded machine).
+    #expect(ContinuousClock.now - started < Harness.margin)
     #expect(sender.stderr.contains("cannot be resumed or sent again"), "\(sender.stderr)")
     #expect(!sender.stderr.contains("run the same send again"), "\(sender.stderr)")
   }

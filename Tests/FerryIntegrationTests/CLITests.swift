@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The built `ferry` binary, run as a user would: exit codes, stderr messages, JSON lines.
-@Suite("ferry CLI", .timeLimit(.minutes(3)))
+@Suite("ferry CLI", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct CLITests {
   @Test(
     "an invalid --service exits 2 with the rule on stderr",
@@ -176,7 +176,7 @@ struct CLITests {
 }
 
 /// The CLI against the loopback avahi-daemon.
-@Suite("ferry CLI with avahi-daemon", .timeLimit(.minutes(3)), .needsLocalAvahi)
+@Suite("ferry CLI with avahi-daemon", .timeLimit(.minutes(3)), .needsLocalAvahi, .endsItsProcesses)
 struct CLILocalAvahiTests {
   @Test("browse --timeout exits 3 when no peer is found")
   func nothingFound() async throws {

@@ -4,7 +4,7 @@ import Testing
 /// Text and pipes: `ferry send --text`, `ferry send -` (standard input as one file) and
 /// `ferry receive --stdout` (one verified file to standard output), as a shell runs them.
 /// Loopback, --address, no avahi-daemon.
-@Suite("ferry send --text, send -, receive --stdout", .timeLimit(.minutes(2)))
+@Suite("ferry send --text, send -, receive --stdout", .timeLimit(.minutes(2)), .endsItsProcesses)
 struct CLITextPipeTests {
 
   /// A receiver with no terminal, its port taken from its `advertising` event (on stderr
@@ -25,7 +25,7 @@ struct CLITextPipeTests {
       ["send", "-j", "--address", "127.0.0.1:\(port)", "--text", message],
       environment: TestEnvironment.withoutBus())
     #expect(sent.status == 0, "\(sent.stderr)")
-    #expect(await receiver.waitForExit(timeout: .seconds(10)) == 0, "\(receiver.stderr)")
+    #expect(await receiver.waitForExit(timeout: Harness.patience) == 0, "\(receiver.stderr)")
     let events = receiver.stdoutLines.compactMap { jsonObject($0.text) }
     let invitation = events.first { $0["event"] as? String == "invitation" }
     #expect(invitation?["text"] as? Bool == true, "\(receiver.stdout)")
@@ -41,7 +41,7 @@ struct CLITextPipeTests {
       Harness.ferryBinary, ["send", "--address", "127.0.0.1:\(humanPort)", "--text", message],
       environment: TestEnvironment.withoutBus())
     #expect(again.status == 0, "\(again.stderr)")
-    #expect(await human.waitForExit(timeout: .seconds(10)) == 0)
+    #expect(await human.waitForExit(timeout: Harness.patience) == 0)
     #expect(human.stdout.contains("the door code is 4711\n"), "\(human.stdout)")
     #expect(!human.stdout.contains("\u{1B}"), "\(human.stdout)")
   }

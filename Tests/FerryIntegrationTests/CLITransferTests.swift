@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `ferry send` and `ferry receive` moving real files, driven as processes.
-@Suite("ferry send and receive", .timeLimit(.minutes(3)), .needsLocalAvahi)
+@Suite("ferry send and receive", .timeLimit(.minutes(3)), .needsLocalAvahi, .endsItsProcesses)
 struct CLITransferTests {
   @Test(
     "batch: receive --yes --once --json and send --json of 500 files; both exit 0, every hash matches"
@@ -30,7 +30,7 @@ struct CLITransferTests {
     #expect(
       await sender.waitForExit(timeout: .seconds(60)) == 0,
       "\(sender.stderr) \(sender.stdoutLines.last?.text ?? "")")
-    #expect(await receiver.waitForExit(timeout: .seconds(30)) == 0, "\(receiver.stderr)")
+    #expect(await receiver.waitForExit(timeout: Harness.patience) == 0, "\(receiver.stderr)")
 
     let sent = sender.stdoutLines.map { jsonObject($0.text) }
     #expect(sent.allSatisfy { $0 != nil && $0?["timestamp"] is String })
@@ -137,7 +137,7 @@ struct CLITransferTests {
     let sender = try ChildProcess.ferry(
       ["send", "--json", "--to", "sink", "--service", type, big.path],
       environment: ["FERRY_HOME": Harness.freshFerryHome()])
-    let moving = await receiver.waitForLine(timeout: .seconds(20)) {
+    let moving = await receiver.waitForLine(timeout: Harness.patience) {
       $0.contains("\"progress\"") && (jsonObject($0)?["bytes"] as? Int ?? 0) > 0
     }
     if moving == nil {

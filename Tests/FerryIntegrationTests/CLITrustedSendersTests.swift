@@ -4,7 +4,7 @@ import Testing
 /// `ferry receive --accept-trusted`: senders marked with `ferry trust` (by full fingerprint)
 /// are accepted without asking; with no terminal everyone else is declined, on a terminal
 /// asked. Loopback, --address, no avahi-daemon.
-@Suite("ferry receive --accept-trusted", .timeLimit(.minutes(2)))
+@Suite("ferry receive --accept-trusted", .timeLimit(.minutes(2)), .endsItsProcesses)
 struct CLITrustedSendersTests {
 
   /// A fresh identity's home and its full fingerprint.

@@ -3,7 +3,9 @@ import Testing
 
 /// Run by scripts/test in a process of its own whose system bus has no avahi-daemon (libdbus
 /// reads the bus address once per process).
-@Suite("Discovery with no avahi-daemon", .timeLimit(.minutes(3)), .needsNoDaemonProcess)
+@Suite(
+  "Discovery with no avahi-daemon", .timeLimit(.minutes(3)), .needsNoDaemonProcess,
+  .endsItsProcesses)
 struct DiscoveryUnavailableTests {
   @Test("the Browser throws discoveryUnavailable with a message that says what to do")
   func browser() throws {

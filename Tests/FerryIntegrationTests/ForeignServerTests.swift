@@ -4,7 +4,7 @@ import Testing
 
 /// Inviting something that is not a Ferry advertiser — a web server, a TLS server that knows
 /// nothing of Ferry, a closed port — fails at once, with words that say what is at the other end.
-@Suite("Inviting what is not a Ferry peer", .timeLimit(.minutes(3)))
+@Suite("Inviting what is not a Ferry peer", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct ForeignServerTests {
   /// `openssl s_server` on a free loopback port with a certificate of its own, accepting; with
   /// `-rev` it answers each line reversed, without reading its own standard input.

@@ -8,7 +8,7 @@ import Testing
 /// each other at the same moment, connections reset in the middle of the handshake (the whole
 /// flow starts again and works), a link dropped or stalled mid-transfer (a retrying send
 /// reconnects and resumes), and a reconnect into a session that is otherwise full.
-@Suite("Host and guest", .timeLimit(.minutes(3)))
+@Suite("Host and guest", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct HostGuestTests {
   /// A peer that accepts every invitation into its session.
   struct Node {
@@ -339,7 +339,7 @@ final class Counter: Sendable {
 }
 
 /// Polls `condition` every 20 ms for at most `timeout`.
-func waitUntil(timeout: Duration = .seconds(5), _ condition: () -> Bool) async throws {
+func waitUntil(timeout: Duration = Harness.patience, _ condition: () -> Bool) async throws {
   let deadline = ContinuousClock.now + timeout
   while !condition() {
     guard ContinuousClock.now < deadline else {

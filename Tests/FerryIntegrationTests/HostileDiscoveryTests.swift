@@ -7,7 +7,7 @@ import Testing
 /// itself reaches the terminal escaped.
 @Suite(
   "Hostile advertisements", .timeLimit(.minutes(3)), .needsLocalAvahi, .serialized,
-  .needsHostileRun)
+  .needsHostileRun, .endsItsProcesses)
 struct HostileDiscoveryTests {
   /// `avahi-publish-service NAME TYPE PORT TXT...`, running until stopped.
   func publish(_ name: String, type: ServiceType, port: Int, txt: [String]) throws -> ChildProcess {

@@ -7,7 +7,7 @@ import Testing
 /// and peers that keep their link alive and do nothing once an offer is accepted.
 @Suite(
   "Hostile peers: queued invitations, hidden files, stalls", .timeLimit(.minutes(3)), .serialized,
-  .needsHostileRun)
+  .needsHostileRun, .endsItsProcesses)
 struct HostileFollowUpTests {
   @Test("invitations withdrawn while a prompt is open leave nothing queued: memory stays flat")
   func withdrawnInvitations() async throws {

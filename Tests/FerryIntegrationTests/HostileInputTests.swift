@@ -6,7 +6,9 @@ import Testing
 /// Clients we did not write (OpenSSL) and clients that misbehave, against a listening
 /// Advertiser. Each bad connection must be dropped alone: the process keeps running and a
 /// proper invitation afterwards succeeds.
-@Suite("Hostile and foreign clients", .timeLimit(.minutes(3)), .needsLocalAvahi, .serialized)
+@Suite(
+  "Hostile and foreign clients", .timeLimit(.minutes(3)), .needsLocalAvahi, .serialized,
+  .endsItsProcesses)
 struct HostileInputTests {
   /// Writes bytes to a temporary file (for a child's standard input).
   func file(_ bytes: [UInt8]) throws -> String {

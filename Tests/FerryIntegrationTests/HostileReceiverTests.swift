@@ -6,7 +6,8 @@ import Testing
 /// `ferry send`: what it says never reaches the terminal raw, its numbers never trap the
 /// sender, its silence never makes the sender buffer without bound, and it learns no local path.
 @Suite(
-  "A hostile receiver against ferry send", .timeLimit(.minutes(3)), .serialized, .needsHostileRun)
+  "A hostile receiver against ferry send", .timeLimit(.minutes(3)), .serialized, .needsHostileRun,
+  .endsItsProcesses)
 struct HostileReceiverTests {
   /// A folder with a recognisable name, so that a leak of the sender's path shows.
   func source(_ size: Int = 300_000) throws -> URL {

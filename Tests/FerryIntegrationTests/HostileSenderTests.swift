@@ -7,7 +7,8 @@ import Testing
 /// memory (or exited with its documented code), the documented error, and a proper
 /// `ferry send` delivered to the same receiver.
 @Suite(
-  "A hostile sender against ferry receive", .timeLimit(.minutes(3)), .serialized, .needsHostileRun
+  "A hostile sender against ferry receive", .timeLimit(.minutes(3)), .serialized, .needsHostileRun,
+  .endsItsProcesses
 )
 struct HostileSenderTests {
   /// `/` joined to the next character in one grapheme cluster, then `pwned`.

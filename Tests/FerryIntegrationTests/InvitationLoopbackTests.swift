@@ -4,7 +4,7 @@ import Testing
 
 /// Invitations between a Browser and an Advertiser in this process, over real TLS on loopback,
 /// with discovery through the loopback avahi-daemon.
-@Suite("Invitations on loopback", .timeLimit(.minutes(3)), .needsLocalAvahi)
+@Suite("Invitations on loopback", .timeLimit(.minutes(3)), .needsLocalAvahi, .endsItsProcesses)
 struct InvitationLoopbackTests {
   @Test("found → invite → accept → connected on both ends, same fingerprints and code")
   func acceptFlow() async throws {

@@ -5,7 +5,8 @@ import Testing
 /// Advertiser and Browser against a real avahi-daemon (loopback only), checked with Avahi's own
 /// clients. Serialized: one test restarts the daemon.
 @Suite(
-  "Discovery against a real avahi-daemon", .timeLimit(.minutes(3)), .needsLocalAvahi, .serialized)
+  "Discovery against a real avahi-daemon", .timeLimit(.minutes(3)), .needsLocalAvahi, .serialized,
+  .endsItsProcesses)
 struct LocalAvahiTests {
   @Test("an Advertiser is seen by avahi-browse with its TXT records, and gone after stop()")
   func advertiserSeenByAvahiBrowse() async throws {

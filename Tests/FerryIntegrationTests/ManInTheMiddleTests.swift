@@ -9,7 +9,7 @@ import Testing
 /// codes, because each code hashes its own TLS session's exporter.
 @Suite(
   "A man in the middle relaying two TLS sessions", .timeLimit(.minutes(3)), .serialized,
-  .needsHostileRun)
+  .needsHostileRun, .endsItsProcesses)
 struct ManInTheMiddleTests {
   @Test(
     "a relaying man in the middle: the two screens show different codes in every run, each its own session's; the code changes from one connection to the next; the sender shows it before the receiver declines"

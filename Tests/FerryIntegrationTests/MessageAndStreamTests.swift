@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// Data messages and streams between two sessions over real TLS (loopback).
-@Suite("Data messages and streams", .timeLimit(.minutes(3)))
+@Suite("Data messages and streams", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct MessageAndStreamTests {
   @Test("reliable messages arrive in order, both ways, with their sender")
   func reliableMessages() async throws {

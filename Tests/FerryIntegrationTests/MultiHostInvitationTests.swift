@@ -5,7 +5,8 @@ import Testing
 /// Invitations across namespace hosts: this process (host a) browses and invites a
 /// `ferry-test-peer` advertising on host b, over the bridge, with real TLS.
 @Suite(
-  "Invitations across namespace hosts", .timeLimit(.minutes(3)), .needsToRunOnHostA, .serialized)
+  "Invitations across namespace hosts", .timeLimit(.minutes(3)), .needsToRunOnHostA, .serialized,
+  .endsItsProcesses)
 struct MultiHostInvitationTests {
   /// Starts `ferry-test-peer advertise` on host b and finds it from here.
   func peerOnB(answer: String, maximumPending: Int = 8) async throws -> (

@@ -8,7 +8,7 @@ import Testing
 /// with its own avahi-daemon, over the bridge and real TLS.
 @Suite(
   "FerryMultipeer across namespace hosts", .timeLimit(.minutes(3)), .needsToRunOnHostA,
-  .serialized)
+  .serialized, .endsItsProcesses)
 struct MultiHostMultipeerTests {
   var receiverBinary: String {
     URL(fileURLWithPath: Harness.ferryBinary).deletingLastPathComponent()

@@ -4,7 +4,9 @@ import Testing
 
 /// Discovery across simulated hosts (network namespaces on a bridge, each with its own
 /// avahi-daemon), from scripts/harness/hosts.sh.
-@Suite("Discovery across namespace hosts", .timeLimit(.minutes(3)), .needsHosts, .serialized)
+@Suite(
+  "Discovery across namespace hosts", .timeLimit(.minutes(3)), .needsHosts, .serialized,
+  .endsItsProcesses)
 struct MultiHostTests {
   /// Starts `ferry receive --json` on `host` and returns it with its `advertising` event.
   func startReceiver(on host: String, name: String, type: String) async throws -> (

@@ -6,7 +6,9 @@ import Testing
 
 /// Data, streams and files between namespace hosts over the bridge, with real TLS: this
 /// process on host a, a `ferry-test-peer` on host b.
-@Suite("Transfers across namespace hosts", .timeLimit(.minutes(3)), .needsToRunOnHostA, .serialized)
+@Suite(
+  "Transfers across namespace hosts", .timeLimit(.minutes(3)), .needsToRunOnHostA, .serialized,
+  .endsItsProcesses)
 struct MultiHostTransferTests {
   /// Starts `ferry-test-peer MODE NAME TYPE [ARGS]` on host b, finds and joins it.
   func joinPeerOnB(_ mode: String, _ extra: [String] = []) async throws -> (

@@ -8,7 +8,7 @@ import Testing
 /// order, a 1 000 000-byte stream was read whole and a 30 MB resource was moved on host b.
 @Suite(
   "FerryMultipeer conformance apps across namespace hosts", .timeLimit(.minutes(3)),
-  .needsToRunOnHostA, .serialized)
+  .needsToRunOnHostA, .serialized, .endsItsProcesses)
 struct MultipeerConformanceTests {
   static let apps = [
     "mpc-conformance-stop-browsing",

@@ -8,7 +8,7 @@ import Testing
 /// several apps in this process, each with its own peer, session, advertiser and browser.
 @Suite(
   "FerryMultipeer against a real avahi-daemon", .timeLimit(.minutes(5)), .needsLocalAvahi,
-  .serialized)
+  .serialized, .endsItsProcesses)
 struct MultipeerLoopbackTests {
   /// One app: a peer, its session and delegates, an advertiser and a browser of `type`.
   final class App: Sendable {

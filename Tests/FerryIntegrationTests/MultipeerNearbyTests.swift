@@ -7,7 +7,8 @@ import Testing
 /// MultipeerConnectivity's out-of-band connection: each session makes its nearby connection
 /// data, the application carries it across, both call connectPeer. No discovery: real TLS
 /// over this host's addresses.
-@Suite("FerryMultipeer nearby connection data", .timeLimit(.minutes(2)), .serialized)
+@Suite(
+  "FerryMultipeer nearby connection data", .timeLimit(.minutes(2)), .serialized, .endsItsProcesses)
 struct MultipeerNearbyTests {
   func connectionData(_ session: MCSession, for peer: MCPeerID) async throws -> Data {
     let box = Completion()
@@ -122,7 +123,7 @@ struct MultipeerNearbyTests {
 }
 
 /// The iOS way to use streams: scheduled in a run loop, driven by the delegate's events.
-@Suite("FerryMultipeer streams in a run loop", .timeLimit(.minutes(2)))
+@Suite("FerryMultipeer streams in a run loop", .timeLimit(.minutes(2)), .endsItsProcesses)
 struct MultipeerRunLoopStreamTests {
   /// Writes `total` bytes when told there is space, reads when told there are bytes (all of
   /// them, or one piece an event when `piecewise`); records every event. Runs on the thread

@@ -7,7 +7,7 @@ import Testing
 /// The library's decision point: each offer, with its real files, is accepted or declined by the
 /// application; free space is reserved across offers; files handed over unplaced are the
 /// application's; the peer learns no local path.
-@Suite("Deciding on offers", .timeLimit(.minutes(3)))
+@Suite("Deciding on offers", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct ResourceConsentTests {
   /// Collects what `session.resourceOffers` yields.
   final class Offers: Sendable {

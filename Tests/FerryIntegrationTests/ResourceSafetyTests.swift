@@ -6,7 +6,7 @@ import Testing
 @testable import Ferry
 
 /// Hostile offers, corruption, cancellation, resume, and full disks.
-@Suite("Resource safety", .timeLimit(.minutes(3)))
+@Suite("Resource safety", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct ResourceSafetyTests {
   /// Writes a raw frame from `session` to `peer`, as a hostile peer speaking the protocol would.
   func raw(_ frame: Frame, from session: Session, to peer: PeerID) throws {

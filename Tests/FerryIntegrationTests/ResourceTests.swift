@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// Resources (files and folders) between two sessions over real TLS, onto a real disk.
-@Suite("Resources", .timeLimit(.minutes(3)))
+@Suite("Resources", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct ResourceTests {
   /// Collects a session's resource events.
   func events(_ session: Session) -> EventRecorder<ResourceEvent> {

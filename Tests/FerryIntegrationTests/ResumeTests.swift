@@ -5,7 +5,7 @@ import Testing
 @testable import Ferry
 
 /// Transfers that are interrupted, and resumed; data that must not wait behind files.
-@Suite("Resume and priority", .timeLimit(.minutes(3)))
+@Suite("Resume and priority", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct ResumeTests {
   /// The file the killed sender was sending.
   static let movieSize = 192 << 20

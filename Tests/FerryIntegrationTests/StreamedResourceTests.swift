@@ -6,7 +6,7 @@ import Testing
 
 /// Streamed items (``ResourceItem/init(streamingFrom:path:)``): a pipe sent as it is written,
 /// between two sessions over loopback TLS; the receiver's space reserved as the stream grows.
-@Suite("Streamed resources", .timeLimit(.minutes(3)))
+@Suite("Streamed resources", .timeLimit(.minutes(3)), .endsItsProcesses)
 struct StreamedResourceTests {
   /// A FIFO and the test's end of it (read-write: neither end waits for the other to open;
   /// closing it ends the stream).

@@ -6,7 +6,9 @@ extension LocalSendTests {
   /// protocol's README) on host c against `ferry receive --localsend` on host a: the receiver
   /// lives, writes nothing outside its folder, refuses what it must, and an honest sender on
   /// host b still gets through.
-  @Suite("A hostile LocalSend client against ferry receive --localsend", .timeLimit(.minutes(5)))
+  @Suite(
+    "A hostile LocalSend client against ferry receive --localsend", .timeLimit(.minutes(5)),
+    .endsItsProcesses)
   struct HostileLocalSendTests {
     static var script: String {
       URL(fileURLWithPath: #filePath)

@@ -3,7 +3,7 @@ import Testing
 
 /// Every LocalSend test, one at a time: each side of a test binds port 53317 (TCP and UDP) on
 /// its host, as LocalSend apps do.
-@Suite("LocalSend", .serialized, .needsToRunOnHostA)
+@Suite("LocalSend", .serialized, .needsToRunOnHostA, .endsItsProcesses)
 enum LocalSendTests {}
 
 /// The independent LocalSend peer (Tests/LocalSend/localsend_peer.py, written from the

@@ -6,7 +6,8 @@ extension LocalSendTests {
   /// discovery by real multicast over the hosts' bridge, HTTPS with client certificates, the
   /// files through Ferry's transfer core.
   @Suite(
-    "LocalSend senders to ferry receive", .timeLimit(.minutes(5)), .needsToRunOnHostA, .serialized)
+    "LocalSend senders to ferry receive", .timeLimit(.minutes(5)), .needsToRunOnHostA, .serialized,
+    .endsItsProcesses)
   struct LocalSendReceiveTests {
     /// A tree: a 5 MiB file, an empty one, nested folders, and `small` small files.
     func tree(small: Int = 0) throws -> URL {

@@ -6,7 +6,8 @@ extension LocalSendTests {
   /// found by real multicast (or by address), its certificate pinned, exit codes and events as a
   /// Ferry send's.
   @Suite(
-    "ferry send to LocalSend receivers", .timeLimit(.minutes(5)), .needsToRunOnHostA, .serialized)
+    "ferry send to LocalSend receivers", .timeLimit(.minutes(5)), .needsToRunOnHostA, .serialized,
+    .endsItsProcesses)
   struct LocalSendSendTests {
     /// `ferry send --localsend --json ARGUMENTS` as a fresh identity; its exit status.
     func send(_ arguments: [String]) async throws -> (status: Int32?, process: ChildProcess) {

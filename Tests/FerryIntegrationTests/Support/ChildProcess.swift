@@ -7,6 +7,9 @@ import Synchronization
 /// Spawned with posix_spawn rather than Foundation's `Process`: the child gets an empty signal
 /// mask and default dispositions (Swift's executor threads block SIGINT and SIGTERM, and a child
 /// would inherit that), and its pipes are close-on-exec so that they do not leak into siblings.
+/// Each child leads a process group of its own (a terminal's child, a session), and belongs to
+/// the test that started it (``ProcessScope``): whatever the test's end, the group is ended
+/// with it.
 final class ChildProcess: Sendable {
   /// One line of output and when it was read.
   struct Line: Sendable {
@@ -81,9 +84,13 @@ final class ChildProcess: Sendable {
     sigemptyset(&defaults)
     for signal in [SIGINT, SIGTERM, SIGPIPE, SIGHUP, SIGQUIT] { sigaddset(&defaults, signal) }
     posix_spawnattr_setsigdefault(&attributes, &defaults)
+    // A group of its own, so that what it starts is ended with it (a new session is one).
+    posix_spawnattr_setpgroup(&attributes, 0)
     posix_spawnattr_setflags(
       &attributes,
-      Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (terminal ? spawnSetSID : 0)))
+      Int16(
+        POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
+          | (terminal ? spawnSetSID : POSIX_SPAWN_SETPGROUP)))
 
     var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     // Never touch the real ~/.config/ferry: children share this test run's own home.
@@ -102,6 +109,7 @@ final class ChildProcess: Sendable {
     }
     self.pid = pid
     self.started = .now
+    ProcessScope.adopt(self)
     if terminal {
       // One terminal: read it once, as stdout (the duplicate is not needed for reading).
       close(errPipe.read)
@@ -132,7 +140,7 @@ final class ChildProcess: Sendable {
   var transcript: String { state.withLock { $0.transcript } }
 
   /// Waits until the transcript contains `text`; false on timeout or when output ended first.
-  func waitForText(_ text: String, timeout: Duration = .seconds(10)) async -> Bool {
+  func waitForText(_ text: String, timeout: Duration = Harness.patience) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
       let (found, closed) = state.withLock { ($0.transcript.contains(text), $0.stdoutClosed) }
@@ -170,7 +178,7 @@ final class ChildProcess: Sendable {
   /// Waits until a stdout (or stderr) line satisfies `predicate`; returns it, or nil on timeout
   /// or when the stream closed without one.
   func waitForLine(
-    onStderr: Bool = false, timeout: Duration = .seconds(10), _ predicate: (String) -> Bool
+    onStderr: Bool = false, timeout: Duration = Harness.patience, _ predicate: (String) -> Bool
   ) async -> Line? {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
@@ -188,7 +196,7 @@ final class ChildProcess: Sendable {
   /// among the lines after the first `skipping`; nil on timeout or when the stream closed
   /// without one.
   func waitForEvent(
-    _ name: String, onStderr: Bool = false, skipping: Int = 0, timeout: Duration = .seconds(10),
+    _ name: String, onStderr: Bool = false, skipping: Int = 0, timeout: Duration = Harness.patience,
     where predicate: (Observation) -> Bool = { _ in true }
   ) async -> Observation? {
     let deadline = ContinuousClock.now + timeout
@@ -230,7 +238,7 @@ final class ChildProcess: Sendable {
 
   /// Waits for the process to exit and its output to be read; returns the exit status (128 + N
   /// for a signal), or nil on timeout (the process is then killed).
-  func waitForExit(timeout: Duration = .seconds(30)) async -> Int32? {
+  func waitForExit(timeout: Duration = Harness.patience) async -> Int32? {
     let deadline = ContinuousClock.now + timeout
     while reap() == nil {
       guard ContinuousClock.now < deadline else {
@@ -257,6 +265,28 @@ final class ChildProcess: Sendable {
       kill(pid, SIGKILL)
       _ = await waitForExit(timeout: .seconds(5))
     }
+  }
+
+  /// Kills the process's group (the process and what it started) unless its exit status was
+  /// collected: its PID, and so its group's, cannot be another's before that. Returns whether
+  /// the process itself was still running. For ``ProcessScope``; tests stop theirs with
+  /// ``stop()`` or ``signal(_:)``.
+  func endGroup() -> Bool {
+    state.withLock { state in
+      guard state.exitStatus == nil else { return false }
+      let running = Self.isRunning(pid)
+      kill(-pid, SIGKILL)
+      kill(pid, SIGKILL)
+      return running
+    }
+  }
+
+  /// Whether process `pid` runs (exists and is not a zombie), from /proc/PID/stat.
+  private static func isRunning(_ pid: pid_t) -> Bool {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+      let close = stat.lastIndex(of: ")")
+    else { return false }
+    return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first != "Z"
   }
 
   /// Collects the exit status once the process has exited (non-blocking).
@@ -348,7 +378,7 @@ private func makePipe() throws -> (read: Int32, write: Int32) {
 /// Runs a command to completion and returns (status, stdout, stderr).
 func run(
   _ executable: String, _ arguments: [String], environment: [String: String] = [:],
-  timeout: Duration = .seconds(30)
+  timeout: Duration = Harness.patience
 ) async throws -> (status: Int32, stdout: String, stderr: String) {
   let child = try ChildProcess(executable, arguments, environment: environment)
   let status = await child.waitForExit(timeout: timeout) ?? -1

@@ -36,7 +36,7 @@ final class EventRecorder<Element: Sendable>: Sendable {
 
   /// Waits for the first element after `index` (0: any) that satisfies `predicate`.
   func first(
-    after index: Int = 0, timeout: Duration = .seconds(10), where predicate: (Element) -> Bool
+    after index: Int = 0, timeout: Duration = Harness.patience, where predicate: (Element) -> Bool
   ) async -> (record: Record, index: Int)? {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {

@@ -63,7 +63,7 @@ func unescapeAvahiName(_ text: String) -> String {
 /// Polls `avahi-browse` until `condition` holds for its resolved lines (or `timeout` passes);
 /// returns the last lines seen.
 func avahiBrowse(
-  _ type: ServiceType, until condition: ([[String]]) -> Bool, timeout: Duration = .seconds(10)
+  _ type: ServiceType, until condition: ([[String]]) -> Bool, timeout: Duration = Harness.patience
 ) async throws -> [[String]] {
   let deadline = ContinuousClock.now + timeout
   var lines = try await avahiBrowse(type)

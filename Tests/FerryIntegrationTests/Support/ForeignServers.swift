@@ -77,7 +77,7 @@ final class OneShotServer: Sendable {
 /// Waits until something listens on 127.0.0.1:`port` (TCP) — bound to it, to 0.0.0.0 or to
 /// `::` (dual-stack) — at most `timeout`: read from /proc/net/tcp and tcp6, so nothing connects
 /// and a server that accepts only once is not used up.
-func waitUntilListening(port: UInt16, timeout: Duration = .seconds(10)) async -> Bool {
+func waitUntilListening(port: UInt16, timeout: Duration = Harness.patience) async -> Bool {
   let portHex = String(format: ":%04X", port)
   let addresses: Set<Substring> = [
     "0100007F", "00000000", "00000000000000000000000000000000",

@@ -74,6 +74,20 @@ enum Harness {
     return directory.appendingPathComponent("ferry").path
   }
 
+  /// How long a test waits for what it needs before it can assert anything — a process to
+  /// start, a prompt or an event to appear, a port to listen, an exit: no promise of the
+  /// product's, so as long as a loaded two-core machine may take. A wait ends the moment it is
+  /// met (or when the output it reads closes), so a passing test never waits this long; a
+  /// failing one says so within its suite's time limit.
+  static let patience: Duration = .seconds(60)
+
+  /// What a test allows beyond a time the product promises (a `--timeout`, an invitation's
+  /// expiry, a reaction "at once"), for starting and ending processes on a loaded two-core
+  /// machine: with both cores kept busy and four tests at a time, a debug-built `ferry` took
+  /// up to 3 s to start and exit (13 s when all 84 CLI tests started at once). A promise is
+  /// asserted as "not before it, and not later than it plus this".
+  static let margin: Duration = .seconds(10)
+
   /// A FERRY_HOME for the children of this test process.
   static let testFerryHome = NSTemporaryDirectory() + "ferry-test-home-\(getpid())"
 

@@ -152,7 +152,7 @@ struct AttackedReceiver {
   }
 
   /// Waits until the terminal has shown `count` questions (`Accept? [y/N]`) in all.
-  func waitForPrompts(_ count: Int, timeout: Duration = .seconds(20)) async -> Bool {
+  func waitForPrompts(_ count: Int, timeout: Duration = Harness.patience) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
       // Each question prints its verification code once (the prompt line is redrawn).

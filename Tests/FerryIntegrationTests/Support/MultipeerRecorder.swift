@@ -61,7 +61,7 @@ final class MultipeerRecorder: NSObject, MCSessionDelegate, MCNearbyServiceBrows
   /// Waits until `predicate` holds for the calls so far (polling), up to `timeout`.
   @discardableResult
   func wait(
-    timeout: Duration = .seconds(20), until predicate: ([Call]) -> Bool
+    timeout: Duration = Harness.patience, until predicate: ([Call]) -> Bool
   ) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {

@@ -39,7 +39,7 @@ struct ReceiverProcess: Sendable {
     _ arguments: [String], bus: Bus, on host: String? = nil,
     home: String = Harness.freshFerryHome(), environment: [String: String] = [:],
     stdin: String = "/dev/null", terminal: Bool = false, columns: UInt16 = 80,
-    umask: String? = nil, timeout: Duration = .seconds(10)
+    umask: String? = nil, timeout: Duration = Harness.patience
   ) async throws -> ReceiverProcess {
     let base = bus == .none ? TestEnvironment.noBus : [:]
     let environment = base.merging(["FERRY_HOME": home]) { $1 }.merging(environment) { $1 }

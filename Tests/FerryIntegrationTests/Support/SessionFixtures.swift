@@ -77,7 +77,7 @@ final class InvitationInbox: Sendable {
 }
 
 /// The next invitation an advertiser yields, within `timeout`.
-func nextInvitation(_ advertiser: Advertiser, timeout: Duration = .seconds(10)) async
+func nextInvitation(_ advertiser: Advertiser, timeout: Duration = Harness.patience) async
   -> Invitation?
 {
   await InvitationInbox.of(advertiser).next(timeout: timeout)
