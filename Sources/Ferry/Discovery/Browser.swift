@@ -83,6 +83,14 @@ public final class Browser: Sendable {
     run.withLock { $0.connection == nil ? [] : $0.engine.peers }
   }
 
+  /// Whether the browse has settled for now: avahi-daemon listed every instance it knows of
+  /// (its ALL_FOR_NOW, about a second after a browse starts) and each is resolved or given up
+  /// on. A moment to decide among ``peers``: a receiver still resolving is not missed. It
+  /// becomes false again while an instance that appears later resolves. Any thread.
+  public var hasSettled: Bool {
+    run.withLock { $0.connection == nil ? false : $0.engine.hasSettled }
+  }
+
   /// Whether it is browsing (created or started, and not stopped since).
   public var isBrowsing: Bool {
     run.withLock { $0.connection != nil }

@@ -30,6 +30,9 @@ final class AvahiServiceBrowser: @unchecked Sendable {
   /// goodbye, and its PTR record lives for an hour). Reported gone then, and resolved again
   /// every ``reresolveMilliseconds`` until they answer or their PTR goes.
   private var expired: Set<PeerAggregator.InstanceKey> = []
+  /// Whether avahi-daemon said it has listed every instance it knows of for now
+  /// (ALL_FOR_NOW), in this connection.
+  private var heardAll = false
   private var stopped = false
 
   /// How long a newly found peer is held while its other instances resolve, so that the first
@@ -52,17 +55,23 @@ final class AvahiServiceBrowser: @unchecked Sendable {
     self.failed = failed
   }
 
-  /// What ``peers`` returns: written on the poll thread after each change (the poll lock, then
-  /// this leaf lock), read from any thread without touching Avahi.
-  private let published = Mutex<[DiscoveredPeer]>([])
+  /// What ``peers`` and ``hasSettled`` return: written on the poll thread after each change
+  /// (the poll lock, then this leaf lock), read from any thread without touching Avahi.
+  private let published = Mutex<(peers: [DiscoveredPeer], settled: Bool)>(([], false))
 
   /// The peers found so far. Any thread; takes no Avahi lock.
-  var peers: [DiscoveredPeer] { published.withLock { $0 } }
+  var peers: [DiscoveredPeer] { published.withLock { $0.peers } }
 
-  /// Copies the aggregator's peers for ``peers`` (on the poll thread).
+  /// Whether every instance listed so far is resolved (or given up on) and avahi-daemon said
+  /// it listed all it knows of for now. Any thread; takes no Avahi lock.
+  var hasSettled: Bool { published.withLock { $0.settled } }
+
+  /// Copies the aggregator's peers for ``peers``, and whether the browse has settled (on the
+  /// poll thread).
   private func publishPeers() {
     let now = aggregator.peers
-    published.withLock { $0 = now }
+    let settled = heardAll && unresolved.isEmpty
+    published.withLock { $0 = (now, settled) }
   }
 
   /// Feeds a connection event to the browser.
@@ -86,6 +95,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       unresolved = []
       resolvingAnyFamily = []
       expired = []
+      heardAll = false
       let lost = aggregator.removeAll().filter { !held.contains(aggregator.peerKey(of: $0.peer)) }
       publishPeers()
       held = []
@@ -99,7 +109,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
   /// Frees the browser and resolvers (under the lock).
   func stop() {
     stopped = true
-    published.withLock { $0 = [] }
+    published.withLock { $0 = ([], false) }
     for resolver in resolvers.values {
       avahi_service_resolver_free(resolver)
     }
@@ -129,6 +139,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       {
         resolvers[key] = resolver
         unresolved.insert(key)
+        publishPeers()
       }
     case AVAHI_BROWSER_REMOVE:
       guard let name, let domain else { return }
@@ -142,7 +153,10 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       if expired.remove(key) == nil { instanceGone(key) }
     case AVAHI_BROWSER_FAILURE:
       failed(avahiErrorMessage(avahi_client_errno(avahi_service_browser_get_client(changed))))
-    default:  // ALL_FOR_NOW, CACHE_EXHAUSTED
+    case AVAHI_BROWSER_ALL_FOR_NOW:
+      heardAll = true
+      publishPeers()
+    default:  // CACHE_EXHAUSTED
       break
     }
   }
@@ -212,6 +226,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       }
       unresolved.remove(key)
       releaseIfResolved(key.peerKey)
+      publishPeers()
       // Listed but never answering (a machine off while its records are still cached): tried
       // again later like an expired one, so that it is found when it comes back.
       expired.insert(key)

@@ -6,6 +6,23 @@ struct ReceiverFinder: Sendable {
   let browser: Browser
   let deadline: ContinuousClock.Instant
 
+  /// The least a choice among receivers waits after the first one is seen: others answering
+  /// the same query arrive within a few hundred milliseconds.
+  static let settleAtLeast: Duration = .milliseconds(700)
+  /// The most it waits for the browse to settle (``Browser/hasSettled``) after the first
+  /// receiver is seen: an instance Avahi cannot resolve is given up on within about 5 s.
+  static let settleAtMost: Duration = .seconds(10)
+
+  /// Whether, with the first receiver seen at `firstSeen`, the receivers found so far are all
+  /// there are to decide among: ``settleAtLeast`` has passed and the browse settled (a second
+  /// receiver still resolving on a busy machine is not missed), or ``settleAtMost`` has, or
+  /// the deadline.
+  private func settled(since firstSeen: ContinuousClock.Instant) -> Bool {
+    let waited = ContinuousClock.now - firstSeen
+    return (waited >= Self.settleAtLeast && browser.hasSettled) || waited >= Self.settleAtMost
+      || ContinuousClock.now >= deadline
+  }
+
   /// The one receiver `reference` (the `--to` value `wanted`) names, as soon as it is seen:
   /// matched by fingerprint first (a nickname's keys included), by display name otherwise.
   /// `pinned` is true when it was matched by its key (the user's consent to that key).
@@ -17,7 +34,7 @@ struct ReceiverFinder: Sendable {
   func find(_ wanted: String, as reference: PeerReference, ask: Bool) async throws(CLIFailure)
     -> (peer: DiscoveredPeer, pinned: Bool)
   {
-    var nameSeen: ContinuousClock.Instant?
+    var firstSeen: ContinuousClock.Instant?
     while true {
       let peers = browser.peers.filter { $0.peerID != nil }
       let byKey = peers.filter { reference.matchesFingerprint($0.info.fingerprint!) }
@@ -39,15 +56,20 @@ struct ReceiverFinder: Sendable {
         let chosen = try await prompt(both, single: true)[0]
         return (chosen, byKey.contains(chosen))
       }
-      if byKey.count == 1 { return (byKey[0], true) }
-      if byKey.count > 1 || byName.count > 1 {
+      if byKey.count == 1 {
+        // A text that stands for known keys and for a name too: the receiver with the key is
+        // taken once the browse settles, so that one advertising the name is seen as well
+        // whichever answered first (the two are then an ambiguity, above).
+        let seen = firstSeen ?? .now
+        firstSeen = seen
+        if !reference.alsoNamesKnownKeys || settled(since: seen) { return (byKey[0], true) }
+      } else if byKey.count > 1 || byName.count > 1 {
         throw CLIFailure(
           status: .usage,
           message: "'\(DisplayText.escaping(wanted))' matches several receivers; give more of "
             + "the fingerprint:\n" + Self.list(byKey.count > 1 ? byKey : byName),
           code: .ambiguousPeer)
-      }
-      if byName.count == 1 {
+      } else if byName.count == 1 {
         // A name that also stands for known keys (a trusted peer's short prefix or nickname):
         // give that peer a moment to appear too, so that an ambiguity is not decided by who
         // answered first.
@@ -56,9 +78,9 @@ struct ReceiverFinder: Sendable {
         else {
           return (byName[0], false)
         }
-        let seen = nameSeen ?? .now
-        nameSeen = seen
-        if ContinuousClock.now - seen >= .milliseconds(700) { return (byName[0], false) }
+        let seen = firstSeen ?? .now
+        firstSeen = seen
+        if settled(since: seen) { return (byName[0], false) }
       }
       guard ContinuousClock.now < deadline else {
         let message =
@@ -92,9 +114,7 @@ struct ReceiverFinder: Sendable {
     while true {
       let found = browser.peers.filter { $0.peerID != nil }.sorted { $0.name < $1.name }
       if !found.isEmpty && firstSeen == nil { firstSeen = .now }
-      // Others answering the same query arrive within a few hundred milliseconds.
-      let settled = firstSeen.map { ContinuousClock.now - $0 >= .milliseconds(700) } ?? false
-      if settled || ContinuousClock.now >= deadline {
+      if firstSeen.map(settled(since:)) ?? false || ContinuousClock.now >= deadline {
         switch found.count {
         case 0:
           throw CLIFailure(
