@@ -235,28 +235,33 @@ struct CLIConventionTests {
     #expect(lines[4] == fingerprint + "|", "\(lines[4])")
 
     // And what an interactive bash puts on the line: TAB in a pseudo-terminal, then the
-    // completed word handed to a function that prints it.
+    // completed word handed to a function that prints it. Each key is typed once what it
+    // answers is on the screen (a prompt, the completion), however long a loaded machine
+    // takes: the prompt is "ready> ", which the echo of the line setting it does not show.
     let typist = """
       import os, pty, select, sys, time
       pid, fd = pty.fork()
       if pid == 0:
           os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
-      def read(seconds):
-          out, end = b"", time.time() + seconds
-          while time.time() < end:
+      end = time.time() + 50
+      def until(marker):
+          out = b""
+          while marker not in out and time.time() < end:
               if select.select([fd], [], [], 0.1)[0]:
                   try:
-                      out += os.read(fd, 4096)
+                      chunk = os.read(fd, 4096)
                   except OSError:
                       break
-          return out
-      read(0.5)
-      os.write(fd, b"source '%s'; PATH='%s':$PATH\\n" % (sys.argv[1].encode(), sys.argv[2].encode()))
-      read(0.5)
+                  out += chunk
+                  sys.stdout.write(chunk.decode(errors="replace"))
+                  sys.stdout.flush()
+      line = b"PS1='rea''dy> '; source '%s'; PATH='%s':$PATH\\n"
+      os.write(fd, line % (sys.argv[1].encode(), sys.argv[2].encode()))
+      until(b"ready> ")
       os.write(fd, b"ferry send --to Kit\\t")
-      read(1.5)
+      until(b"laptop")
       os.write(fd, b"\\x01shown() { printf '<%s>' \\"$4\\"; }; shown \\n")
-      sys.stdout.write(read(1.5).decode(errors="replace"))
+      until(b"<Kitchen laptop>")
       os.write(fd, b"exit\\n")
       """
     let typed = try await run(

@@ -132,6 +132,8 @@ struct CLIReceiveInvitationTests {
     #expect(shown["status"] as? String == "KEY CHANGED")
     #expect(codes.all.count == 1, "shown before the decline")
     #expect(shown["code"] as? String == codes.all.first?.digits)
-    #expect(receiver.stderr.contains("WARNING"))
+    #expect(
+      await receiver.waitForLine(onStderr: true) { $0.contains("WARNING") } != nil,
+      "\(receiver.stderr)")
   }
 }

@@ -41,6 +41,9 @@ struct CLILoggingTests {
     #expect(sender.status == 0, "\(sender.stderr)")
     #expect(sender.stderr.contains("ferry[info]"), "\(sender.stderr)")
     #expect(sender.stderr.contains(": connected"), "\(sender.stderr)")
+    // Once the receiver is through with the transfer (its end may come after the sender's),
+    // it had its chance to log the connection.
+    #expect(await logged.waitForEvent("done") != nil, "\(logged.stdout)")
     #expect(!logged.stderr.contains("ferry[info]"), "\(logged.stderr)")
 
     #expect(!quiet.stderr.contains("ferry["), "\(quiet.stderr)")

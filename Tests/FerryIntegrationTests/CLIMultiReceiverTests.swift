@@ -47,15 +47,17 @@ struct CLIMultiReceiverTests {
 
     let pick = source.appendingPathComponent("pick.txt")
     try writeFile(pick, size: 5000, seed: 9)
+    // The whole of a test's patience to find them (the run's own limit beyond it, to see the
+    // exit status ferry gives); the list ends the wait once the browse settles.
     let script = try await run(
-      Harness.ferryBinary, ["send", "--service", type, "--timeout", "10", pick.path],
-      environment: ["FERRY_HOME": home])
+      Harness.ferryBinary, ["send", "--service", type, "--timeout", "60", pick.path],
+      environment: ["FERRY_HOME": home], timeout: .seconds(90))
     #expect(script.status == 3, "\(script.stderr)")
     #expect(script.stderr.contains("several receivers"))
     #expect(script.stderr.contains("left") && script.stderr.contains("right"))
 
     let terminal = try ChildProcess.ferry(
-      ["send", "--service", type, "--timeout", "20", pick.path],
+      ["send", "--service", type, "--timeout", "60", pick.path],
       environment: ["FERRY_HOME": home], terminal: true)
     #expect(await terminal.waitForText("Send to which?"), "\(terminal.transcript)")
     #expect(terminal.transcript.contains("1) \"left\""))

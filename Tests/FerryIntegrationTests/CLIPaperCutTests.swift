@@ -170,7 +170,9 @@ struct CLIPaperCutTests {
     let proxy = CuttableProxy(to: UInt16(port))
     defer { proxy.stop() }
     let file = try temporaryDirectory("paper-stall").appendingPathComponent("big.bin")
-    try writeFile(file, size: 256 << 20, seed: 9)
+    // 1 GiB, allocated and never written: made at once, and not sent before the stall on a
+    // fast machine.
+    try writeAllocated(file, size: Int(1 << 30))
     let sender = try ChildProcess.ferry(
       ["send", "--address", "127.0.0.1:\(proxy.port)", file.path],
       environment: TestEnvironment.withoutBus(),
@@ -281,8 +283,8 @@ struct CLINicknameTests {
     try writeFile(file, size: 5000, seed: 9)
     let sent = try await run(
       Harness.ferryBinary,
-      ["send", "--to", "office box", "--service", type, "--timeout", "20", file.path],
-      environment: ["FERRY_HOME": home], timeout: Harness.patience)
+      ["send", "--to", "office box", "--service", type, "--timeout", "60", file.path],
+      environment: ["FERRY_HOME": home], timeout: .seconds(90))
     #expect(sent.status == 0, "\(sent.stderr)")
     #expect(
       try sha256(of: destination.appendingPathComponent("notes.txt")) == sha256(of: file))

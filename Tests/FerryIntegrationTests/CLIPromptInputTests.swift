@@ -17,11 +17,15 @@ struct CLIPromptInputTests {
     return (receiver.process, destination, try #require(UInt16(exactly: receiver.port)))
   }
 
-  /// `ferry send --json` of `files` to 127.0.0.1:`port`.
-  func send(_ files: [URL], port: UInt16, name: String = "laptop") throws -> ChildProcess {
+  /// `ferry send --json` of `files` to 127.0.0.1:`port`, waiting `timeout` seconds for an answer.
+  func send(_ files: [URL], port: UInt16, name: String = "laptop", timeout: Int = 60) throws
+    -> ChildProcess
+  {
     try ChildProcess.ferry(
-      ["send", "--json", "--retry-for", "0", "--name", name, "--address", "127.0.0.1:\(port)"]
-        + files.map(\.path),
+      [
+        "send", "--json", "--retry-for", "0", "--name", name, "--timeout", "\(timeout)",
+        "--address", "127.0.0.1:\(port)",
+      ] + files.map(\.path),
       environment: TestEnvironment.withoutBus())
   }
 
@@ -103,28 +107,48 @@ struct CLIPromptInputTests {
     }
     try #require(moving != nil, "no progress: \(first.stdout) \(first.stderr)")
     proxy.stall(true)
-    // B asks while A's bar is up; C waits its turn behind B.
-    let second = try send([try smallFile("second")], port: port, name: "second")
+    // Held still, but never silent for long: a link that hears nothing for 7 s is dead on
+    // both ends, so a moment every 2 s lets the PINGs (and a little of A) through.
+    let pulses = Task {
+      while !Task.isCancelled {
+        try? await Task.sleep(for: .seconds(2))
+        proxy.stall(false)
+        try? await Task.sleep(for: .milliseconds(200))
+        proxy.stall(true)
+      }
+    }
+    // B asks while A's bar is up; C waits its turn behind B. Both wait for their answer as
+    // long as an invitation may (120 s): the stall lasts what a loaded machine makes it.
+    let second = try send([try smallFile("second")], port: port, name: "second", timeout: 120)
     defer { second.signal(SIGKILL) }
     try await waitUntil(timeout: Harness.patience) { questions(receiver) == 2 }
-    let third = try send([try smallFile("third")], port: port, name: "third")
+    let third = try send([try smallFile("third")], port: port, name: "third", timeout: 120)
     defer { third.signal(SIGKILL) }
     #expect(
       await receiver.waitForText("Also waiting to ask: third (", timeout: Harness.patience),
       "\(receiver.transcript)")
-    let beforeResume = receiver.transcript.count
+    pulses.cancel()
+    await pulses.value
+    // Where it stood, in bytes: a count of Characters shifts when what comes next joins the
+    // last one (a "\r" and the "\n" after it are one Character).
+    let beforeResume = receiver.transcript.utf8.count
     proxy.stall(false)
     // A finishes while B's question is up: the note goes above, the question is drawn again.
-    #expect(await first.waitForExit(timeout: Harness.patience) == 0, "\(first.stderr)")
-    #expect(await receiver.waitForText("Received 1 file,"), "\(receiver.transcript)")
-    let after = String(receiver.transcript.dropFirst(beforeResume))
-    let received = try #require(after.range(of: "Received 1 file,"))
-    #expect(
-      after[received.upperBound...].contains("Accept? [y/N]"),
-      "the question is gone after the transfer: \(after.debugDescription)")
+    // A's rest takes what a loaded machine makes it; it reports progress meanwhile.
+    #expect(await first.waitForExit(quietFor: Harness.patience) == 0, "\(first.stderr)")
+    func redrawn() -> Bool {
+      let after = String(decoding: receiver.transcript.utf8.dropFirst(beforeResume), as: UTF8.self)
+      guard let received = after.range(of: "Received 1 file,") else { return false }
+      return after[received.upperBound...].contains("Accept? [y/N]")
+    }
+    // The note and the redrawn question reach the terminal after A's sender exits, maybe.
+    try await waitUntil(timeout: Harness.patience) { redrawn() }
+    #expect(redrawn(), "the question is gone after the transfer: \(receiver.transcript)")
     receiver.type("y\n")
     #expect(await second.waitForExit() == 0, "\(second.stderr)\n\(receiver.transcript)")
     try await waitUntil(timeout: Harness.patience) { questions(receiver) == 3 }
+    // Typed once C's prompt shows: what is typed before it is discarded.
+    #expect(await receiver.waitForQuestion(after: "wants to send"), "\(receiver.transcript)")
     receiver.type("n\n")
     #expect(await third.waitForExit() == 4, "\(third.stderr)")
     #expect(

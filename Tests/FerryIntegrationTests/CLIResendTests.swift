@@ -214,10 +214,15 @@ struct CLIResendTests {
       #expect(done["bytes_sent"] as? Int == 0)
       #expect(names(destination).sorted() == ["notes (1).txt", "notes.txt"], "attempt \(attempt)")
     }
-    let saved = receiver.stdoutLines.compactMap { jsonObject($0.text) }.last {
-      $0["event"] as? String == "file-done" && $0["status"] as? String == "identical"
+    // The receiver writes its file-done as the sender ends, maybe after: wait for both
+    // attempts' before reading the last.
+    func identical() -> [Observation] {
+      receiver.events("file-done").filter { $0["status"] as? String == "identical" }
     }
-    #expect((saved?["saved"] as? String)?.hasSuffix("/notes (1).txt") == true, "\(saved ?? [:])")
+    try await waitUntil { identical().count >= 2 }
+    let saved = identical().last
+    #expect(
+      (saved?["saved"] as? String)?.hasSuffix("/notes (1).txt") == true, "\(receiver.stdout)")
     #expect(try Data(contentsOf: destination.appendingPathComponent("notes.txt")) == theirs)
 
     // Changed content under the same name: a new copy beside both, as the policy says.

@@ -209,7 +209,7 @@ struct CLIServiceTests {
     #expect(
       sent.stderr.contains("not enough space: 11 TB offered,")
         && sent.stderr.contains("free on the receiver"), "\(sent.stderr)")
-    #expect(receiver.stdout.contains("\"declined\""), "\(receiver.stdout)")
+    #expect(await receiver.waitForEvent("declined") != nil, "\(receiver.stdout)")
     #expect(!receiver.stdout.contains("\"accepted\""), "\(receiver.stdout)")
   }
 

@@ -114,6 +114,10 @@ struct CLITextPipeTests {
       environment: TestEnvironment.withoutBus())
     #expect(two.status == 4, "\(two.stderr)")
     #expect(two.stderr.contains("takes one file (--stdout)"), "\(two.stderr)")
+    // Declined before it writes its own event (on stderr with --stdout): wait for that, so that
+    // the receiver is through with the offer before its stdout is checked.
+    #expect(
+      await receiver.waitForEvent("declined", onStderr: true) != nil, "\(receiver.stderr)")
     #expect(receiver.stdout.isEmpty, "nothing reached stdout: \(receiver.stdout)")
 
     for (arguments, words) in [

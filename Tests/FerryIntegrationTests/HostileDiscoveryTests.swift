@@ -15,19 +15,17 @@ struct HostileDiscoveryTests {
       "/usr/bin/avahi-publish-service", [name, type.dnsSDType, "\(port)"] + txt)
   }
 
-  /// Waits until `ferry browse` lists every one of `names`.
+  /// Waits until `ferry browse` lists every one of `names`: one browse, for as long as that
+  /// takes, then stopped.
   func waitUntilListed(_ names: [String], type: ServiceType) async throws {
-    let deadline = ContinuousClock.now + .seconds(15)
-    while ContinuousClock.now < deadline {
-      let browse = try await run(
-        Harness.ferryBinary, ["browse", "--service", type.name, "--timeout", "2", "--json"])
-      let seen = Set(
-        browse.stdout.split(separator: "\n").compactMap {
-          jsonObject(String($0))?["name"] as? String
-        })
-      if names.allSatisfy(seen.contains) { return }
+    let browse = try ChildProcess.ferry(["browse", "--service", type.name, "--json"])
+    defer { browse.signal(SIGKILL) }
+    for name in names {
+      let line = await browse.waitForLine { jsonObject($0)?["name"] as? String == name }
+      if line == nil { Issue.record("\(name) was not advertised: \(browse.stdout)") }
     }
-    Issue.record("not all of \(names) were advertised")
+    browse.signal(SIGINT)
+    #expect(await browse.waitForExit() == 130, "\(browse.stderr)")
   }
 
   @Test(
@@ -62,10 +60,11 @@ struct HostileDiscoveryTests {
     func send(_ to: String, home: String = home) async throws -> (
       status: Int32, stdout: String, stderr: String
     ) {
+      // Its --timeout, plus what a loaded machine adds.
       try await run(
         Harness.ferryBinary,
-        ["send", "--to", to, "--service", type.name, "--timeout", "10", file.path],
-        environment: ["FERRY_HOME": home])
+        ["send", "--to", to, "--service", type.name, "--timeout", "60", file.path],
+        environment: ["FERRY_HOME": home], timeout: .seconds(60) + Harness.margin)
     }
 
     // 8 digits are refused before anything is looked for.
@@ -116,14 +115,20 @@ struct HostileDiscoveryTests {
     defer { fake.signal(SIGTERM) }
     let established = await fake.waitForLine(onStderr: true) { $0.hasPrefix("Established") }
     try #require(established != nil, "avahi-publish-service: \(fake.stderr)")
-    let browse = try await run(
-      Harness.ferryBinary, ["browse", "--service", type.name, "--timeout", "4"])
-    #expect(browse.stdout.contains("evil\\u{1B}]0;pwned"), "\(browse.stdout) \(fake.stderr)")
+    // Each browse runs until it lists the service, then is stopped.
+    let browse = try ChildProcess.ferry(["browse", "--service", type.name])
+    defer { browse.signal(SIGKILL) }
+    #expect(
+      await browse.waitForText("evil\\u{1B}]0;pwned"), "\(browse.stdout) \(fake.stderr)")
+    browse.signal(SIGINT)
+    #expect(await browse.waitForExit() == 130, "\(browse.stderr)")
     #expect(!browse.stdout.unicodeScalars.contains("\u{1B}"))
     #expect(rawControls(in: browse.stdout).isEmpty)
-    let json = try await run(
-      Harness.ferryBinary, ["browse", "--service", type.name, "--timeout", "4", "--json"])
-    let found = json.stdout.split(separator: "\n").compactMap { jsonObject(String($0)) }
-    #expect(found.contains { $0["name"] as? String == name }, "JSON keeps the exact name")
+    let json = try ChildProcess.ferry(["browse", "--service", type.name, "--json"])
+    defer { json.signal(SIGKILL) }
+    let found = await json.waitForLine { jsonObject($0)?["name"] as? String == name }
+    #expect(found != nil, "JSON keeps the exact name: \(json.stdout)")
+    json.signal(SIGINT)
+    #expect(await json.waitForExit() == 130, "\(json.stderr)")
   }
 }

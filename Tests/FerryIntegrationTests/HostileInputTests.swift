@@ -32,7 +32,7 @@ struct HostileInputTests {
     }
     let peer = try await inviter.invite(
       host: "127.0.0.1", port: advertiser.port, expecting: identity.fingerprint,
-      timeout: .seconds(10))
+      timeout: Harness.patience)
     #expect(peer.fingerprint == identity.fingerprint)
     try await accepting.value
     withExtendedLifetime(inviter) {}
@@ -51,7 +51,7 @@ struct HostileInputTests {
       ControlMessage.hello(versions: WireProtocol.supportedVersions, displayName: "openssl")
       .frame.encoded
       + ControlMessage.invite(
-        timeoutMilliseconds: 10_000, nonce: Array(repeating: 1, count: 32),
+        timeoutMilliseconds: 60_000, nonce: Array(repeating: 1, count: 32),
         context: Array("from openssl".utf8)
       ).frame.encoded
     let client = try ChildProcess(
@@ -67,7 +67,7 @@ struct HostileInputTests {
     #expect(invitation.peer.displayName == "openssl")
     #expect(invitation.context == Array("from openssl".utf8))
     invitation.decline(reason: "no thanks, openssl")
-    #expect(await client.waitForExit(timeout: .seconds(10)) != nil)
+    #expect(await client.waitForExit() != nil)
     #expect(client.stdout.contains("no thanks, openssl"))
   }
 
@@ -87,7 +87,7 @@ struct HostileInputTests {
       ["s_client", "-connect", "127.0.0.1:\(advertiser.port)", "-tls1_3", "-quiet"],
       stdin: try file(frames))
     defer { client.signal(SIGKILL) }
-    let status = await client.waitForExit(timeout: .seconds(10))
+    let status = await client.waitForExit()
     #expect(status != nil && status != 0)
     #expect(client.stderr.contains("certificate required"), "\(client.stderr)")
     #expect(await nextInvitation(advertiser, timeout: .seconds(1)) == nil)
@@ -115,7 +115,8 @@ struct HostileInputTests {
     let session = try Session(identity: makeIdentity(), displayName: "present")
     await #expect(throws: InvitationError.protocolVersionUnsupported(peerVersions: versions)) {
       try await session.invite(
-        host: "127.0.0.1", port: port, expecting: credentials.fingerprint, timeout: .seconds(10))
+        host: "127.0.0.1", port: port, expecting: credentials.fingerprint,
+        timeout: Harness.patience)
     }
   }
 
@@ -134,7 +135,9 @@ struct HostileInputTests {
     default: break
     }
     let started = ContinuousClock.now
-    #expect(await socket.waitForClose(timeout: .seconds(10)), "\(kind): not dropped")
+    // Dropped at once, or at the 5 s handshake deadline; plus what a loaded machine adds.
+    #expect(
+      await socket.waitForClose(timeout: .seconds(5) + Harness.margin), "\(kind): not dropped")
     print("\(kind) connection dropped after \(seconds(.now - started)) s")
     try await properInvitationSucceeds(advertiser, session, identity)
   }
@@ -170,10 +173,11 @@ struct HostileInputTests {
     let hello: [UInt8] = await withCheckedContinuation { continuation in
       Thread.detachNewThread {
         var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-        guard poll(&poller, 1, 10_000) > 0 else { return continuation.resume(returning: []) }
+        // Harness.patience, for openssl's start on a loaded machine.
+        guard poll(&poller, 1, 60_000) > 0 else { return continuation.resume(returning: []) }
         let connection = accept(listener, nil, nil)
         defer { close(connection) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        var timeout = timeval(tv_sec: 60, tv_usec: 0)
         setsockopt(
           connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var bytes: [UInt8] = []

@@ -87,13 +87,16 @@ struct InvitationLoopbackTests {
     let result = Task {
       try await session.invite(
         host: "127.0.0.1", port: advertiser.port, expecting: identity.fingerprint,
-        timeout: .seconds(1))
+        timeout: .seconds(5))
     }
     let invitation = try #require(await nextInvitation(advertiser))
     await #expect(throws: InvitationError.timedOut) { try await result.value }
     let waited = ContinuousClock.now - started
-    #expect(waited >= .seconds(1) && waited < .seconds(10), "timed out after \(waited)")
-    try await Task.sleep(for: .milliseconds(200))
+    // Its 5 s, plus what a loaded machine adds.
+    #expect(
+      waited >= .seconds(5) && waited < .seconds(5) + Harness.margin, "timed out after \(waited)")
+    // The advertiser learns of the withdrawal from the inviter: waited for.
+    try await waitUntil { !invitation.isPending }
     await #expect(throws: InvitationError.expired) {
       try await invitation.accept(into: advertiserSession)
     }
@@ -227,12 +230,14 @@ struct InvitationLoopbackTests {
     let killedAt = ContinuousClock.now
     peer.signal(signal)
     let gone = try #require(
-      await states.first(timeout: .seconds(20)) { $0.state == .notConnected && $0.peer == remote })
+      await states.first { $0.state == .notConnected && $0.peer == remote })
     let noticed = gone.record.time - killedAt
     print(
       "peer stopped with signal \(signal): notConnected after \(seconds(noticed)) s "
         + "(\(gone.record.element.reason ?? ""))")
-    #expect(noticed < .seconds(12))
+    // ConnectionTimeouts: dead after 7 s of silence, checked at each 2 s heartbeat (a killed
+    // peer's socket closes at once), plus what a loaded machine adds.
+    #expect(noticed < .seconds(9) + Harness.margin)
     peer.signal(SIGKILL)
     peer.signal(SIGCONT)
   }

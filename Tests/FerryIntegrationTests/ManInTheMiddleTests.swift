@@ -43,7 +43,10 @@ struct ManInTheMiddleTests {
       let invited = await sender.waitForLine { jsonObject($0)?["event"] as? String == "invited" }
       let senderCode = try #require(
         invited.flatMap { jsonObject($0.text)?["code"] as? String }, "\(sender.stderr)")
-      #expect(sender.stderr.contains("verification code"), "\(sender.stderr)")
+      // Its note goes to stderr, read on a thread of its own: waited for.
+      #expect(
+        await sender.waitForLine(onStderr: true) { $0.contains("verification code") } != nil,
+        "\(sender.stderr)")
       let shown = receiver.process.transcript.components(separatedBy: "Verification code: ")
       let receiverCode = String(shown.last?.prefix(7) ?? "").replacingOccurrences(of: " ", with: "")
       receiver.process.type("n\n")

@@ -35,10 +35,12 @@ struct MultiHostTests {
     let found = try #require(
       await events.first { $0.isFound(name) }, "not found: \(events.all.map(\.element))")
     let sinceSpawn = found.record.time - spawned
+    let sinceReady = found.record.time - advertisedAt
     print(
       "host a found \(name) on host b \(seconds(sinceSpawn)) s after starting ferry receive, "
-        + "\(seconds(found.record.time - advertisedAt)) s after it reported advertising")
-    #expect(sinceSpawn < .seconds(5), "discovery took \(sinceSpawn)")
+        + "\(seconds(sinceReady)) s after it reported advertising")
+    // Measured from its readiness: ferry's start-up is the machine's, no promise of discovery's.
+    #expect(sinceReady < Harness.margin, "discovery took \(sinceReady) after advertising")
 
     let peer = found.record.element.peer
     #expect(peer.addresses.contains { $0.ip == addressOfB && $0.interface == "mdns0" })
@@ -61,7 +63,8 @@ struct MultiHostTests {
     #expect(status == 130, "stderr: \(receiver.stderr)")
     let lost = try #require(await events.first(after: found.index) { $0.isLost(name) })
     print("host a lost \(name) \(seconds(lost.record.time - stoppedAt)) s after SIGINT on host b")
-    #expect(lost.record.time - stoppedAt < .seconds(5))
+    // A goodbye at its exit, whose records the daemon keeps 1 s more (RFC 6762 10.1).
+    #expect(lost.record.time - stoppedAt < .seconds(1) + Harness.margin)
   }
 
   @Test("ferry browse --json on host a follows receivers on hosts b and c")
@@ -120,13 +123,17 @@ struct MultiHostTests {
     }
     #expect(renamed?["to"] as? String == "\(name) #2")
 
-    let result = try await run(
-      Harness.on!,
-      ["a", Harness.ferryBinary, "browse", "--service", type, "--timeout", "3", "--json"])
-    #expect(result.status == 0)
-    let names = Set(
-      result.stdout.split(separator: "\n").compactMap { jsonObject(String($0))?["name"] as? String }
-    )
+    // Browsing until both are listed, not for a set time.
+    let browse = try ChildProcess.ferry(["browse", "--service", type, "--json"], on: "a")
+    for listed in [name, "\(name) #2"] {
+      let line = await browse.waitForLine {
+        $0.contains("\"peer-found\"") && jsonObject($0)?["name"] as? String == listed
+      }
+      #expect(line != nil, "\(listed) not listed: \(browse.stdout)\(browse.stderr)")
+    }
+    browse.signal(SIGINT)
+    #expect(await browse.waitForExit() == 130, "\(browse.stderr)")
+    let names = Set(browse.stdoutLines.compactMap { jsonObject($0.text)?["name"] as? String })
     #expect(names == [name, "\(name) #2"])
   }
 }

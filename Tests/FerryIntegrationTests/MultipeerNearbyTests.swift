@@ -74,10 +74,7 @@ struct MultipeerNearbyTests {
     #expect(
       await leftRecorder.wait { _ in leftRecorder.states(of: "late-right").last == .connected })
     // The right session has no delegate yet: its connecting and connected were told to nobody.
-    let deadline = ContinuousClock.now + .seconds(10)
-    while rightSession.connectedPeers.isEmpty && ContinuousClock.now < deadline {
-      try await Task.sleep(for: .milliseconds(20))
-    }
+    try await waitUntil { !rightSession.connectedPeers.isEmpty }
     #expect(rightSession.connectedPeers == [left])
     let rightRecorder = MultipeerRecorder(session: rightSession)
     #expect(

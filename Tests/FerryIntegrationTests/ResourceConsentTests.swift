@@ -21,7 +21,7 @@ struct ResourceConsentTests {
 
     /// Waits for the `count`th offer.
     func wait(for count: Int) async throws -> [ResourceOffer] {
-      let deadline = ContinuousClock.now + .seconds(10)
+      let deadline = ContinuousClock.now + Harness.patience
       while ContinuousClock.now < deadline {
         let now = received.withLock { $0 }
         if now.count >= count { return now }

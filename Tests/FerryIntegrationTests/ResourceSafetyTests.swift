@@ -15,9 +15,9 @@ struct ResourceSafetyTests {
   }
 
   /// The error of the first `.offerRefused` event.
-  func firstRefusal(_ events: EventRecorder<ResourceEvent>, timeout: Duration = .seconds(10)) async
-    -> Result<URL?, TransferError>?
-  {
+  func firstRefusal(
+    _ events: EventRecorder<ResourceEvent>, timeout: Duration = Harness.patience
+  ) async -> Result<URL?, TransferError>? {
     guard
       let found = await events.first(
         timeout: timeout,
@@ -30,9 +30,9 @@ struct ResourceSafetyTests {
   }
 
   /// The first `.finished` event's result.
-  func firstFinished(_ events: EventRecorder<ResourceEvent>, timeout: Duration = .seconds(10)) async
-    -> Result<URL?, TransferError>?
-  {
+  func firstFinished(
+    _ events: EventRecorder<ResourceEvent>, timeout: Duration = Harness.patience
+  ) async -> Result<URL?, TransferError>? {
     guard
       let found = await events.first(
         timeout: timeout,
@@ -289,21 +289,23 @@ struct ResourceSafetyTests {
     defer { pair.close() }
     let destination = try temporaryDirectory("filling")
     let mounted = try await run(
-      "/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", destination.path])
+      "/bin/mount", ["-t", "tmpfs", "-o", "size=64m", "tmpfs", destination.path])
     try #require(mounted.status == 0, "\(mounted.stderr)")
     defer { Task { _ = try? await run("/bin/umount", ["-l", destination.path]) } }
     pair.advertiser.receiveResources(ReceiveOptions(destination: destination))
     let events = EventRecorder(pair.advertiser.resourceEvents)
     let source = try temporaryDirectory("src")
     let file = source.appendingPathComponent("video.bin")
-    try writeAllocated(file, size: Int(6 << 20))
+    // 48 MiB of 64: it takes a while to arrive, so the filler is there first on a loaded
+    // machine too; 48 + 40 MiB do not fit.
+    try writeAllocated(file, size: Int(48 << 20))
     // Another program fills the disk right after the offer was accepted.
     let filler = Task {
       _ = await events.first {
         if case .offerReceived = $0 { return true }
         return false
       }
-      try? Data(count: 5 << 20).write(to: destination.appendingPathComponent("other-program.dat"))
+      try? Data(count: 40 << 20).write(to: destination.appendingPathComponent("other-program.dat"))
     }
     do {
       _ = try await pair.inviter.sendResource(at: file, named: "video.bin", to: pair.advertiserPeer)

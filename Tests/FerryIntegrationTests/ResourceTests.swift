@@ -28,7 +28,7 @@ struct ResourceTests {
     }
     // The offer, its progress and its file list go with the last reference to the transfer
     // (its progress's cancellation handler once held the offer, and so itself, for ever).
-    for _ in 0..<50 where released != nil { try await Task.sleep(for: .milliseconds(20)) }
+    try await waitUntil { released == nil }
     #expect(released == nil)
   }
 

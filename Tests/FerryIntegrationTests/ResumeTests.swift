@@ -58,7 +58,7 @@ struct ResumeTests {
       environment: ["FERRY_HOME": home, "FERRY_TEST_DIE_AFTER_BYTES": "\(4 << 20)"])
     let died = await first.waitForExit(timeout: .seconds(60))
     try #require(died == 128 + SIGKILL, "not killed mid-file: \(first.stdout) \(first.stderr)")
-    let ended = await events.first(timeout: .seconds(15)) {
+    let ended = await events.first {
       if case .offerFinished(_, let error) = $0 { return error != nil }
       return false
     }
@@ -80,7 +80,8 @@ struct ResumeTests {
     // Second attempt, same sender identity: resumes.
     let second = try ChildProcess(
       Harness.testPeerBinary, arguments, environment: ["FERRY_HOME": home])
-    let done = await second.waitForLine(timeout: .seconds(60)) {
+    // A transfer, not only a start: twice the patience.
+    let done = await second.waitForLine(timeout: Harness.patience * 2) {
       ["sent", "error"].contains(jsonObject($0)?["event"] as? String ?? "")
     }
     let summary = try #require(
@@ -123,7 +124,9 @@ struct ResumeTests {
     _ = try await transfer.result()
     let total = ContinuousClock.now - started
     print("message took \(seconds(messageTime)) s; the 256 MiB resource took \(seconds(total)) s")
-    #expect(messageTime < .seconds(2))
+    // At once, not behind the 256 MiB: the relative bound below is the claim; this one only
+    // allows what a loaded machine adds.
+    #expect(messageTime < Harness.margin)
     #expect(messageTime * 4 < total)
   }
 }

@@ -468,8 +468,10 @@ def scenario_sizes(args):
 def scenario_consent(args):
     """Announces 1 file of 10 bytes (a.txt), then offers what --files says (N files of
     --size bytes); with --first-matching, first offers exactly a.txt (10 bytes) and then the
-    rest as a second offer. Reports every answer and how many files were acknowledged."""
-    link, answer = invited(args, context=summary(1, 10, ["a.txt"]), wait=args.wait)
+    rest as a second offer; the invitation waits --timeout-ms for its answer. Reports every
+    answer and how many files were acknowledged."""
+    link, answer = invited(
+        args, context=summary(1, 10, ["a.txt"]), timeout_ms=args.timeout_ms, wait=args.wait)
     report(event="answer", **answer)
     if answer["frame"] != "ACCEPT":
         return
@@ -644,13 +646,16 @@ def scenario_ping_flood(args):
 
 def scenario_slots(args):
     """Opens --count connections from --source (an address of this host), each with an
-    INVITE of timeout --timeout-ms; reports each answer and keeps them open --hold seconds."""
+    INVITE of timeout --timeout-ms; reports each answer (pending after 1 s; the last one, a
+    busy DECLINE beyond the host's slots, is given 10 s, what a loaded machine may take) and
+    keeps them open --hold seconds."""
     links = []
     for index in range(args.count):
         link = connect(args, name="%s-%d" % (args.name, index), source=args.source)
         link.invite(args.timeout_ms, summary(1, 1, ["slot.txt"]))
+        wait = 10.0 if index == args.count - 1 else 1.0
         try:
-            kind, channel, payload = link.expect({ACCEPT, DECLINE}, timeout=1.0)
+            kind, channel, payload = link.expect({ACCEPT, DECLINE}, timeout=wait)
             report(event="answer", index=index, **describe(kind, channel, payload))
         except TimeoutError:
             report(event="answer", index=index, pending=True)

@@ -52,7 +52,7 @@ extension LocalSendTests {
         environment: TestEnvironment.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) {
           $1
         })
-      let ready = await process.waitForLine(onStderr: true, timeout: .seconds(15)) {
+      let ready = await process.waitForLine(onStderr: true) {
         $0.contains("Also receiving from LocalSend apps")
       }
       #expect(ready != nil, "\(process.stderr)")
@@ -111,7 +111,9 @@ extension LocalSendTests {
       async let json = attack("trickle-json")
       for result in try await head + json {
         let after = try #require(result.fields["closedAfter"] as? Double, "\(result)")
-        #expect(after < 16, "\(result)")
+        // The 10 s deadline, plus what a loaded machine adds (the trickle notices at its next
+        // byte, 0.5 s later).
+        #expect(after < 10 + seconds(Harness.margin), "\(result)")
       }
       async let idle = attack("idle", ["--hold", "35"])
       try await Task.sleep(for: .seconds(5))

@@ -151,6 +151,25 @@ final class ChildProcess: Sendable {
     return false
   }
 
+  /// Waits until the transcript contains `text` and, after its last occurrence, the question's
+  /// prompt "Accept? [y/N]": ferry receive discards what was typed before the prompt shows (it
+  /// flushes the terminal's input), so a test types its answer only once this returns true.
+  /// False on timeout or when output ended first.
+  func waitForQuestion(after text: String, timeout: Duration = Harness.patience) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+      let (transcript, closed) = state.withLock { ($0.transcript, $0.stdoutClosed) }
+      if let last = transcript.range(of: text, options: .backwards),
+        transcript[last.upperBound...].contains("Accept? [y/N]")
+      {
+        return true
+      }
+      if closed { return false }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    return false
+  }
+
   /// `ferry ARGS`, optionally inside a namespace host through the harness's `on` script.
   static func ferry(
     _ arguments: [String], on host: String? = nil, environment: [String: String] = [:],
@@ -255,6 +274,27 @@ final class ChildProcess: Sendable {
       try? await Task.sleep(for: .milliseconds(10))
     }
     return reap()
+  }
+
+  /// Waits for the exit of a process that keeps writing while it works (a transfer reporting
+  /// its progress): as long as it takes, as long as it does not fall silent. Returns the exit
+  /// status as ``waitForExit(timeout:)`` does, or nil (the process is then killed) once it
+  /// wrote nothing for `quiet` — a machine's load slows a transfer, but does not silence it.
+  func waitForExit(quietFor quiet: Duration) async -> Int32? {
+    var written = -1
+    var deadline = ContinuousClock.now + quiet
+    while reap() == nil {
+      // The transcript holds every byte of stdout (a terminal's child: of both streams, bar
+      // redraws too); stderr lines count for a child whose stderr is a pipe.
+      let count = state.withLock { $0.transcript.utf8.count + $0.stderr.count }
+      if count != written { (written, deadline) = (count, ContinuousClock.now + quiet) }
+      guard ContinuousClock.now < deadline else {
+        kill(pid, SIGKILL)
+        return nil
+      }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    return await waitForExit()
   }
 
   /// Stops the process if it still runs (SIGTERM, then SIGKILL).

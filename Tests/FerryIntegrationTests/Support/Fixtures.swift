@@ -28,8 +28,7 @@ extension BrowserEvent {
 /// Lines of `avahi-browse -rpt TYPE` that resolved ('=' lines), split into their fields:
 /// `=;iface;proto;name;type;domain;host;address;port;txt`, with the service name unescaped.
 func avahiBrowse(_ type: ServiceType) async throws -> [[String]] {
-  let result = try await run(
-    "/usr/bin/avahi-browse", ["-rpt", type.dnsSDType], timeout: .seconds(20))
+  let result = try await run("/usr/bin/avahi-browse", ["-rpt", type.dnsSDType])
   return result.stdout.split(separator: "\n").filter { $0.hasPrefix("=") }.map {
     var fields = $0.split(separator: ";", maxSplits: 9, omittingEmptySubsequences: false).map(
       String.init)

@@ -51,7 +51,7 @@ enum HostilePeer {
   {
     let process = try ChildProcess(
       python, ["-u", script, "serve", mode] + options, environment: ["HOSTILE_HOME": home])
-    let listening = await process.waitForLine(timeout: .seconds(20)) {
+    let listening = await process.waitForLine {
       jsonObject($0)?["event"] as? String == "listening"
     }
     let fields = try #require(listening.flatMap { jsonObject($0.text) }, "\(process.stderr)")
@@ -73,7 +73,7 @@ enum HostilePeer {
         "-u", script, "relay", "\(target)", "--peer-fingerprint", senderKey, "--connections",
         "\(connections)",
       ], environment: ["HOSTILE_HOME": home])
-    let listening = await process.waitForLine(timeout: .seconds(20)) {
+    let listening = await process.waitForLine {
       jsonObject($0)?["event"] as? String == "listening"
     }
     let fields = try #require(listening.flatMap { jsonObject($0.text) }, "\(process.stderr)")
@@ -151,14 +151,14 @@ struct AttackedReceiver {
       port: receiver.port, fingerprint: try #require(fingerprint), properHome: properHome)
   }
 
-  /// Waits until the terminal has shown `count` questions (`Accept? [y/N]`) in all.
+  /// Waits until the terminal has shown `count` questions in all, the last one's
+  /// `Accept? [y/N]` included: what is typed before a question's prompt shows is discarded.
   func waitForPrompts(_ count: Int, timeout: Duration = Harness.patience) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
       // Each question prints its verification code once (the prompt line is redrawn).
-      if process.transcript.components(separatedBy: "Verification code:").count - 1 >= count {
-        return true
-      }
+      let parts = process.transcript.components(separatedBy: "Verification code:")
+      if parts.count > count, parts[count].contains("Accept? [y/N]") { return true }
       try? await Task.sleep(for: .milliseconds(50))
     }
     return false
@@ -211,7 +211,7 @@ struct AttackedReceiver {
         "send", "--address", "127.0.0.1:\(port)", "--to", String(fingerprint.prefix(16)),
         "--timeout", "20", file.path,
       ],
-      environment: ["FERRY_HOME": properHome], timeout: .seconds(40))
+      environment: ["FERRY_HOME": properHome])
     #expect(sent.status == 0, "\(what): a proper send afterwards failed: \(sent.stderr)")
     let arrived = destination.appendingPathComponent(file.lastPathComponent)
     #expect(
