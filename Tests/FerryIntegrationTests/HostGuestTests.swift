@@ -149,9 +149,11 @@ struct HostGuestTests {
     let took = ContinuousClock.now - started
     #expect(peer.fingerprint == smaller.fingerprint)
     // Held while the smaller end's own invitation was under way, and let go 2 s before the
-    // larger end's 6 s (before the bound, it waited until its own ended): the ACCEPT had to
-    // come before those 6 s ran out (else the invite throws).
-    #expect(took >= .seconds(3) && took < .seconds(6), "\(took)")
+    // larger end's 6 s expire — not when its own 60 s end, as before the bound. The ACCEPT came
+    // in time (else the invite throws), but on a loaded machine the answer and the timers are
+    // handled late (7.8 s once, in CI with a build beside it): the bound is the 6 s and the
+    // margin, which still tells it from a wait for the smaller end's own 60 s.
+    #expect(took >= .seconds(3) && took < .seconds(6) + Harness.margin, "\(took)")
     #expect(smaller.connected(to: larger) && larger.connected(to: smaller))
   }
 
