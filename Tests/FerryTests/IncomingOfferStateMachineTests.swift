@@ -420,6 +420,32 @@ struct IncomingOfferStateMachineTests {
   }
 
   @Test(
+    "a trickle is silence: a byte every 20 s ends the offer at the stall limit; 64 KiB in it is progress"
+  )
+  func trickle() {
+    var machine = Self.accepted([Self.file("a", size: 1 << 20)])
+    for second in stride(from: 20, through: 40, by: 20) {
+      _ = Self.run(&machine) {
+        $0.data(
+          0, count: 1, hole: false, credit: 1, now: Self.now + .seconds(second), into: &$1)
+      }
+    }
+    let ended = Self.run(&machine) { $0.stallCheck(now: Self.now + .seconds(60), into: &$1) }
+    #expect(ended.contains("failed(0: \(TransferError.stalled(.seconds(60))))"), "\(ended)")
+
+    var moving = Self.accepted([Self.file("a", size: 1 << 20)])
+    _ = Self.run(&moving) {
+      $0.data(
+        0, count: 64 << 10, hole: false, credit: 64 << 10, now: Self.now + .seconds(30),
+        into: &$1)
+    }
+    #expect(
+      Self.run(&moving) { $0.stallCheck(now: Self.now + .seconds(60), into: &$1) }
+        == ["stallTimer"])
+    #expect(!moving.isEnded)
+  }
+
+  @Test(
     "the sender's silence for the whole stall limit ends the offer; hashing a held file stops the clock"
   )
   func stall() {

@@ -46,11 +46,16 @@ extension IncomingOfferStateMachine {
     }
     let openFiles = configuration.openFiles
     let verdict = update { receiving -> Verdict in
-      receiving.lastHeard = now
       guard receiving.slots.indices.contains(index), receiving.slots[index].isPending,
         !receiving.slots[index].isLanding, !receiving.slots[index].offered.isFolder
       else { return .unexpected }
       let slot = receiving.slots[index]
+      // Progress is bytes, not frames: enough of them, or a streamed file's as they come.
+      receiving.sinceHeard &+= count
+      if slot.offered.isStreamed || receiving.sinceHeard >= Self.progressBytes {
+        receiving.lastHeard = now
+        receiving.sinceHeard = 0
+      }
       if slot.digestCame { return .uncompared }
       if slot.offered.isStreamed, hole { return .holeInStream }
       if slot.stage != .open, receiving.open.count >= openFiles {

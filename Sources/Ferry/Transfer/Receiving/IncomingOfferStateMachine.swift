@@ -146,8 +146,11 @@ struct IncomingOfferStateMachine {
     var acks = 0
     /// Credit earned by bytes written and not granted yet.
     var credit = 0
-    /// When the sender was last heard of (or this side last finished hashing a held file).
+    /// When the sender last made progress — a file ended, or ``progressBytes`` of file data
+    /// since the time before — or this side last finished hashing a held file.
     var lastHeard: ContinuousClock.Instant
+    /// Bytes of file data since ``lastHeard``: a trickle never adds up to progress.
+    var sinceHeard: UInt64 = 0
     /// What came for a file and waits for it to be opened, or for its space.
     var pendingData: Pending?
   }
@@ -165,6 +168,11 @@ struct IncomingOfferStateMachine {
 
   /// How long an offer waits for another offer of the same sender to let go of a staged file.
   static let claimWait: Duration = .seconds(5)
+  /// The file data a sender must send for it to count as progress against the stall limit
+  /// (64 KiB, about 8.7 kbit/s over a minute): a byte every 20 s is silence, not a transfer
+  /// that goes on for weeks. A streamed file's bytes count as they come (its writer may be
+  /// slow for good reason); every file that ends counts.
+  static let progressBytes: UInt64 = 64 << 10
   /// How far ahead of a streamed file's data its space is reserved.
   static let streamStep: UInt64 = 64 << 20
   /// Credit is granted back per this many bytes written.
