@@ -73,6 +73,7 @@ let package = Package(
         .product(name: "NIOHTTP1", package: "swift-nio"),
         .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         .product(name: "NIOSSL", package: "swift-nio-ssl"),
+        .product(name: "NIOTLS", package: "swift-nio"),
         .product(name: "Crypto", package: "swift-crypto"),
       ]
     ),

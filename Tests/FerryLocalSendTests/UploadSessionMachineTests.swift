@@ -1,3 +1,4 @@
+import Ferry
 import Testing
 
 @testable import FerryLocalSend
@@ -18,6 +19,33 @@ struct UploadSessionMachineTests {
     #expect(machine.prepare(from: "10.0.0.2", pin: nil, id: "s3") == .busy)
     machine.ended("s1")
     #expect(machine.prepare(from: "10.0.0.3", pin: nil, id: "s2") == .start(id: "s2"))
+  }
+
+  @Test(
+    "another certificate at the same address (behind the same router) can neither cancel nor upload into a session"
+  )
+  func boundToItsCertificate() throws {
+    let owner = try Fingerprint(bytes: [UInt8](repeating: 1, count: 32))
+    let neighbour = try Fingerprint(bytes: [UInt8](repeating: 2, count: 32))
+    let machine = Machine(pin: nil)
+    _ = machine.prepare(from: "10.0.0.2", pin: nil, id: "s1", owner: owner)
+    // Asked about: only its sender may take it back.
+    #expect(machine.mayCancel(nil, from: "10.0.0.2", certificate: neighbour) == nil)
+    #expect(machine.mayCancel("s1", from: "10.0.0.2", certificate: nil) == nil)
+    #expect(machine.mayCancel("s1", from: "10.0.0.2", certificate: owner) == "s1")
+    #expect(machine.accepted("s1", uploads: ["a": upload(0, token: "ta")]))
+    #expect(machine.mayCancel("s1", from: "10.0.0.2", certificate: neighbour) == nil)
+    #expect(
+      machine.admit("a", token: "ta", session: "s1", from: "10.0.0.2", certificate: neighbour)
+        == .forbidden)
+    guard
+      case .upload = machine.admit(
+        "a", token: "ta", session: "s1", from: "10.0.0.2", certificate: owner)
+    else {
+      Issue.record("the owner's upload was not admitted")
+      return
+    }
+    #expect(machine.mayCancel(nil, from: "10.0.0.2", certificate: owner) == "s1")
   }
 
   @Test("uploads only from the address that prepared, with the file's token, each file once")
@@ -127,9 +155,10 @@ private final class Machine {
   init(pin: String?) { value = UploadSessionMachine(pin: pin) }
 
   func prepare(
-    from address: String, pin: String?, id: String, now: ContinuousClock.Instant = .now
+    from address: String, pin: String?, id: String, owner: Fingerprint? = nil,
+    now: ContinuousClock.Instant = .now
   ) -> UploadSessionMachine.Preparation {
-    value.prepare(from: address, pin: pin, id: id, now: now)
+    value.prepare(from: address, pin: pin, id: id, owner: owner, now: now)
   }
 
   func check(from address: String, pin: String?, now: ContinuousClock.Instant)
@@ -142,18 +171,21 @@ private final class Machine {
     value.accepted(id, uploads: uploads)
   }
 
-  func admit(_ fileId: String, token: String, session: String, from address: String)
-    -> UploadSessionMachine.Admission
-  {
-    value.admit(fileId, token: token, session: session, from: address)
+  func admit(
+    _ fileId: String, token: String, session: String, from address: String,
+    certificate: Fingerprint? = nil
+  ) -> UploadSessionMachine.Admission {
+    value.admit(fileId, token: token, session: session, from: address, certificate: certificate)
   }
 
   func uploadEnded(_ fileId: String, session: String, retry: Bool) {
     value.uploadEnded(fileId, session: session, retry: retry)
   }
 
-  func mayCancel(_ session: String?, from address: String) -> String? {
-    value.mayCancel(session, from: address)
+  func mayCancel(_ session: String?, from address: String, certificate: Fingerprint? = nil)
+    -> String?
+  {
+    value.mayCancel(session, from: address, certificate: certificate)
   }
 
   func ended(_ id: String) { value.ended(id) }

@@ -49,6 +49,8 @@ struct LocalSendClient: Sendable {
   enum Body: Sendable {
     case none
     case json([UInt8])
+    /// Bytes in memory, sent as an upload's body (a text uploaded as a file).
+    case bytes([UInt8])
     /// A file's bytes, read as they go (`progress` gets each count sent, on any thread).
     case file(URL, size: UInt64, progress: @Sendable (Int) -> Void)
   }
@@ -120,6 +122,9 @@ struct LocalSendClient: Sendable {
     case .json(let bytes):
       headers.add(name: "content-type", value: "application/json")
       headers.add(name: "content-length", value: "\(bytes.count)")
+    case .bytes(let bytes):
+      headers.add(name: "content-type", value: "application/octet-stream")
+      headers.add(name: "content-length", value: "\(bytes.count)")
     case .file(_, let size, _):
       headers.add(name: "content-type", value: "application/octet-stream")
       headers.add(name: "content-length", value: "\(size)")
@@ -128,7 +133,7 @@ struct LocalSendClient: Sendable {
     channel.write(HTTPClientRequestPart.head(head), promise: nil)
     switch body {
     case .none: break
-    case .json(let bytes):
+    case .json(let bytes), .bytes(let bytes):
       channel.write(
         HTTPClientRequestPart.body(.byteBuffer(channel.allocator.buffer(bytes: bytes))),
         promise: nil)
@@ -183,8 +188,7 @@ struct LocalSendClient: Sendable {
   }
 
   static func describe(_ error: any Error) -> String {
-    if let error = error as? IOError { return error.description }
-    return "\(error)"
+    ErrorWords.describe(error)
   }
 }
 

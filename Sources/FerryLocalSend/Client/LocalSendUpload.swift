@@ -33,6 +33,15 @@ public struct LocalSendTarget: Sendable, CustomStringConvertible {
   }
 }
 
+/// How a LocalSend device took a text message.
+public enum LocalSendTextOutcome: Sendable, Equatable {
+  /// It showed the text (its 204).
+  case shown
+  /// It took the text as a file (`message.txt`): it answered with a token, and the text was
+  /// uploaded.
+  case file
+}
+
 /// Why sending to a LocalSend device failed.
 public enum LocalSendSendError: Error, Sendable, CustomStringConvertible {
   /// The person (or the app's policy) declined (403).
@@ -230,18 +239,47 @@ public final class LocalSendUpload: Sendable {
     }
   }
 
-  /// Sends a text message (a `text/plain` file whose text is its preview).
+  /// Sends a text message (a `text/plain` file whose text is its preview). A device that shows
+  /// it answers 204; one that answers 200 with a token for it (third-party receivers do, and
+  /// LocalSend's own sender honours that) is sent the text as the file.
   ///
-  /// - Throws: ``LocalSendSendError`` unless the device showed it (204, or 200).
+  /// - Returns: Whether the device showed the text, or took it as a file.
+  /// - Throws: ``LocalSendSendError`` when it took it neither way.
+  @discardableResult
   public func send(text: String, to target: LocalSendTarget, pin: String? = nil)
-    async throws(LocalSendSendError)
+    async throws(LocalSendSendError) -> LocalSendTextOutcome
   {
-    let bytes = UInt64(text.utf8.count)
+    let bytes = Array(text.utf8)
     let file = LocalSendFile(
-      id: "text", fileName: "message.txt", size: bytes, fileType: "text/plain",
-      sha256: Self.hex(SHA256.hash(data: Array(text.utf8))), preview: text)
-    _ = try await prepare(
-      PrepareUploadRequest(info: me, files: ["text": file]), to: target, pin: pin)
+      id: "text", fileName: "message.txt", size: UInt64(bytes.count), fileType: "text/plain",
+      sha256: Self.hex(SHA256.hash(data: bytes)), preview: text)
+    guard
+      let answer = try await prepare(
+        PrepareUploadRequest(info: me, files: ["text": file]), to: target, pin: pin)
+    else { return .shown }
+    guard let token = answer.files["text"] else {
+      // A session that wants none of it: nothing was shown, nothing arrived.
+      throw .refused(200, "it accepted the message but asked for none of it")
+    }
+    session.withLock { $0 = (answer.sessionId, target) }
+    defer { session.withLock { $0 = nil } }
+    let path =
+      "\(LocalSendProtocol.Path.upload)?sessionId=\(Self.escaped(answer.sessionId))"
+      + "&fileId=text&token=\(Self.escaped(token))"
+    let uploaded: LocalSendClient.Answer
+    do {
+      uploaded = try await client.request(
+        .POST, host: target.host, port: target.port, path: path, body: .bytes(bytes),
+        expecting: target.fingerprint, plainHTTP: target.plainHTTP,
+        answerTimeout: Self.uploadAnswerTimeout)
+    } catch {
+      throw .request(error)
+    }
+    guard uploaded.status.code == 200 else {
+      throw .refused(
+        Int(uploaded.status.code), String(decoding: uploaded.body.prefix(512), as: UTF8.self))
+    }
+    return .file
   }
 
   /// Asks `target` who it is (`GET /api/localsend/v2/info`): what it says, and the

@@ -11,9 +11,14 @@ public struct LocalSendSighting: Sendable {
   public let device: LocalSendDevice
   /// The address it was seen from.
   public let address: String
-  /// How: its announcement, its answer to ours (multicast, as older apps answer), or its
-  /// `register` to this side's server.
+  /// How: its announcement, its answer to ours (our `register` to it, or an older app's
+  /// multicast answer), or its `register` to this side's server.
   public let via: Via
+  /// Whether a TLS handshake at this address proved the key it claims: our `register` to it
+  /// (its certificate pinned to the fingerprint announced), or its `register` to us with a
+  /// client certificate. An announcement proves nothing (anyone can send one, from any
+  /// address); nor does a `register` without a certificate (third-party apps send those).
+  public let proven: Bool
 
   /// How a device was heard: its multicast announcement, or its register answer.
   public enum Via: String, Sendable {
@@ -21,19 +26,26 @@ public struct LocalSendSighting: Sendable {
   }
 
   /// Makes one from its fields.
-  public init(device: LocalSendDevice, address: String, via: Via) {
+  public init(device: LocalSendDevice, address: String, via: Via, proven: Bool = false) {
     self.device = device
     self.address = address
     self.via = via
+    self.proven = proven
   }
 }
 
 /// LocalSend's discovery: announcements multicast to 224.0.0.167:53317 (and ff12::fd3a:e420)
 /// on each interface that has multicast — three times at start, and on ``announce()`` — and,
-/// for each announcement heard, an answer by `POST /register` to its sender (over HTTPS, its
-/// certificate pinned to the fingerprint it announced), or a multicast answer
-/// (`announce: false`) when that fails, as older apps do. What it hears comes out of
-/// ``sightings``. Needs no avahi-daemon. Thread-safe.
+/// for each announcement heard, an answer by `POST /register` to its sender, over HTTPS with
+/// its certificate pinned to the fingerprint it announced, as LocalSend 1.18 answers (plain
+/// HTTP only for a receiver that serves it). What it hears comes out of ``sightings``. Needs no
+/// avahi-daemon. Thread-safe.
+///
+/// An announcement is a datagram anyone can forge, source address included, so answering one
+/// is paced: each address at most once per ``answerInterval`` whatever key or port it claims,
+/// a few at a time, only neighbours; and no answer ever depends on how a connection went
+/// (older apps answered by multicast when the register failed, which told a forger whether the
+/// port it named was open).
 public final class LocalSendDiscovery: Sendable {
   /// The interfaces to use: all that are up, have multicast and are not loopback, or these
   /// (by name).
@@ -43,15 +55,19 @@ public final class LocalSendDiscovery: Sendable {
   private let continuation: AsyncStream<LocalSendSighting>.Continuation
   private let me: @Sendable () -> LocalSendDevice
   private let client: LocalSendClient
+  /// Whether announcements of plain-HTTP devices are answered (a receiver that serves plain
+  /// HTTP itself, `--localsend-http`).
+  private let answersPlainHTTP: Bool
   private let channels = Mutex<[any Channel]>([])
-  /// When each (address, fingerprint) was last answered, and how many answers are under way.
+  /// When each address was last answered, and how many answers are under way.
   private let answers = Mutex<(last: [String: ContinuousClock.Instant], running: Int)>(([:], 0))
 
-  /// How often one device at one address is answered.
+  /// How often one address is answered, whatever device it claims to be.
   static let answerInterval: Duration = .seconds(30)
   /// Answers under way at once.
   static let concurrentAnswers = 4
-  /// Devices whose last answer is remembered.
+  /// Addresses whose last answer is remembered (beyond them, nothing is answered until the
+  /// oldest are ``answerInterval`` old).
   static let rememberedAnswers = 256
   private let devices = Mutex<[NIONetworkDevice]>([])
 
@@ -62,12 +78,15 @@ public final class LocalSendDiscovery: Sendable {
   ///   - me: This device as announced (read at each announcement: its port may be known only
   ///     once its server listens).
   ///   - identity: The certificate presented when answering by `register`.
+  ///   - answersPlainHTTP: Whether devices announcing plain HTTP are answered (over plain
+  ///     HTTP); by default only HTTPS devices are.
   /// - Throws: NIOSSL's error when the identity cannot make a TLS context.
   public init(
     me: @escaping @Sendable () -> LocalSendDevice, identity: Identity,
-    interfaces: [String]? = nil
+    interfaces: [String]? = nil, answersPlainHTTP: Bool = false
   ) throws {
     self.me = me
+    self.answersPlainHTTP = answersPlainHTTP
     interfaceNames = interfaces
     client = LocalSendClient(
       tls: try LocalSendTLS(identity: identity, senderCheck: .certificate),
@@ -124,11 +143,13 @@ public final class LocalSendDiscovery: Sendable {
   }
 
   /// A device that registered with this side's server (its answer to an announcement, by
-  /// `POST /register`), from `address`: a sighting (`via` ``LocalSendSighting/Via/register``).
-  /// This device's own fingerprint is left out. Thread-safe.
-  public func heard(registration device: LocalSendDevice, from address: String) {
+  /// `POST /register`), from `address`: a sighting (`via` ``LocalSendSighting/Via/register``),
+  /// `proven` when its client certificate proved its key. This device's own fingerprint is
+  /// left out. Thread-safe.
+  public func heard(registration device: LocalSendDevice, from address: String, proven: Bool) {
     guard device.fingerprint.uppercased() != me().fingerprint.uppercased() else { return }
-    continuation.yield(LocalSendSighting(device: device, address: address, via: .register))
+    continuation.yield(
+      LocalSendSighting(device: device, address: address, via: .register, proven: proven))
   }
 
   /// Announces this device on every interface (`announce: true`: whoever hears answers).
@@ -200,20 +221,20 @@ public final class LocalSendDiscovery: Sendable {
     continuation.yield(
       LocalSendSighting(
         device: device, address: address, via: device.asksForAnswer ? .announcement : .answer))
-    guard device.asksForAnswer, isOnLink(sender), claimAnswer(to: device, at: address) else {
-      return
-    }
+    guard device.asksForAnswer, device.usesTLS || answersPlainHTTP, isOnLink(sender),
+      claimAnswer(at: address)
+    else { return }
     Task {
       await answer(device, at: address)
       answers.withLock { $0.running -= 1 }
     }
   }
 
-  /// Whether an answer to `device` at `address` may go now: once per ``answerInterval``, a few
-  /// at a time — an announcement (spoofed or not) never makes this machine connect to
-  /// whatever it names, as often as it is heard.
-  private func claimAnswer(to device: LocalSendDevice, at address: String) -> Bool {
-    let key = "\(address)|\(device.fingerprint.uppercased())|\(device.port ?? 0)"
+  /// Whether an answer to `address` may go now: once per ``answerInterval`` whatever key or
+  /// port the announcement claims, a few at a time — an announcement (spoofed or not) never
+  /// makes this machine connect to whatever it names, as often as it is heard.
+  private func claimAnswer(at address: String) -> Bool {
+    let key = address
     let now = ContinuousClock.now
     return answers.withLock { answers in
       if let last = answers.last[key], now - last < Self.answerInterval { return false }
@@ -261,27 +282,27 @@ public final class LocalSendDiscovery: Sendable {
     }
   }
 
-  /// Answers an announcement: `POST /register` to its sender, or a multicast answer.
+  /// Answers an announcement: `POST /register` to its sender, at the port it announced, its
+  /// certificate pinned to the fingerprint it announced. Nothing else, whatever comes of it.
   private func answer(_ device: LocalSendDevice, at address: String) async {
     let port = device.port ?? Int(LocalSendProtocol.defaultPort)
     let expected = device.usesTLS ? try? Fingerprint(parsing: device.fingerprint) : nil
-    if device.usesTLS && expected == nil {
-      return send(me().answer)
-    }
-    do {
-      let answer = try await client.request(
+    // An HTTPS device whose fingerprint is not one: nothing could be pinned, nothing asked.
+    if device.usesTLS && expected == nil { return }
+    guard
+      let answer = try? await client.request(
         .POST, host: address, port: port, path: LocalSendProtocol.Path.register,
         body: .json(LocalSendJSON.encode(me().answer)), expecting: expected,
-        plainHTTP: !device.usesTLS)
-      if answer.status.code == 200,
-        let registered = try? LocalSendJSON.decode(LocalSendDevice.self, from: answer.body)
-          .validated()
-      {
-        continuation.yield(LocalSendSighting(device: registered, address: address, via: .answer))
-      }
-    } catch {
-      send(me().answer)
-    }
+        plainHTTP: !device.usesTLS),
+      answer.status.code == 200,
+      let registered = try? LocalSendJSON.decode(LocalSendDevice.self, from: answer.body)
+        .validated(),
+      // The key pinned in the handshake is the one it answers with.
+      !device.usesTLS || registered.fingerprint.uppercased() == device.fingerprint.uppercased()
+    else { return }
+    continuation.yield(
+      LocalSendSighting(
+        device: registered, address: address, via: .answer, proven: device.usesTLS))
   }
 }
 

@@ -49,33 +49,3 @@ enum HTTPServing {
     return finished.futureResult
   }
 }
-
-/// Connections open at once, in all and from each address: what a server admits. Thread-safe.
-final class ConnectionCounts: Sendable {
-  private let counts = Mutex<[String: Int]>([:])
-  private let total: Int
-  private let perAddress: Int
-
-  init(total: Int, perAddress: Int) {
-    self.total = total
-    self.perAddress = perAddress
-  }
-
-  /// Counts a connection from `address`, unless a cap is reached (then false: close it).
-  func admit(_ address: String) -> Bool {
-    counts.withLock { counts in
-      guard counts.values.reduce(0, +) < total, counts[address, default: 0] < perAddress
-      else { return false }
-      counts[address, default: 0] += 1
-      return true
-    }
-  }
-
-  /// A connection from `address` closed.
-  func release(_ address: String) {
-    counts.withLock { counts in
-      counts[address, default: 1] -= 1
-      if counts[address] == 0 { counts[address] = nil }
-    }
-  }
-}

@@ -50,7 +50,12 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
 
   private let server: LocalSendServer
   private let address: String
+  /// The connection's place among the server's (``ConnectionSlots``).
+  private let slot: Int
   private let presented: PresentedCertificate
+  /// Bytes of the JSON body under way taken from the server's budget (given back when the
+  /// body is handled, refused or the connection closes).
+  private var jsonHeld = 0
   private var state = State.idle
   /// Whether the request under way has its answer: one answer per request, whatever comes
   /// late (a file's verdict after its body was refused, say) — NIO's server pipeline traps
@@ -73,9 +78,10 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
   private var deadline: Scheduled<Void>?
   private var idle: Scheduled<Void>?
 
-  init(server: LocalSendServer, address: String, presented: PresentedCertificate) {
+  init(server: LocalSendServer, address: String, slot: Int, presented: PresentedCertificate) {
     self.server = server
     self.address = address
+    self.slot = slot
     self.presented = presented
   }
 
@@ -90,6 +96,7 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
   func handlerRemoved(context: ChannelHandlerContext) {
     deadline?.cancel()
     idle?.cancel()
+    releaseJSON()
     self.context = nil
     if owesAnswer {
       owesAnswer = false
@@ -105,6 +112,9 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       if let session = server.session(id) {
         server.end(id)
         session.offer?.senderReset(reason: "the sender left before the answer")
+      } else {
+        // A text message, which has no upload session: its question ends with it.
+        server.withdrawText(id)
       }
     }
     if case .upload(let upload) = state {
@@ -150,6 +160,7 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     }
     answered = false
     requestNumber &+= 1
+    server.connectionBusy(slot)
     if !owesAnswer {
       owesAnswer = true
       server.requestStarted()
@@ -220,6 +231,13 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       guard buffer.readableBytes + body.readableBytes <= Self.limit(of: route) else {
         return respond(.payloadTooLarge, text: "body too large", context: context, closing: true)
       }
+      // Held against the server's budget for bodies in flight, counted in all.
+      guard server.jsonBytes.take(body.readableBytes) else {
+        return respond(
+          .serviceUnavailable, text: "too many requests at once; try again", context: context,
+          closing: true)
+      }
+      jsonHeld += body.readableBytes
       state = .answered  // (no copy of the buffer while it grows)
       var body = body
       buffer.writeBuffer(&body)
@@ -259,16 +277,34 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
     case .json(let route, _, let buffer):
       state = .answered
       deadline?.cancel()
-      handle(route, body: Array(buffer.readableBytesView), context: context)
+      let body = Array(buffer.readableBytesView)
+      releaseJSON()
+      handle(route, body: body, context: context)
     case .upload(let upload):
       state = .answered
       finishUpload(upload, context: context)
     case .answered:
       // The request is over: the next may come (within the deadline).
       state = .idle
+      becameIdle()
       armDeadline(context)
     case .idle:
       break
+    }
+  }
+
+  /// No request is under way: the connection's slot may go to a new connection, and no JSON
+  /// body is held.
+  private func becameIdle() {
+    releaseJSON()
+    server.connectionIdle(slot)
+  }
+
+  /// Gives the JSON body's bytes back to the server's budget.
+  private func releaseJSON() {
+    if jsonHeld > 0 {
+      server.jsonBytes.give(jsonHeld)
+      jsonHeld = 0
     }
   }
 
@@ -293,7 +329,8 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       return respond(
         .forbidden, text: "the fingerprint is not the certificate's", context: context)
     }
-    server.registrationsContinuation.yield((device, address))
+    server.registrationsContinuation.yield(
+      LocalSendRegistration(device: device, address: address, proven: provenKey != nil))
     respond(.ok, json: LocalSendJSON.encode(server.device.answer), context: context)
   }
 
@@ -311,7 +348,9 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
         .forbidden, text: "the fingerprint is not the certificate's", context: context)
     }
     let id = UploadSession.token()
-    let verdict = server.sessions.withLock { $0.prepare(from: address, pin: pin, id: id) }
+    let verdict = server.sessions.withLock {
+      $0.prepare(from: address, pin: pin, id: id, owner: provenKey)
+    }
     switch verdict {
     case .busy: return respond(.conflict, text: "another session is under way", context: context)
     case .pinRequired: return respond(.unauthorized, text: "PIN required", context: context)
@@ -370,7 +409,11 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
   }
 
   private func cancel(_ session: String?, context: ChannelHandlerContext) {
-    guard let id = server.sessions.withLock({ $0.mayCancel(session, from: address) }) else {
+    guard
+      let id = server.sessions.withLock({
+        $0.mayCancel(session, from: address, certificate: provenKey)
+      })
+    else {
       // Nothing of this sender's to cancel: as LocalSend answers it.
       return respond(.ok, text: "", context: context)
     }
@@ -393,7 +436,7 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       let token = query["token"]
     else { return respond(.badRequest, text: "missing parameters", context: context) }
     let admission = server.sessions.withLock {
-      $0.admit(fileId, token: token, session: sessionId, from: address)
+      $0.admit(fileId, token: token, session: sessionId, from: address, certificate: provenKey)
     }
     switch admission {
     case .unknownSession:
@@ -485,12 +528,16 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
       done.whenComplete { [server] _ in server.requestAnswered() }
     }
     switch state {
-    case .json, .upload: state = .answered
+    case .json, .upload:
+      state = .answered
+      releaseJSON()
     case .answered:
       // The body was all read: ready for the next request.
       state = .idle
+      becameIdle()
       armDeadline(context)
     case .idle:
+      becameIdle()
       armDeadline(context)
     }
     let channel = context.channel
@@ -546,6 +593,12 @@ final class LocalSendHTTPHandler: ChannelDuplexHandler, @unchecked Sendable {
 
   private func close(_ context: ChannelHandlerContext) {
     context.close(promise: nil)
+  }
+
+  /// The key this connection's certificate proved: nil over plain HTTP (nothing proves
+  /// anything there) or when it presented none.
+  private var provenKey: Fingerprint? {
+    server.tls == nil ? nil : presented.value
   }
 
   /// Whether a device's claimed fingerprint is its certificate's (over HTTPS with a client

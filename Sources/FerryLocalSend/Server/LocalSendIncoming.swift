@@ -106,6 +106,7 @@ public final class LocalSendText: Sendable {
   /// The text (any characters: escape it before a terminal sees it).
   public let text: String
   private let answer: Mutex<(@Sendable (Bool) -> Void)?>
+  private let withdrawn = Mutex(false)
 
   init(sender: LocalSendSender, text: String, answer: @escaping @Sendable (Bool) -> Void) {
     self.sender = sender
@@ -124,6 +125,15 @@ public final class LocalSendText: Sendable {
 
   /// Whether it still waits for an answer.
   public var isPending: Bool { answer.withLock { $0 != nil } }
+
+  /// Whether its sender left before it was answered.
+  public var wasWithdrawn: Bool { withdrawn.withLock { $0 } }
+
+  /// Its sender left: no answer counts any more.
+  func withdraw() {
+    withdrawn.withLock { $0 = true }
+    decline()
+  }
 
   private func respond(_ accepted: Bool) -> Bool {
     let answer = self.answer.withLock { answer in

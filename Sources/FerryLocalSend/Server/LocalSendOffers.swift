@@ -14,7 +14,7 @@ enum LocalSendOffers {
     answer: EventLoopPromise<UploadSession.Preparation>
   ) {
     if request.files.count == 1, let file = request.files.values.first, file.isText {
-      return ask(text: file.preview ?? "", from: sender, server: server, answer: answer)
+      return ask(text: file.preview ?? "", id: id, from: sender, server: server, answer: answer)
     }
     // In a stable order (the sender's ids are arbitrary): by name, then id.
     let files = request.files.map { (id: $0.key, file: $0.value) }.sorted {
@@ -47,14 +47,17 @@ enum LocalSendOffers {
     offer.start()
   }
 
-  /// Asks the application about a text message (declined when nobody answers in time).
+  /// Asks the application about a text message, session `id` (declined when nobody answers
+  /// in time, withdrawn when its sender leaves).
   private static func ask(
-    text: String, from sender: LocalSendSender, server: LocalSendServer,
+    text: String, id: String, from sender: LocalSendSender, server: LocalSendServer,
     answer: EventLoopPromise<UploadSession.Preparation>
   ) {
-    let message = LocalSendText(sender: sender, text: text) { shown in
+    let message = LocalSendText(sender: sender, text: text) { [weak server] shown in
+      server?.textAnswered(id)
       answer.succeed(.text(shown))
     }
+    server.asking(message, session: id)
     server.incomingContinuation.yield(.text(message))
     DispatchQueue.global().asyncAfter(
       deadline: .now() + .seconds(Int(ResourceOffer.decisionTimeout.components.seconds))

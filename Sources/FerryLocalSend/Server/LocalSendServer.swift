@@ -6,6 +6,17 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
+/// A device's `register` to a ``LocalSendServer``.
+public struct LocalSendRegistration: Sendable {
+  /// What it says about itself.
+  public let device: LocalSendDevice
+  /// Where it connected from.
+  public let address: String
+  /// Whether its client certificate proved the fingerprint it claims (false: it presented
+  /// none, which a server that lets unverified devices in takes, or spoke plain HTTP).
+  public let proven: Bool
+}
+
 /// A LocalSend receiver: the HTTPS server of LocalSend protocol 2.2 (`register`, `info`,
 /// `prepare-upload`, `upload`, `cancel`), whose uploads go through Ferry's transfer core —
 /// the same consent, confinement, conflict policy, space checks, staging, verification and
@@ -78,6 +89,10 @@ public final class LocalSendServer: Sendable {
     public static let requestDeadline: Duration = .seconds(10)
     /// How long a connection may stay silent, between requests or in an upload's body.
     public static let idleTimeout: Duration = .seconds(30)
+    /// The bytes of JSON bodies (prepare-upload, register, cancel) held at once while they
+    /// arrive, from every connection together: past it, a body is refused (503) rather than
+    /// read, so that 64 connections each sending 4 MiB cannot take 256 MiB.
+    public static let jsonBytesInFlight = 16 << 20
   }
 
   let configuration: Configuration
@@ -86,11 +101,15 @@ public final class LocalSendServer: Sendable {
   let webGate: WebGate?
   let sessions: Mutex<UploadSessionMachine>
   private let current = Mutex<UploadSession?>(nil)
-  private let connections = ConnectionCounts(
+  /// The text message being asked about, by its session: withdrawn if its sender leaves.
+  private let text = Mutex<(session: String, message: LocalSendText)?>(nil)
+  private let connections = ConnectionSlots(
     total: Limits.connections, perAddress: Limits.connectionsPerAddress)
   private let channel = Mutex<(any Channel)?>(nil)
   /// Requests received whose answers are not flushed yet.
   private let unanswered = Atomic<Int>(0)
+  /// Bytes of JSON bodies held while they arrive, all connections together.
+  let jsonBytes = ByteBudget(Limits.jsonBytesInFlight)
 
   /// What the application is asked about: files (a ``ResourceOffer``) and text messages.
   public let incoming: AsyncStream<LocalSendIncoming>
@@ -99,9 +118,16 @@ public final class LocalSendServer: Sendable {
   public let events: AsyncStream<ResourceEvent>
   let eventsContinuation: AsyncStream<ResourceEvent>.Continuation
   /// Devices that registered with this one (a `POST /register`: one that heard our
-  /// announcement, or is looking for devices), with their address.
-  public let registrations: AsyncStream<(LocalSendDevice, String)>
-  let registrationsContinuation: AsyncStream<(LocalSendDevice, String)>.Continuation
+  /// announcement, or is looking for devices), with their address, and whether a client
+  /// certificate proved the key they claim.
+  public let registrations: AsyncStream<LocalSendRegistration>
+  let registrationsContinuation: AsyncStream<LocalSendRegistration>.Continuation
+  /// Senders turned away in the TLS handshake (no client certificate, plain HTTP, a failed
+  /// handshake), each address once per 10 minutes: their apps say only "connection failed",
+  /// so the person at this end is told.
+  public let refusals: AsyncStream<LocalSendRefusal>
+  private let refusalsContinuation: AsyncStream<LocalSendRefusal>.Continuation
+  private let refusalReports = RefusalReports()
 
   /// Prepares a server; ``start()`` listens.
   ///
@@ -118,6 +144,7 @@ public final class LocalSendServer: Sendable {
     (events, eventsContinuation) = AsyncStream.makeStream()
     (registrations, registrationsContinuation) = AsyncStream.makeStream(
       bufferingPolicy: .bufferingNewest(256))
+    (refusals, refusalsContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(64))
   }
 
   /// This device as announced and answered: alias, model, type, fingerprint, port, protocol.
@@ -157,6 +184,12 @@ public final class LocalSendServer: Sendable {
     channel.withLock { $0 }?.close(promise: nil)
     incomingContinuation.finish()
     registrationsContinuation.finish()
+    refusalsContinuation.finish()
+  }
+
+  /// A sender's TLS handshake failed: reported, unless its address was lately. Any thread.
+  func refused(_ refusal: LocalSendRefusal) {
+    if refusalReports.shouldReport(refusal) { refusalsContinuation.yield(refusal) }
   }
 
   /// Waits until every request received has its answer flushed (or its connection closed),
@@ -172,6 +205,13 @@ public final class LocalSendServer: Sendable {
   /// A request was received (its answer is owed). On its connection's event loop.
   func requestStarted() { unanswered.add(1, ordering: .relaxed) }
 
+  /// The connection in `slot` has a request under way: it is not taken for a new one.
+  func connectionBusy(_ slot: Int) { connections.busy(slot) }
+
+  /// The connection in `slot` is between requests: a new connection past a cap may take its
+  /// place.
+  func connectionIdle(_ slot: Int) { connections.idle(slot) }
+
   /// A request's answer was flushed, or its connection closed first. Any thread.
   func requestAnswered() { unanswered.subtract(1, ordering: .releasing) }
 
@@ -185,25 +225,43 @@ public final class LocalSendServer: Sendable {
 
   private func initialize(_ channel: any Channel) -> EventLoopFuture<Void> {
     let address = Self.address(of: channel.remoteAddress)
-    guard connections.admit(address) else { return channel.close() }
-    channel.closeFuture.whenComplete { [connections] _ in connections.release(address) }
+    guard let slot = connections.admit(channel, from: address) else { return channel.close() }
+    channel.closeFuture.whenComplete { [connections] _ in connections.release(slot) }
     let presented = PresentedCertificate()
     do {
       let sync = channel.pipeline.syncOperations
-      if let tls { try sync.addHandler(tls.serverHandler(recording: presented)) }
+      if let tls {
+        try sync.addHandler(tls.serverHandler(recording: presented))
+        try sync.addHandler(
+          HandshakeWatcher(address: address, presented: presented) { [weak self] in
+            self?.refused($0)
+          })
+      }
       try sync.configureHTTPServerPipeline(withErrorHandling: true)
       try sync.addHandler(
-        LocalSendHTTPHandler(server: self, address: address, presented: presented))
+        LocalSendHTTPHandler(server: self, address: address, slot: slot, presented: presented))
       return channel.eventLoop.makeSucceededVoidFuture()
     } catch {
       return channel.close()
     }
   }
 
-  /// A connection's peer address without its port (IPv4-mapped IPv6 shown as IPv4).
+  /// A connection's peer address without its port (IPv4-mapped IPv6 shown as IPv4); an IPv6
+  /// link-local one with its zone (`fe80::1%wlan0`), without which it cannot be reached.
   static func address(of socket: SocketAddress?) -> String {
     guard let ip = socket?.ipAddress else { return "unknown" }
-    return ip.hasPrefix("::ffff:") ? String(ip.dropFirst(7)) : ip
+    if ip.hasPrefix("::ffff:") { return String(ip.dropFirst(7)) }
+    if case .v6(let v6)? = socket, v6.address.sin6_scope_id != 0,
+      ip.lowercased().hasPrefix("fe80:"), !ip.contains("%")
+    {
+      var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+      if if_indextoname(v6.address.sin6_scope_id, &name) != nil {
+        let bytes = name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return ip + "%" + String(decoding: bytes, as: UTF8.self)
+      }
+      return ip + "%\(v6.address.sin6_scope_id)"
+    }
+    return ip
   }
 
   // MARK: Sessions
@@ -216,6 +274,28 @@ public final class LocalSendServer: Sendable {
   /// Makes `session` the one under way.
   func begin(_ session: UploadSession) {
     current.withLock { $0 = session }
+  }
+
+  /// Text message `message` of session `id` is being asked about.
+  func asking(_ message: LocalSendText, session id: String) {
+    text.withLock { $0 = (id, message) }
+  }
+
+  /// Session `id`'s text message was answered (or withdrawn).
+  func textAnswered(_ id: String) {
+    text.withLock { if $0?.session == id { $0 = nil } }
+  }
+
+  /// Session `id`'s sender left while its text message was asked about: the question is
+  /// withdrawn, and the next sender is not busy for the rest of it.
+  func withdrawText(_ id: String) {
+    let asked = text.withLock { slot -> LocalSendText? in
+      guard slot?.session == id else { return nil }
+      defer { slot = nil }
+      return slot?.message
+    }
+    asked?.withdraw()
+    end(id)
   }
 
   /// Session `id` is over: the next prepare-upload may start one.

@@ -1,6 +1,10 @@
+import Ferry
+
 /// A LocalSend receiver's upload sessions, as a pure value: one session at a time (others are
 /// busy), asked about before it is accepted, its files uploaded only from the address that
-/// prepared it and only with their tokens, each once; PIN attempts counted per address. No I/O,
+/// prepared it — with the certificate it proved, if it proved one — and only with their tokens,
+/// each once; a cancel only from that address and certificate; PIN attempts counted per
+/// address. No I/O,
 /// no clock, no locks: ``LocalSendServer`` holds it under a lock and acts on its verdicts.
 struct UploadSessionMachine: Sendable {
   /// One accepted file of the session.
@@ -32,11 +36,15 @@ struct UploadSessionMachine: Sendable {
   struct Asking: Sendable {
     let id: String
     let address: String
+    /// The key its sender's certificate proved (nil: none, an unverified or web sender).
+    let owner: Fingerprint?
   }
 
   struct Active: Sendable {
     let id: String
     let address: String
+    /// The key its sender's certificate proved (nil: none).
+    let owner: Fingerprint?
     /// By file id: only the files accepted.
     var uploads: [String: Upload]
     /// How many of them are ``Upload/Stage/uploading``.
@@ -125,13 +133,15 @@ struct UploadSessionMachine: Sendable {
     return verdict
   }
 
-  /// A prepare-upload from `address`, with `pin` (the query's), would start session `id`.
+  /// A prepare-upload from `address`, with `pin` (the query's) and the certificate `owner`
+  /// (nil: none), would start session `id`.
   mutating func prepare(
-    from address: String, pin given: String?, id: String, now: ContinuousClock.Instant = .now
+    from address: String, pin given: String?, id: String, owner: Fingerprint? = nil,
+    now: ContinuousClock.Instant = .now
   ) -> Preparation {
     switch screen(from: address, pin: given, now: now) {
     case .start:
-      state = .asking(Asking(id: id, address: address))
+      state = .asking(Asking(id: id, address: address, owner: owner))
       return .start(id: id)
     case let refusal:
       return refusal
@@ -147,16 +157,20 @@ struct UploadSessionMachine: Sendable {
   /// longer the one asked about.
   mutating func accepted(_ id: String, uploads: [String: Upload]) -> Bool {
     guard case .asking(let asking) = state, asking.id == id else { return false }
-    state = .active(Active(id: id, address: asking.address, uploads: uploads))
+    state = .active(
+      Active(id: id, address: asking.address, owner: asking.owner, uploads: uploads))
     return true
   }
 
-  /// An upload of file `fileId` with `token`, from `address`, to session `sessionId`.
+  /// An upload of file `fileId` with `token`, from `address` with `certificate` (nil: none), to
+  /// session `sessionId`.
   mutating func admit(
-    _ fileId: String, token: String, session sessionId: String, from address: String
+    _ fileId: String, token: String, session sessionId: String, from address: String,
+    certificate: Fingerprint? = nil
   ) -> Admission {
     modifyingActive(sessionId) { active -> Admission in
-      guard active.address == address, var upload = active.uploads[fileId], upload.token == token
+      guard active.address == address, active.owner == certificate,
+        var upload = active.uploads[fileId], upload.token == token
       else { return .forbidden }
       guard upload.stage == .waiting else { return .alreadyUploaded }
       guard active.uploading < LocalSendServer.Limits.parallelUploads else { return .tooMany }
@@ -190,19 +204,23 @@ struct UploadSessionMachine: Sendable {
     return body(&active)
   }
 
-  /// Whether `address` may cancel session `sessionId` (nil: whichever it prepared).
-  func mayCancel(_ sessionId: String?, from address: String) -> String? {
+  /// Whether `address`, presenting `certificate` (nil: none), may cancel session `sessionId`
+  /// (nil: whichever it prepared): only the sender that prepared it — another device at the
+  /// same address (behind the same router) cannot end a victim's session.
+  func mayCancel(_ sessionId: String?, from address: String, certificate: Fingerprint? = nil)
+    -> String?
+  {
     switch state {
     case .idle: return nil
     case .asking(let asking):
-      guard asking.address == address, sessionId == nil || sessionId == asking.id else {
-        return nil
-      }
+      guard asking.address == address, asking.owner == certificate,
+        sessionId == nil || sessionId == asking.id
+      else { return nil }
       return asking.id
     case .active(let active):
-      guard active.address == address, sessionId == nil || sessionId == active.id else {
-        return nil
-      }
+      guard active.address == address, active.owner == certificate,
+        sessionId == nil || sessionId == active.id
+      else { return nil }
       return active.id
     }
   }

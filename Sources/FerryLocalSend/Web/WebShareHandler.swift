@@ -14,6 +14,8 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
 
   private let server: WebShareServer
   private let address: String
+  /// The connection's place among the server's (``ConnectionSlots``).
+  private let slot: Int
   private var head: HTTPRequestHead?
   private var bodyBytes = 0
   /// A question or a file is under way: nothing more is read as a request until it ends.
@@ -36,9 +38,10 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
   /// The bytes handed to `sendfile(2)` at once: each one written is progress.
   static let piece = 1 << 20
 
-  init(server: WebShareServer, address: String) {
+  init(server: WebShareServer, address: String, slot: Int) {
     self.server = server
     self.address = address
+    self.slot = slot
   }
 
   func handlerAdded(context: ChannelHandlerContext) {
@@ -62,6 +65,7 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
     switch unwrapInboundIn(data) {
     case .head(let head):
       guard !busy, !discarding, self.head == nil else { return context.close(promise: nil) }
+      server.connections.busy(slot)
       self.head = head
       bodyBytes = 0
       arm(context)
@@ -215,6 +219,7 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
       try? handle.close()
       server.downloadEnded()
       self?.busy = false
+      if let self { server.connections.idle(self.slot) }
       self?.context.map { self?.arm($0) }
       switch result {
       case .success:
@@ -292,6 +297,7 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
       done.whenComplete { _ in channel.close(promise: nil) }
       channel.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
     } else {
+      if !busy { server.connections.idle(slot) }
       arm(context)
     }
   }

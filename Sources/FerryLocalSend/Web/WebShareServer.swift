@@ -102,7 +102,7 @@ public final class WebShareServer: Sendable {
   let questions = Mutex(0)
   /// Downloads under way.
   private let downloads = Atomic<Int>(0)
-  private let connections = ConnectionCounts(
+  let connections = ConnectionSlots(
     total: Limits.connections, perAddress: Limits.connectionsPerAddress)
   private let channel = Mutex<(any Channel)?>(nil)
 
@@ -166,12 +166,12 @@ public final class WebShareServer: Sendable {
 
   private func initialize(_ channel: any Channel) -> EventLoopFuture<Void> {
     let address = LocalSendServer.address(of: channel.remoteAddress)
-    guard connections.admit(address) else { return channel.close() }
-    channel.closeFuture.whenComplete { [connections] _ in connections.release(address) }
+    guard let slot = connections.admit(channel, from: address) else { return channel.close() }
+    channel.closeFuture.whenComplete { [connections] _ in connections.release(slot) }
     do {
       let sync = channel.pipeline.syncOperations
       try sync.configureHTTPServerPipeline(withErrorHandling: true)
-      try sync.addHandler(WebShareHandler(server: self, address: address))
+      try sync.addHandler(WebShareHandler(server: self, address: address, slot: slot))
       return channel.eventLoop.makeSucceededVoidFuture()
     } catch {
       return channel.close()
