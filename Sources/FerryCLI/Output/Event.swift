@@ -18,6 +18,7 @@ enum Event: String, CaseIterable, Sendable {
   case accepted
   case declined
   case refused
+  case senderRefused = "sender-refused"
   case withdrawn
   case text
   case check
@@ -40,7 +41,7 @@ enum Event: String, CaseIterable, Sendable {
     DiscoveryFailed.self,
     Renamed.self, Invited.self, InvitationAsked.self, KeyChanged.self, SendAccepted.self,
     LocalSendAsked.self, LocalSendFound.self, ReceiveAccepted.self, Declined.self,
-    OfferDeclined.self, Withdrawn.self, TextReceived.self,
+    OfferDeclined.self, SenderRefused.self, Withdrawn.self, TextReceived.self,
     OfferStarted.self, OfferRefused.self, TransferProgressed.self, FileDone.self, LeftOut.self,
     SendDone.self, ReceiveDone.self, Retrying.self, Resumed.self, StagingCleaned.self,
     Failure.self, Check.self, IdentityShown.self, KnownPeer.self,

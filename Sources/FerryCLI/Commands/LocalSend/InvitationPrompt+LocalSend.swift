@@ -79,7 +79,7 @@ extension InvitationPrompt {
       lines.append(
         "  LocalSend\(what), at \(sender.address); it claims key "
           + "\(printable(String(sender.device.fingerprint.prefix(16)))) but proved nothing "
-          + "(--localsend-legacy)")
+          + "(--localsend-unverified)")
     }
     return lines
   }

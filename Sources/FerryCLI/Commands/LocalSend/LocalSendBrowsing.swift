@@ -48,7 +48,9 @@ final class LocalSendBrowsing: Sendable {
         var kind: [String] = []
         if let model = device.deviceModel, !model.isEmpty { kind.append(printable(model)) }
         if let type = device.deviceType, !type.isEmpty { kind.append(printable(type)) }
-        let fingerprint = printable(String(device.fingerprint.prefix(16)))
+        // Grouped as every other key is shown (what the device claims, escaped, when it is
+        // no fingerprint: plain HTTP's random text).
+        let fingerprint = LocalSendTargets.shortKey(device.fingerprint)
         output.say(
           "+ \(DisplayText.quoted(device.alias)) [\(fingerprint)] LocalSend"
             + (kind.isEmpty ? "" : " (\(kind.joined(separator: ", ")))")

@@ -23,8 +23,13 @@ struct LocalSendLookout: Sendable {
     -> LocalSendLookout
   {
     var server: LocalSendServer?
+    // A device that presents no certificate may still register (third-party apps do): its
+    // sighting is unproven, and sending to it pins its server's certificate to the key it
+    // announced.
     if let candidate = try? LocalSendServer(
-      LocalSendServer.Configuration(identity: identity, alias: alias, port: 0, receives: false)),
+      LocalSendServer.Configuration(
+        identity: identity, alias: alias, port: 0, senderCheck: .allowUnverified,
+        receives: false)),
       (try? await candidate.start()) != nil
     {
       server = candidate
@@ -47,8 +52,10 @@ struct LocalSendLookout: Sendable {
     }
     if let server {
       Task {
-        for await (device, address) in server.registrations {
-          discovery.heard(registration: device, from: address)
+        for await registration in server.registrations {
+          discovery.heard(
+            registration: registration.device, from: registration.address,
+            proven: registration.proven)
         }
       }
     }

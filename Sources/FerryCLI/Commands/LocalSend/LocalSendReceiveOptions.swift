@@ -24,12 +24,19 @@ struct LocalSendReceiveOptions: ParsableArguments {
   var pin: String?
 
   @Flag(
-    name: .customLong("localsend-legacy"),
+    name: .customLong("localsend-unverified"),
     help: ArgumentHelp(
-      "Also take LocalSend senders that present no certificate (apps 1.17 and older): shown "
-        + "and reported as unverified; never accepted by --accept-from, --accept-trusted or a "
-        + "known name."))
-  var legacy = false
+      "Let LocalSend senders that present no certificate ask (apps 1.17 and older, and other "
+        + "implementations without certificates): shown and reported as UNVERIFIED; never "
+        + "accepted by --accept-from, --accept-trusted or a known name."))
+  var unverified = false
+
+  /// `--localsend-legacy`, the option's name before it said what it does; still taken.
+  @Flag(name: .customLong("localsend-legacy"), help: .hidden)
+  var legacyName = false
+
+  /// Whether senders without a certificate may ask.
+  var legacy: Bool { unverified || legacyName }
 
   @Flag(
     name: .customLong("localsend-http"),

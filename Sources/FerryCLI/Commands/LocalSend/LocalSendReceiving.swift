@@ -8,6 +8,9 @@ import Foundation
 struct LocalSendReceiving: Sendable {
   let server: LocalSendServer
   let discovery: LocalSendDiscovery?
+  /// Whether senders without a certificate may ask (`--localsend-unverified`).
+  let takesUnverified: Bool
+  let output: EventWriter
 
   /// Starts the server and discovery.
   ///
@@ -36,7 +39,8 @@ struct LocalSendReceiving: Sendable {
     do {
       let found = try LocalSendDiscovery(
         me: { server.device }, identity: identity,
-        interfaces: options.interfaces.isEmpty ? nil : options.interfaces)
+        interfaces: options.interfaces.isEmpty ? nil : options.interfaces,
+        answersPlainHTTP: options.plainHTTP)
       try await found.start()
       discovery = found
     } catch {
@@ -51,7 +55,8 @@ struct LocalSendReceiving: Sendable {
         "LocalSend over plain HTTP (--localsend-http): anyone on this network can read and "
           + "change what is sent, and no sender is verified.")
     }
-    return LocalSendReceiving(server: server, discovery: discovery)
+    return LocalSendReceiving(
+      server: server, discovery: discovery, takesUnverified: options.legacy, output: output)
   }
 
   /// Decides what LocalSend senders offer and reports what their files do, until the server
@@ -77,9 +82,47 @@ struct LocalSendReceiving: Sendable {
         }
       }
     }
+    // Aliases announced from each address: a sender turned away in its TLS handshake is
+    // named by the one its address announced (its own words: a label, never proof).
+    let aliases = LocalSendAliases()
     if let discovery {
-      // Answering what is heard is discovery's own work; nothing here needs the sightings.
-      Task { for await _ in discovery.sightings {} }
+      Task {
+        for await sighting in discovery.sightings {
+          aliases.heard(sighting.device.alias, at: sighting.address)
+        }
+      }
+    }
+    Task { [output, takesUnverified] in
+      for await refusal in server.refusals {
+        let name = aliases.alias(at: refusal.address)
+        let who =
+          "a LocalSend sender at \(refusal.address)"
+          + (name.map { " (\(DisplayText.quoted($0)))" } ?? "")
+        let message = Self.explain(refusal, who: who, takesUnverified: takesUnverified)
+        output.emit(
+          SenderRefused(
+            protocol: "localsend", address: refusal.address, name: name,
+            code: refusal.reason.rawValue, message: message))
+        output.note(message)
+      }
+    }
+  }
+
+  /// What a refusal means to the person at this end, and what lets such senders in.
+  static func explain(_ refusal: LocalSendRefusal, who: String, takesUnverified: Bool) -> String {
+    switch refusal.reason {
+    case .noCertificate:
+      return "Turned away \(who): it presented no certificate, so nothing proves which device "
+        + "it is (LocalSend 1.17 and older, and other apps without certificates, send none). "
+        + "To let such senders ask — shown UNVERIFIED, never accepted by a list — run ferry "
+        + "receive --localsend --localsend-unverified."
+    case .plainHTTP:
+      return "Turned away \(who): it speaks plain HTTP (encryption is off in its LocalSend "
+        + "settings). Turn encryption on there, or run ferry receive --localsend "
+        + "--localsend-http (then nobody is verified, and anyone on the network can read the "
+        + "files)."
+    case .handshakeFailed:
+      return "Turned away \(who): its TLS handshake failed (\(printable(refusal.detail)))."
     }
   }
 

@@ -37,12 +37,7 @@ struct LocalSendSending: Sendable {
     batch: SendBatch?, text: String?, to wanted: String?, as reference: PeerReference? = nil,
     address: String?, found known: LocalSendTargets.Found? = nil
   ) async throws(CLIFailure) {
-    let upload: LocalSendUpload
-    do {
-      upload = try LocalSendUpload(identity: identity, me: me)
-    } catch {
-      throw CLIFailure(status: .usage, message: "\(error)", code: .identity)
-    }
+    let upload = try targets.makeUpload()
     let found: LocalSendTargets.Found
     if let known {
       found = known
@@ -50,7 +45,8 @@ struct LocalSendSending: Sendable {
       found = try await targets.ask(
         address: address, wanted: wanted, upload: upload, plainHTTP: false)
     } else {
-      found = try await targets.discover(wanted, as: reference, until: deadline)
+      found = try await targets.discover(
+        wanted, as: reference, until: deadline, upload: upload)
     }
     let peer = Self.peer(found)
     if found.target.fingerprint != nil,
@@ -74,15 +70,21 @@ struct LocalSendSending: Sendable {
         "Asking \(peer) (LocalSend\(found.target.plainHTTP ? ", plain HTTP" : "")) to accept…")
     }
     if let text {
+      let outcome: LocalSendTextOutcome
       do throws(LocalSendSendError) {
-        try await upload.send(text: text, to: found.target, pin: pin)
+        outcome = try await upload.send(text: text, to: found.target, pin: pin)
       } catch {
         throw report(peer, Self.failure(error, peer: peer))
       }
       if found.target.fingerprint != nil { keys.remember(peer) }
       output.emit(
         SendAccepted(peer: peer.displayName, fingerprint: peer.fingerprint.hexString, code: nil))
-      bar.above { output.note("\(peer) showed the text.") }
+      bar.above {
+        switch outcome {
+        case .shown: output.note("\(peer) showed the text.")
+        case .file: output.note("\(peer) took the text as a file (message.txt).")
+        }
+      }
       return
     }
     guard let batch else { return }
@@ -112,11 +114,12 @@ struct LocalSendSending: Sendable {
       bar.remove(label)
       throw report(peer, Self.failure(error, peer: peer))
     }
-    // --retry-for is time without progress: it counts from the last attempt that moved
-    // something (or from the start), not from the start of the send.
-    var lastProgress = ContinuousClock.now
-    var retry = LocalSendRetry()
+    // One backoff for both protocols (RetryPolicy: 1, 2, 4, 8, then 15 s, ±20 %), and
+    // --retry-for is time without progress (a file delivered), as for Ferry receivers.
+    var retry = LocalSendRetry(policy: RetryPolicy(retryFor: retryFor))
     while true {
+      let storedBefore = results.count { $0.status == 200 }
+      let reason: String
       do throws(LocalSendSendError) {
         results = try await upload.send(
           items, to: found.target, pin: pin, progress: progress, previous: results,
@@ -126,47 +129,33 @@ struct LocalSendSending: Sendable {
               SendAccepted(peer: label, fingerprint: peer.fingerprint.hexString, code: nil))
             bar.above { output.note("\(peer) accepted \(Quantity.count(count, "file")).") }
           })
+        if results.count(where: { $0.status == 200 }) > storedBefore { retry.progressed() }
+        // Uploads cut off (status 0) go again whole, in a new session; what was delivered is
+        // not offered again.
+        let cut = results.filter { $0.status == 0 }
+        guard !cut.isEmpty else { break }
+        retry.cutOff()
+        reason = cut[0].reason ?? "the upload was cut off"
       } catch {
-        if Self.isTransient(error, afterCut: retry.hadCut), !Interrupts.wasInterrupted,
-          ContinuousClock.now - lastProgress < retryFor
-        {
-          let delay = retry.failed()
-          output.emit(
-            Retrying(
-              peer: label, attempt: retry.attempt, delay: Double(delay),
-              reason: printable("\(error)")))
-          bar.above {
-            output.note(
-              "\(label): \(printable("\(error)")); trying again in \(delay) s (--retry-for)…")
+        guard Self.isTransient(error, afterCut: retry.hadCut), !Interrupts.wasInterrupted,
+          let delay = retry.next()
+        else {
+          progress.finish()
+          await reporter.value
+          bar.remove(label)
+          if case .cancelled = error, Interrupts.wasInterrupted {
+            throw CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted)
           }
-          try? await Task.sleep(for: .seconds(delay))
-          continue
+          throw report(peer, Self.failure(error, peer: peer))
         }
-        progress.finish()
-        await reporter.value
-        bar.remove(label)
-        if case .cancelled = error, Interrupts.wasInterrupted {
-          throw CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted)
-        }
-        throw report(peer, Self.failure(error, peer: peer))
+        try await wait(delay, attempt: retry.attempt, reason: printable("\(error)"), peer: label)
+        continue
       }
-      lastProgress = .now
-      // Uploads cut off (status 0) go again whole, in a new session, while --retry-for lasts;
-      // what was delivered is not offered again.
-      let cut = results.filter { $0.status == 0 }
-      guard !cut.isEmpty, ContinuousClock.now - lastProgress < retryFor,
-        retry.cuts < LocalSendRetry.maximumCuts
-      else { break }
-      retry.cutOff()
-      output.emit(
-        Retrying(
-          peer: label, attempt: retry.attempt, delay: 1, reason: cut[0].reason ?? "cut off"))
-      bar.above {
-        output.note(
-          "Lost \(label) mid-file; sending the \(Quantity.count(cut.count, "file")) not delivered "
-            + "again in 1 s (whole: LocalSend cannot resume)…")
-      }
-      try? await Task.sleep(for: .seconds(1))
+      guard let delay = retry.next() else { break }
+      try await wait(
+        delay, attempt: retry.attempt, reason: reason, peer: label,
+        note: "Lost \(label) mid-file; sending what was not delivered again, whole (LocalSend "
+          + "cannot resume a file)")
     }
     progress.finish()
     await reporter.value
@@ -203,8 +192,7 @@ struct LocalSendSending: Sendable {
         CLIFailure(
           status: .transferFailed,
           message: "\(peer) did not take \(Quantity.count(failed.count, "file")): "
-            + "\(printable(first.path)) (\(first.status.map { "HTTP \($0)" } ?? "not sent")"
-            + "\(first.reason.map { ": " + printable($0) } ?? ""))",
+            + "\(printable(first.path)) (\(Self.outcome(of: first)))",
           code: integrity ? .integrity : .transferFailed))
     }
     let line = TransferSummary.sent(
@@ -218,6 +206,32 @@ struct LocalSendSending: Sendable {
         message: "\(peer.displayName) got the rest, but not "
           + "\(Quantity.count(unreadable, "unreadable path")) (left out above)",
         code: .unreadable)
+    }
+  }
+
+  /// Says that attempt `attempt` comes after `delay` (a `retrying` event and a note), and
+  /// waits.
+  ///
+  /// - Throws: ``CLIFailure`` (interrupted) when Ctrl-C ends the wait.
+  private func wait(
+    _ delay: Duration, attempt: Int, reason: String, peer label: String, note: String? = nil
+  ) async throws(CLIFailure) {
+    let seconds = delay.inSeconds
+    output.emit(
+      Retrying(
+        peer: label, attempt: attempt, delay: (seconds * 10).rounded() / 10, reason: reason))
+    bar.above {
+      output.note(
+        "\(note ?? "\(label): \(reason)"); trying again in \(String(format: "%.1f", seconds)) s "
+          + "(--retry-for)…")
+    }
+    do {
+      try await Task.sleep(for: delay)
+    } catch {
+      throw CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted)
+    }
+    if Interrupts.wasInterrupted {
+      throw CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted)
     }
   }
 
@@ -277,6 +291,17 @@ struct LocalSendSending: Sendable {
       ?? Fingerprint(
         sha256Of: Array("ferry: unverified LocalSend device at \(found.target)".utf8))
     return LocalSendSender.peer(alias: found.device.alias, key: key)
+  }
+
+  /// What became of a file the device did not take, in words: its answer's status (none for
+  /// an upload cut off) and reason.
+  static func outcome(of file: LocalSendSentFile) -> String {
+    let reason = file.reason.map { printable($0) }
+    switch file.status {
+    case nil: return "not sent"
+    case 0?: return "cut off" + (reason.map { ": \($0)" } ?? "")
+    case let status?: return "HTTP \(status)" + (reason.map { ": \($0)" } ?? "")
+    }
   }
 
   /// Whether `error` may pass while `--retry-for` lasts: the device out of reach or the

@@ -1,6 +1,7 @@
 import Ferry
 import FerryLocalSend
 import Foundation
+import Synchronization
 
 /// How `ferry send --localsend` finds its receiver: by address (`--address HOST:PORT`), or by
 /// LocalSend's multicast discovery, by alias or fingerprint (`--to`), or the only device heard.
@@ -17,30 +18,68 @@ struct LocalSendTargets: Sendable {
     let pinned: Bool
   }
 
-  /// Finds the device `wanted` (nil: the only one heard), by multicast, until `deadline`.
+  /// The least time a look for devices lasts before it says nobody answered: devices answer
+  /// this machine's announcements (sent at once, 0.5 and 2 s later) within a second or two,
+  /// and apps that announce now and then do so every few seconds.
+  static let listenAtLeast: Duration = .seconds(6)
+  /// How long, after the first device named is heard, others are listened for: another device
+  /// answering to the same name (one pretending to be it, or two phones called the same) is
+  /// an ambiguity, whichever answered first.
+  static let settle: Duration = .milliseconds(2500)
+
+  /// Finds the device `wanted` (nil: the only one heard), by multicast, until `deadline`; its
+  /// addresses are tried in turn (``LocalSendSightings/ordered(_:)``) with its certificate
+  /// pinned to the key it announced, and the first that proves it is used.
   ///
-  /// - Throws: ``CLIFailure``: none found (exit 3), several with no `--to` (exit 3), or no
-  ///   interface to look on (exit 6).
+  /// - Throws: ``CLIFailure``: none found (exit 3), several with no `--to` (exit 3), several
+  ///   keys answering to `wanted` (exit 5, unless a terminal chooses), none of its addresses
+  ///   proving its key (exit 3), or no interface to look on (exit 6).
   func discover(
     _ wanted: String?, as reference: PeerReference? = nil,
-    until deadline: ContinuousClock.Instant
+    until deadline: ContinuousClock.Instant, upload: LocalSendUpload
   ) async throws(CLIFailure) -> Found {
     let lookout = try await start()
     defer { lookout.stop() }
     output.note(
       wanted.map { "Looking for LocalSend device '\(printable($0))'…" }
         ?? "Looking for LocalSend devices…")
-    // No --to: whoever answers within a short listen (the announcements go at once, 0.5 and
-    // 2 s); with --to, until the deadline.
-    let listenEnd = wanted == nil ? min(deadline, .now + .seconds(3)) : deadline
-    let heard = await Self.collect(lookout.discovery, until: listenEnd) { sighting in
-      guard let wanted else { return false }
-      return Self.names(sighting.device, wanted, reference)
+    let started = ContinuousClock.now
+    let heard = await Self.collect(lookout.discovery, until: deadline) { sighting in
+      wanted.map { Self.names(sighting.device, $0, reference) } ?? true
+    } done: { firstMatch, now in
+      Self.doneListening(since: started, firstMatch: firstMatch, now: now, named: wanted != nil)
     }
     let candidates = heard.filter { sighting in
       wanted.map { Self.names(sighting.device, $0, reference) } ?? true
     }
-    return try pick(candidates, heard: heard, wanted: wanted, reference: reference)
+    return try await pick(
+      candidates, heard: heard, wanted: wanted, reference: reference, upload: upload,
+      listened: ContinuousClock.now - started)
+  }
+
+  /// Whether a look that began at `started` has heard enough at `now`: ``settle`` after the
+  /// first device it looks for (`firstMatch`), and never before this machine's announcements
+  /// were answered (3 s); with nothing found and no name given (`named`), after
+  /// ``listenAtLeast`` — a name is looked for until the deadline.
+  static func doneListening(
+    since started: ContinuousClock.Instant, firstMatch: ContinuousClock.Instant?,
+    now: ContinuousClock.Instant, named: Bool
+  ) -> Bool {
+    if let firstMatch {
+      return now - firstMatch >= settle && now - started >= .seconds(3)
+    }
+    return !named && now - started >= listenAtLeast
+  }
+
+  /// A client to send with as this machine.
+  ///
+  /// - Throws: ``CLIFailure`` (exit 2, `identity`) when the identity cannot make a TLS context.
+  func makeUpload() throws(CLIFailure) -> LocalSendUpload {
+    do {
+      return try LocalSendUpload(identity: identity, me: me)
+    } catch {
+      throw CLIFailure(status: .usage, message: "\(error)", code: .identity)
+    }
   }
 
   /// LocalSend's discovery, started: this machine announces itself so that devices answer,
@@ -58,34 +97,56 @@ struct LocalSendTargets: Sendable {
   }
 
   /// The one of `candidates` (the devices `wanted` names among all `heard`; nil: any) to send
-  /// to, with the key its certificate must have.
+  /// to: one key (several are an ambiguity), and of its addresses the first whose certificate
+  /// proves that key.
   ///
-  /// - Throws: ``CLIFailure``: none (exit 3), several (exit 3), a device that announces plain
-  ///   HTTP or no usable fingerprint (exit 5).
+  /// - Throws: ``CLIFailure``: none (exit 3), several without `--to` (exit 3), several keys
+  ///   for `wanted` (exit 5, `ambiguous-peer`; a terminal is asked instead), a device that
+  ///   announces plain HTTP or no usable fingerprint (exit 5), no address that answers as it
+  ///   (exit 3).
   func pick(
     _ candidates: [LocalSendSighting], heard: [LocalSendSighting], wanted: String?,
-    reference: PeerReference? = nil
-  ) throws(CLIFailure) -> Found {
-    guard let first = candidates.first else {
-      let seen = heard.map { "'\(printable($0.device.alias))'" }.joined(separator: ", ")
+    reference: PeerReference? = nil, upload: LocalSendUpload, listened: Duration? = nil
+  ) async throws(CLIFailure) -> Found {
+    let byKey = Dictionary(grouping: candidates) { LocalSendSightings.key($0.device.fingerprint) }
+    guard !byKey.isEmpty else {
+      let seen = Set(heard.map { "'\(printable($0.device.alias))'" }).sorted()
+        .joined(separator: ", ")
+      let within = listened.map { " within \(Int($0.inSeconds.rounded())) s" } ?? ""
       throw CLIFailure(
         status: .noPeer,
         message: (wanted.map { "no LocalSend device '\(printable($0))' answered" }
           ?? "no LocalSend device answered")
-          + (seen.isEmpty ? "" : " (heard: \(seen))"),
+          + within + (seen.isEmpty ? "" : " (heard: \(seen))")
+          + "; is LocalSend open on the device, on the same network? --address HOST:PORT "
+          + "reaches one whose announcements do not get here",
         code: .noPeer)
     }
-    guard candidates.count == 1 else {
-      let names = candidates.map {
-        "'\(printable($0.device.alias))' [\(printable(String($0.device.fingerprint.prefix(16))))]"
+    var sightings = byKey.values.first!
+    if byKey.count > 1 {
+      let devices = byKey.values.map { LocalSendSightings.ordered($0)[0] }
+        .sorted { $0.device.alias < $1.device.alias }
+      guard let wanted else {
+        throw CLIFailure(
+          status: .noPeer,
+          message: "several LocalSend devices answered: \(Self.list(devices)); choose one "
+            + "with --to NAME or --to FINGERPRINT",
+          code: .severalPeers)
       }
-      throw CLIFailure(
-        status: .noPeer,
-        message: "several LocalSend devices answered: \(names.joined(separator: ", ")); "
-          + "choose one with --to NAME or --to FINGERPRINT",
-        code: .severalPeers)
+      // Two keys under one name: one of them may pretend to be the other. Never a guess.
+      guard let chosen = await Self.choose(among: devices, wanted: wanted) else {
+        throw CLIFailure(
+          status: .authentication,
+          message: "several LocalSend devices answer to '\(printable(wanted))' with different "
+            + "keys: \(Self.list(devices)); one may be pretending to be another. Send with "
+            + "--to and \(Fingerprint.minimumPrefixDigits) or more digits of the fingerprint "
+            + "you mean (shown on the device, in LocalSend's settings)",
+          code: .ambiguousPeer)
+      }
+      sightings = byKey[LocalSendSightings.key(chosen.device.fingerprint)] ?? [chosen]
     }
-    let device = first.device
+    let ordered = LocalSendSightings.ordered(sightings)
+    let device = ordered[0].device
     guard device.usesTLS else {
       // Plain HTTP proves nothing: anyone can announce a device's fingerprint with it.
       throw CLIFailure(
@@ -109,42 +170,103 @@ struct LocalSendTargets: Sendable {
           && (($0.filter { !$0.isWhitespace }.count >= Fingerprint.minimumPrefixDigits
             && Self.matches(device, $0)) || (reference?.matchesFingerprint(key) ?? false))
       } ?? false
-    return Found(
-      target: LocalSendTarget(
-        host: first.address, port: device.port ?? Int(LocalSendProtocol.defaultPort),
-        fingerprint: key, plainHTTP: false),
-      device: device, pinned: pinned)
+    // Each address in turn, the key pinned in the handshake: a claim replayed from another
+    // address fails there, and the device that holds the key is found where it is.
+    var reasons: [String] = []
+    for sighting in ordered {
+      let target = LocalSendTarget(
+        host: sighting.address,
+        port: sighting.device.port ?? Int(LocalSendProtocol.defaultPort), fingerprint: key,
+        plainHTTP: false)
+      do throws(LocalSendSendError) {
+        _ = try await upload.info(of: target)
+        return Found(target: target, device: sighting.device, pinned: pinned)
+      } catch {
+        reasons.append("\(target): \(printable("\(error)"))")
+      }
+    }
+    throw CLIFailure(
+      status: .noPeer,
+      message: "'\(printable(device.alias))' was heard but answered as itself at none of its "
+        + "addresses (\(reasons.joined(separator: "; ")))",
+      code: .noPeer)
   }
 
-  /// What is heard until `end`, or until `done` says a sighting is the one.
+  /// Devices as a list: each alias with the first 16 digits of its key and where it is.
+  private static func list(_ devices: [LocalSendSighting]) -> String {
+    devices.map {
+      "'\(printable($0.device.alias))' [\(Self.shortKey($0.device.fingerprint))] at "
+        + printable($0.address)
+    }.joined(separator: ", ")
+  }
+
+  /// A device's fingerprint as Ferry shows keys (its first 16 digits, in groups), or what it
+  /// claims, escaped, when that is no fingerprint (plain HTTP's random text).
+  static func shortKey(_ fingerprint: String) -> String {
+    (try? Fingerprint(parsing: fingerprint))?.shortDescription
+      ?? printable(String(fingerprint.prefix(16)))
+  }
+
+  /// On a terminal, asks which of `devices` (several keys answering to `wanted`) is meant;
+  /// nil in a script, or when the answer is not one of them.
+  private static func choose(among devices: [LocalSendSighting], wanted: String) async
+    -> LocalSendSighting?
+  {
+    guard isatty(STDIN_FILENO) == 1, isatty(STDERR_FILENO) == 1 else { return nil }
+    var text =
+      "Several LocalSend devices answer to '\(printable(wanted))' with different keys (one "
+      + "may be pretending to be another):\n"
+    for (index, device) in devices.enumerated() {
+      text +=
+        "  \(index + 1)) \(DisplayText.quoted(device.device.alias))  "
+        + "[\(shortKey(device.device.fingerprint))]  \(printable(device.address))\n"
+    }
+    text += "Compare with the fingerprint in the device's LocalSend settings. Send to which? "
+    text += "[1-\(devices.count)] "
+    guard
+      let answer = await TerminalInput.shared.nextLine(
+        asking: { StandardStream.error.write(text) }, timeout: .seconds(60)),
+      let number = Int(answer.trimmingCharacters(in: .whitespaces)),
+      devices.indices.contains(number - 1)
+    else { return nil }
+    return devices[number - 1]
+  }
+
+  /// What is heard until `end`, or until `done` (given when the first sighting `named` says
+  /// is one looked for came, and the time now) says it is enough; every sighting is kept in
+  /// the book (``LocalSendSightings``), the ones named even when it is full.
   static func collect(
     _ discovery: LocalSendDiscovery, until end: ContinuousClock.Instant,
-    done: @escaping @Sendable (LocalSendSighting) -> Bool
+    named: @escaping @Sendable (LocalSendSighting) -> Bool,
+    done: @escaping @Sendable (ContinuousClock.Instant?, ContinuousClock.Instant) -> Bool
   ) async -> [LocalSendSighting] {
-    await withTaskGroup(of: [LocalSendSighting]?.self) { group in
+    let book = Book()
+    await withTaskGroup(of: Void.self) { group in
       group.addTask {
-        var heard = LocalSendSightings()
         for await sighting in discovery.sightings {
-          let found = done(sighting)
-          heard.note(sighting, wanted: found)
-          if found { break }
+          let wanted = named(sighting)
+          book.state.withLock { book in
+            book.heard.note(sighting, wanted: wanted)
+            if wanted, book.firstMatch == nil { book.firstMatch = .now }
+          }
         }
-        return heard.all
       }
       group.addTask {
-        try? await Task.sleep(until: end)
-        discovery.stop()
-        return nil
-      }
-      var result: [LocalSendSighting] = []
-      for await value in group {
-        if let value {
-          result = value
-          group.cancelAll()
+        while ContinuousClock.now < end {
+          let first = book.state.withLock { $0.firstMatch }
+          if done(first, .now) { break }
+          try? await Task.sleep(for: .milliseconds(50))
         }
+        discovery.stop()
       }
-      return result
+      await group.waitForAll()
     }
+    return book.state.withLock { $0.heard.all }
+  }
+
+  /// What ``collect(_:until:named:done:)`` has heard, and when it first heard a device named.
+  private final class Book: Sendable {
+    let state = Mutex((heard: LocalSendSightings(), firstMatch: ContinuousClock.Instant?.none))
   }
 
   /// Whether `device` is the one `wanted` names: as ``matches(_:_:)`` says, or by a key a

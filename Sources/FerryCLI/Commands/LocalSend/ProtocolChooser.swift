@@ -41,7 +41,9 @@ struct ProtocolChooser: Sendable {
       browser = try Browser(serviceType: serviceType)
     } catch {
       output.note("Ferry peers are not visible (\(error)); looking for LocalSend devices only.")
-      return .localSend(try await targets.discover(wanted, as: reference, until: deadline))
+      return .localSend(
+        try await targets.discover(
+          wanted, as: reference, until: deadline, upload: try targets.makeUpload()))
     }
     defer { browser.stop() }
     let lookout: LocalSendLookout
@@ -73,7 +75,7 @@ struct ProtocolChooser: Sendable {
       if firstMatch == nil && !(ferry.isEmpty && local.isEmpty) { firstMatch = .now }
       let settled = firstMatch.map { ContinuousClock.now - $0 >= Self.settle } ?? false
       if settled || ContinuousClock.now >= deadline {
-        return try decide(wanted, as: reference, ferry: ferry, local: local, heard: all)
+        return try await decide(wanted, as: reference, ferry: ferry, local: local, heard: all)
       }
       try? await Task.sleep(for: .milliseconds(50))
     }
@@ -82,7 +84,7 @@ struct ProtocolChooser: Sendable {
   private func decide(
     _ wanted: String, as reference: PeerReference, ferry: [DiscoveredPeer],
     local: [LocalSendSighting], heard: [LocalSendSighting]
-  ) throws(CLIFailure) -> Choice {
+  ) async throws(CLIFailure) -> Choice {
     switch (ferry.isEmpty, local.isEmpty) {
     case (true, true):
       throw CLIFailure(
@@ -94,7 +96,9 @@ struct ProtocolChooser: Sendable {
       return .ferry
     case (true, false):
       return .localSend(
-        try targets.pick(local, heard: heard, wanted: wanted, reference: reference))
+        try await targets.pick(
+          local, heard: heard, wanted: wanted, reference: reference,
+          upload: try targets.makeUpload()))
     case (false, false):
       let keys = Set(
         ferry.compactMap { $0.info.fingerprint?.hexString }

@@ -5,7 +5,7 @@ extension ReceiveDecisions {
   /// Accepts or declines a LocalSend sender's files, on their real list: LocalSend has no
   /// invitation before the files, so the one question is about them. The policy applies as to
   /// a Ferry sender — to the key its certificate proved; a sender that proved none
-  /// (`--localsend-legacy`) is never accepted by `--accept-from`, `--accept-trusted` or a known
+  /// (`--localsend-unverified`) is never accepted by `--accept-from`, `--accept-trusted` or a known
   /// name, only by `--yes` or a person.
   func decide(localSend offer: ResourceOffer, from sender: LocalSendSender, knownPeers: KnownPeers)
     async

@@ -12,8 +12,29 @@ final class IncomingTransfers: Sendable {
   private let transfers = Mutex<
     [ObjectIdentifier: (transfer: IncomingTransfer, started: ContinuousClock.Instant)]
   >([:])
+  /// How many lines about files that failed one offer prints; the rest are counted in its
+  /// ending line (a sender that offers 10 000 files and cancels must not print 10 000 lines).
+  static let failedLinesShown = 5
+
   private let identical = Mutex<[Fingerprint: Int]>([:])
   private let saved = Mutex<[Fingerprint: Int]>([:])
+  private let failed = Mutex<[Fingerprint: Int]>([:])
+
+  /// A file from `peer` failed: whether its line is shown (the first ``failedLinesShown`` of
+  /// an offer).
+  func showsFailure(from peer: PeerID) -> Bool {
+    failed.withLock { failed in
+      failed[peer.fingerprint, default: 0] += 1
+      return failed[peer.fingerprint]! <= Self.failedLinesShown
+    }
+  }
+
+  /// How many failed files from `peer` were not shown since the last call.
+  func takeUnshownFailures(from peer: PeerID) -> Int {
+    max(
+      0,
+      (failed.withLock { $0.removeValue(forKey: peer.fingerprint) } ?? 0) - Self.failedLinesShown)
+  }
 
   /// A file from `peer` was saved: whether its line is shown (the first
   /// ``savedLinesShown`` of an offer).

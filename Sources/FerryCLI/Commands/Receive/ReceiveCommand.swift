@@ -38,7 +38,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         ferry receive --quiet --verbose --accept-trusted
         ferry receive --service my-app --name "build box" --yes
         ferry receive --localsend --accept-trusted --pin 4711   # LocalSend apps too
-        ferry receive --localsend --localsend-legacy --localsend-interface wlan0
+        ferry receive --localsend --localsend-unverified --localsend-interface wlan0
         ferry receive --localsend --localsend-http --localsend-port 53318 --yes --dir /srv/drop
         ferry receive --web --once              # a browser sends: scan the QR code, then asked
         ferry receive --web --web-port 8080 --web-expires 30 --dir ~/Inbox

@@ -167,14 +167,23 @@ struct ReceiveDecisions: Sendable {
       // Even with --quiet (it was accepted to be read), each line marked as the peer's, so
       // that none can pass for one of ferry's own.
       prompt.bar.above {
-        var shown = "\(DisplayText.terminalSafe(peer.description)) says:\n"
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-          shown += "  | " + DisplayText.terminalSafe(String(line)) + "\n"
-        }
-        StandardStream.output.write(shown)
+        StandardStream.output.write(
+          "\(DisplayText.terminalSafe(peer.description)) says:\n" + Self.markedLines(text))
       }
     }
     if gate != nil { outcomes.yield(nil) }
+  }
+
+  /// A peer's text as the lines a terminal shows, each marked `  | ` and escaped. Split on the
+  /// byte a terminal starts a line at (0x0A), never on Swift's `Character`s: "\r\n" is one
+  /// Character, and split on "\n" it kept its newline, so a line began unmarked and could pass
+  /// for one of ferry's own.
+  static func markedLines(_ text: String) -> String {
+    var shown = ""
+    for line in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false) {
+      shown += "  | " + DisplayText.terminalSafe(String(decoding: line, as: UTF8.self)) + "\n"
+    }
+    return shown
   }
 
   /// Accepts or declines one offer from an accepted sender (see the type's description).

@@ -80,7 +80,10 @@ struct ReceiveReporter: Sendable {
       output.emit(
         Failure(
           code: Self.code(error), message: error.description, peer: peer.displayName, path: name))
-      bar.above { output.note("\(printable(name)): \(error)") }
+      // The first few of an offer; the rest are counted in its ending line (`--json` has all).
+      if incoming.showsFailure(from: peer) {
+        bar.above { output.note("\(printable(name)): \(error)") }
+      }
     case .staleStagingRemoved(let files, let bytes, let destination):
       output.emit(StagingCleaned(files: files, bytes: Int(bytes), dir: destination.path))
       bar.above {
@@ -108,9 +111,17 @@ struct ReceiveReporter: Sendable {
       Self.done(transfer, error, output: output)
       let identical = incoming.takeIdentical(from: transfer.peer)
       let unshown = incoming.takeUnshown(from: transfer.peer)
+      let unshownFailures = incoming.takeUnshownFailures(from: transfer.peer)
+      // Failures past the first few, in one line.
+      let failures =
+        unshownFailures > 0
+        ? " \(Quantity.count(unshownFailures, "more file")) from \(transfer.peer) were not "
+          + "received (not listed above)."
+        : ""
       if let error {
-        bar.above { output.note(Self.ending(of: transfer, error)) }
+        bar.above { output.note(Self.ending(of: transfer, error) + failures) }
       } else {
+        if !failures.isEmpty { bar.above { output.note(String(failures.dropFirst())) } }
         let already = identical > 0 ? "; \(identical) already there, not sent" : ""
         let listed = unshown > 0 ? "; \(unshown) more saved than listed above" : ""
         // The rate of what crossed: not of files already there, skipped or resumed.

@@ -59,7 +59,7 @@ struct ReceiveSettings: Sendable {
     if !localsend && command.localSend.anyGiven {
       throw CLIFailure(
         status: .usage,
-        message: "--pin, --localsend-legacy, --localsend-http, --localsend-port and "
+        message: "--pin, --localsend-unverified, --localsend-http, --localsend-port and "
           + "--localsend-interface go with --localsend (or localsend = true in the config)",
         code: .usage)
     }

@@ -39,7 +39,8 @@ enum WebReceiving {
       try? await Task.sleep(until: access.expires)
       output.note("The web link expired: browsers get \"expired or wrong link\" now.")
     }
-    return LocalSendReceiving(server: server, discovery: nil)
+    return LocalSendReceiving(
+      server: server, discovery: nil, takesUnverified: true, output: output)
   }
 
 }

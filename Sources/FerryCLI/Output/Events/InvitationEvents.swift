@@ -62,6 +62,20 @@ struct OfferDeclined: EventRecord {
   let bytes: Int
 }
 
+/// `sender-refused`: a LocalSend sender turned away in the TLS handshake, before it could ask
+/// anything (once per address and reason in 10 minutes): its app says only that the
+/// connection failed.
+struct SenderRefused: EventRecord {
+  static let events: [Event] = [.senderRefused]
+  let `protocol`: String
+  let address: String
+  /// Its alias, when it announced one from that address.
+  let name: String?
+  /// `no-certificate`, `plain-http` or `tls`.
+  let code: String
+  let message: String
+}
+
 /// `withdrawn`: the sender gave up while it was asked about.
 struct Withdrawn: EventRecord {
   static let events: [Event] = [.withdrawn]
