@@ -23,19 +23,50 @@ extension LocalSendTests {
       return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) / 1024
     }
 
-    /// Runs attack `name` from host c; its JSON lines.
-    func attack(_ name: String, _ arguments: [String] = [], timeout: Duration = .seconds(90))
-      async throws -> [Observation]
-    {
-      let home = NSTemporaryDirectory() + "localsend-hostile-\(UUID().uuidString)"
-      let process = try ChildProcess(
-        Harness.on!,
-        [
-          "c", "python3", Self.script, name, "--address", "\(Harness.hostAddresses["a"]!):53317",
-          "--home", home,
-        ] + arguments)
+    /// Runs attack `name` from host c (or `host`); its JSON lines.
+    func attack(
+      _ name: String, _ arguments: [String] = [], on host: String = "c",
+      timeout: Duration = .seconds(90)
+    ) async throws -> [Observation] {
+      let process = try start(name, arguments, on: host)
       #expect(await process.waitForExit(timeout: timeout) == 0, "\(name): \(process.stderr)")
       return process.stdoutLines.map { Observation(line: $0.text) }
+    }
+
+    /// Starts attack `name` on `host` (c), with a home of its own.
+    func start(_ name: String, _ arguments: [String] = [], on host: String = "c") throws
+      -> ChildProcess
+    {
+      let home = NSTemporaryDirectory() + "localsend-hostile-\(UUID().uuidString)"
+      return try ChildProcess(
+        Harness.on!,
+        [
+          host, "python3", Self.script, name, "--address",
+          "\(Harness.hostAddresses["a"]!):53317", "--home", home,
+        ] + arguments)
+    }
+
+    /// Gives host c three more addresses on its test link (10.213.0.31-33), for attacks from
+    /// four addresses at once; they are taken away again by `remove`.
+    func moreAddresses() async throws -> (all: [String], remove: @Sendable () async -> Void) {
+      let extra = ["10.213.0.31", "10.213.0.32", "10.213.0.33"]
+      for address in extra {
+        _ = try await run(Harness.on!, ["c", "ip", "addr", "add", "\(address)/24", "dev", "mdns0"])
+      }
+      let remove: @Sendable () async -> Void = {
+        for address in extra {
+          _ = try? await run(
+            Harness.on!, ["c", "ip", "addr", "del", "\(address)/24", "dev", "mdns0"])
+        }
+      }
+      return ([Harness.hostAddresses["c"]!] + extra, remove)
+    }
+
+    /// The most memory process `pid` has held (VmHWM), in MB.
+    static func peakMegabytes(of pid: pid_t) -> Int {
+      let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+      let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+      return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) / 1024
     }
 
     /// `ferry receive --localsend --yes` on host a into a fresh folder inside a fresh parent
@@ -127,10 +158,146 @@ extension LocalSendTests {
         FileManager.default.fileExists(
           atPath: destination.appendingPathComponent("honest.txt").path))
       let results = try await idle
+      // A connection past the cap takes the place of the one idle the longest: the 500 came
+      // in, but no more than the 16 of one address stayed open.
       let opened = try #require(results.first { $0.string("attack") == "idle-open" })
-      #expect((opened.int("held") ?? 500) <= 16, "\(opened)")
+      #expect((opened.int("aliveNow") ?? 500) <= 16, "\(opened)")
       let after = try #require(results.first { $0.string("attack") == "idle-after" })
       #expect(after.int("alive") == 0, "\(after)")
+      #expect(ferry.isRunning, "\(ferry.stderr)")
+    }
+
+    @Test(
+      "a resumed TLS session keeps its proof; 64 bodies of 4 MiB held open cost at most 16 MiB in all; kept-alive connections from four addresses give way to an honest sender"
+    )
+    func sharedLimits() async throws {
+      let (ferry, destination) = try await receiver()
+      defer { ferry.signal(SIGKILL) }
+      let resumed = try #require(try await attack("resumed").first)
+      #expect(resumed.int("full") == 200, "\(resumed)")
+      #expect(resumed.bool("resumed-reused") == true, "\(resumed)")
+      #expect(resumed.int("resumed") == 200, "a resumed session lost its proof: \(resumed)")
+      #expect(resumed.int("resumed-claim") == 403, "\(resumed)")
+
+      let (sources, remove) = try await moreAddresses()
+      let peakBefore = Self.peakMegabytes(of: ferry.pid)
+      let bodies = try #require(
+        try await attack("bodies", ["--sources", sources.joined(separator: ","), "--hold", "5"])
+          .first)
+      let statuses = (bodies.fields["statuses"] as? [Any]) ?? []
+      let refused = statuses.filter { ($0 as? Int) == 503 }.count
+      let grew = Self.peakMegabytes(of: ferry.pid) - peakBefore
+      print(
+        "bodies: \(refused) of \(statuses.count) refused (503); the receiver grew \(grew) MB; "
+          + "\(statuses)")
+      // 16 MiB of bodies in all (4 of the 64), TLS buffers and the answers: never 64 x 4 MiB
+      // (314 MiB before the cap). The others are refused (503) as soon as they would pass it;
+      // whether a sender still writing reads that answer before the close is its own race.
+      #expect(grew < 64, "the receiver grew by \(grew) MB: \(bodies)")
+      #expect(statuses.count == 64, "\(bodies)")
+      #expect(!statuses.contains { ($0 as? Int) == 200 }, "\(bodies)")
+
+      // 64 kept-alive connections asking for /info every 8 s, from four addresses.
+      let hog = try start(
+        "keepalive", ["--sources", sources.joined(separator: ","), "--hold", "20"])
+      _ = await hog.waitForLine(onStderr: true, timeout: .seconds(3)) { _ in false }
+      let file = try temporaryDirectory("ls-src").appendingPathComponent("through.txt")
+      try writeFile(file, size: 1000)
+      let honest = try LocalSendPeer.start(
+        "send", ["--address", "\(Harness.hostAddresses["a"]!):53317", file.path],
+        alias: LocalSendPeer.alias("phone"))
+      #expect(await honest.waitForExit() == 0, "\(honest.stdout)")
+      #expect(
+        FileManager.default.fileExists(
+          atPath: destination.appendingPathComponent("through.txt").path))
+      #expect(await hog.waitForExit() == 0, "\(hog.stderr)")
+      await remove()
+      #expect(ferry.isRunning, "\(ferry.stderr)")
+    }
+
+    @Test(
+      "an upload trickling a byte every 5 s ends at the 60 s stall limit; a text's sender that hangs up frees the receiver; another certificate at the sender's address cannot cancel its session"
+    )
+    func sessions() async throws {
+      let (ferry, destination) = try await receiver()
+      defer { ferry.signal(SIGKILL) }
+      let hangup = try #require(try await attack("text-hangup").first)
+      #expect(hangup.int("next") == 200, "still busy after the text's sender left: \(hangup)")
+      let other = try #require(try await attack("cancel-other").first)
+      #expect(other.int("prepared") == 200 && other.int("upload") == 200, "\(other)")
+      #expect(
+        FileManager.default.fileExists(
+          atPath: destination.appendingPathComponent("victim.txt").path))
+      let trickle = try #require(
+        try await attack("trickle-upload", ["--hold", "120"], timeout: .seconds(150)).first)
+      let after = try #require(trickle.fields["cutAfter"] as? Double, "\(trickle)")
+      // The 60 s limit, checked every quarter of it, and the margin for a loaded machine:
+      // silence (a byte every 5 s) never extends it.
+      #expect(after >= 55 && after < 60 + 15 + seconds(Harness.margin), "\(trickle)")
+      #expect(ferry.isRunning, "\(ferry.stderr)")
+    }
+
+    @Test(
+      "2000 files offered and cancelled print a handful of lines, not one per file; a forged text never starts a line of ferry's own"
+    )
+    func terminalFlood() async throws {
+      let parent = try temporaryDirectory("ls-flood")
+      let process = try ChildProcess.ferry(
+        [
+          "receive", "--localsend", "--yes", "--name", LocalSendPeer.alias("rx"), "--dir",
+          parent.path,
+        ], on: "a",
+        environment: TestEnvironment.noBus.merging(["FERRY_HOME": Harness.freshFerryHome()]) {
+          $1
+        }, terminal: true, columns: 100)
+      defer { process.signal(SIGKILL) }
+      #expect(await process.waitForText("Also receiving from LocalSend"), "\(process.transcript)")
+      let flood = try #require(try await attack("flood-files", ["--file-count", "2000"]).first)
+      #expect(flood.int("prepared") == 200, "\(flood)")
+      #expect(await process.waitForText("not received"), "\(process.transcript)")
+      // Lines as the terminal shows them (a "\r\n" is one Swift Character: split on it).
+      let shownLines = process.transcript.components(separatedBy: "\r\n")
+      let flooded = shownLines.filter { $0.contains("flood/f") && $0.contains("cancelled") }
+      #expect(flooded.count <= 30, "\(flooded.count) lines about the flood's files")
+      let forged = try #require(try await attack("text-forge").first)
+      #expect(forged.int("status") == 204, "\(forged)")
+      #expect(await process.waitForText("says:"), "\(process.transcript)")
+      // Every line the terminal starts for the text is marked as the peer's: none begins with
+      // what ferry itself prints.
+      let lines = process.transcript.components(separatedBy: "\r\n")
+      #expect(
+        !lines.contains { $0.hasPrefix("Saved /home/you") || $0 == "Accepted" },
+        "\(process.transcript.debugDescription)")
+      #expect(
+        lines.contains { $0.hasPrefix("  | ") && $0.contains("Saved /home/you/invoice.pdf") },
+        "\(process.transcript.debugDescription)")
+    }
+
+    @Test(
+      "forged announcements make the receiver connect once to the host they name, never to plain HTTP, and multicast at most one answer"
+    )
+    func forgedAnnouncements() async throws {
+      let (ferry, _) = try await receiver()
+      defer { ferry.signal(SIGKILL) }
+      let counter = try start(
+        "count-connections", ["--first-port", "41000", "--count", "50", "--hold", "30"],
+        on: "b")
+      defer { counter.signal(SIGKILL) }
+      _ = await counter.waitForLine { $0.contains("listening") }
+      let spoof = try #require(
+        try await attack(
+          "announce-spoof",
+          [
+            "--spoof-source", Harness.hostAddresses["b"]!, "--interface-address",
+            Harness.hostAddresses["c"]!, "--first-port", "41000", "--count", "50", "--hold",
+            "15",
+          ]
+        ).first)
+      let counted = await counter.waitForLine { $0.contains("\"connections\"") }
+      let connections = counted.flatMap { jsonObject($0.text)?["connections"] as? Int }
+      print("forged announcements: \(connections ?? -1) connections to host b, \(spoof)")
+      #expect((connections ?? 99) <= 1, "\(counter.stdout)")
+      #expect((spoof.int("multicastAnswers") ?? 99) <= 1, "\(spoof)")
       #expect(ferry.isRunning, "\(ferry.stderr)")
     }
   }
