@@ -198,7 +198,7 @@ extension LocalSendTests {
 
       // 64 kept-alive connections asking for /info every 8 s, from four addresses.
       let hog = try start(
-        "keepalive", ["--sources", sources.joined(separator: ","), "--hold", "20"])
+        "keepalive", ["--sources", sources.joined(separator: ","), "--hold", "12"])
       _ = await hog.waitForLine(onStderr: true, timeout: .seconds(3)) { _ in false }
       let file = try temporaryDirectory("ls-src").appendingPathComponent("through.txt")
       try writeFile(file, size: 1000)
@@ -279,7 +279,7 @@ extension LocalSendTests {
       let (ferry, _) = try await receiver()
       defer { ferry.signal(SIGKILL) }
       let counter = try start(
-        "count-connections", ["--first-port", "41000", "--count", "50", "--hold", "30"],
+        "count-connections", ["--first-port", "41000", "--count", "50", "--hold", "14"],
         on: "b")
       defer { counter.signal(SIGKILL) }
       _ = await counter.waitForLine { $0.contains("listening") }
@@ -289,7 +289,7 @@ extension LocalSendTests {
           [
             "--spoof-source", Harness.hostAddresses["b"]!, "--interface-address",
             Harness.hostAddresses["c"]!, "--first-port", "41000", "--count", "50", "--hold",
-            "15",
+            "10",
           ]
         ).first)
       let counted = await counter.waitForLine { $0.contains("\"connections\"") }
