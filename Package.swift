@@ -68,6 +68,7 @@ let package = Package(
       dependencies: [
         "Ferry",
         "FerryWire",
+        "CFerrySystem",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -27,3 +29,38 @@ ssize_t ferry_get_attribute(int fd, const char *name, void *value, size_t size) 
 off_t ferry_seek_data(int fd, off_t offset) { return lseek(fd, offset, SEEK_DATA); }
 
 off_t ferry_seek_hole(int fd, off_t offset) { return lseek(fd, offset, SEEK_HOLE); }
+
+static uint32_t crc_table[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_make_table(void) {
+  for (uint32_t n = 0; n < 256; n++) {
+    uint32_t c = n;
+    for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    crc_table[0][n] = c;
+  }
+  for (uint32_t n = 0; n < 256; n++) {
+    uint32_t c = crc_table[0][n];
+    for (int k = 1; k < 8; k++) {
+      c = crc_table[0][c & 0xFF] ^ (c >> 8);
+      crc_table[k][n] = c;
+    }
+  }
+}
+
+uint32_t ferry_crc32(uint32_t crc, const void *bytes, size_t length) {
+  pthread_once(&crc_once, crc_make_table);
+  const unsigned char *p = bytes;
+  uint32_t c = ~crc;
+  while (length >= 8) {
+    uint32_t low = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    uint32_t high = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+    c = crc_table[7][low & 0xFF] ^ crc_table[6][(low >> 8) & 0xFF] ^ crc_table[5][(low >> 16) & 0xFF]
+        ^ crc_table[4][low >> 24] ^ crc_table[3][high & 0xFF] ^ crc_table[2][(high >> 8) & 0xFF]
+        ^ crc_table[1][(high >> 16) & 0xFF] ^ crc_table[0][high >> 24];
+    p += 8;
+    length -= 8;
+  }
+  while (length--) c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+  return ~c;
+}

@@ -291,6 +291,18 @@ def share():
             check(status == 404, "share: file id %r: 404 (%d)" % (bad, status))
         status, _ = get_from("127.0.0.1", port, "/api/localsend/v2/download?sessionId=nope&fileId=f0")
         check(status == 403, "share: an unknown session: 403 (%d)" % status)
+        # The whole set as a zip, and what was downloaded: the session's address only.
+        for route in ("/api/ferry/v1/download-all", "/api/ferry/v1/downloaded"):
+            status, _ = get_from("127.0.0.2", port, route + "?sessionId=" + session)
+            check(status == 403, "share: %s from another address: 403 (%d)" % (route, status))
+            status, _ = get_from("127.0.0.1", port, route + "?sessionId=nope")
+            check(status == 403, "share: %s of an unknown session: 403 (%d)" % (route, status))
+        status, body = get_from("127.0.0.1", port, "/api/ferry/v1/downloaded?sessionId=" + session)
+        check(status == 200 and json.loads(body) == {"downloaded": ["f0"]},
+              "share: the file downloaded is listed (%d %r)" % (status, body[:60]))
+        status, body = get_from("127.0.0.1", port, "/api/ferry/v1/download-all?sessionId=" + session)
+        check(status == 200 and body[:4] == b"PK\x03\x04" and b"shared" in body,
+              "share: the zip, to its session's address (%d)" % status)
         status, _ = get_from("127.0.0.1", port, "/api/localsend/v2/prepare-download",
                              {"x-ferry-token": token, "content-length": "100000"}, "POST",
                              b"x" * 100000)

@@ -191,6 +191,13 @@ def main():
         check(b"plain HTTP" in prompt, "desktop: the prompt states plain HTTP")
         driver.save_screenshot(os.path.join(SHOTS, "desktop-2-waiting.png"))
         os.write(master, b"y\n")
+        # While it goes: the percentage, the rate and the time left.
+        try:
+            WebDriverWait(driver, 60).until(lambda d: "%" in d.find_element(By.ID, "rate").text)
+            rate = driver.find_element(By.ID, "rate").text
+        except Exception:  # noqa: BLE001
+            rate = driver.find_element(By.ID, "rate").text
+        check("%" in rate, f"desktop: the page shows how far it is ({rate!r})")
         check(wait_status(driver, "Done", 120), "desktop: Done: " + status_text(driver))
         driver.save_screenshot(os.path.join(SHOTS, "desktop-3-done.png"))
         check(tree(dest) == {"big.bin": sha(os.path.join(src, "big.bin"))},
@@ -217,6 +224,16 @@ def main():
         check(wait_status(driver, "Declined"), "declined: the page says so: " + status_text(driver))
         driver.save_screenshot(os.path.join(SHOTS, "phone-4-declined.png"))
         check(os.listdir(dest) == [], "declined: nothing written")
+        # Try again, without picking the file again: asked afresh, and this time it is sent.
+        again = driver.find_element(By.ID, "send")
+        check(again.text == "Try again" and again.is_enabled(),
+              f"declined: the page offers to try again ({again.text!r})")
+        again.click()
+        read_until(master, b"[y/N]", 30)
+        os.write(master, b"y\n")
+        check(wait_status(driver, "Done", 60), "declined, then again: Done: " + status_text(driver))
+        check(tree(dest) == {"notes.txt": sha(os.path.join(src, "notes.txt"))},
+              "declined, then again: the file arrived")
     finally:
         driver.quit()
         proc.terminate()
@@ -233,15 +250,23 @@ def main():
               "wrong token: the plain page")
         check(not driver.find_elements(By.ID, "files"), "wrong token: no form")
         driver.save_screenshot(os.path.join(SHOTS, "phone-5-wrong-link.png"))
-        time.sleep(7)
-        driver.get(url)
-        check("expired" in driver.find_element(By.TAG_NAME, "h1").text, "expired: the plain page")
+        # The link's end is the receiver's end: it stops (exit 0) once its 6 s are over, and
+        # nothing answers at the link after (no sender of any kind is taken any more).
+        started = time.time()
+        try:
+            code = proc.wait(6 + 20)
+        except subprocess.TimeoutExpired:
+            code = None
+        check(code == 0, f"expired: the receiver ends with its link (exit {code})")
+        check(time.time() - started < 6 + 20, "expired: it ends soon after the link")
         try:
             urllib.request.urlopen(urllib.request.Request(
-                base + "/api/localsend/v2/info", headers={"x-ferry-token": token}))
-            check(False, "expired: the API refuses the token")
+                base + "/api/localsend/v2/info", headers={"x-ferry-token": token}), timeout=5)
+            check(False, "expired: nothing answers at the link")
         except urllib.error.HTTPError as e:
-            check(e.code == 410, f"expired: the API answers 410 ({e.code})")
+            check(False, f"expired: nothing answers at the link (HTTP {e.code})")
+        except (urllib.error.URLError, OSError):
+            pass
     finally:
         driver.quit()
         proc.terminate()
@@ -268,7 +293,13 @@ def sender(extra, paths, terminal):
 
 def check_share(src):
     downloads = tempfile.mkdtemp(prefix="downloads-", dir=WORK)
+    # Two files of one name in different folders: each is saved under its own path.
+    with open(os.path.join(src, "album", "2026", "cover.png"), "wb") as f:
+        f.write(os.urandom(5000))
     paths = [os.path.join(src, "notes.txt"), os.path.join(src, "album")]
+    offered = {os.path.relpath(os.path.join(base, n), src): sha(os.path.join(base, n))
+               for base, _, names in os.walk(src) for n in names
+               if os.path.join(base, n).startswith(tuple(paths))}
     proc, url, master = sender(["--once"], paths, terminal=True)
     driver = browser(1280, 800)
     try:
@@ -281,16 +312,22 @@ def check_share(src):
         driver.save_screenshot(os.path.join(SHOTS, "desktop-4-share-waiting.png"))
         os.write(master, b"y\n")
         WebDriverWait(driver, 30).until(
-            lambda d: len(d.find_elements(By.CSS_SELECTOR, "#list a")) == 5)
+            lambda d: len(d.find_elements(By.CSS_SELECTOR, "#list a")) == len(offered))
         check("Files from" in driver.find_element(By.ID, "title").text, "share: the list")
+        shown = sorted(a.text for a in driver.find_elements(By.CSS_SELECTOR, "#list a"))
+        check(shown == sorted(offered), f"share: every path listed with its folders ({shown})")
         driver.save_screenshot(os.path.join(SHOTS, "desktop-5-share-list.png"))
-        for link in driver.find_elements(By.CSS_SELECTOR, "#list a"):
+        links = driver.find_elements(By.CSS_SELECTOR, "#list a")
+        # One file, then the mark: this browser has it.
+        links[0].click()
+        check(WebDriverWait(driver, 30).until(
+            lambda d: "downloaded" in d.find_elements(By.CSS_SELECTOR, "#list li")[0].text),
+            "share: a downloaded file is marked")
+        for link in links[1:]:
             link.click()
             time.sleep(0.3)
         deadline = time.time() + 30
-        want = {os.path.basename(p): sha(os.path.join(base, p))
-                for base, _, names in os.walk(src) for p in names
-                if os.path.join(base, p).startswith(tuple(paths))}
+        want = {" - ".join(path.split("/")): digest for path, digest in offered.items()}
         got = {}
         while time.time() < deadline:
             got = {n: sha(os.path.join(downloads, n)) for n in os.listdir(downloads)
@@ -298,12 +335,56 @@ def check_share(src):
             if got == want:
                 break
             time.sleep(0.2)
-        check(got == want, f"share: every file downloaded byte for byte ({len(got)} of {len(want)})")
+        check(got == want, f"share: every file downloaded byte for byte, under its own path "
+              f"({sorted(got)} of {sorted(want)})")
         try:
             code = proc.wait(15)
         except subprocess.TimeoutExpired:
             code = None
         check(code == 0, f"share: --once ends once the browser has every file (exit {code})")
+        check(wait_status(driver, "Every file is downloaded", 15)
+              or wait_status(driver, "The sharing has ended", 15),
+              "share: the page says it is over: " + status_text(driver))
+    finally:
+        driver.quit()
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(10)
+    # Everything as one zip: its names are the paths, its contents and CRCs right, and --once
+    # is met by it.
+    downloads = tempfile.mkdtemp(prefix="downloads-zip-", dir=WORK)
+    proc, url, master = sender(["--once", "--yes"], paths, terminal=True)
+    driver = browser(360, 740)
+    try:
+        driver.execute_cdp_cmd(
+            "Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+        driver.get(url)
+        button = WebDriverWait(driver, 30).until(
+            lambda d: d.find_element(By.ID, "all") if d.find_element(By.ID, "all").is_displayed()
+            else False)
+        driver.save_screenshot(os.path.join(SHOTS, "phone-7-share-all.png"))
+        button.click()
+        deadline = time.time() + 30
+        archive = None
+        while time.time() < deadline:
+            names = [n for n in os.listdir(downloads) if n.endswith(".zip")]
+            if names:
+                archive = os.path.join(downloads, names[0])
+                break
+            time.sleep(0.2)
+        check(archive is not None, f"share: the zip arrived ({os.listdir(downloads)})")
+        if archive:
+            import zipfile
+            with zipfile.ZipFile(archive) as z:
+                check(z.testzip() is None, "share: every entry's CRC is right")
+                inside = {i.filename: hashlib.sha256(z.read(i)).hexdigest() for i in z.infolist()}
+            check(inside == offered, f"share: the zip holds every file under its path "
+                  f"({sorted(inside)})")
+        try:
+            code = proc.wait(15)
+        except subprocess.TimeoutExpired:
+            code = None
+        check(code == 0, f"share: the zip meets --once (exit {code})")
     finally:
         driver.quit()
         if proc.poll() is None:

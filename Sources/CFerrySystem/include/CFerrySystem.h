@@ -4,6 +4,7 @@
 #ifndef CFERRYSYSTEM_H
 #define CFERRYSYSTEM_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 /// renameat2(2) with RENAME_NOREPLACE: fails with EEXIST instead of replacing `newpath`.
@@ -50,5 +51,9 @@ void ferry_xxh3_update(ferry_xxh3 *state, const void *bytes, size_t count);
 /// Writes the 16-byte digest of everything hashed so far, in xxHash's canonical (big-endian)
 /// form, as `xxhsum -H2` prints it; the state can go on.
 void ferry_xxh3_digest(const ferry_xxh3 *state, unsigned char digest[16]);
+
+/// CRC-32 (ISO-HDLC, the one of zip and gzip) of `length` bytes at `bytes`, continuing from `crc`
+/// (0 to start): slice-by-8 over a table made once.
+uint32_t ferry_crc32(uint32_t crc, const void *bytes, size_t length);
 
 #endif

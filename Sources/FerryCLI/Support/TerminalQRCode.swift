@@ -37,4 +37,11 @@ enum TerminalQRCode {
     }
     return lines
   }
+
+  /// How many columns `lines` (from ``lines(for:colors:)``) take: one per module of a row,
+  /// colours aside.
+  static func width(of lines: [String]) -> Int {
+    guard let line = lines.first else { return 0 }
+    return line.unicodeScalars.filter { "█▀▄ ".unicodeScalars.contains($0) }.count
+  }
 }

@@ -41,11 +41,15 @@ public struct LocalSendSighting: Sendable {
 /// HTTP only for a receiver that serves it). What it hears comes out of ``sightings``. Needs no
 /// avahi-daemon. Thread-safe.
 ///
+/// Each announcement answered is also answered by multicast (`announce: false`), whatever
+/// comes of the register, as apps of 1.17 and older answer when they cannot reach the
+/// announcer: a device whose firewall refuses connections still sees this one.
+///
 /// An announcement is a datagram anyone can forge, source address included, so answering one
 /// is paced: each address at most once per ``answerInterval`` whatever key or port it claims,
-/// a few at a time, only neighbours; and no answer ever depends on how a connection went
-/// (older apps answered by multicast when the register failed, which told a forger whether the
-/// port it named was open).
+/// a few at a time, only neighbours, at most one multicast answer a second; and no answer ever
+/// depends on how a connection went (older apps multicast only when the register failed,
+/// which told a forger whether the port it named was open).
 public final class LocalSendDiscovery: Sendable {
   /// The interfaces to use: all that are up, have multicast and are not loopback, or these
   /// (by name).
@@ -61,6 +65,10 @@ public final class LocalSendDiscovery: Sendable {
   private let channels = Mutex<[any Channel]>([])
   /// When each address was last answered, and how many answers are under way.
   private let answers = Mutex<(last: [String: ContinuousClock.Instant], running: Int)>(([:], 0))
+  /// When the last multicast answer went.
+  private let lastMulticastAnswer = Mutex<ContinuousClock.Instant?>(nil)
+  /// The least time between two multicast answers, whoever they answer.
+  static let multicastAnswerInterval: Duration = .seconds(1)
 
   /// How often one address is answered, whatever device it claims to be.
   static let answerInterval: Duration = .seconds(30)
@@ -224,6 +232,14 @@ public final class LocalSendDiscovery: Sendable {
     guard device.asksForAnswer, device.usesTLS || answersPlainHTTP, isOnLink(sender),
       claimAnswer(at: address)
     else { return }
+    // Before the register, whatever comes of it: the multicast tells nothing of a connection.
+    let now = ContinuousClock.now
+    let mayMulticast = lastMulticastAnswer.withLock { last in
+      if let last, now - last < Self.multicastAnswerInterval { return false }
+      last = now
+      return true
+    }
+    if mayMulticast { send(own.answer) }
     Task {
       await answer(device, at: address)
       answers.withLock { $0.running -= 1 }

@@ -215,6 +215,14 @@ public final class LocalSendServer: Sendable {
   /// A request's answer was flushed, or its connection closed first. Any thread.
   func requestAnswered() { unanswered.subtract(1, ordering: .releasing) }
 
+  /// Waits until no session is under way (asked about, or uploading): a sender that makes no
+  /// progress loses its session at the stall limit, so this ends. Any task.
+  public func waitUntilNoSession() async {
+    while sessions.withLock({ $0.currentSession != nil }) {
+      try? await Task.sleep(for: .milliseconds(100))
+    }
+  }
+
   /// Cancels the session under way, if any (the application's cancel): its sender's uploads
   /// are cut off.
   public func cancelSession() {

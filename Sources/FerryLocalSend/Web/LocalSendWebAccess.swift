@@ -50,8 +50,8 @@ public struct LocalSendWebAccess: Sendable {
 
   /// The addresses a browser nearby can reach: each interface's IPv4 address and unique local
   /// IPv6 address (fc00::/7); global IPv6 ones only when there is neither (link-local ones
-  /// need a zone no browser takes); loopback only when there is nothing else. IPv6 ones in
-  /// brackets, ready for a URL. Any thread.
+  /// need a zone no browser takes); loopback only when there is nothing else. IPv4 ones
+  /// first, IPv6 ones in brackets, ready for a URL. Any thread.
   public static func addresses() -> [String] {
     let devices = (try? System.enumerateDevices()) ?? []
     var local: [String] = []
@@ -74,7 +74,10 @@ public struct LocalSendWebAccess: Sendable {
       }
     }
     var seen = Set<String>()
+    // IPv4 first: the address a phone on the same Wi-Fi most likely reaches (many networks
+    // have no IPv6), then unique local IPv6.
     let found = (local.isEmpty ? global : local).filter { seen.insert($0).inserted }
+      .sorted { !$0.hasPrefix("[") && $1.hasPrefix("[") }
     return found.isEmpty ? ["127.0.0.1"] : found
   }
 }

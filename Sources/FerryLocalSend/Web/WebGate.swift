@@ -39,7 +39,10 @@ final class WebGate: Sendable {
     if wrongTokens.withLock({ ($0[address] ?? 0) >= LocalSendWebAccess.wrongTokensPerAddress }) {
       return .serve(.tooManyRequests, body: WebPage.expired, type: html)
     }
-    if page == .share, method == .GET, path == LocalSendProtocol.Path.download {
+    if page == .share, method == .GET,
+      path == LocalSendProtocol.Path.download || path == WebShareServer.Path.downloadAll
+        || path == WebShareServer.Path.downloaded
+    {
       // A download link cannot carry a header: its session (granted to this address after
       // the person said yes) is its key, checked by the share handler — also after the link
       // expired, for a browser already let in.

@@ -68,8 +68,10 @@ enum WebPage {
     <ul id="list" aria-label="Chosen files"></ul>
     <p id="summary"></p>
     <progress id="total" max="1" value="0" aria-label="Total progress" hidden></progress>
+    <p id="rate" class="note" aria-live="off"></p>
     <div class="actions">
     <button id="send" type="button" disabled>Send</button>
+    <button id="cancel" type="button" class="secondary" hidden>Cancel</button>
     <button id="clear" type="button" class="secondary" disabled>Clear</button>
     </div>
     <p id="status" role="status" aria-live="polite"></p>
@@ -96,6 +98,7 @@ enum WebPage {
     .button,button{display:inline-block;border:0;border-radius:.5rem;padding:.7rem 1.1rem;\
     font:inherit;font-weight:600;background:var(--accent);color:#fff;cursor:pointer;\
     min-height:2.75rem}
+    a.button{text-decoration:none}
     button.secondary{background:transparent;color:var(--accent);border:1px solid var(--line)}
     button:disabled{opacity:.45;cursor:default}
     ul{list-style:none;padding:0;margin:1rem 0}
@@ -124,6 +127,11 @@ enum WebPage {
     const $ = (id) => document.getElementById(id);
     let chosen = [];
     let busy = false;
+    // The uploads under way (to cancel them), the session they belong to, and whether the
+    // person cancelled.
+    let inFlight = [];
+    let current = null;
+    let cancelled = false;
 
     function size(n) {
       const units = ["bytes", "KB", "MB", "GB", "TB"];
@@ -159,6 +167,7 @@ enum WebPage {
         bar.hidden = true;
         li.append(path, bytes, state, bar);
         item.li = li; item.bar = bar; item.state = state;
+        if (item.sent) { li.className = "done"; state.textContent = "sent"; }
         list.append(li);
         total += item.file.size;
       }
@@ -217,8 +226,32 @@ enum WebPage {
       say(""); render();
     });
     $("clear").addEventListener("click", () => {
-      chosen = []; say(""); $("total").hidden = true; render();
+      chosen = []; say(""); $("total").hidden = true; $("rate").textContent = "";
+      $("send").textContent = "Send"; render();
     });
+    $("cancel").addEventListener("click", () => {
+      cancelled = true;
+      for (const x of inFlight) x.abort();
+      if (current) request("POST", "cancel?sessionId=" + encodeURIComponent(current), null);
+    });
+
+    // "42 % · 3.2 MB/s · about 1 min left", from the bytes of the last few seconds.
+    function pace(samples, done, total) {
+      const now = performance.now();
+      samples.push([now, done]);
+      while (samples.length > 2 && now - samples[0][0] > 5000) samples.shift();
+      const [t0, b0] = samples[0];
+      const rate = now > t0 ? (done - b0) * 1000 / (now - t0) : 0;
+      let text = Math.floor(done * 100 / Math.max(total, 1)) + " %";
+      if (rate > 0) {
+        text += " · " + size(rate) + "/s";
+        const left = (total - done) / rate;
+        text += " · " + (left < 60 ? "less than a minute left"
+          : left < 3600 ? "about " + Math.ceil(left / 60) + " min left"
+          : "about " + (left / 3600).toFixed(1) + " h left");
+      }
+      $("rate").textContent = text;
+    }
 
     const refusals = {
       401: "The receiver wants a PIN, which a web page cannot give.",
@@ -237,8 +270,11 @@ enum WebPage {
         x.open(method, api + path);
         x.setRequestHeader("x-ferry-token", token);
         if (onProgress) x.upload.onprogress = (e) => onProgress(e.loaded);
-        x.onload = () => resolve({ status: x.status, text: x.responseText });
-        x.onerror = () => resolve({ status: 0, text: "" });
+        const done = (answer) => { inFlight = inFlight.filter((y) => y !== x); resolve(answer); };
+        x.onload = () => done({ status: x.status, text: x.responseText });
+        x.onerror = () => done({ status: 0, text: "" });
+        x.onabort = () => done({ status: -1, text: "" });
+        inFlight.push(x);
         x.send(body);
       });
     }
@@ -250,10 +286,13 @@ enum WebPage {
     }
 
     async function send() {
-      busy = true; render();
+      busy = true; cancelled = false; render();
       $("send").disabled = true;
+      $("cancel").hidden = false;
+      // Again after a refusal or a failure: what was sent stays sent.
+      const pending = chosen.filter((c) => !c.sent);
       const files = {};
-      chosen.forEach((c, i) => {
+      pending.forEach((c, i) => {
         files["f" + i] = { id: "f" + i, fileName: c.path, size: c.file.size,
           fileType: c.file.type || "application/octet-stream",
           metadata: { modified: stamp(c.file.lastModified) } };
@@ -264,29 +303,42 @@ enum WebPage {
         fingerprint: claim, port: null, protocol: "http", download: false };
       say("Waiting for the receiver to accept…");
       const answer = await request("POST", "prepare-upload", JSON.stringify({ info, files }));
-      if (answer.status === 204) { finish("Nothing to send: the receiver already has these files.", "ok"); return; }
+      if (cancelled) { finish("Cancelled.", "error", true); return; }
+      if (answer.status === 204) {
+        for (const c of pending) { c.sent = true; c.state.textContent = "already there"; c.li.className = "done"; }
+        finish("Nothing to send: the receiver already has these files.", "ok"); return;
+      }
       if (answer.status !== 200) {
         finish(refusals[answer.status] || (answer.status === 0
-          ? "The receiver cannot be reached." : "Refused (HTTP " + answer.status + ")."), "error");
+          ? "The receiver cannot be reached." : "Refused (HTTP " + answer.status + ")."), "error", true);
         return;
       }
       let session;
-      try { session = JSON.parse(answer.text); } catch (e) { finish("The receiver answered nonsense.", "error"); return; }
-      const total = chosen.reduce((n, c) => n + c.file.size, 0);
-      const sent = new Array(chosen.length).fill(0);
+      try { session = JSON.parse(answer.text); } catch (e) { finish("The receiver answered nonsense.", "error", true); return; }
+      current = session.sessionId;
+      const total = pending.reduce((n, c) => n + c.file.size, 0);
+      const sent = new Array(pending.length).fill(0);
       const bar = $("total");
+      const samples = [];
       bar.hidden = false; bar.max = Math.max(total, 1); bar.value = 0;
-      const update = () => { bar.value = sent.reduce((a, b) => a + b, 0); };
+      const update = () => {
+        const done = sent.reduce((a, b) => a + b, 0);
+        bar.value = done;
+        pace(samples, done, total);
+      };
       say("Sending…");
-      const queue = chosen.map((c, i) => i);
+      const queue = pending.map((c, i) => i);
       let failed = 0;
       async function worker() {
-        while (queue.length) {
+        while (queue.length && !cancelled) {
           const i = queue.shift();
-          const item = chosen[i];
+          const item = pending[i];
           const id = "f" + i;
           const fileToken = session.files && session.files[id];
-          if (!fileToken) { item.state.textContent = "skipped"; item.li.className = "done"; continue; }
+          if (!fileToken) {
+            item.sent = true; item.state.textContent = "already there"; item.li.className = "done";
+            continue;
+          }
           item.bar.hidden = false;
           item.state.textContent = "sending";
           const q = "upload?sessionId=" + encodeURIComponent(session.sessionId)
@@ -294,26 +346,32 @@ enum WebPage {
           const r = await request("POST", q, item.file, (n) => { item.bar.value = n; sent[i] = n; update(); });
           if (r.status === 200) {
             sent[i] = item.file.size; item.bar.value = item.bar.max; update();
-            item.state.textContent = "sent"; item.li.className = "done";
+            item.sent = true; item.state.textContent = "sent"; item.li.className = "done";
           } else {
             failed++;
             item.li.className = "failed";
-            item.state.textContent = r.status === 0 ? "connection lost"
+            item.state.textContent = r.status === -1 ? "cancelled" : r.status === 0 ? "connection lost"
               : r.status === 422 ? "arrived damaged" : refusals[r.status] || ("failed (HTTP " + r.status + ")");
           }
         }
       }
       await Promise.all([worker(), worker(), worker()]);
-      const ok = chosen.length - failed;
+      current = null;
+      if (cancelled) { finish("Cancelled: what was sent stays sent.", "error", true); return; }
+      const ok = pending.length - failed;
       finish(failed === 0 ? "Done: " + ok + (ok === 1 ? " file" : " files") + " sent."
-        : "Sent " + ok + " of " + chosen.length + " files; " + failed + " failed.", failed ? "error" : "ok");
+        : "Sent " + ok + " of " + pending.length + " files; " + failed + " failed.", failed ? "error" : "ok",
+        failed > 0);
     }
 
-    function finish(text, kind) {
+    // `again`: the same files may be sent again (what was sent is not), without picking them.
+    function finish(text, kind, again) {
       busy = false;
       say(text, kind);
       $("status").scrollIntoView({ block: "nearest" });
-      $("send").disabled = true;
+      $("cancel").hidden = true;
+      $("send").textContent = again ? "Try again" : "Send";
+      $("send").disabled = !again;
       $("clear").disabled = false;
     }
 

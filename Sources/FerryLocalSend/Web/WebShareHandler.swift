@@ -12,22 +12,22 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
   typealias InboundIn = HTTPServerRequestPart
   typealias OutboundOut = HTTPServerResponsePart
 
-  private let server: WebShareServer
-  private let address: String
+  let server: WebShareServer
+  let address: String
   /// The connection's place among the server's (``ConnectionSlots``).
-  private let slot: Int
+  let slot: Int
   private var head: HTTPRequestHead?
   private var bodyBytes = 0
   /// A question or a file is under way: nothing more is read as a request until it ends.
-  private var busy = false
+  var busy = false
   /// A request was refused before its end: nothing more is read from this connection.
   private var discarding = false
   private var deadline: Scheduled<Void>?
   /// The question this connection asked, still open (denied if the browser leaves).
   private var asking: WebShareServer.Request?
-  private weak var context: ChannelHandlerContext?
+  weak var context: ChannelHandlerContext?
   /// When the download under way last had a piece written.
-  private var lastWritten = NIODeadline.now()
+  var lastWritten = NIODeadline.now()
 
   /// The most bytes of a request's body (prepare-download sends none, or `{}`).
   static let maximumBody = 4096
@@ -86,7 +86,7 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
     }
   }
 
-  private func arm(_ context: ChannelHandlerContext) {
+  func arm(_ context: ChannelHandlerContext) {
     deadline?.cancel()
     let channel = context.channel
     deadline = context.eventLoop.scheduleTask(in: Self.requestDeadline) {
@@ -102,9 +102,14 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
     case .serve(let status, let body, let type):
       write(status, body: Array(body.utf8), type: type, context: context, closing: status != .ok)
     case .pass:
-      if path == LocalSendProtocol.Path.prepareDownload {
+      switch path {
+      case LocalSendProtocol.Path.prepareDownload:
         ask(userAgent: head.headers.first(name: "user-agent"), context: context)
-      } else {
+      case WebShareServer.Path.downloadAll:
+        downloadAll(query, context: context)
+      case WebShareServer.Path.downloaded:
+        downloaded(query, context: context)
+      default:
         download(query, context: context)
       }
     }
@@ -160,9 +165,7 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
   // MARK: download
 
   private func download(_ query: [String: String], context: ChannelHandlerContext) {
-    guard let session = query["sessionId"],
-      server.sessions.withLock({ $0[session] }) == address
-    else {
+    guard let session = query["sessionId"], isOwn(session) else {
       return write(.forbidden, text: "not allowed", context: context)
     }
     guard let id = query["fileId"], id.hasPrefix("f"), let index = Int(id.dropFirst()),
@@ -171,18 +174,7 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
       return write(.notFound, text: "no such file", context: context)
     }
     let file = server.files[index]
-    // Never blocks the event loop (a FIFO put in the file's place), never follows a link put
-    // there; the file must still be the one offered, and as large.
-    let fd = open(file.url.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
-    var info = stat()
-    guard fd >= 0 else {
-      return write(.conflict, text: "the file changed since it was offered", context: context)
-    }
-    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
-      UInt64(info.st_size) == file.size,
-      file.identity.map({ $0 == (UInt64(info.st_dev), UInt64(info.st_ino)) }) ?? true
-    else {
-      close(fd)
+    guard let fd = Self.openOffered(file) else {
       return write(.conflict, text: "the file changed since it was offered", context: context)
     }
     let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: fd)
@@ -205,7 +197,7 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
     var headers = HTTPHeaders()
     headers.add(name: "content-type", value: "application/octet-stream")
     headers.add(name: "content-length", value: "\(file.size)")
-    headers.add(name: "content-disposition", value: Self.disposition(file.path))
+    headers.add(name: "content-disposition", value: Self.disposition(Self.savedName(file.path)))
     for (name, value) in WebPage.securityHeaders { headers.add(name: name, value: value) }
     busy = true
     context.write(
@@ -223,6 +215,7 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
       self?.context.map { self?.arm($0) }
       switch result {
       case .success:
+        server.markDownloaded([index], session: session)
         events.yield(.downloaded(path: file.path, bytes: file.size, address: address))
       case .failure(let error):
         events.yield(.failed(path: file.path, reason: "\(error)", address: address))
@@ -255,10 +248,40 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
     }
   }
 
-  /// `attachment` with the file's last component: an ASCII fallback (`filename`) and the
-  /// UTF-8 name (`filename*`, RFC 6266), percent-encoded byte by byte.
-  static func disposition(_ path: String) -> String {
-    let name = path.split(separator: "/").last.map(String.init) ?? "file"
+  /// Whether session `id` is this connection's address's (a session works only from where it
+  /// was let in).
+  func isOwn(_ id: String) -> Bool {
+    server.sessions.withLock { $0[id] } == address
+  }
+
+  /// Opens offered `file` for reading: never blocking the event loop (a FIFO put in its place),
+  /// never following a link put there, and only if it is still the file offered (its device
+  /// and inode) and as large; nil otherwise.
+  static func openOffered(_ file: WebShareServer.SharedFile) -> Int32? {
+    let fd = open(file.url.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
+    guard fd >= 0 else { return nil }
+    var info = stat()
+    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
+      UInt64(info.st_size) == file.size,
+      file.identity.map({ $0 == (UInt64(info.st_dev), UInt64(info.st_ino)) }) ?? true
+    else {
+      close(fd)
+      return nil
+    }
+    return fd
+  }
+
+  /// The name a browser saves offered `path` under: its folders kept in it, joined by " - "
+  /// (a browser saves one name, no folders), so that `photos/a.jpg` and `photos/2024/a.jpg`
+  /// are two files.
+  static func savedName(_ path: String) -> String {
+    path.split(separator: "/").joined(separator: " - ")
+  }
+
+  /// `attachment` named `name`: an ASCII fallback (`filename`) and the UTF-8 name
+  /// (`filename*`, RFC 6266), percent-encoded byte by byte.
+  static func disposition(_ name: String) -> String {
+    let name = name.isEmpty ? "file" : name
     let ascii = String(
       name.unicodeScalars.map {
         $0.isASCII && $0.value >= 0x20 && $0 != "\"" && $0 != "\\" && $0.value != 0x7F
@@ -276,7 +299,7 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
 
   // MARK: Answers
 
-  private func write(
+  func write(
     _ status: HTTPResponseStatus, text: String, context: ChannelHandlerContext,
     closing: Bool = false
   ) {
@@ -285,7 +308,7 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
       closing: closing)
   }
 
-  private func write(
+  func write(
     _ status: HTTPResponseStatus, body: [UInt8], type: String, context: ChannelHandlerContext,
     closing: Bool
   ) {

@@ -99,6 +99,26 @@ public final class WebShareServer: Sendable {
   let eventsContinuation: AsyncStream<Event>.Continuation
   /// Sessions let in: id → address.
   let sessions = Mutex<[String: String]>([:])
+  /// What each session downloaded whole (file indices), for the page to mark.
+  private let downloaded = Mutex<[String: Set<Int>]>([:])
+
+  /// Ferry's own routes beside LocalSend's: the whole set as one zip, and what a session has.
+  enum Path {
+    /// `GET …?sessionId=`: every file in one zip archive, streamed (no copy is made).
+    static let downloadAll = "/api/ferry/v1/download-all"
+    /// `GET …?sessionId=`: the ids of the files this session downloaded whole.
+    static let downloaded = "/api/ferry/v1/downloaded"
+  }
+
+  /// Session `id` downloaded files `indices` whole. Any thread.
+  func markDownloaded(_ indices: some Sequence<Int>, session id: String) {
+    downloaded.withLock { $0[id, default: []].formUnion(indices) }
+  }
+
+  /// The files session `id` downloaded whole. Any thread.
+  func downloadedFiles(session id: String) -> Set<Int> {
+    downloaded.withLock { $0[id] ?? [] }
+  }
   let questions = Mutex(0)
   /// Downloads under way.
   private let downloads = Atomic<Int>(0)
@@ -146,6 +166,15 @@ public final class WebShareServer: Sendable {
 
   func downloadStarted() { downloads.add(1, ordering: .relaxed) }
   func downloadEnded() { downloads.subtract(1, ordering: .releasing) }
+
+  /// The name the whole set's zip archive is saved under: the sharer's alias's.
+  var archiveName: String {
+    let cleaned = alias.unicodeScalars.filter {
+      $0.properties.generalCategory != .control && $0 != "/" && $0 != "\\"
+    }
+    let name = String(String.UnicodeScalarView(cleaned)).trimmingCharacters(in: .whitespaces)
+    return "Files from \(name.isEmpty ? "Ferry" : name).zip"
+  }
 
   /// The answer to `prepare-download`: this device and the files, by id.
   func listing(session: String) -> [UInt8] {

@@ -11,6 +11,8 @@ struct LocalSendReceiving: Sendable {
   /// Whether senders without a certificate may ask (`--localsend-unverified`).
   let takesUnverified: Bool
   let output: EventWriter
+  /// When its web link expires (`ferry receive --web`; nil for LocalSend apps).
+  var expires: ContinuousClock.Instant? = nil
 
   /// Starts the server and discovery.
   ///

@@ -225,19 +225,35 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       }
       await session.closeAndWait(timeout: .seconds(5))
     }
-    do {
-      try await advertiser.listen()
-    } catch {
-      throw cliFailure(error)
+    // --web takes what browsers (and, with --localsend, LocalSend apps) send, never a Ferry
+    // sender's files: nothing listens for Ferry peers, nothing is advertised, and the receiver
+    // ends with its link (a web link's end is the end).
+    let takesFerry = webPage == nil
+    let advertising: ReceiveAdvertising?
+    let into =
+      sink == nil ? "Receiving into \(destination.path)" : "Receiving one file to standard output"
+    if takesFerry {
+      do {
+        try await advertiser.listen()
+      } catch {
+        throw cliFailure(error)
+      }
+      let started = ReceiveAdvertising(
+        advertiser: advertiser, output: output, displayName: displayName,
+        fingerprint: identity.fingerprint, serviceType: serviceType, destination: destination)
+      let published = try await started.start()
+      advertising = started
+      output.say(
+        into + " as '\(published)' [\(identity.fingerprint.shortDescription)], "
+          + "port \(advertiser.port). \(policy.banner) Press Ctrl-C to stop.")
+    } else {
+      advertising = nil
+      output.say(
+        into + " from browsers at the web link"
+          + (settings.localsend ? " and from LocalSend apps" : " until it expires")
+          + " (not from Ferry senders: run ferry receive for them). \(policy.banner) Press "
+          + "Ctrl-C to stop.")
     }
-    let advertising = ReceiveAdvertising(
-      advertiser: advertiser, output: output, displayName: displayName,
-      fingerprint: identity.fingerprint, serviceType: serviceType, destination: destination)
-    let published = try await advertising.start()
-    output.say(
-      (sink == nil ? "Receiving into \(destination.path)" : "Receiving one file to standard output")
-        + " as '\(published)' [\(identity.fingerprint.shortDescription)], "
-        + "port \(advertiser.port). \(policy.banner) Press Ctrl-C to stop.")
 
     let outcomes = AsyncStream<CLIFailure?>.makeStream()
     let gate = once ? OnceGate() : nil
@@ -288,7 +304,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         }
       }
     }
-    Task { await advertising.follow() }
+    if let advertising { Task { await advertising.follow() } }
     if let localSend {
       localSend.serve(decisions: decisions, reporter: reporter, knownPeers: knownPeers)
       output.say(
@@ -296,7 +312,19 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
           + (localSend.discovery == nil ? "." : ", announced on the local network."))
     }
     webPage?.serve(decisions: decisions, reporter: reporter, knownPeers: knownPeers)
-    for await failure in outcomes.stream where once {
+    // A web receive ends when its link expires (LocalSend apps, when asked for, go on),
+    // once the session already accepted has finished its uploads.
+    let endsWithLink = webPage != nil && !settings.localsend
+    if let webPage, endsWithLink, let expires = webPage.expires {
+      Task {
+        try? await Task.sleep(until: expires)
+        webPage.stopListening()
+        await webPage.server.waitUntilNoSession()
+        output.note("The web link expired: stopped receiving.")
+        outcomes.continuation.yield(nil)
+      }
+    }
+    for await failure in outcomes.stream where once || endsWithLink {
       advertiser.stop()
       // The last LocalSend or web answer (a file's 200, a text's 204) is written on its
       // connection's thread after the outcome is known: it leaves before the process ends.

@@ -6,12 +6,15 @@ struct WebReceiveOptions: ParsableArguments {
   @Flag(
     name: .customLong("web"),
     help: ArgumentHelp(
-      "Also serve a web page through which a browser on the local network sends files: its "
-        + "link (printed, with a QR code) carries an unguessable token and expires.",
+      "Receive from browsers instead: serve a web page through which a browser on the local "
+        + "network sends files; its link (printed, with a QR code) carries an unguessable token, "
+        + "and the receiver ends when it expires.",
       discussion: """
-        Plain HTTP: browsers refuse self-signed certificates. Anyone on the network could read \
-        or change what a browser sends; each browser's files are asked about (or taken by \
-        --yes) as a LocalSend sender's are.
+        Ferry senders are not taken meanwhile (run ferry receive for them); with --localsend, \
+        LocalSend apps are, and the receiver goes on after the link expires. Plain HTTP: \
+        browsers refuse self-signed certificates. Anyone on the network could read or change \
+        what a browser sends; each browser's files are asked about (or taken by --yes) as a \
+        LocalSend sender's are.
         """))
   var enabled = false
 

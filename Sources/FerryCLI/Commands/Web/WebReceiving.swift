@@ -35,12 +35,9 @@ enum WebReceiving {
     output.emit(
       WebLink(urls: urls, port: Int(server.port), expires: EventWriter.timestamp(expires)))
     WebLinkBanner.show(urls, minutes: options.minutes, doing: "send files", output: output)
-    Task {
-      try? await Task.sleep(until: access.expires)
-      output.note("The web link expired: browsers get \"expired or wrong link\" now.")
-    }
     return LocalSendReceiving(
-      server: server, discovery: nil, takesUnverified: true, output: output)
+      server: server, discovery: nil, takesUnverified: true, output: output,
+      expires: access.expires)
   }
 
 }
