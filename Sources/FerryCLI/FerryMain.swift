@@ -73,7 +73,38 @@ enum FerryMain {
         + DisplayText.escaping(arguments[1]) + "' (commands: "
         + names.joined(separator: ", ") + ")\n"
     }
+    // A command mistyped: said as such, with the one it is closest to.
+    if let first = arguments.first, !first.hasPrefix("-"), !names.contains(first),
+      first != "help"
+    {
+      let near = names.map { ($0, distance(first.lowercased(), $0)) }.min { $0.1 < $1.1 }
+      let suggestion = near.flatMap { $0.1 <= max(1, $0.0.count / 3) ? $0.0 : nil }
+      return "ferry: error: '\(DisplayText.escaping(first))' is not a command"
+        + (suggestion.map { ". Did you mean 'ferry \($0)'?" } ?? "")
+        + "\n(commands: \(names.joined(separator: ", ")); 'ferry --help' says what each does)\n"
+    }
     return nil
+  }
+
+  /// The edit distance (insertions, deletions, substitutions, swaps of neighbours) between
+  /// `a` and `b`, by their characters.
+  static func distance(_ a: String, _ b: String) -> Int {
+    let (x, y) = (Array(a), Array(b))
+    guard !x.isEmpty else { return y.count }
+    guard !y.isEmpty else { return x.count }
+    var table = [[Int]](repeating: [Int](repeating: 0, count: y.count + 1), count: x.count + 1)
+    for i in 0...x.count { table[i][0] = i }
+    for j in 0...y.count { table[0][j] = j }
+    for i in 1...x.count {
+      for j in 1...y.count {
+        let cost = x[i - 1] == y[j - 1] ? 0 : 1
+        table[i][j] = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + cost)
+        if i > 1, j > 1, x[i - 1] == y[j - 2], x[i - 2] == y[j - 1] {
+          table[i][j] = min(table[i][j], table[i - 2][j - 2] + 1)
+        }
+      }
+    }
+    return table[x.count][y.count]
   }
 
   /// A hint for the habits other tools teach: a destination or a folder given where ferry

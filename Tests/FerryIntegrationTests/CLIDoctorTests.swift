@@ -66,9 +66,10 @@ struct CLIDoctorTests {
     _ = try await run("/usr/sbin/ip", ["-n", namespace, "link", "set", "lo", "up"])
     /// Loads one input chain holding `rules` (one a line), runs `then` (a shell command, say
     /// the doctor's own fix), then runs the doctor.
-    func doctor(policy: String = "accept", _ rules: [String], then: String = "true") async throws
-      -> [String: [String: Any]]
-    {
+    func doctor(
+      policy: String = "accept", _ rules: [String], then: String = "true", extra: [String] = [],
+      expecting status: Int32 = 1
+    ) async throws -> [String: [String: Any]] {
       let rules =
         "table inet t {\n chain input {\n type filter hook input priority 0; policy \(policy);\n"
         + rules.map { " \($0)\n" }.joined() + " }\n}\n"
@@ -81,9 +82,10 @@ struct CLIDoctorTests {
       #expect(load.status == 0, "\(load.stderr)")
       let result = try await run(
         "/usr/sbin/ip",
-        ["netns", "exec", namespace, Harness.ferryBinary, "doctor", "-j", "--port", "52000"],
+        ["netns", "exec", namespace, Harness.ferryBinary, "doctor", "-j", "--port", "52000"]
+          + extra,
         environment: TestEnvironment.withoutBus())
-      #expect(result.status == 1)
+      #expect(result.status == status)
       return Self.checks(result.stdout)
     }
     let mdns = try await doctor(["udp dport 5353 drop"])
@@ -105,6 +107,24 @@ struct CLIDoctorTests {
     let open = try await doctor(
       policy: "drop", ["udp dport 5353 accept", "tcp dport 52000 accept"])
     #expect(open["firewall"]?["status"] as? String == "ok", "\(open)")
+
+    // LocalSend's ports and the web page's: each dropped one is a problem with its fix.
+    let localsend = try await doctor(
+      ["udp dport 53317 drop", "tcp dport 53317 drop", "tcp dport 8080 drop"],
+      extra: ["--localsend", "--web-port", "8080"])
+    #expect(localsend["localsend-firewall"]?["status"] as? String == "problem", "\(localsend)")
+    #expect(
+      (localsend["localsend-firewall"]?["message"] as? String)?.contains("UDP 53317") == true,
+      "\(localsend)")
+    let localFix = try #require(localsend["localsend-firewall"]?["fix"] as? String)
+    #expect(localFix.contains("udp dport 53317 accept"), "\(localFix)")
+    #expect(localsend["web"]?["status"] as? String == "problem", "\(localsend)")
+    #expect(
+      (localsend["web"]?["fix"] as? String)?.contains("tcp dport 8080 accept") == true,
+      "\(localsend)")
+    // A namespace with only loopback has no interface for LocalSend's multicast.
+    #expect(localsend["localsend-multicast"]?["status"] as? String == "problem", "\(localsend)")
+    #expect(localsend["localsend-port"]?["status"] as? String == "ok", "\(localsend)")
   }
 }
 

@@ -63,6 +63,26 @@ struct CLIExitCodeTests {
     #expect(partial.stderr.contains("\"Kitchen laptop\""), "\(partial.stderr)")
   }
 
+  @Test(
+    "a send that finds nobody says, after a few seconds, what it waits for and what to try (a phone: --localsend)"
+  )
+  func stillLooking() async throws {
+    let file = try temporaryDirectory("paper-src").appendingPathComponent("a.txt")
+    try writeFile(file, size: 10)
+    let sender = try ChildProcess.ferry(
+      [
+        "send", "--to", "nobody-here", "--timeout", "60", "--service",
+        Harness.uniqueServiceType(), file.path,
+      ])
+    defer { sender.signal(SIGKILL) }
+    let said = await sender.waitForLine(onStderr: true) { $0.contains("Still looking for") }
+    let line = try #require(said, "\(sender.stderr)")
+    #expect(line.text.contains("--localsend"), "\(line.text)")
+    #expect(line.text.contains("--address"), "\(line.text)")
+    // Said after the few seconds, not at once (the process's start is the machine's).
+    #expect(line.time - sender.started >= .seconds(5), "\(line.text)")  // ReceiverFinder.hintAfter
+  }
+
   @Test("no receiver within --timeout exits 3, after the timeout and not long after")
   func noPeer() async throws {
     let file = try temporaryDirectory("exit-src").appendingPathComponent("a.txt")

@@ -231,6 +231,25 @@ struct CLIPaperCutTests {
     }
   }
 
+  @Test(
+    "a mistyped command is said to be one, with the nearest; a folder that does not exist is said before the lack of a terminal"
+  )
+  func mistakes() async throws {
+    let typo = try await run(Harness.ferryBinary, ["sned", "a.txt"])
+    #expect(typo.status == 2, "\(typo.stderr)")
+    #expect(typo.stderr.contains("'sned' is not a command"), "\(typo.stderr)")
+    #expect(typo.stderr.contains("Did you mean 'ferry send'?"), "\(typo.stderr)")
+    let far = try await run(Harness.ferryBinary, ["xyzzy"])
+    #expect(far.status == 2 && !far.stderr.contains("Did you mean"), "\(far.stderr)")
+    // No terminal and no policy, and a folder that does not exist: the folder first.
+    let missing = try await run(
+      Harness.ferryBinary, ["receive", "--dir", "/nonexistent/ferry-inbox"],
+      environment: TestEnvironment.withoutBus())
+    #expect(missing.status == 2, "\(missing.stderr)")
+    #expect(missing.stderr.contains("does not exist"), "\(missing.stderr)")
+    #expect(!missing.stderr.contains("no terminal"), "\(missing.stderr)")
+  }
+
   @Test("the receive banner says whom it accepts without asking: --yes is everyone, loudly")
   func bannerSaysWhom() async throws {
     for (flags, words) in [
@@ -244,8 +263,10 @@ struct CLIPaperCutTests {
         ["receive", "--dir", try temporaryDirectory("banner").path, "--port", "0"] + flags,
         environment: TestEnvironment.withoutBus())
       defer { receiver.signal(SIGKILL) }
-      let banner = await receiver.waitForLine { $0.contains("Press Ctrl-C") }
-      #expect(banner?.text.contains(words) == true, "\(receiver.stdout)")
+      // On stderr, as the docs say of every message for people.
+      let banner = await receiver.waitForLine(onStderr: true) { $0.contains("Press Ctrl-C") }
+      #expect(banner?.text.contains(words) == true, "\(receiver.stderr)")
+      #expect(!receiver.stdout.contains("Press Ctrl-C"), "\(receiver.stdout)")
     }
   }
 }

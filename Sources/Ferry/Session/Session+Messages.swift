@@ -43,7 +43,8 @@ extension Session {
         if try await !future.get() { dropped.append(peer) }
       } catch {
         firstError =
-          firstError ?? (error as? TransferError) ?? .peerDisconnected(reason: "\(error)")
+          firstError ?? (error as? TransferError)
+          ?? .peerDisconnected(reason: ErrorWords.describe(error))
       }
     }
     if let firstError { throw firstError }
@@ -64,7 +65,7 @@ extension Session {
       let channel = try await link.withMultiplexer { $0.openStream(named: name) }.get()
       return StreamWriter(name: name, peer: peer, channel: channel, link: link)
     } catch {
-      throw (error as? TransferError) ?? .peerDisconnected(reason: "\(error)")
+      throw (error as? TransferError) ?? .peerDisconnected(reason: ErrorWords.describe(error))
     }
   }
 

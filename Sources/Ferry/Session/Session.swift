@@ -491,7 +491,7 @@ public final class Session: Sendable {
       }
       throw error
     } catch {
-      throw .connectionFailed(reason: "\(error)")
+      throw .connectionFailed(reason: ErrorWords.describe(error))
     }
   }
 }

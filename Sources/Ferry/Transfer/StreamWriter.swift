@@ -34,7 +34,7 @@ public final class StreamWriter: Sendable {
           multiplexer.sendStreamData(ByteBuffer(bytes: chunk), channel: channel)
         }.get()
       } catch {
-        throw (error as? TransferError) ?? .peerDisconnected(reason: "\(error)")
+        throw (error as? TransferError) ?? .peerDisconnected(reason: ErrorWords.describe(error))
       }
       offset = end
     } while offset < bytes.count
@@ -48,7 +48,7 @@ public final class StreamWriter: Sendable {
     do {
       try await link.withMultiplexer { $0.endStream(channel: channel) }.get()
     } catch {
-      throw (error as? TransferError) ?? .peerDisconnected(reason: "\(error)")
+      throw (error as? TransferError) ?? .peerDisconnected(reason: ErrorWords.describe(error))
     }
   }
 

@@ -16,9 +16,9 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
 
       Examples:
         ferry browse
-        ferry browse --timeout 3 --json | jq -r 'select(.event == "peer-found") | .name'
+        ferry browse --timeout 3 --json | jq -r 'select(.event=="peer-found")|.name'
         ferry browse --service my-app
-        ferry browse --localsend --timeout 5     # LocalSend apps too (phones, laptops)
+        ferry browse --localsend --timeout 5   # LocalSend apps too (phones, laptops)
       """)
 
   @OptionGroup var logging: LogOptions

@@ -382,7 +382,7 @@ public final class LocalSendUpload: Sendable {
     } catch {
       throw .request(error)
     }
-    let words = String(decoding: answer.body.prefix(512), as: UTF8.self)
+    let words = Self.words(of: answer.body)
     switch answer.status.code {
     case 200:
       do throws(LocalSendJSONError) {
@@ -397,6 +397,19 @@ public final class LocalSendUpload: Sendable {
     case 429: throw .tooManyPinAttempts
     default: throw .refused(Int(answer.status.code), words)
     }
+  }
+
+  /// What an answer's body says, for a person: the `message` of a JSON body (LocalSend's
+  /// apps answer `{"message": "…"}`), else its text, at most 512 bytes; empty for a body of
+  /// nothing worth showing.
+  static func words(of body: [UInt8]) -> String {
+    let head = Array(body.prefix(4096))
+    if let object = try? JSONSerialization.jsonObject(with: Data(head)) as? [String: Any] {
+      return (object["message"] as? String).map { String($0.prefix(512)) } ?? ""
+    }
+    let text = String(decoding: head.prefix(512), as: UTF8.self)
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+    return text.hasPrefix("{") || text.hasPrefix("<") ? "" : text
   }
 
   private func upload(
@@ -438,7 +451,7 @@ public final class LocalSendUpload: Sendable {
         } else {
           forget(connection)
         }
-        let words = String(decoding: answer.body.prefix(512), as: UTF8.self)
+        let words = Self.words(of: answer.body)
         return (Int(answer.status.code), answer.status.code == 200 ? nil : words)
       } catch {
         forget(connection)

@@ -218,7 +218,7 @@ final class WebShareHandler: ChannelInboundHandler, RemovableChannelHandler, @un
         server.markDownloaded([index], session: session)
         events.yield(.downloaded(path: file.path, bytes: file.size, address: address))
       case .failure(let error):
-        events.yield(.failed(path: file.path, reason: "\(error)", address: address))
+        events.yield(.failed(path: file.path, reason: ErrorWords.describe(error), address: address))
       }
     }
   }

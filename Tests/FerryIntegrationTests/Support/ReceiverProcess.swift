@@ -87,10 +87,10 @@ struct ReceiverProcess: Sendable {
       guard await process.waitForText("Press Ctrl-C", timeout: timeout) else { return nil }
       banner = process.transcript
     } else {
-      let onStderr = process.arguments.contains("--stdout")
+      // A message for people: on stderr.
       guard
         let line = await process.waitForLine(
-          onStderr: onStderr, timeout: timeout,
+          onStderr: true, timeout: timeout,
           {
             $0.contains("Press Ctrl-C")
           })

@@ -200,7 +200,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     case NIOSSLError.uncleanShutdown:
       classified = .uncleanShutdown
     default:
-      classified = .other(connectionBreak(error) ?? "\(error)")
+      classified = .other(connectionBreak(error) ?? ErrorWords.describe(error))
     }
     perform(machine.errorCaught(classified))
   }

@@ -84,7 +84,10 @@ extension IncomingOfferStateMachine {
     if case .resource(.integrityCheckFailed) = error { corrupt = true }
     for index in receiving?.open ?? [] {
       actions.append(.discard(index))
-      if corrupt || slots[index].offered.isStreamed {
+      // What no later offer can resume goes at once: a streamed file's, one staged under a
+      // name of its own (a front end that cannot resume, as LocalSend's; the same file offered
+      // twice at once) — and a corrupt one.
+      if corrupt || slots[index].offered.isStreamed || slots[index].fresh {
         actions.append(.removeStaged(slots[index].name))
       }
     }

@@ -105,7 +105,7 @@ final class OutgoingOffer: Sendable {
       // loop hit afterwards (a channel already closed) is only its echo.
       let transferError =
         state.withLock { $0.machine.failure } ?? (error as? TransferError)
-        ?? .peerDisconnected(reason: "\(error)")
+        ?? .peerDisconnected(reason: ErrorWords.describe(error))
       abandon(channel: channel, transferError)
       progress.finish()
       throw transferError

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Ferry
+import FerryLocalSend
 import Foundation
 
 /// `ferry doctor`: checks what Ferry needs from this machine and says, for each, what is
@@ -13,12 +14,15 @@ struct DoctorCommand: LoggingCommand, AsyncParsableCommand {
       interfaces avahi-daemon uses (and those it was told to avoid); whether this machine's \
       own advertisement comes back through avahi-daemon; nftables and iptables rules that drop \
       mDNS (UDP 5353) or the receiver's TCP port (--port, or the config's port); Ferry's home \
-      and identity files and their modes; the destination folder and its free space. Exit 0 \
-      when every check passes (warnings allowed), 1 otherwise.
+      and identity files and their modes; the destination folder and its free space; with \
+      --localsend (or the config's localsend = true), LocalSend's UDP and TCP 53317 through the \
+      firewall, the port free and an interface for its multicast; with --web-port, the web \
+      page's port. Exit 0 when every check passes (warnings allowed), 1 otherwise.
 
       Examples:
         ferry doctor
         ferry doctor --port 52000 --dir ~/Inbox
+        ferry doctor --localsend --localsend-port 53318 --web-port 8080
         FERRY_HOME=/var/lib/ferry ferry doctor --config /etc/ferry/config.toml
         ferry doctor --json > ferry-doctor.ndjson
       """)
@@ -44,8 +48,27 @@ struct DoctorCommand: LoggingCommand, AsyncParsableCommand {
 
   @Option(
     parsing: .unconditional,
-    help: "The DNS-SD service type to check (RFC 6335 name; default: ferry).")
+    help: "The DNS-SD service type to check (an RFC 6335 name).")
   var service: String = ServiceType.ferry.name
+
+  @Flag(
+    help: ArgumentHelp(
+      "Check what ferry receive --localsend needs too: UDP and TCP 53317 through the "
+        + "firewall, the port free, an interface for LocalSend's multicast (on with the "
+        + "config's localsend = true)."))
+  var localsend = false
+
+  @Option(
+    name: .customLong("localsend-port"),
+    help: "The LocalSend port to check.")
+  var localsendPort: UInt16 = LocalSendProtocol.defaultPort
+
+  @Option(
+    name: .customLong("web-port"),
+    help: ArgumentHelp(
+      "Check the web page's TCP port (what receive and send fix with their own --web-port) "
+        + "through the firewall."))
+  var webPort: UInt16?
 
   @Flag(name: [.short, .long], help: "Write one JSON object per check to stdout.")
   var json = false
@@ -85,6 +108,19 @@ struct DoctorCommand: LoggingCommand, AsyncParsableCommand {
       dir ?? config.dir ?? ".", mkdir: dir == nil && config.mkdir == true)
     report(destination)
     checks += [bus, avahi, interfaces, advertisement, firewall, home, destination]
+    if localsend || config.localsend == true {
+      let local = [
+        LocalSendChecks.firewall(port: localsendPort), LocalSendChecks.port(localsendPort),
+        LocalSendChecks.multicast(),
+      ]
+      local.forEach(report)
+      checks += local
+    }
+    if let webPort {
+      let page = LocalSendChecks.web(port: webPort)
+      report(page)
+      checks.append(page)
+    }
     let problems = checks.filter { $0.status == .problem }.count
     output.say(
       problems == 0

@@ -2,16 +2,37 @@ import Foundation
 
 /// What a firewall's rules do to Ferry's traffic, read from their text: `nft list ruleset`
 /// and `iptables -S`. Input-side chains only (an nftables chain hooked at `input` or
-/// `prerouting`; iptables' `INPUT` and `PREROUTING`): a rule that drops or rejects UDP 5353
-/// (mDNS) or the receiver's TCP port, one that drops packets at random, and a drop policy
-/// with no rule accepting them.
+/// `prerouting`; iptables' `INPUT` and `PREROUTING`): a rule that drops or rejects one of the
+/// ``Target``s — UDP 5353 (mDNS), the receiver's TCP port, LocalSend's UDP and TCP 53317, the
+/// web page's port — one that drops packets at random, and a drop policy with no rule
+/// accepting them.
 ///
 /// A reading, not an evaluation: rules that match on more than the port (an address, an
 /// interface) are reported too, as "may block", with the rule quoted.
 struct FirewallRules: Sendable, Equatable {
+  /// Traffic a rule may block: a name for it, its protocol and port.
+  struct Target: Sendable, Equatable {
+    let name: String
+    /// `udp` or `tcp`.
+    let proto: String
+    let port: UInt16
+
+    /// mDNS.
+    static let mdns = Target(name: "mdns", proto: "udp", port: 5353)
+    /// The receiver's TCP port.
+    static func receiver(_ port: UInt16) -> Target {
+      Target(name: "port", proto: "tcp", port: port)
+    }
+  }
+
+  /// mDNS and, when fixed, the receiver's port: what a Ferry receiver needs.
+  static func ferryTargets(port: UInt16?) -> [Target] {
+    [.mdns] + (port.map { [.receiver($0)] } ?? [])
+  }
+
   /// One finding: what is blocked and the rule that does it.
   struct Finding: Sendable, Equatable {
-    /// What it affects: `mdns`, `port` or `loss`.
+    /// What it affects: a ``Target``'s name (`mdns`, `port`, …) or `loss`.
     let affects: String
     /// The rule, as the tool printed it (trimmed).
     let rule: String
@@ -24,14 +45,17 @@ struct FirewallRules: Sendable, Equatable {
     /// Whether the rule was read from nft (else iptables).
     var nft = true
 
-    /// The command that accepts the traffic this finding blocks, at the head of the chain
-    /// that drops it (so before the drop: `add` would append it after), for UDP 5353 or TCP
-    /// `port`.
+    /// The command that accepts the traffic this finding blocks (`target`), at the head of
+    /// the chain that drops it (so before the drop: `add` would append it after).
+    func acceptCommand(for target: Target) -> String {
+      nft
+        ? "nft insert rule \(chain) \(target.proto) dport \(target.port) accept"
+        : "iptables -I \(chain) -p \(target.proto) --dport \(target.port) -j ACCEPT"
+    }
+
+    /// ``acceptCommand(for:)`` for mDNS or the receiver's TCP `port`.
     func acceptCommand(port: UInt16?) -> String {
-      let (proto, number) = affects == "mdns" ? ("udp", 5353) : ("tcp", Int(port ?? 0))
-      return nft
-        ? "nft insert rule \(chain) \(proto) dport \(number) accept"
-        : "iptables -I \(chain) -p \(proto) --dport \(number) -j ACCEPT"
+      acceptCommand(for: affects == "mdns" ? .mdns : .receiver(port ?? 0))
     }
   }
 
@@ -39,10 +63,15 @@ struct FirewallRules: Sendable, Equatable {
 
   /// Reads `nft list ruleset` output; `port` is the receiver's TCP port, if fixed.
   static func nftables(_ text: String, port: UInt16?) -> FirewallRules {
+    nftables(text, targets: ferryTargets(port: port))
+  }
+
+  /// Reads `nft list ruleset` output for `targets`.
+  static func nftables(_ text: String, targets: [Target]) -> FirewallRules {
     var result = FirewallRules()
     var inputChain = false
     var dropPolicy = false
-    var accepts = (mdns: false, port: false)
+    var accepts = Set<String>()
     var table = "inet filter"
     var chain = "input"
     func found(_ affects: String, _ rule: String, definite: Bool = true) {
@@ -51,10 +80,14 @@ struct FirewallRules: Sendable, Equatable {
     }
     func closeChain() {
       if inputChain && dropPolicy {
-        if !accepts.mdns { found("mdns", "policy drop", definite: false) }
-        if let port, !accepts.port { found("port", "policy drop (tcp \(port))", definite: false) }
+        for target in targets where !accepts.contains(target.name) {
+          found(
+            target.name,
+            target == .mdns ? "policy drop" : "policy drop (\(target.proto) \(target.port))",
+            definite: false)
+        }
       }
-      (inputChain, dropPolicy, accepts) = (false, false, (false, false))
+      (inputChain, dropPolicy, accepts) = (false, false, [])
     }
     for raw in text.split(separator: "\n") {
       let line = raw.trimmingCharacters(in: .whitespaces)
@@ -77,39 +110,42 @@ struct FirewallRules: Sendable, Equatable {
       guard inputChain, !line.isEmpty, line != "}" else { continue }
       let verdict = words.contains("drop") || words.contains("reject")
       let accept = words.last == "accept"
-      let mdns = mentions(line, port: 5353, proto: "udp")
-      let tcp = port.map { mentions(line, port: $0, proto: "tcp") } ?? false
+      let matched = targets.filter { mentions(line, port: $0.port, proto: $0.proto) }
       // A drop with nothing to match (after the accepts so far) takes what is left.
       let catchAll = ["drop", "reject", "counter"].contains(words.first ?? "")
       if verdict && catchAll {
-        if !accepts.mdns { found("mdns", line, definite: false) }
-        if port != nil, !accepts.port { found("port", line, definite: false) }
-        (accepts.mdns, accepts.port) = (true, true)  // reported once
+        for target in targets where !accepts.contains(target.name) {
+          found(target.name, line, definite: false)
+          accepts.insert(target.name)  // reported once
+        }
       } else if verdict && line.contains("numgen random") {
         found("loss", line)
-      } else if verdict && mdns && !accepts.mdns {
+      } else if verdict {
         // (A drop after a rule that accepted it never sees it.)
-        found("mdns", line)
-      } else if verdict && tcp && !accepts.port {
-        found("port", line)
+        for target in matched where !accepts.contains(target.name) { found(target.name, line) }
       }
       // Only an accept for every source counts: one for some addresses or an interface leaves
       // the rest to the drop below it.
       let narrow = ["saddr", "daddr", "iifname", "iif", "ether", "mark"].contains {
         words.contains($0)
       }
-      if accept && mdns && !narrow { accepts.mdns = true }
-      if accept && tcp && !narrow { accepts.port = true }
+      if accept && !narrow { accepts.formUnion(matched.map(\.name)) }
     }
     closeChain()
     return result
   }
 
-  /// Reads `iptables -S` (or `ip6tables -S`) output.
+  /// Reads `iptables -S` (or `ip6tables -S`) output; `port` is the receiver's TCP port, if
+  /// fixed.
   static func iptables(_ text: String, port: UInt16?) -> FirewallRules {
+    iptables(text, targets: ferryTargets(port: port))
+  }
+
+  /// Reads `iptables -S` (or `ip6tables -S`) output for `targets`.
+  static func iptables(_ text: String, targets: [Target]) -> FirewallRules {
     var result = FirewallRules()
     var dropPolicy = false
-    var accepts = (mdns: false, port: false)
+    var accepts = Set<String>()
     for raw in text.split(separator: "\n") {
       let line = raw.trimmingCharacters(in: .whitespaces)
       if line == "-P INPUT DROP" {
@@ -126,37 +162,31 @@ struct FirewallRules: Sendable, Equatable {
           Finding(affects: affects, rule: line, definite: definite, chain: chain, nft: false))
       }
       if verdict && matches.isEmpty {
-        if !accepts.mdns { found("mdns", definite: false) }
-        if port != nil, !accepts.port { found("port", definite: false) }
-        (accepts.mdns, accepts.port) = (true, true)
+        for target in targets where !accepts.contains(target.name) {
+          found(target.name, definite: false)
+          accepts.insert(target.name)
+        }
         continue
       }
-      let mdns = iptablesMentions(line, port: 5353, proto: "udp")
-      let tcp = port.map { iptablesMentions(line, port: $0, proto: "tcp") } ?? false
+      let matched = targets.filter { iptablesMentions(line, port: $0.port, proto: $0.proto) }
       if verdict && line.contains("statistic") {
         found("loss")
-      } else if verdict && mdns && !accepts.mdns {
-        found("mdns")
-      } else if verdict && tcp && !accepts.port {
-        found("port")
+      } else if verdict {
+        for target in matched where !accepts.contains(target.name) { found(target.name) }
       }
       let narrow = ["-s", "-d", "-i", "--src-range", "--mac-source"].contains {
         line.split(separator: " ").contains(Substring($0))
       }
-      if line.contains("-j ACCEPT") && mdns && !narrow { accepts.mdns = true }
-      if line.contains("-j ACCEPT") && tcp && !narrow { accepts.port = true }
+      if line.contains("-j ACCEPT") && !narrow { accepts.formUnion(matched.map(\.name)) }
     }
     if dropPolicy {
-      if !accepts.mdns {
+      for target in targets where !accepts.contains(target.name) {
         result.findings.append(
           Finding(
-            affects: "mdns", rule: "-P INPUT DROP", definite: false, chain: "INPUT", nft: false))
-      }
-      if let port, !accepts.port {
-        result.findings.append(
-          Finding(
-            affects: "port", rule: "-P INPUT DROP (tcp \(port))", definite: false, chain: "INPUT",
-            nft: false))
+            affects: target.name,
+            rule: target == .mdns
+              ? "-P INPUT DROP" : "-P INPUT DROP (\(target.proto) \(target.port))",
+            definite: false, chain: "INPUT", nft: false))
       }
     }
     return result

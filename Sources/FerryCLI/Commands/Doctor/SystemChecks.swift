@@ -238,7 +238,11 @@ enum SystemChecks {
   // MARK: - Firewall
 
   /// Reads the nftables and iptables rules for drops of UDP 5353 and the receiver's port.
-  static func firewall(port: UInt16?) async -> DoctorCheck {
+  /// What nft's and iptables' rules (as readable here) do to `targets`: the findings, the
+  /// tools read, and those that could not be (not root).
+  static func rules(_ targets: [FirewallRules.Target]) -> (
+    findings: [FirewallRules.Finding], read: [String], unread: [String]
+  ) {
     var findings: [FirewallRules.Finding] = []
     var read: [String] = []
     var unread: [String] = []
@@ -255,9 +259,15 @@ enum SystemChecks {
       read.append(tool)
       let rules =
         tool == "nft"
-        ? FirewallRules.nftables(text, port: port) : FirewallRules.iptables(text, port: port)
+        ? FirewallRules.nftables(text, targets: targets)
+        : FirewallRules.iptables(text, targets: targets)
       findings += rules.findings.filter { finding in !findings.contains(finding) }
     }
+    return (findings, read, unread)
+  }
+
+  static func firewall(port: UInt16?) async -> DoctorCheck {
+    let (findings, read, unread) = rules(FirewallRules.ferryTargets(port: port))
     let portText = port.map { "TCP \($0)" } ?? "the receiver's port"
     let tools = read.joined(separator: " and ")
     /// The command that accepts it where `finding`'s rule drops it, ahead of that rule.

@@ -60,7 +60,9 @@ extension InvitationPrompt {
     if sender.isBrowser {
       // Nothing about a browser is proven: where it is and what it says it is, escaped.
       lines.append("A browser at \(sender.address) \(wants)")
-      lines.append("  \(printable(sender.device.deviceModel ?? "no User-Agent"))")
+      lines.append(
+        "  \(BrowserName.of(sender.device.deviceModel).map { printable($0) } ?? "no User-Agent")"
+          + " (as it says of itself)")
       lines.append(
         "  plain HTTP: anyone on this network could read or change what it sends")
       return lines

@@ -47,7 +47,7 @@ struct LocalSendLookout: Sendable {
       server?.stop()
       throw CLIFailure(
         status: .discoveryUnavailable,
-        message: "cannot look for LocalSend devices: \(error)",
+        message: "cannot look for LocalSend devices: \(ErrorWords.describe(error))",
         code: .discoveryUnavailable)
     }
     if let server {

@@ -47,7 +47,7 @@ struct LocalSendReceiveOptions: ParsableArguments {
 
   @Option(
     name: .customLong("localsend-port"),
-    help: "The LocalSend port (default 53317, the one apps look for).")
+    help: "The LocalSend port (the one apps look for).")
   var port: UInt16 = LocalSendProtocol.defaultPort
 
   @Option(

@@ -33,7 +33,8 @@ struct LocalSendReceiving: Sendable {
     } catch {
       throw CLIFailure(
         status: .usage,
-        message: "cannot answer LocalSend on port \(options.port): \(error) (is a LocalSend "
+        message:
+          "cannot answer LocalSend on port \(options.port): \(ErrorWords.describe(error)) (is a LocalSend "
           + "app running here? --localsend-port chooses another)",
         code: .cannotListen)
     }
@@ -48,7 +49,7 @@ struct LocalSendReceiving: Sendable {
     } catch {
       // Reached by address still: said, and gone on.
       output.note(
-        "LocalSend devices will not see this machine (\(error)); they can still send to "
+        "LocalSend devices will not see this machine (\(ErrorWords.describe(error))); they can still send to "
           + "port \(server.port) by address.")
       discovery = nil
     }

@@ -293,6 +293,12 @@ struct LocalSendSending: Sendable {
     return LocalSendSender.peer(alias: found.device.alias, key: key)
   }
 
+  /// Why a device declined, as its answer says it (": busy right now"), or nothing.
+  static func because(_ error: LocalSendSendError) -> String {
+    guard case .declined(let why) = error, !why.isEmpty else { return "" }
+    return ": " + printable(why)
+  }
+
   /// What became of a file the device did not take, in words: its answer's status (none for
   /// an upload cut off) and reason.
   static func outcome(of file: LocalSendSentFile) -> String {
@@ -322,7 +328,7 @@ struct LocalSendSending: Sendable {
     switch error {
     case .declined:
       return CLIFailure(
-        status: .declined, message: "\(peer) declined (\(printable("\(error)")))",
+        status: .declined, message: "\(peer) declined" + Self.because(error),
         code: .declined)
     case .busy:
       return CLIFailure(

@@ -89,8 +89,10 @@ struct ProtocolChooser: Sendable {
     case (true, true):
       throw CLIFailure(
         status: .noPeer,
-        message: "no Ferry receiver or LocalSend device '\(printable(wanted))' found; "
-          + ReceiverFinder.nobodyHint,
+        message: "no Ferry receiver or LocalSend device '\(printable(wanted))' answered on "
+          + "this network; is ferry receive (or LocalSend, open) running on it, on the same "
+          + "network? 'ferry browse --localsend' lists who can be seen; --address HOST:PORT "
+          + "reaches one whose announcements do not get here",
         code: .noPeer)
     case (false, true):
       return .ferry

@@ -39,8 +39,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         ferry receive --service my-app --name "build box" --yes
         ferry receive --localsend --accept-trusted --pin 4711   # LocalSend apps too
         ferry receive --localsend --localsend-unverified --localsend-interface wlan0
-        ferry receive --localsend --localsend-http --localsend-port 53318 --yes --dir /srv/drop
-        ferry receive --web --once              # a browser sends: scan the QR code, then asked
+        ferry receive --localsend --localsend-http --localsend-port 53318 -y -d in
+        ferry receive --web --once              # a browser sends: scan the QR code
         ferry receive --web --web-port 8080 --web-expires 30 --dir ~/Inbox
       """)
 
@@ -172,6 +172,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       sink?.privateFolder?.path ?? settings.dir, create: settings.mkdir,
       origin: sink?.privateFolder == nil ? settings.dirOrigin : nil)
     let destination = folder.url
+    try settings.checkSomeoneDecides()
     let knownPeers = KnownPeers()
     let policy = try ReceivePolicy.from(
       yes: settings.yes, acceptFrom: settings.acceptFrom, acceptTrusted: settings.acceptTrusted,
@@ -243,12 +244,13 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         fingerprint: identity.fingerprint, serviceType: serviceType, destination: destination)
       let published = try await started.start()
       advertising = started
-      output.say(
+      // A message for people: stderr, as every other (only "Saved PATH" lines are stdout).
+      output.note(
         into + " as '\(published)' [\(identity.fingerprint.shortDescription)], "
           + "port \(advertiser.port). \(policy.banner) Press Ctrl-C to stop.")
     } else {
       advertising = nil
-      output.say(
+      output.note(
         into + " from browsers at the web link"
           + (settings.localsend ? " and from LocalSend apps" : " until it expires")
           + " (not from Ferry senders: run ferry receive for them). \(policy.banner) Press "
@@ -307,7 +309,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     if let advertising { Task { await advertising.follow() } }
     if let localSend {
       localSend.serve(decisions: decisions, reporter: reporter, knownPeers: knownPeers)
-      output.say(
+      output.note(
         "Also receiving from LocalSend apps on port \(localSend.server.port)"
           + (localSend.discovery == nil ? "." : ", announced on the local network."))
     }

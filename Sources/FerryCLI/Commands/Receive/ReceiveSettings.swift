@@ -74,6 +74,14 @@ struct ReceiveSettings: Sendable {
     // (A terminal that is not this process's controlling one has no foreground to tell.)
     let foreground = tcgetpgrp(0)
     canAsk = isatty(0) == 1 && (foreground < 0 || foreground == getpgrp())
+  }
+
+  /// Refuses a receiver that would have nobody to ask and no policy to decide by: checked
+  /// after the folder, so that a folder that does not exist is said first.
+  ///
+  /// - Throws: ``CLIFailure`` (usage) when there is no terminal and no `--yes`,
+  ///   `--accept-from` or `--accept-trusted`.
+  func checkSomeoneDecides() throws(CLIFailure) {
     if !yes && acceptFrom.isEmpty && !acceptTrusted && !canAsk {
       throw CLIFailure(
         status: .usage,

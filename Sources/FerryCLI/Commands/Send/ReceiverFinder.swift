@@ -5,6 +5,29 @@ import Foundation
 struct ReceiverFinder: Sendable {
   let browser: Browser
   let deadline: ContinuousClock.Instant
+  /// Told once, ``hintAfter`` into a look that has found nobody yet, what is being waited
+  /// for (nil: nothing is said).
+  var stillLooking: (@Sendable (_ wanted: String?) -> Void)? = nil
+
+  /// How long a look finds nobody before it says what it waits for and what to try.
+  static let hintAfter: Duration = .seconds(5)
+
+  /// What a look that has found nobody yet says, `wanted` the `--to` text (nil: anyone).
+  static func waitingWords(_ wanted: String?) -> String {
+    let whom = wanted.map { "'\(DisplayText.escaping($0))'" } ?? "a receiver"
+    return "Still looking for \(whom) among Ferry receivers on this network… Is 'ferry "
+      + "receive' running on the other machine? A phone or another LocalSend app: add "
+      + "--localsend. Another network: --address HOST:PORT (the receiver prints both)."
+  }
+
+  /// Says once (``stillLooking``) that nobody was found yet, ``hintAfter`` after `started`.
+  private func hint(
+    _ wanted: String?, since started: ContinuousClock.Instant, said: inout Bool
+  ) {
+    guard !said, ContinuousClock.now - started >= Self.hintAfter else { return }
+    said = true
+    stillLooking?(wanted)
+  }
 
   /// The least a choice among receivers waits after the first one is seen: others answering
   /// the same query arrive within a few hundred milliseconds.
@@ -35,6 +58,8 @@ struct ReceiverFinder: Sendable {
     -> (peer: DiscoveredPeer, pinned: Bool)
   {
     var firstSeen: ContinuousClock.Instant?
+    let started = ContinuousClock.now
+    var hinted = false
     while true {
       let peers = browser.peers.filter { $0.peerID != nil }
       let byKey = peers.filter { reference.matchesFingerprint($0.info.fingerprint!) }
@@ -82,9 +107,11 @@ struct ReceiverFinder: Sendable {
         firstSeen = seen
         if settled(since: seen) { return (byName[0], false) }
       }
+      if firstSeen == nil { hint(wanted, since: started, said: &hinted) }
       guard ContinuousClock.now < deadline else {
         let message =
-          "no receiver '\(DisplayText.escaping(wanted))' found on \(browser.serviceType)"
+          "no receiver '\(DisplayText.escaping(wanted))' found among Ferry receivers on this "
+          + "network" + Self.serviceWords(browser.serviceType)
         throw CLIFailure(
           status: .noPeer,
           message: peers.isEmpty
@@ -103,23 +130,33 @@ struct ReceiverFinder: Sendable {
   ///
   /// - Throws: ``CLIFailure``: `.noPeer` when none is found before the deadline or several are
   ///   found in a script (the message lists them); `.usage` for an answer that is not a choice.
+  /// The service type in words, when it is not Ferry's own (a user who chose one knows it).
+  static func serviceWords(_ type: ServiceType) -> String {
+    type == .ferry ? "" : " (service type '\(type.name)')"
+  }
+
   /// What to check when nobody was found.
   static let nobodyHint =
     "is 'ferry receive' running on the other machine, on the same network (and service type)? "
-    + "'ferry browse' lists who can be seen; without discovery, send with --address HOST:PORT "
-    + "(the receiver prints its addresses and port)"
+    + "'ferry browse' lists who can be seen; a phone or another LocalSend app: add --localsend; "
+    + "without discovery, send with --address HOST:PORT (the receiver prints its addresses and "
+    + "port)"
 
   func choose(ask: Bool) async throws(CLIFailure) -> [DiscoveredPeer] {
     var firstSeen: ContinuousClock.Instant?
+    let started = ContinuousClock.now
+    var hinted = false
     while true {
       let found = browser.peers.filter { $0.peerID != nil }.sorted { $0.name < $1.name }
       if !found.isEmpty && firstSeen == nil { firstSeen = .now }
+      if found.isEmpty { hint(nil, since: started, said: &hinted) }
       if firstSeen.map(settled(since:)) ?? false || ContinuousClock.now >= deadline {
         switch found.count {
         case 0:
           throw CLIFailure(
             status: .noPeer,
-            message: "no receiver found on \(browser.serviceType); " + Self.nobodyHint,
+            message: "no receiver found among Ferry receivers on this network"
+              + Self.serviceWords(browser.serviceType) + "; " + Self.nobodyHint,
             code: .noPeer)
         case 1:
           return found

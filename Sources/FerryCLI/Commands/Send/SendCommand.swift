@@ -33,8 +33,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         ferry send --service my-app --name "build box" --to desk out.tar
         ferry send --json --to desk *.log | jq -c 'select(.event == "done")'
         ferry send --localsend --to "Ana's Pixel" photos/   # a LocalSend app
-        ferry send --protocol localsend --address 192.168.1.30:53317 --pin 4711 notes.txt
-        ferry send --web --once slides.pdf   # a browser downloads it: scan the QR code
+        ferry send --protocol localsend --address 192.168.1.30:53317 --pin 4711 a
+        ferry send --web --once slides.pdf   # a browser downloads it: scan the QR
       """)
 
   @OptionGroup var logging: LogOptions
@@ -310,7 +310,10 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       throw cliFailure(error)
     }
     defer { browser.stop() }
-    let finder = ReceiverFinder(browser: browser, deadline: delivery.deadline)
+    let output = delivery.output
+    let finder = ReceiverFinder(
+      browser: browser, deadline: delivery.deadline,
+      stillLooking: { wanted in output.note(ReceiverFinder.waitingWords(wanted)) })
     let wanted = to
     if wanted.isEmpty {
       delivery.output.note("Looking for receivers…")

@@ -25,7 +25,8 @@ enum WebReceiving {
       try await server.start()
     } catch {
       throw CLIFailure(
-        status: .usage, message: "cannot serve the web page on port \(options.port): \(error)",
+        status: .usage,
+        message: "cannot serve the web page on port \(options.port): \(ErrorWords.describe(error))",
         code: .cannotListen)
     }
     let urls = LocalSendWebAccess.addresses().map {

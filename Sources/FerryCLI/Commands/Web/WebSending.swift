@@ -49,7 +49,8 @@ struct WebSending: Sendable {
       try await server.start(port: options.port)
     } catch {
       throw CLIFailure(
-        status: .usage, message: "cannot serve the web page on port \(options.port): \(error)",
+        status: .usage,
+        message: "cannot serve the web page on port \(options.port): \(ErrorWords.describe(error))",
         code: .cannotListen)
     }
     defer { server.stop() }
@@ -157,7 +158,7 @@ struct WebSending: Sendable {
   private static func decide(
     _ request: WebShareServer.Request, yes: Bool, prompt: InvitationPrompt, output: EventWriter
   ) async {
-    let agent = request.userAgent.map { printable($0) } ?? "no User-Agent"
+    let agent = BrowserName.of(request.userAgent).map { printable($0) } ?? "no User-Agent"
     if yes {
       output.note("Letting in a browser at \(request.address) (\(agent)) (--yes).")
       return request.allow()
