@@ -4,7 +4,9 @@ import Synchronization
 /// What a web receiver (``LocalSendWebAccess``) answers before any route runs: the page and
 /// its script and style under the link, LocalSend's upload endpoints for requests that carry
 /// the token, and the plain "expired or wrong link" page for everything else. An address that
-/// presents 20 wrong tokens is refused (429) until the server stops. Thread-safe.
+/// presents 20 wrong tokens is refused (429) until the server stops; past
+/// ``rememberedAddresses``, every address not counted yet shares one count (an IPv6 network
+/// has addresses enough to pass any list), so the limit never stops counting. Thread-safe.
 final class WebGate: Sendable {
   /// What a request gets.
   enum Verdict: Equatable {
@@ -21,9 +23,10 @@ final class WebGate: Sendable {
 
   let access: LocalSendWebAccess
   let page: Page
-  /// Wrong tokens by address (at most ``rememberedAddresses`` kept).
-  private let wrongTokens = Mutex<[String: Int]>([:])
-  /// Addresses whose wrong tokens are counted.
+  /// Wrong tokens by address (at most ``rememberedAddresses`` kept), and those of every
+  /// address past them, together.
+  private let wrongTokens = Mutex<(byAddress: [String: Int], others: Int)>(([:], 0))
+  /// Addresses whose wrong tokens are counted one by one.
   static let rememberedAddresses = 4096
 
   init(_ access: LocalSendWebAccess, page: Page = .receive) {
@@ -36,7 +39,9 @@ final class WebGate: Sendable {
   func verdict(method: HTTPMethod, path: String, headers: HTTPHeaders, address: String) -> Verdict {
     let html = "text/html; charset=utf-8"
     let refused = Verdict.serve(.notFound, body: WebPage.expired, type: html)
-    if wrongTokens.withLock({ ($0[address] ?? 0) >= LocalSendWebAccess.wrongTokensPerAddress }) {
+    if wrongTokens.withLock({ Self.count(of: address, in: $0) })
+      >= LocalSendWebAccess.wrongTokensPerAddress
+    {
       return .serve(.tooManyRequests, body: WebPage.expired, type: html)
     }
     if page == .share, method == .GET,
@@ -100,8 +105,20 @@ final class WebGate: Sendable {
 
   private func countWrong(_ address: String) {
     wrongTokens.withLock { counts in
-      guard counts[address] != nil || counts.count < Self.rememberedAddresses else { return }
-      counts[address, default: 0] += 1
+      if counts.byAddress[address] != nil || counts.byAddress.count < Self.rememberedAddresses {
+        counts.byAddress[address, default: 0] += 1
+      } else {
+        counts.others += 1
+      }
     }
+  }
+
+  /// The wrong tokens counted against `address`: its own, or — once the list is full and it
+  /// is not on it — every other address's together.
+  private static func count(of address: String, in counts: (byAddress: [String: Int], others: Int))
+    -> Int
+  {
+    if let own = counts.byAddress[address] { return own }
+    return counts.byAddress.count < rememberedAddresses ? 0 : counts.others
   }
 }
