@@ -102,6 +102,48 @@ struct CLITextPipeTests {
     #expect(log.contains("writing it to standard output"), "\(log)")
   }
 
+  @Test(
+    "--json into a pipe nobody reads: the receiver still answers, stores all 600 files and exits"
+  )
+  func stuckReader() async throws {
+    let base = try temporaryDirectory("stuck-reader")
+    let source = base.appendingPathComponent("many")
+    try FileManager.default.createDirectory(at: source, withIntermediateDirectories: false)
+    // 600 file-done events (~200 KB) fill the pipe's 64 KiB several times over.
+    for index in 0..<600 {
+      try writeFile(source.appendingPathComponent("f\(index).txt"), size: 20, seed: UInt64(index))
+    }
+    let destination = base.appendingPathComponent("dst")
+    try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: false)
+    let port = Int(freeLoopbackPort())
+    // `sleep` never reads its stdin: ferry's stdout is a pipe that fills and stays full.
+    let receiver = try ChildProcess(
+      "/bin/bash",
+      [
+        "-c",
+        "{ \"$FERRY\" receive -j --yes --once --port \(port) -d \"$1\"; echo \"ferry exited $?\" >&2; }"
+          + " | sleep 300",
+        "bash", destination.path,
+      ],
+      environment: TestEnvironment.withoutBus(["FERRY": Harness.ferryBinary]))
+    defer { receiver.signal(SIGKILL) }
+    #expect(await waitUntilListening(port: UInt16(port)), "the receiver did not start")
+    let sent = try await run(
+      Harness.ferryBinary, ["send", "--address", "127.0.0.1:\(port)", source.path],
+      environment: TestEnvironment.withoutBus())
+    #expect(sent.status == 0, "\(sent.stderr) \(receiver.stderr)")
+    #expect(
+      try FileManager.default.contentsOfDirectory(
+        atPath: destination.appendingPathComponent("many").path
+      ).count == 600)
+    // It exits once done, giving the stuck reader its 5 s (StandardStream.exitPatience).
+    #expect(
+      await receiver.waitForLine(onStderr: true, timeout: .seconds(5) + Harness.patience) {
+        $0.contains("ferry exited 0")
+      } != nil,
+      "\(receiver.stderr)")
+  }
+
   @Test("--stdout declines an offer of several files (exit 4); the input checks are exit 2")
   func checks() async throws {
     let (receiver, port) = try await receiver(["--stdout"])

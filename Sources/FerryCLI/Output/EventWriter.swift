@@ -21,7 +21,9 @@ struct EventWriter: Sendable {
     let object = JSONValue.object(
       [("event", .string(event.rawValue)), ("timestamp", .string(Self.timestamp()))]
         + record.fields)
-    (dataOnStandardOutput ? StandardStream.error : .output).write(object.serialized + "\n")
+    // A progress line a stuck reader may lose: the next one says all it said.
+    (dataOnStandardOutput ? StandardStream.error : .output)
+      .write(object.serialized + "\n", droppable: event == .progress)
   }
 
   /// A line for people: stdout normally, stderr in JSON mode so that stdout stays NDJSON. Any

@@ -3,32 +3,35 @@ import Synchronization
 
 /// stdout or stderr, written with write(2) — no stdio buffering between ferry and a script
 /// reading its NDJSON. To a terminal every write leaves at once (a progress bar and the lines
-/// above it must reach it in the order drawn); to a pipe or a file, lines written in a burst
-/// (a file-done event and a "Saved" line per file, ten thousand of them a second) are gathered
-/// for at most 10 ms, or 64 KiB, and leave in one write(2) — a script still sees each line
-/// within 10 ms. Everything gathered leaves before the process exits (``flushAll()``, called
-/// by ``Interrupts/exit(_:)``).
+/// above it must reach it in the order drawn). To a pipe or a file, lines are handed to a
+/// writer of the stream's own and gathered for at most 10 ms, or 64 KiB, into one write(2) —
+/// a script still sees each line within 10 ms, and the thread that wrote it (a receiver
+/// answering its peer) never waits for the reader. A reader that stops reading costs at most
+/// ``Pending/droppableLimit`` of progress lines (then they are dropped, and stderr says how
+/// many once the reader is back) and ``Pending/limit`` in all. What was gathered leaves
+/// before the process exits (``flushAll()``, called by ``Interrupts/exit(_:)``), given
+/// ``exitPatience`` when the reader is stuck.
 enum StandardStream: Sendable {
   /// Standard output, file descriptor 1.
   case output
   /// Standard error, file descriptor 2.
   case error
 
+  /// How long the exit waits for a reader that does not read what is left.
+  static let exitPatience = DispatchTimeInterval.seconds(5)
+
   /// Writes `text` whole (retrying on partial writes and EINTR; a closed pipe drops the rest),
-  /// at once to a terminal, within 10 ms otherwise. Any thread.
-  func write(_ text: String) {
-    let pending = Self.pending[self == .output ? 0 : 1]
-    guard !isTerminal else {
-      // What was gathered first, so that lines keep their order.
-      pending.flush()
-      return Self.writeAll(fd, Array(text.utf8)[...])
-    }
-    pending.append(text)
+  /// at once to a terminal, within 10 ms otherwise. `droppable`: a line a stuck reader may
+  /// lose (progress, whose next line says all it said). Any thread; never waits for a pipe.
+  func write(_ text: String, droppable: Bool = false) {
+    guard !isTerminal else { return Self.writeAll(fd, Array(text.utf8)[...]) }
+    Self.pending[self == .output ? 0 : 1].append(text, droppable: droppable)
   }
 
-  /// Writes out what every stream gathered. Any thread; before the process exits.
+  /// Writes out what every stream gathered, waiting at most ``exitPatience`` for each. Any
+  /// thread; before the process exits.
   static func flushAll() {
-    for stream in pending { stream.flush() }
+    for stream in pending { stream.drainBeforeExit() }
   }
 
   /// Whether the stream is a terminal.
@@ -38,7 +41,7 @@ enum StandardStream: Sendable {
 
   /// Whether each stream is a terminal, read once.
   private static let terminal = [isatty(1) == 1, isatty(2) == 1]
-  private static let pending = [Pending(fd: 1), Pending(fd: 2)]
+  private static let pending = [Pending(fd: 1, name: "stdout"), Pending(fd: 2, name: "stderr")]
 
   fileprivate static func writeAll(_ fd: Int32, _ bytes: ArraySlice<UInt8>) {
     var bytes = bytes
@@ -52,37 +55,76 @@ enum StandardStream: Sendable {
     }
   }
 
-  /// What one stream gathered and has not written yet.
+  /// What one stream gathered and its writer has not written yet. The writer is a serial
+  /// queue: one write(2) at a time, in the order the lines came.
   fileprivate final class Pending: Sendable {
     let fd: Int32
-    /// The bytes, and whether a flush is scheduled.
-    private let state = Mutex<(bytes: [UInt8], scheduled: Bool)>(([], false))
-    /// Written in one go from this many bytes on.
-    static let limit = 64 << 10
+    let name: String
+    private let writer: DispatchQueue
+    /// The bytes, whether the writer is due, and the lines dropped since the reader last
+    /// took everything.
+    private let state = Mutex<(bytes: [UInt8], scheduled: Bool, dropped: Int)>(([], false, 0))
+    /// Written at once (not after 10 ms) from this many bytes on.
+    static let batch = 64 << 10
+    /// Past this many bytes waiting, droppable lines are dropped.
+    static let droppableLimit = 1 << 20
+    /// Past this many bytes waiting, every line is dropped.
+    static let limit = 16 << 20
 
-    init(fd: Int32) { self.fd = fd }
+    init(fd: Int32, name: String) {
+      self.fd = fd
+      self.name = name
+      writer = DispatchQueue(label: "ferry.\(name)")
+    }
 
-    func append(_ text: String) {
-      let (full, schedule) = state.withLock { state -> (Bool, Bool) in
+    func append(_ text: String, droppable: Bool) {
+      let (now, schedule) = state.withLock { state -> (Bool, Bool) in
+        let waiting = state.bytes.count + text.utf8.count
+        guard waiting <= (droppable ? Self.droppableLimit : Self.limit) else {
+          state.dropped += 1
+          return (false, false)
+        }
         state.bytes.append(contentsOf: text.utf8)
         let schedule = !state.scheduled
         state.scheduled = true
-        return (state.bytes.count >= Self.limit, schedule)
+        return (state.bytes.count >= Self.batch, schedule)
       }
-      if full { return flush() }
-      if schedule {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(10)) { self.flush() }
+      if now {
+        writer.async { self.drain() }
+      } else if schedule {
+        writer.asyncAfter(deadline: .now() + .milliseconds(10)) { self.drain() }
       }
     }
 
-    /// Writes what is gathered, under the lock: two flushes never interleave their bytes.
-    func flush() {
-      state.withLock { state in
+    /// On the writer: writes everything gathered (waiting for the reader, outside the lock),
+    /// then says on stderr how many lines a stuck stdout lost.
+    private func drain() {
+      let bytes = state.withLock { state -> [UInt8] in
         state.scheduled = false
-        guard !state.bytes.isEmpty else { return }
-        StandardStream.writeAll(fd, state.bytes[...])
-        state.bytes.removeAll(keepingCapacity: true)
+        defer { state.bytes = [] }
+        return state.bytes
       }
+      guard !bytes.isEmpty else { return }
+      StandardStream.writeAll(fd, bytes[...])
+      let dropped = state.withLock { state -> Int in
+        guard state.bytes.isEmpty else { return 0 }
+        defer { state.dropped = 0 }
+        return state.dropped
+      }
+      if dropped > 0, fd == 1 {
+        StandardStream.error.write(
+          "ferry: \(dropped) line\(dropped == 1 ? "" : "s") not written: stdout was not read\n")
+      }
+    }
+
+    /// Waits (at most ``StandardStream/exitPatience``) for the writer to write what is left.
+    func drainBeforeExit() {
+      let done = DispatchSemaphore(value: 0)
+      writer.async {
+        self.drain()
+        done.signal()
+      }
+      _ = done.wait(timeout: .now() + StandardStream.exitPatience)
     }
   }
 }
