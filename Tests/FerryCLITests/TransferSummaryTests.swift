@@ -41,6 +41,24 @@ struct TransferSummaryTests {
     #expect(line == "Nothing to send: 8 already there on desk (identical, not sent).")
   }
 
+  @Test("a LocalSend receiver that asked for some or none: what crossed, and how many it left")
+  func leftOut() {
+    let none = TransferSummary.sent(
+      files: 3, stored: 0, identical: 0, leftOut: 3, total: 5_000, sent: 0, to: "phone",
+      took: .milliseconds(80))
+    #expect(
+      none
+        == "Nothing sent: phone did not ask for any of 3 files (it has them already, or left them out)."
+    )
+    let some = TransferSummary.sent(
+      files: 4, stored: 1, identical: 0, leftOut: 3, total: 5_500, sent: 500, to: "phone",
+      took: .seconds(1))
+    #expect(
+      some
+        == "Sent 1 of 4 files, 500 bytes to phone in 1.0 s (500 bytes/s); phone did not ask for 3 files "
+        + "(it has them already, or left them out).", "\(some)")
+  }
+
   @Test("some already there: what crossed, and how many were there; a resume says what crossed now")
   func partly() {
     let some = TransferSummary.sent(

@@ -188,8 +188,9 @@ public final class TransferProgress: @unchecked Sendable {
 
   /// File `index` is finished (stored, skipped or, when `failed`, failed or cancelled): its
   /// `Progress` is complete, once. A failed file's missing bytes are left out of the snapshots
-  /// (their `bytes` and `filesDone` count what really arrived or was sent).
-  package func complete(_ index: Int, failed: Bool = false) {
+  /// (their `bytes` and `filesDone` count what really arrived or was sent). `unsent`: none of
+  /// what is left of it crossed (the receiver did not want it), though it was started.
+  package func complete(_ index: Int, failed: Bool = false, unsent: Bool = false) {
     let snapshot = state.withLock { state -> ProgressSnapshot? in
       guard !state.files[index].finished else { return nil }
       // A streamed file's size is what it came to.
@@ -205,7 +206,7 @@ public final class TransferProgress: @unchecked Sendable {
         state.bytesMissing += file.units - file.done
       }
       // Completed without data (skipped, identical): done, but nothing crossed for it.
-      if !failed, !file.advanced { state.uncrossed += file.units - file.done }
+      if !failed, !file.advanced || unsent { state.uncrossed += file.units - file.done }
       state.sum += file.units - file.done
       // A failed file's row keeps what arrived (its `Progress` still completes, once).
       if !failed { state.files[index].done = file.units }

@@ -38,25 +38,32 @@ enum TransferSummary {
 
   /// The sender's line for one receiver: `files` settled of which `stored` were written and
   /// `identical` were there already, `total` bytes in the batch of which `sent` crossed the
-  /// wire (less on a resume), in `took`.
+  /// wire (less on a resume), in `took`; `leftOut` the receiver did not ask for (a LocalSend
+  /// receiver that has them, or took a subset: it does not say which).
   static func sent(
-    files: Int, folders: Int = 0, stored: Int, identical: Int, total: UInt64, sent: UInt64,
-    to name: String, took: Duration
+    files: Int, folders: Int = 0, stored: Int, identical: Int, leftOut: Int = 0, total: UInt64,
+    sent: UInt64, to name: String, took: Duration
   ) -> String {
     if stored == 0, identical == files, files > 0 {
       return "Nothing to send: \(identical) already there on \(name) (identical, not sent)."
     }
+    let notAsked =
+      "\(name) did not ask for \(leftOut == files ? "any of " : "")"
+      + "\(Quantity.count(leftOut, "file")) (it has them already, or left them out)"
+    if stored == 0, leftOut == files, files > 0 { return "Nothing sent: \(notAsked)." }
     let head =
       stored == files
       ? "Sent \(items(files, folders: folders))"
       : "Sent \(stored) of \(items(files, folders: folders))"
     // With files already there, what moved is what crossed; on a resume, the batch's size is
     // said first and what crossed this time after.
-    let shown = identical > 0 ? sent : total
+    let shown = identical > 0 || leftOut > 0 ? sent : total
     let resumed =
-      sent < total && identical == 0 ? "; resumed, \(Quantity.bytes(sent)) of it sent now" : ""
+      sent < total && identical == 0 && leftOut == 0
+      ? "; resumed, \(Quantity.bytes(sent)) of it sent now" : ""
     let already = identical > 0 ? "; \(identical) already there (identical, not sent)" : ""
+    let asked = leftOut > 0 ? "; \(notAsked)" : ""
     return "\(head), \(Quantity.bytes(shown)) to \(name)\(timing(sent, took: took))"
-      + "\(resumed)\(already)."
+      + "\(resumed)\(already)\(asked)."
   }
 }

@@ -176,7 +176,7 @@ public final class LocalSendUpload: Sendable {
       // 204: the device wants none of them (it has them, or skips them).
       for index in offered {
         (sent[index].skipped, sent[index].status) = (true, 204)
-        progress.complete(index)
+        progress.complete(index, unsent: true)
       }
       return sent
     }
@@ -187,7 +187,7 @@ public final class LocalSendUpload: Sendable {
     for index in offered where response.files["f\(index)"] == nil {
       sent[index].skipped = true
       sent[index].status = 200
-      progress.complete(index)
+      progress.complete(index, unsent: true)
     }
     let queue = NIOLockedValueBox(offered.filter { response.files["f\($0)"] != nil })
     let results = NIOLockedValueBox(sent)

@@ -39,7 +39,7 @@ enum LocalSendOffers {
     let offer = IncomingOffer(
       peer: sender.peer, files: offered, checksum: .sha256,
       reception: .asking(question) { incoming.yield(.files($0, from: sender)) },
-      holdsFiles: false, openFiles: LocalSendServer.Limits.parallelUploads,
+      holdsFiles: true, openFiles: LocalSendServer.Limits.parallelUploads,
       acknowledgesAtOnce: true, resumes: false, events: server.eventsContinuation,
       executor: DispatchQueue(label: "ferry.localsend.offer"),
       stall: server.configuration.stall, frontEnd: session)

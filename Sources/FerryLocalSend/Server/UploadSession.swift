@@ -7,8 +7,11 @@ import Synchronization
 /// One LocalSend upload session as the transfer core's front end: the core's words for the
 /// sender become HTTP answers — the accept is the prepare-upload's 200 and its tokens, a file's
 /// verdict its upload's status, a refusal the prepare-upload's 403 — and the bytes it has
-/// written pace how fast the upload connections are read. Any thread; the core calls it on the
-/// offer's executor.
+/// written pace how fast the upload connections are read. A file the core holds (this
+/// sender's copy already in the destination, with the offered size and time) is compared
+/// first, by the SHA-256 the sender gave: the same content gets no token (the protocol lets a
+/// receiver take a subset; none wanted at all is its 204) and is reported identical; other
+/// content gets one. Any thread; the core calls it on the offer's executor.
 final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
   /// How a prepare-upload ends.
   enum Preparation: Sendable {
@@ -55,6 +58,9 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
     var ended = false
     /// Connections to close if the receiver cancels.
     var connections: [ObjectIdentifier: any Channel] = [:]
+    /// Before the prepare-upload is answered: the tokens so far, and the held files whose
+    /// comparison it waits for.
+    var comparing: (uploads: [String: UploadSessionMachine.Upload], held: Set<Int>)?
   }
 
   init(
@@ -107,17 +113,27 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
   // MARK: IncomingOfferFrontEnd (on the offer's executor)
 
   func accept(offsets: [UInt64], held: [Int]) {
+    let held = Set(held)
     var uploads: [String: UploadSessionMachine.Upload] = [:]
+    var compared: [(index: Int, digest: [UInt8])] = []
     for (index, offset) in offsets.enumerated() where offset != ResourceMessage.skip {
-      let (id, file) = files[index]
-      uploads[id] = UploadSessionMachine.Upload(
-        index: index, token: Self.token(), size: file.size, digest: try? file.digest())
+      let digest = try? files[index].file.digest()
+      // A held file with the sender's digest is compared before it is asked for; one without
+      // is asked for whole (the core takes it so).
+      if held.contains(index), let digest {
+        compared.append((index, digest))
+      } else {
+        uploads[files[index].id] = upload(index)
+      }
     }
-    prepared.succeed(.accepted(uploads))
+    guard !compared.isEmpty, let offer else { return prepared.succeed(.accepted(uploads)) }
+    state.withLock { $0.comparing = (uploads, Set(compared.map(\.index))) }
+    // As the Ferry wire's digest-first file end: the core hashes its copy and answers each.
+    for file in compared { offer.fileEnded(file.index, digest: file.digest) }
   }
 
   func acknowledge(_ acks: [FileAck]) {
-    for ack in acks { settle(ack) }
+    for ack in acks where !compared(ack) { settle(ack) }
   }
 
   func grant(_ bytes: Int) {
@@ -153,7 +169,7 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
   }
 
   func close(after acks: [FileAck], then: @escaping @Sendable () -> Void) {
-    for ack in acks { settle(ack) }
+    for ack in acks where !compared(ack) { settle(ack) }
     // Closed before it was answered (the sender cancelled while it was asked about): its
     // prepare-upload hears so (a promise already completed ignores this).
     prepared.succeed(.refused(.forbidden, "the session is over"))
@@ -162,6 +178,29 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
   }
 
   // MARK: Private
+
+  /// File `index`'s upload: a fresh token, its size and the digest it was offered with.
+  private func upload(_ index: Int) -> UploadSessionMachine.Upload {
+    let file = files[index].file
+    return UploadSessionMachine.Upload(
+      index: index, token: Self.token(), size: file.size, digest: try? file.digest())
+  }
+
+  /// Takes `ack` if it is a held file's comparison the prepare-upload waits for: identical
+  /// (or skipped) needs no upload, different content gets a token; the last one answers the
+  /// prepare-upload. Returns whether it was one.
+  private func compared(_ ack: FileAck) -> Bool {
+    let answer = state.withLock { state -> (Bool, [String: UploadSessionMachine.Upload]?) in
+      guard var comparing = state.comparing, comparing.held.remove(ack.index) != nil else {
+        return (false, nil)
+      }
+      if ack.status == .differs { comparing.uploads[files[ack.index].id] = upload(ack.index) }
+      state.comparing = comparing.held.isEmpty ? nil : comparing
+      return (true, comparing.held.isEmpty ? comparing.uploads : nil)
+    }
+    if let uploads = answer.1 { prepared.succeed(.accepted(uploads)) }
+    return answer.0
+  }
 
   private func settle(_ ack: FileAck) {
     let promise = state.withLock { $0.verdicts.removeValue(forKey: ack.index) }

@@ -304,5 +304,52 @@ extension LocalSendTests {
       #expect(
         !FileManager.default.fileExists(atPath: destination.appendingPathComponent("a.txt").path))
     }
+
+    @Test(
+      "ferry send --localsend the same tree again: nothing moves, the sender says so and the receiver reports identical; a new file alone moves"
+    )
+    func sendsAgain() async throws {
+      let source = try tree()
+      let destination = try temporaryDirectory("ls-dst")
+      let name = LocalSendPeer.alias("ferry-rx")
+      let ferry = try await receiver(name, into: destination, ["--yes"])
+      defer { ferry.signal(SIGKILL) }
+      let home = Harness.freshFerryHome()
+      func send() async throws -> ChildProcess {
+        let sender = try ChildProcess.ferry(
+          [
+            "send", "--localsend", "--json", "--address",
+            "\(Harness.hostAddresses["a"]!):53317", source.path,
+          ], on: "b",
+          environment: TestEnvironment.noBus.merging(["FERRY_HOME": home]) { $1 })
+        #expect(await sender.waitForExit() == 0, "\(sender.stderr)")
+        return sender
+      }
+      _ = try await send()
+      // big.bin, note.txt, empty: three files (LocalSend sends files only).
+      _ = await ferry.waitForEvent("file-done", skipping: 2)
+      let again = try await send()
+      let done = try #require(again.events("done").first, "\(again.stdout)")
+      #expect(done.int("bytes_sent") == 0, "\(done) \(ferry.stdout)")
+      #expect(
+        again.stderr.contains("did not ask for any of 3 files (it has them already"),
+        "\(again.stderr)")
+      let identical = await ferry.waitForEvent("file-done", skipping: 2) {
+        $0.string("status") == "identical"
+      }
+      #expect(identical != nil, "\(ferry.stdout)")
+
+      try writeFile(source.appendingPathComponent("nested/new.txt"), size: 500, seed: 8)
+      let third = try await send()
+      let moved = try #require(third.events("done").first, "\(third.stdout)")
+      #expect(moved.int("bytes_sent") == 500, "only the new file moves: \(moved)")
+      #expect(moved.int("stored") == 1, "\(moved)")
+      #expect(
+        third.stderr.contains("did not ask for 3 files (it has them already"), "\(third.stderr)")
+      #expect(
+        same(
+          destination.appendingPathComponent("\(source.lastPathComponent)/nested/new.txt"),
+          source.appendingPathComponent("nested/new.txt")))
+    }
   }
 }

@@ -96,6 +96,69 @@ extension LocalSendTests {
     }
 
     @Test(
+      "it sends the same files again and one more: only the new one is uploaded, the rest reported identical; a third time nothing moves (204)"
+    )
+    func sendsAgain() async throws {
+      let source = try temporaryDirectory("lscli-again")
+      let sizes = ["a.txt": 3000, "b.bin": 400_000, "c.txt": 10, "d.txt": 700]
+      for (name, size) in sizes {
+        try writeFile(source.appendingPathComponent(name), size: size, seed: UInt64(size))
+      }
+      let paths = { (names: [String]) in names.map { source.appendingPathComponent($0).path } }
+      let (receiver, destination) = try await receiver(["--localsend-unverified"])
+      defer { receiver.signal(SIGKILL) }
+      let home = NSTemporaryDirectory() + "localsend-cli-\(UUID().uuidString)"
+      // What localsend-cli uploaded: a `sending` event per file it was given a token for.
+      func send(_ names: [String]) async throws -> (uploaded: [String], stdout: String) {
+        let cli = try Self.localsendCLI(
+          ["send", Harness.hostAddresses["a"]!] + paths(names) + ["--json"], home: home)
+        #expect(await cli.waitForExit() == 0, "\(cli.stdout) \(cli.stderr)")
+        return (cli.events("sending").compactMap { $0.string("name") }.sorted(), cli.stdout)
+      }
+      func settled(_ count: Int) async -> [String: [String]] {
+        _ = await receiver.waitForEvent("file-done", skipping: count - 1)
+        var byStatus: [String: [String]] = [:]
+        for event in receiver.events("file-done") {
+          let name = URL(fileURLWithPath: event.string("path") ?? "").lastPathComponent
+          byStatus[event.string("status") ?? "", default: []].append(name)
+        }
+        return byStatus.mapValues { $0.sorted() }
+      }
+
+      let first = try await send(["a.txt", "b.bin", "c.txt"])
+      #expect(first.uploaded == ["a.txt", "b.bin", "c.txt"], "\(first.stdout)")
+      #expect(await settled(3) == ["stored": ["a.txt", "b.bin", "c.txt"]], "\(receiver.stdout)")
+
+      let second = try await send(["a.txt", "b.bin", "c.txt", "d.txt"])
+      #expect(second.uploaded == ["d.txt"], "only what is missing moves: \(second.stdout)")
+      #expect(
+        await settled(7)
+          == [
+            "stored": ["a.txt", "b.bin", "c.txt", "d.txt"],
+            "identical": ["a.txt", "b.bin", "c.txt"],
+          ],
+        "\(receiver.stdout)")
+      let third = try await send(["a.txt", "b.bin", "c.txt", "d.txt"])
+      #expect(third.uploaded.isEmpty, "\(third.stdout)")
+      #expect(third.stdout.contains("(204)"), "nothing wanted is LocalSend's 204: \(third.stdout)")
+      #expect(
+        await settled(11)
+          == [
+            "stored": ["a.txt", "b.bin", "c.txt", "d.txt"],
+            "identical": ["a.txt", "a.txt", "b.bin", "b.bin", "c.txt", "c.txt", "d.txt"],
+          ], "\(receiver.stdout)")
+      // Nothing written twice, no renamed copies.
+      #expect(
+        try FileManager.default.contentsOfDirectory(atPath: destination.path).sorted()
+          == ["a.txt", "b.bin", "c.txt", "d.txt"])
+      for (name, _) in sizes {
+        #expect(
+          try Data(contentsOf: destination.appendingPathComponent(name))
+            == Data(contentsOf: source.appendingPathComponent(name)))
+      }
+    }
+
+    @Test(
       "ferry send --localsend --text to it: it answers with a token, so the text is uploaded as the file and ferry says so (never 'showed' it)"
     )
     func textToReceiver() async throws {

@@ -161,11 +161,13 @@ struct LocalSendSending: Sendable {
     await reporter.value
     bar.remove(label)
     var stored = 0
+    var leftOut = 0
     var failed: [LocalSendSentFile] = []
     for file in results {
       let status: String
       if file.skipped {
         status = "skipped"
+        leftOut += 1
       } else if file.status == 200 {
         status = "stored"
         stored += 1
@@ -196,8 +198,8 @@ struct LocalSendSending: Sendable {
           code: integrity ? .integrity : .transferFailed))
     }
     let line = TransferSummary.sent(
-      files: items.count, folders: 0, stored: stored, identical: 0, total: bytes,
-      sent: UInt64(max(0, progress.bytesCrossed)), to: peer.displayName,
+      files: items.count, folders: 0, stored: stored, identical: 0, leftOut: leftOut,
+      total: bytes, sent: UInt64(max(0, progress.bytesCrossed)), to: peer.displayName,
       took: ContinuousClock.now - started)
     bar.above { output.note(line) }
     if unreadable > 0 {
