@@ -83,6 +83,29 @@ struct CLIExitCodeTests {
     #expect(line.time - sender.started >= .seconds(5), "\(line.text)")  // ReceiverFinder.hintAfter
   }
 
+  @Test(
+    "a LocalSend device whose TLS handshake never finishes is given up on after 30 s, not later"
+  )
+  func stalledLocalSendHandshake() async throws {
+    // The kernel completes the TCP handshake into the backlog; nobody ever answers the
+    // ClientHello.
+    let (listener, port) = loopbackListener()
+    defer { close(listener) }
+    let file = try temporaryDirectory("exit-src").appendingPathComponent("a.txt")
+    try writeFile(file, size: 10)
+    let started = ContinuousClock.now
+    let sent = try await run(
+      Harness.ferryBinary,
+      ["send", "--localsend", "--retry-for", "0", "--address", "127.0.0.1:\(port)", file.path],
+      environment: TestEnvironment.withoutBus(), timeout: .seconds(30) + Harness.patience)
+    let took = ContinuousClock.now - started
+    #expect(sent.status == 3, "\(sent.stderr)")
+    #expect(sent.stderr.contains("no answer in time"), "\(sent.stderr)")
+    // The promise (docs/LOCALSEND.md): 30 s for the handshake, checked each second.
+    #expect(
+      took >= .seconds(30) && took < .seconds(31) + Harness.margin, "took \(took): \(sent.stderr)")
+  }
+
   @Test("no receiver within --timeout exits 3, after the timeout and not long after")
   func noPeer() async throws {
     let file = try temporaryDirectory("exit-src").appendingPathComponent("a.txt")

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import NIOTLS
 import Synchronization
 
 /// Why a request to a LocalSend device failed before it had an answer.
@@ -82,7 +83,7 @@ struct LocalSendClient: Sendable {
     async throws(LocalSendRequestError) -> LocalSendConnection
   {
     let presented = PresentedCertificate()
-    let collector = AnswerCollector()
+    let collector = AnswerCollector(handshaken: plainHTTP)
     let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
       .connectTimeout(.seconds(5))
       .channelInitializer { [tls] channel in
@@ -197,6 +198,14 @@ struct LocalSendClient: Sendable {
 final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable {
   typealias InboundIn = HTTPClientResponsePart
 
+  /// Whether the connection's TLS handshake is done (from the start over plain HTTP): until
+  /// it is, a request has ``RequestWatch/handshake`` to get there.
+  let handshaken: Atomic<Bool>
+
+  init(handshaken: Bool) {
+    self.handshaken = Atomic(handshaken)
+  }
+
   /// The answer waited for, and why no more will come (set once the connection failed or
   /// closed): one lock, so that a close between the two is never missed.
   private let slot = Mutex<
@@ -247,6 +256,13 @@ final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable {
     }
   }
 
+  func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    if let event = event as? TLSUserEvent, case .handshakeCompleted = event {
+      handshaken.store(true, ordering: .releasing)
+    }
+    context.fireUserInboundEventTriggered(event)
+  }
+
   func errorCaught(context: ChannelHandlerContext, error: any Error) {
     takePromise()?.fail(error)
     context.close(promise: nil)
@@ -274,13 +290,17 @@ final class AnswerCollector: ChannelInboundHandler, @unchecked Sendable {
   }
 }
 
-/// When a request is overdue: no progress for ``stall`` while it is sent (the handshake, a
-/// body's pieces), or no answer within its timeout once it is. Any thread.
+/// When a request is overdue: a TLS handshake not done within ``handshake``, no progress for
+/// ``stall`` while it is sent (a body's pieces: a phone may stop reading while it writes), or
+/// no answer within its timeout once it is. Any thread.
 final class RequestWatch: Sendable {
   /// How long a request may make no progress while it is sent.
   static let stall: Duration = .seconds(60)
+  /// How long a connection's TLS handshake may take, from the first request on it.
+  static let handshake: Duration = .seconds(30)
 
   private let timeout: Duration
+  private let started = ContinuousClock.now
   private let state:
     Mutex<(lastProgress: ContinuousClock.Instant, sentAt: ContinuousClock.Instant?)>
 
@@ -299,9 +319,11 @@ final class RequestWatch: Sendable {
     state.withLock { $0.sentAt = now }
   }
 
-  /// Why the request has waited too long, if it has.
-  func overdue(at now: ContinuousClock.Instant) -> LocalSendRequestError? {
-    state.withLock { state in
+  /// Why the request has waited too long, if it has; `handshaken`: whether its connection's
+  /// TLS handshake is done.
+  func overdue(at now: ContinuousClock.Instant, handshaken: Bool = true) -> LocalSendRequestError? {
+    if !handshaken, now - started > Self.handshake { return .timedOut }
+    return state.withLock { state in
       if let sentAt = state.sentAt {
         return now - sentAt > timeout ? .timedOut : nil
       }

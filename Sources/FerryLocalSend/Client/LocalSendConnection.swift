@@ -49,7 +49,9 @@ final class LocalSendConnection: Sendable {
     let watchdog = channel.eventLoop.scheduleRepeatedTask(
       initialDelay: .seconds(1), delay: .seconds(1)
     ) { _ in
-      if let failure = watch.overdue(at: .now) {
+      if let failure = watch.overdue(
+        at: .now, handshaken: collector.handshaken.load(ordering: .acquiring))
+      {
         collector.fail(failure)
         channel.close(promise: nil)
       }
@@ -72,10 +74,12 @@ final class LocalSendConnection: Sendable {
         )
       } catch let answerError {
         // A certificate refused in the handshake fails the answer; the write fails only as the
-        // channel closes after it. The refusal is what happened (and it is final).
+        // channel closes after it. The refusal is what happened (and it is final), as is a
+        // deadline the watchdog closed the connection for.
         if expected != nil, LocalSendClient.isCertificateRefusal(answerError) {
           throw failure(answerError)
         }
+        if case .timedOut? = answerError as? LocalSendRequestError { throw .timedOut }
       }
       throw failure(error)
     }
