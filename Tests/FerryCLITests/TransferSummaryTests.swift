@@ -50,6 +50,11 @@ struct TransferSummaryTests {
       none
         == "Nothing sent: phone did not ask for any of 3 files (it has them already, or left them out)."
     )
+    let one = TransferSummary.sent(
+      files: 1, stored: 0, identical: 0, leftOut: 1, total: 5, sent: 0, to: "phone",
+      took: .milliseconds(80))
+    #expect(
+      one == "Nothing sent: phone did not ask for the file (it has it already, or left it out).")
     let some = TransferSummary.sent(
       files: 4, stored: 1, identical: 0, leftOut: 3, total: 5_500, sent: 500, to: "phone",
       took: .seconds(1))

@@ -27,6 +27,16 @@ struct WebGateTests {
     }
     #expect(Self.guess(gate, from: "10.0.0.1") == .tooManyRequests)
     #expect(Self.guess(gate, from: "10.0.0.2") == .notFound)
+    // Its right token still opens the page.
+    #expect(Self.open(gate, from: "10.0.0.1") == .ok)
+  }
+
+  /// The page with the right token.
+  private static func open(_ gate: WebGate, from address: String) -> HTTPResponseStatus? {
+    let verdict = gate.verdict(
+      method: .GET, path: gate.access.pagePath, headers: [:], address: address)
+    guard case .serve(let status, _, _) = verdict else { return nil }
+    return status
   }
 
   @Test("past the addresses remembered, new addresses share one count and are refused")
@@ -44,5 +54,7 @@ struct WebGateTests {
     #expect(refused, "fresh addresses past the list guess on without limit")
     // The addresses counted one by one keep their own count.
     #expect(Self.guess(gate, from: "fd00::0") == .notFound)
+    // A person's browser at a fresh address, with the link, is not locked out.
+    #expect(Self.open(gate, from: "fd02::1") == .ok)
   }
 }

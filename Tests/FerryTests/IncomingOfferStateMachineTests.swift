@@ -22,12 +22,14 @@ struct IncomingOfferStateMachineTests {
       path: path, size: size, modificationSeconds: 0, modificationNanoseconds: 0, mode: mode)
   }
 
-  static func make(_ files: [OfferedFile], openFiles: Int = 1) -> Machine {
+  static func make(
+    _ files: [OfferedFile], openFiles: Int = 1, holdable: Set<Int>? = nil
+  ) -> Machine {
     Machine(
       files: files,
       configuration: Machine.Configuration(
         sender: sender, checksum: .xxh3, holdsFiles: true, openFiles: openFiles,
-        stall: .seconds(60), emptyDigest: ContentHasher(.xxh3).finalize()))
+        holdable: holdable, stall: .seconds(60), emptyDigest: ContentHasher(.xxh3).finalize()))
   }
 
   /// Each action in short: its name, and what matters of it.
@@ -358,6 +360,41 @@ struct IncomingOfferStateMachineTests {
         Self.run(&machine) { $0.reserved(.success(()), for: .whole(0), now: Self.now, into: &$1) }
           == ["open(0)"])
     }
+  }
+
+  @Test(
+    "held: a comparison the front end stops waiting for is asked for whole (once); a settled one is left; only holdable files are held"
+  )
+  func stopComparing() {
+    var machine = Self.make(
+      [Self.file("h", size: 100), Self.file("g", size: 100)], holdable: [0])
+    _ = Self.run(&machine) {
+      $0.start(.automatic(ReceiveOptions(destination: Self.destination)), into: &$1)
+    }
+    var actions: [Action] = []
+    machine.stagingOpened(.success((["h.part", "g.part"], [], [])), into: &actions)
+    // File 1 has no digest to compare: it is not asked about as a held file.
+    let held = actions.compactMap { action -> [Bool]? in
+      guard case .survey(let questions) = action else { return nil }
+      return questions.map(\.held)
+    }
+    #expect(held == [[true, false]], "\(Self.names(actions))")
+    _ = Self.run(&machine) {
+      $0.surveyed([0: Machine.FileFacts(heldCopy: try! RelativePath(validating: "h"))], into: &$1)
+    }
+    _ = Self.run(&machine) { $0.reserved(.success(()), for: .offer, now: Self.now, into: &$1) }
+    _ = Self.run(&machine) { $0.fileEnded(0, digest: [1], now: Self.now, into: &$1) }
+    // The hash takes too long: asked for whole, once.
+    #expect(
+      Self.run(&machine) { $0.stopComparing(0, into: &$1) }
+        == ["ack(0, differs)", "ackTimer", "flush"])
+    #expect(Self.run(&machine) { $0.stopComparing(0, into: &$1) }.isEmpty)
+    // Its hash, done after all, changes nothing; the file comes whole.
+    _ = Self.run(&machine) { $0.heldHashed(0, [1], now: Self.now, into: &$1) }
+    #expect(
+      Self.run(&machine) {
+        $0.data(0, count: 100, hole: false, credit: 104, now: Self.now, into: &$1)
+      } == ["reserve(100, whole(0))"])
   }
 
   @Test("held: data (or a second FILE_END) after its digest and before the answer ends the offer")

@@ -28,10 +28,12 @@ enum StandardStream: Sendable {
     Self.pending[self == .output ? 0 : 1].append(text, droppable: droppable)
   }
 
-  /// Writes out what every stream gathered, waiting at most ``exitPatience`` for each. Any
-  /// thread; before the process exits.
+  /// Writes out what every stream gathered, waiting at most ``exitPatience`` for them all.
+  /// Any thread; before the process exits.
   static func flushAll() {
-    for stream in pending { stream.drainBeforeExit() }
+    let deadline = DispatchTime.now() + exitPatience
+    // stdout first: what it lost is said on stderr, drained after it.
+    for stream in pending { stream.drainBeforeExit(by: deadline) }
   }
 
   /// Whether the stream is a terminal.
@@ -61,9 +63,10 @@ enum StandardStream: Sendable {
     let fd: Int32
     let name: String
     private let writer: DispatchQueue
-    /// The bytes, whether the writer is due, and the lines dropped since the reader last
-    /// took everything.
-    private let state = Mutex<(bytes: [UInt8], scheduled: Bool, dropped: Int)>(([], false, 0))
+    /// The bytes, whether the writer is due, the bytes the writer holds (written or waiting
+    /// for the reader), and the lines dropped since the reader last took everything.
+    private let state = Mutex<(bytes: [UInt8], scheduled: Bool, writing: Int, dropped: Int)>(
+      ([], false, 0, 0))
     /// Written at once (not after 10 ms) from this many bytes on.
     static let batch = 64 << 10
     /// Past this many bytes waiting, droppable lines are dropped.
@@ -78,20 +81,21 @@ enum StandardStream: Sendable {
     }
 
     func append(_ text: String, droppable: Bool) {
-      let (now, schedule) = state.withLock { state -> (Bool, Bool) in
-        let waiting = state.bytes.count + text.utf8.count
+      let (now, later) = state.withLock { state -> (Bool, Bool) in
+        let waiting = state.writing + state.bytes.count + text.utf8.count
         guard waiting <= (droppable ? Self.droppableLimit : Self.limit) else {
           state.dropped += 1
           return (false, false)
         }
         state.bytes.append(contentsOf: text.utf8)
-        let schedule = !state.scheduled
+        // One drain due at a time: a stuck reader piles up bytes, not queued work.
+        guard !state.scheduled else { return (false, false) }
         state.scheduled = true
-        return (state.bytes.count >= Self.batch, schedule)
+        return state.bytes.count >= Self.batch ? (true, false) : (false, true)
       }
       if now {
         writer.async { self.drain() }
-      } else if schedule {
+      } else if later {
         writer.asyncAfter(deadline: .now() + .milliseconds(10)) { self.drain() }
       }
     }
@@ -101,12 +105,14 @@ enum StandardStream: Sendable {
     private func drain() {
       let bytes = state.withLock { state -> [UInt8] in
         state.scheduled = false
+        state.writing = state.bytes.count
         defer { state.bytes = [] }
         return state.bytes
       }
       guard !bytes.isEmpty else { return }
       StandardStream.writeAll(fd, bytes[...])
       let dropped = state.withLock { state -> Int in
+        state.writing = 0
         guard state.bytes.isEmpty else { return 0 }
         defer { state.dropped = 0 }
         return state.dropped
@@ -117,14 +123,14 @@ enum StandardStream: Sendable {
       }
     }
 
-    /// Waits (at most ``StandardStream/exitPatience``) for the writer to write what is left.
-    func drainBeforeExit() {
+    /// Waits (until `deadline` at most) for the writer to write what is left.
+    func drainBeforeExit(by deadline: DispatchTime) {
       let done = DispatchSemaphore(value: 0)
       writer.async {
         self.drain()
         done.signal()
       }
-      _ = done.wait(timeout: .now() + StandardStream.exitPatience)
+      _ = done.wait(timeout: deadline)
     }
   }
 }

@@ -47,9 +47,14 @@ enum TransferSummary {
     if stored == 0, identical == files, files > 0 {
       return "Nothing to send: \(identical) already there on \(name) (identical, not sent)."
     }
-    let notAsked =
-      "\(name) did not ask for \(leftOut == files ? "any of " : "")"
-      + "\(Quantity.count(leftOut, "file")) (it has them already, or left them out)"
+    let which =
+      leftOut == 1
+      ? (files == 1
+        ? "the file (it has it already, or left it out)"
+        : "1 file (it has it already, or left it out)")
+      : "\(leftOut == files ? "any of " : "")\(Quantity.count(leftOut, "file")) "
+        + "(it has them already, or left them out)"
+    let notAsked = "\(name) did not ask for \(which)"
     if stored == 0, leftOut == files, files > 0 { return "Nothing sent: \(notAsked)." }
     let head =
       stored == files

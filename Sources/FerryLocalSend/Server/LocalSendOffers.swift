@@ -36,10 +36,13 @@ enum LocalSendOffers {
       return answer.succeed(.refused(.serviceUnavailable, "cannot ask now"))
     }
     let incoming = server.incomingContinuation
+    // A file may be held (compared with this sender's copy instead of sent) only when its
+    // SHA-256 comes with it: nothing else would tell the same content.
+    let holdable = Set(files.indices.filter { (try? files[$0].file.digest()) != nil })
     let offer = IncomingOffer(
       peer: sender.peer, files: offered, checksum: .sha256,
       reception: .asking(question) { incoming.yield(.files($0, from: sender)) },
-      holdsFiles: true, openFiles: LocalSendServer.Limits.parallelUploads,
+      holdsFiles: true, holdable: holdable, openFiles: LocalSendServer.Limits.parallelUploads,
       acknowledgesAtOnce: true, resumes: false, events: server.eventsContinuation,
       executor: DispatchQueue(label: "ferry.localsend.offer"),
       stall: server.configuration.stall, frontEnd: session)

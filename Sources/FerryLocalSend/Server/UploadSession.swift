@@ -1,3 +1,4 @@
+import Dispatch
 import Ferry
 import FerryWire
 import NIOCore
@@ -11,7 +12,8 @@ import Synchronization
 /// sender's copy already in the destination, with the offered size and time) is compared
 /// first, by the SHA-256 the sender gave: the same content gets no token (the protocol lets a
 /// receiver take a subset; none wanted at all is its 204) and is reported identical; other
-/// content gets one. Any thread; the core calls it on the offer's executor.
+/// content gets one, as does a file still being compared after ``comparisonLimit`` (the
+/// sender waits for the answer). Any thread; the core calls it on the offer's executor.
 final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
   /// How a prepare-upload ends.
   enum Preparation: Sendable {
@@ -40,6 +42,10 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
 
   /// Bytes handed to the core and not yet written before upload connections stop being read.
   static let window = 8 << 20
+  /// How long the answer waits for held files to be compared (hashing this side's copies):
+  /// the rest are asked for whole. The sender's own limit for the answer (LocalSend's, and
+  /// `ferry send`'s 130 s) already counts the person's decision.
+  static let comparisonLimit: Duration = .seconds(20)
 
   let id: String
   /// Every file offered, in the core's order, with its id.
@@ -130,6 +136,14 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
     state.withLock { $0.comparing = (uploads, Set(compared.map(\.index))) }
     // As the Ferry wire's digest-first file end: the core hashes its copy and answers each.
     for file in compared { offer.fileEnded(file.index, digest: file.digest) }
+    // What is not compared in time is asked for whole: the core answers each `differs`.
+    DispatchQueue.global().asyncAfter(
+      deadline: .now() + .seconds(Int(Self.comparisonLimit.components.seconds))
+    ) { [weak self] in
+      guard let self, let offer = self.offer else { return }
+      let left = self.state.withLock { $0.comparing?.held ?? [] }
+      for index in left { offer.stopComparing(index) }
+    }
   }
 
   func acknowledge(_ acks: [FileAck]) {

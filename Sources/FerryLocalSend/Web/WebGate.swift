@@ -4,9 +4,12 @@ import Synchronization
 /// What a web receiver (``LocalSendWebAccess``) answers before any route runs: the page and
 /// its script and style under the link, LocalSend's upload endpoints for requests that carry
 /// the token, and the plain "expired or wrong link" page for everything else. An address that
-/// presents 20 wrong tokens is refused (429) until the server stops; past
+/// presents 20 wrong tokens has its wrong tokens refused (429) until the server stops; past
 /// ``rememberedAddresses``, every address not counted yet shares one count (an IPv6 network
-/// has addresses enough to pass any list), so the limit never stops counting. Thread-safe.
+/// has addresses enough to pass any list), so the limit never stops counting. The right
+/// token, and a download a yes granted, are never refused for it: a device that guesses from
+/// many addresses cannot lock the person's browser out (a 128-bit token is not guessed).
+/// Thread-safe.
 final class WebGate: Sendable {
   /// What a request gets.
   enum Verdict: Equatable {
@@ -39,11 +42,6 @@ final class WebGate: Sendable {
   func verdict(method: HTTPMethod, path: String, headers: HTTPHeaders, address: String) -> Verdict {
     let html = "text/html; charset=utf-8"
     let refused = Verdict.serve(.notFound, body: WebPage.expired, type: html)
-    if wrongTokens.withLock({ Self.count(of: address, in: $0) })
-      >= LocalSendWebAccess.wrongTokensPerAddress
-    {
-      return .serve(.tooManyRequests, body: WebPage.expired, type: html)
-    }
     if page == .share, method == .GET,
       path == LocalSendProtocol.Path.download || path == WebShareServer.Path.downloadAll
         || path == WebShareServer.Path.downloaded
@@ -56,8 +54,7 @@ final class WebGate: Sendable {
     if path.hasPrefix("/api/localsend/") {
       guard let given = headers.first(name: LocalSendWebAccess.tokenHeader), access.matches(given)
       else {
-        countWrong(address)
-        return .serve(.forbidden, body: WebPage.expired, type: html)
+        return wrong(address, .serve(.forbidden, body: WebPage.expired, type: html))
       }
       // What a yes already granted (a session's uploads, its cancel) goes on after the link
       // expired; nothing new starts.
@@ -85,8 +82,7 @@ final class WebGate: Sendable {
     guard method == .GET, path.hasPrefix("/r/") else { return refused }
     let parts = path.dropFirst(3).split(separator: "/", omittingEmptySubsequences: false)
     guard let token = parts.first, access.matches(String(token)) else {
-      countWrong(address)
-      return refused
+      return wrong(address, refused)
     }
     guard access.isValid else { return .serve(.gone, body: WebPage.expired, type: html) }
     switch parts.count == 1 ? "" : String(parts[1...].joined(separator: "/")) {
@@ -103,14 +99,21 @@ final class WebGate: Sendable {
     }
   }
 
-  private func countWrong(_ address: String) {
-    wrongTokens.withLock { counts in
+  /// A wrong token from `address`: `verdict`, or 429 once it (or, past the list, everyone not
+  /// on it) has presented ``LocalSendWebAccess/wrongTokensPerAddress``; counted either way.
+  private func wrong(_ address: String, _ verdict: Verdict) -> Verdict {
+    let limited = wrongTokens.withLock { counts -> Bool in
+      let limited = Self.count(of: address, in: counts) >= LocalSendWebAccess.wrongTokensPerAddress
       if counts.byAddress[address] != nil || counts.byAddress.count < Self.rememberedAddresses {
         counts.byAddress[address, default: 0] += 1
       } else {
         counts.others += 1
       }
+      return limited
     }
+    return limited
+      ? .serve(.tooManyRequests, body: WebPage.expired, type: "text/html; charset=utf-8")
+      : verdict
   }
 
   /// The wrong tokens counted against `address`: its own, or — once the list is full and it

@@ -201,8 +201,9 @@ private final class ArchiveSender: @unchecked Sendable {
         }
       }
       let next = bytes.withUnsafeBytes { ZipStream.crc32(crc, $0) }
+      let piece = bytes
       channel.eventLoop.execute { [self] in
-        handler.value.piece(bytes) { [self] result in
+        handler.value.piece(piece) { [self] result in
           guard case .success = result else {
             close(fd)
             return end(result)

@@ -21,9 +21,9 @@ enum LocalSendPeer {
   /// Starts `localsend_peer.py COMMAND ARGUMENTS` on `host`, with its own home and alias,
   /// announcing on the host's test interface only.
   static func start(
-    _ command: String, _ arguments: [String], alias: String, on host: String = "b"
+    _ command: String, _ arguments: [String], alias: String, on host: String = "b",
+    home: String = NSTemporaryDirectory() + "localsend-peer-\(UUID().uuidString)"
   ) throws -> ChildProcess {
-    let home = NSTemporaryDirectory() + "localsend-peer-\(UUID().uuidString)"
     return try ChildProcess(
       Harness.on!,
       [host, "python3", script, command, "--home", home, "--alias", alias, "--interface", "mdns0"]

@@ -351,5 +351,32 @@ extension LocalSendTests {
           destination.appendingPathComponent("\(source.lastPathComponent)/nested/new.txt"),
           source.appendingPathComponent("nested/new.txt")))
     }
+
+    @Test(
+      "a sender that gives no SHA-256 sends the same tree again: all of it arrives again (nothing to compare), nothing fails"
+    )
+    func sendsAgainWithoutChecksums() async throws {
+      let source = try tree()
+      let destination = try temporaryDirectory("ls-dst")
+      let name = LocalSendPeer.alias("ferry-rx")
+      let ferry = try await receiver(name, into: destination, ["--yes"])
+      defer { ferry.signal(SIGKILL) }
+      let address = "\(Harness.hostAddresses["a"]!):53317"
+      // One device (its certificate kept) twice: the receiver holds its files.
+      let home = NSTemporaryDirectory() + "localsend-peer-\(UUID().uuidString)"
+      for round in 1...2 {
+        let sender = try LocalSendPeer.start(
+          "send",
+          ["--no-checksum", "--address", address]
+            + ["big.bin", "nested"].map { source.appendingPathComponent($0).path },
+          alias: LocalSendPeer.alias("phone"), home: home)
+        defer { sender.signal(SIGKILL) }
+        #expect(await sender.waitForExit() == 0, "round \(round): \(sender.stdout)")
+        #expect(
+          await ferry.waitForEvent("done", skipping: round - 1) { $0.isNull("error") } != nil,
+          "round \(round): \(ferry.stdout)")
+      }
+      #expect(!ferry.events("file-done").contains { $0.string("status") == "identical" })
+    }
   }
 }

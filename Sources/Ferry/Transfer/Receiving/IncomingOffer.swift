@@ -68,7 +68,8 @@ package final class IncomingOffer: @unchecked Sendable {
 
   package init(
     peer: PeerID, files: [OfferedFile], checksum: ChecksumAlgorithm, reception: OfferReception,
-    holdsFiles: Bool, openFiles: Int = 1, acknowledgesAtOnce: Bool = false, resumes: Bool = true,
+    holdsFiles: Bool, holdable: Set<Int>? = nil, openFiles: Int = 1,
+    acknowledgesAtOnce: Bool = false, resumes: Bool = true,
     events: AsyncStream<ResourceEvent>.Continuation, executor: any OfferExecutor,
     stall: Duration, frontEnd: any IncomingOfferFrontEnd
   ) {
@@ -84,7 +85,7 @@ package final class IncomingOffer: @unchecked Sendable {
       files: files,
       configuration: Machine.Configuration(
         sender: peer, checksum: checksum, holdsFiles: holdsFiles, openFiles: openFiles,
-        stall: stall, emptyDigest: ContentHasher(checksum).finalize(),
+        holdable: holdable, stall: stall, emptyDigest: ContentHasher(checksum).finalize(),
         acknowledgesAtOnce: acknowledgesAtOnce))
   }
 
@@ -108,6 +109,13 @@ package final class IncomingOffer: @unchecked Sendable {
   /// File `index` ends with `digest` (nil: the sender gave none; its length is checked).
   package func fileEnded(_ index: Int, digest: [UInt8]?) {
     deliver(.end(index, digest))
+  }
+
+  /// The front end stops waiting for held file `index`'s comparison (its sender's answer
+  /// cannot wait longer): unless it was settled meanwhile, it is taken as different content —
+  /// acknowledged `differs` and received whole (skipped under the skip policy).
+  package func stopComparing(_ index: Int) {
+    handle { $0.stopComparing(index, into: &$1) }
   }
 
   /// The sender gave up.

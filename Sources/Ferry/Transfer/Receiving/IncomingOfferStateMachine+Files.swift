@@ -274,6 +274,15 @@ extension IncomingOfferStateMachine {
     }
   }
 
+  /// The front end stops waiting for held file `index`'s comparison: one still being compared
+  /// is taken as different content (asked for whole, or skipped under the skip policy); one
+  /// already settled is left as it is.
+  mutating func stopComparing(_ index: Int, into actions: inout [Action]) {
+    guard isReceiving, slots.indices.contains(index), case .comparing = slots[index].stage
+    else { return }
+    differs(index, into: &actions)
+  }
+
   /// Whether held file `index`'s copy is still what was compared (checked once the digests
   /// matched: it may have changed since it was hashed).
   mutating func heldCopyChecked(_ index: Int, stillThere: Bool, into actions: inout [Action]) {

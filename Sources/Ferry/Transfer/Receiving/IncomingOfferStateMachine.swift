@@ -82,6 +82,9 @@ struct IncomingOfferStateMachine {
     /// The most files whose bytes may arrive at once: the Ferry wire sends one at a time (a
     /// second one before the first ended is a violation).
     let openFiles: Int
+    /// The files that may be held, when not every one may (a LocalSend sender's with a
+    /// SHA-256: only those have a digest to compare); nil: every one.
+    var holdable: Set<Int>? = nil
     /// How long the sender may make no progress.
     let stall: Duration
     /// The digest of no bytes: an empty folder's FILE_END carries it.
@@ -368,7 +371,8 @@ struct IncomingOfferStateMachine {
         continue
       }
       let held =
-        configuration.holdsFiles && options.relocate && !file.isFolder && !file.isStreamed
+        configuration.holdsFiles && configuration.holdable.map { $0.contains(index) } != false
+        && options.relocate && !file.isFolder && !file.isStreamed
       let placed = options.conflictPolicy == .skip && !file.isFolder
       questions.append(
         Action.Survey(
