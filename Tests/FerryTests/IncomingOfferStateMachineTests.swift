@@ -55,6 +55,7 @@ struct IncomingOfferStateMachineTests {
       case .releaseNames(let names): "releaseNames(\(names.count))"
       case .writeMeta(let indices): "meta\(indices)"
       case .hashHeld(let index): "hash(\(index))"
+      case .stopHashing(let index): "stopHash(\(index))"
       case .checkHeldCopy(let index): "checkCopy(\(index))"
       case .open(let index): "open(\(index))"
       case .write(let index): "write(\(index))"
@@ -382,18 +383,34 @@ struct IncomingOfferStateMachineTests {
     _ = Self.run(&machine) {
       $0.surveyed([0: Machine.FileFacts(heldCopy: try! RelativePath(validating: "h"))], into: &$1)
     }
-    _ = Self.run(&machine) { $0.reserved(.success(()), for: .offer, now: Self.now, into: &$1) }
-    _ = Self.run(&machine) { $0.fileEnded(0, digest: [1], now: Self.now, into: &$1) }
-    // The hash takes too long: asked for whole, once.
     #expect(
-      Self.run(&machine) { $0.stopComparing(0, into: &$1) }
-        == ["ack(0, differs)", "ackTimer", "flush"])
-    #expect(Self.run(&machine) { $0.stopComparing(0, into: &$1) }.isEmpty)
-    // Its hash, done after all, changes nothing; the file comes whole.
-    _ = Self.run(&machine) { $0.heldHashed(0, [1], now: Self.now, into: &$1) }
+      Self.run(&machine) { $0.reserved(.success(()), for: .offer, now: Self.now, into: &$1) }
+        .last == "hash(0)")
+    _ = Self.run(&machine) { $0.fileEnded(0, digest: [1], now: Self.now, into: &$1) }
+    // While this side hashes, the sender's silence is not counted.
+    #expect(
+      Self.run(&machine) { $0.stallCheck(now: Self.now + .seconds(90), into: &$1) }
+        == ["stallTimer"])
+    // The hash takes too long: it is left and the file asked for whole, once.
+    let stopped = Self.now + .seconds(100)
+    #expect(
+      Self.run(&machine) { $0.stopComparing(0, now: stopped, into: &$1) }
+        == ["stopHash(0)", "ack(0, differs)", "ackTimer", "flush"])
+    #expect(Self.run(&machine) { $0.stopComparing(0, now: stopped, into: &$1) }.isEmpty)
+    // The left hash no longer stops the clock: silence counts from the stop.
+    #expect(
+      Self.run(&machine) { $0.stallCheck(now: stopped + .seconds(59), into: &$1) }
+        == ["stallTimer"])
+    // Its result, come after all, changes nothing and restarts no clock; the file comes whole.
+    #expect(
+      Self.run(&machine) { $0.heldHashed(0, [1], now: stopped + .seconds(30), into: &$1) }
+        .isEmpty)
+    var silent = machine
+    let ended = Self.run(&silent) { $0.stallCheck(now: stopped + .seconds(60), into: &$1) }
+    #expect(ended.contains { $0.hasPrefix("reset(failed, ") }, "\(ended)")
     #expect(
       Self.run(&machine) {
-        $0.data(0, count: 100, hole: false, credit: 104, now: Self.now, into: &$1)
+        $0.data(0, count: 100, hole: false, credit: 104, now: stopped, into: &$1)
       } == ["reserve(100, whole(0))"])
   }
 

@@ -46,6 +46,12 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
   /// the rest are asked for whole. The sender's own limit for the answer (LocalSend's, and
   /// `ferry send`'s 130 s) already counts the person's decision.
   static let comparisonLimit: Duration = .seconds(20)
+  /// How long after its prepare-upload arrived the answer goes at the latest, comparisons done
+  /// or not: within `ferry send`'s wait for it, whenever the person said yes.
+  static let answerLimit: Duration = LocalSendUpload.decisionTimeout - .seconds(5)
+
+  /// When the prepare-upload arrived (the session is made for it).
+  private let arrived = ContinuousClock.now
 
   let id: String
   /// Every file offered, in the core's order, with its id.
@@ -137,9 +143,11 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
     // As the Ferry wire's digest-first file end: the core hashes its copy and answers each.
     for file in compared { offer.fileEnded(file.index, digest: file.digest) }
     // What is not compared in time is asked for whole: the core answers each `differs`.
-    DispatchQueue.global().asyncAfter(
-      deadline: .now() + .seconds(Int(Self.comparisonLimit.components.seconds))
-    ) { [weak self] in
+    let wait = min(Self.comparisonLimit, arrived + Self.answerLimit - .now)
+    let milliseconds = max(
+      0, wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
+    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(milliseconds))) {
+      [weak self] in
       guard let self, let offer = self.offer else { return }
       let left = self.state.withLock { $0.comparing?.held ?? [] }
       for index in left { offer.stopComparing(index) }

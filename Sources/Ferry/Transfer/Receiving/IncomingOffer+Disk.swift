@@ -133,7 +133,10 @@ extension IncomingOffer {
       guard let self else { return }
       let digest = destination.digest(
         ofFileAt: copy, matching: file, checksum: checksum,
-        while: { !self.hashingStopped.load(ordering: .relaxed) })
+        while: {
+          !self.hashingStopped.load(ordering: .relaxed)
+            && !self.hashesLeft.withLock { $0.contains(index) }
+        })
       self.handle { $0.heldHashed(index, digest ?? [], now: .now, into: &$1) }
     }
   }

@@ -34,6 +34,8 @@ package final class IncomingOffer: @unchecked Sendable {
   let resumes: Bool
   /// Set when the offer ends: the held file being hashed is left (any thread).
   let hashingStopped = Atomic<Bool>(false)
+  /// The held files whose hashes were left, their comparisons stopped (any thread).
+  let hashesLeft = Mutex<Set<Int>>([])
   /// What the front end delivered and the executor has not taken yet (any thread).
   private let inbox = Mutex<[Inbound]>([])
   /// Small files placed since the last early write-back (``writeBackEarly(_:placed:)``).
@@ -115,7 +117,7 @@ package final class IncomingOffer: @unchecked Sendable {
   /// cannot wait longer): unless it was settled meanwhile, it is taken as different content —
   /// acknowledged `differs` and received whole (skipped under the skip policy).
   package func stopComparing(_ index: Int) {
-    handle { $0.stopComparing(index, into: &$1) }
+    handle { $0.stopComparing(index, now: .now, into: &$1) }
   }
 
   /// The sender gave up.
@@ -266,6 +268,7 @@ package final class IncomingOffer: @unchecked Sendable {
           machine.slots[index].name, file: offered[index], sender: peer.fingerprint)
       }
     case .hashHeld(let index): hashHeld(index)
+    case .stopHashing(let index): hashesLeft.withLock { _ = $0.insert(index) }
     case .checkHeldCopy(let index):
       let slot = machine.slots[index]
       guard case .held(let copy) = slot.plan, let staging else { return }

@@ -53,6 +53,9 @@ enum IncomingOfferAction: Sendable {
   /// Hash this side's copy of held file `index`, off the offer's order:
   /// ``IncomingOfferStateMachine/heldHashed(_:_:)``.
   case hashHeld(Int)
+  /// Leave the hash of held file `index` under way (its comparison was stopped): its result
+  /// is ignored.
+  case stopHashing(Int)
   /// Check that held file `index`'s copy is still this sender's with the offered size and
   /// time: ``IncomingOfferStateMachine/heldCopyChecked(_:stillThere:)``.
   case checkHeldCopy(Int)

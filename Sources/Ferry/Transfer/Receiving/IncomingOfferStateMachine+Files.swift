@@ -231,6 +231,9 @@ extension IncomingOfferStateMachine {
     _ index: Int, _ digest: [UInt8], now: ContinuousClock.Instant, into actions: inout [Action]
   ) {
     let both = update { receiving -> Bool in
+      // A hash left by ``stopComparing(_:now:into:)`` restarts no clock, and the one run now is not
+      // its to end.
+      guard receiving.hashing == index else { return false }
       receiving.lastHeard = now
       receiving.hashing = nil
       guard receiving.slots.indices.contains(index),
@@ -276,11 +279,22 @@ extension IncomingOfferStateMachine {
 
   /// The front end stops waiting for held file `index`'s comparison: one still being compared
   /// is taken as different content (asked for whole, or skipped under the skip policy); one
-  /// already settled is left as it is.
-  mutating func stopComparing(_ index: Int, into actions: inout [Action]) {
+  /// already settled is left as it is. Its hash, if it runs, is left: this side's work no longer
+  /// stops the stall clock, which counts from now, and the next held file is hashed.
+  mutating func stopComparing(
+    _ index: Int, now: ContinuousClock.Instant, into actions: inout [Action]
+  ) {
     guard isReceiving, slots.indices.contains(index), case .comparing = slots[index].stage
     else { return }
+    let left = update { receiving -> Bool in
+      guard receiving.hashing == index else { return false }
+      receiving.hashing = nil
+      receiving.lastHeard = now
+      return true
+    }
+    if left == true { actions.append(.stopHashing(index)) }
     differs(index, into: &actions)
+    hashNextHeld(into: &actions)
   }
 
   /// Whether held file `index`'s copy is still what was compared (checked once the digests
