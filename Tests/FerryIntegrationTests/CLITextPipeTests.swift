@@ -142,6 +142,8 @@ struct CLITextPipeTests {
         $0.contains("ferry exited 0")
       } != nil,
       "\(receiver.stderr)")
+    // What stdout could not take is said on stderr, which was not held back by it.
+    #expect(receiver.stderr.contains("ferry: stdout was not read"), "\(receiver.stderr)")
   }
 
   @Test("--stdout declines an offer of several files (exit 4); the input checks are exit 2")

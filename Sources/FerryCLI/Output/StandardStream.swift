@@ -32,8 +32,18 @@ enum StandardStream: Sendable {
   /// Any thread; before the process exits.
   static func flushAll() {
     let deadline = DispatchTime.now() + exitPatience
-    // stdout first: what it lost is said on stderr, drained after it.
-    for stream in pending { stream.drainBeforeExit(by: deadline) }
+    // Both at once, each on its writer: a stuck stdout never holds stderr's last lines back.
+    let (output, error) = (pending[0].drained(), pending[1].drained())
+    // stdout gets all but a second: what it could not write is then said on stderr.
+    if output.wait(timeout: deadline - .seconds(1)) == .timedOut {
+      let left = pending[0].waiting
+      StandardStream.error.write(
+        "ferry: stdout was not read: up to \(left) bytes of output not written\n")
+      _ = error.wait(timeout: deadline)
+      _ = pending[1].drained().wait(timeout: deadline)
+    } else {
+      _ = error.wait(timeout: deadline)
+    }
   }
 
   /// Whether the stream is a terminal.
@@ -123,14 +133,17 @@ enum StandardStream: Sendable {
       }
     }
 
-    /// Waits (until `deadline` at most) for the writer to write what is left.
-    func drainBeforeExit(by deadline: DispatchTime) {
+    /// The bytes gathered or being written, not yet taken by the reader (any thread).
+    var waiting: Int { state.withLock { $0.writing + $0.bytes.count } }
+
+    /// Has the writer write what is left; the semaphore is signalled once it is written.
+    func drained() -> DispatchSemaphore {
       let done = DispatchSemaphore(value: 0)
       writer.async {
         self.drain()
         done.signal()
       }
-      _ = done.wait(timeout: deadline)
+      return done
     }
   }
 }
