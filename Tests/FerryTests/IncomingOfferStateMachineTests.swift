@@ -394,9 +394,9 @@ struct IncomingOfferStateMachineTests {
     // The hash takes too long: it is left and the file asked for whole, once.
     let stopped = Self.now + .seconds(100)
     #expect(
-      Self.run(&machine) { $0.stopComparing(0, now: stopped, into: &$1) }
+      Self.run(&machine) { $0.stopComparing([0], now: stopped, into: &$1) }
         == ["stopHash(0)", "ack(0, differs)", "ackTimer", "flush"])
-    #expect(Self.run(&machine) { $0.stopComparing(0, now: stopped, into: &$1) }.isEmpty)
+    #expect(Self.run(&machine) { $0.stopComparing([0], now: stopped, into: &$1) }.isEmpty)
     // The left hash no longer stops the clock: silence counts from the stop.
     #expect(
       Self.run(&machine) { $0.stallCheck(now: stopped + .seconds(59), into: &$1) }
@@ -412,6 +412,37 @@ struct IncomingOfferStateMachineTests {
       Self.run(&machine) {
         $0.data(0, count: 100, hole: false, credit: 104, now: stopped, into: &$1)
       } == ["reserve(100, whole(0))"])
+  }
+
+  @Test("held: comparisons stopped together start no further hash; each is asked for whole")
+  func stopComparingTogether() {
+    let files = (0..<3).map { Self.file("h\($0)", size: 100) }
+    var machine = Self.make(files, holdable: [0, 1, 2])
+    _ = Self.run(&machine) {
+      $0.start(.automatic(ReceiveOptions(destination: Self.destination)), into: &$1)
+    }
+    _ = Self.run(&machine) {
+      $0.stagingOpened(.success((["a.part", "b.part", "c.part"], [], [])), into: &$1)
+    }
+    _ = Self.run(&machine) {
+      $0.surveyed(
+        Dictionary(
+          uniqueKeysWithValues: (0..<3).map {
+            ($0, Machine.FileFacts(heldCopy: try! RelativePath(validating: "h\($0)")))
+          }), into: &$1)
+    }
+    let started = Self.run(&machine) {
+      $0.reserved(.success(()), for: .offer, now: Self.now, into: &$1)
+    }
+    let hashed = started.filter { $0.hasPrefix("hash(") }
+    #expect(hashed.count == 1, "\(started)")
+    let stopped = Self.run(&machine) {
+      $0.stopComparing([0, 1, 2], now: Self.now, into: &$1)
+    }
+    #expect(!stopped.contains { $0.hasPrefix("hash(") }, "\(stopped)")
+    // The one hash under way is left; the others never started.
+    #expect(stopped.filter { $0.hasPrefix("stopHash(") } == hashed.map { "stopH" + $0.dropFirst() })
+    #expect(stopped.filter { $0.hasSuffix(", differs)") }.count == 3, "\(stopped)")
   }
 
   @Test("held: data (or a second FILE_END) after its digest and before the answer ends the offer")

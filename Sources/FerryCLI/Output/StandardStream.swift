@@ -39,11 +39,10 @@ enum StandardStream: Sendable {
       let left = pending[0].waiting
       StandardStream.error.write(
         "ferry: stdout was not read: up to \(left) bytes of output not written\n")
-      _ = error.wait(timeout: deadline)
-      _ = pending[1].drained().wait(timeout: deadline)
-    } else {
-      _ = error.wait(timeout: deadline)
     }
+    _ = error.wait(timeout: deadline)
+    // Again: what stdout's drain or the line above added to stderr since.
+    _ = pending[1].drained().wait(timeout: deadline)
   }
 
   /// Whether the stream is a terminal.

@@ -150,7 +150,7 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
       [weak self] in
       guard let self, let offer = self.offer else { return }
       let left = self.state.withLock { $0.comparing?.held ?? [] }
-      for index in left { offer.stopComparing(index) }
+      offer.stopComparing(left)
     }
   }
 

@@ -113,11 +113,11 @@ package final class IncomingOffer: @unchecked Sendable {
     deliver(.end(index, digest))
   }
 
-  /// The front end stops waiting for held file `index`'s comparison (its sender's answer
-  /// cannot wait longer): unless it was settled meanwhile, it is taken as different content —
+  /// The front end stops waiting for the comparisons of held files `indices` (its sender's
+  /// answer cannot wait longer): each not settled meanwhile is taken as different content —
   /// acknowledged `differs` and received whole (skipped under the skip policy).
-  package func stopComparing(_ index: Int) {
-    handle { $0.stopComparing(index, now: .now, into: &$1) }
+  package func stopComparing(_ indices: Set<Int>) {
+    handle { $0.stopComparing(indices, now: .now, into: &$1) }
   }
 
   /// The sender gave up.

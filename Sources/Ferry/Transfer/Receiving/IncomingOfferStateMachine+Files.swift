@@ -277,23 +277,26 @@ extension IncomingOfferStateMachine {
     }
   }
 
-  /// The front end stops waiting for held file `index`'s comparison: one still being compared
-  /// is taken as different content (asked for whole, or skipped under the skip policy); one
-  /// already settled is left as it is. Its hash, if it runs, is left: this side's work no longer
-  /// stops the stall clock, which counts from now, and the next held file is hashed.
+  /// The front end stops waiting for the comparisons of held files `indices`: each still being
+  /// compared is taken as different content (asked for whole, or skipped under the skip
+  /// policy); one already settled is left as it is. A hash under way for one of them is left:
+  /// this side's work no longer stops the stall clock, which counts from now; then the next
+  /// held file still compared is hashed (once, after all of them are settled).
   mutating func stopComparing(
-    _ index: Int, now: ContinuousClock.Instant, into actions: inout [Action]
+    _ indices: some Sequence<Int>, now: ContinuousClock.Instant, into actions: inout [Action]
   ) {
-    guard isReceiving, slots.indices.contains(index), case .comparing = slots[index].stage
-    else { return }
-    let left = update { receiving -> Bool in
-      guard receiving.hashing == index else { return false }
-      receiving.hashing = nil
-      receiving.lastHeard = now
-      return true
+    for index in indices {
+      guard isReceiving, slots.indices.contains(index), case .comparing = slots[index].stage
+      else { continue }
+      let left = update { receiving -> Bool in
+        guard receiving.hashing == index else { return false }
+        receiving.hashing = nil
+        receiving.lastHeard = now
+        return true
+      }
+      if left == true { actions.append(.stopHashing(index)) }
+      differs(index, into: &actions)
     }
-    if left == true { actions.append(.stopHashing(index)) }
-    differs(index, into: &actions)
     hashNextHeld(into: &actions)
   }
 
