@@ -33,14 +33,15 @@ public final class Invitation: Sendable, CustomStringConvertible {
 
   init(
     peer: PeerID, status: KnownPeers.Status, verificationCode: VerificationCode,
-    localFingerprint: Fingerprint, context: [UInt8], timeout: Duration, link: ConnectionLink,
+    localFingerprint: Fingerprint, context: [UInt8], expiresAt: ContinuousClock.Instant,
+    link: ConnectionLink,
     knownPeers: KnownPeers?, onFinished: @escaping @Sendable () -> Void
   ) {
     self.peer = peer
     self.status = status
     self.verificationCode = verificationCode
     self.context = context
-    self.expiresAt = .now + timeout
+    self.expiresAt = expiresAt
     self.link = link
     self.knownPeers = knownPeers
     self.localFingerprint = localFingerprint

@@ -229,7 +229,8 @@ final class InvitationListener: Sendable {
   ) {
     let invitation = Invitation(
       peer: invite.peer, status: status, verificationCode: invite.verificationCode,
-      localFingerprint: identity.fingerprint, context: invite.context, timeout: invite.timeout,
+      localFingerprint: identity.fingerprint, context: invite.context,
+      expiresAt: invite.expiresAt,
       link: link, knownPeers: knownPeers
     ) { [weak self] in
       self?.releasePending(from: address)

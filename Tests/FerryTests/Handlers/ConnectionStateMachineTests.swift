@@ -214,8 +214,9 @@ struct ConnectionStateMachineTests {
         .cancelDeadline, .scheduleExpiry(.seconds(121)),
         .invite(
           .init(
-            peer: Self.peer, context: [3], timeout: .seconds(120), verificationCode: Self.code)),
-      ])
+            peer: Self.peer, context: [3], timeout: .seconds(120),
+            expiresAt: Self.now + .seconds(120), verificationCode: Self.code)),
+      ], "it expires 120 s after the INVITE arrived, however late the application sees it")
     #expect(advertiser.verificationCode == Self.code)
     #expect(advertiser.isPendingDecision)
     // Once admitted (the listener does so before the application is asked).

@@ -120,6 +120,9 @@ extension ConnectionStateMachine {
     let peer: PeerID
     let context: [UInt8]
     let timeout: Duration
+    /// When the inviter stops waiting, as this end counts: from the INVITE's arrival, not from
+    /// when the application is handed it (on a loaded machine, seconds later).
+    let expiresAt: ContinuousClock.Instant
     /// The code of this connection, which the inviter can show once REVEAL (``reveal()``, when
     /// the invitation is admitted, before the application is asked) reaches it.
     let verificationCode: VerificationCode

@@ -168,7 +168,8 @@ struct ConnectionStateMachine {
         .cancelDeadline, .scheduleExpiry(timeout + .seconds(1)),
         .invite(
           IncomingInvite(
-            peer: known.peer, context: context, timeout: timeout, verificationCode: code)),
+            peer: known.peer, context: context, timeout: timeout, expiresAt: now + timeout,
+            verificationCode: code)),
       ]
     case (.awaitingAnswer(var asked), .reveal(let advertiserNonce)) where asked.commitment != nil:
       // The nonce must be the one the advertiser committed to before it saw ours: else it
