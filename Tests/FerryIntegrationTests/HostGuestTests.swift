@@ -170,12 +170,18 @@ struct HostGuestTests {
       host.close()
       guest.stop()
     }
-    // How many bytes the inviter sends until it is connected (TLS, HELLO, INVITE).
-    let measured = try await host.invite(
-      host: "127.0.0.1", port: proxy.port, expecting: guest.fingerprint)
-    let handshake = proxy.bytesFromClients
-    host.disconnect(measured)
-    try await waitUntil { guest.session.connectedPeers.isEmpty }
+    // How many bytes the inviter sends until it is connected (TLS, HELLO, INVITE): the least of
+    // three, since on a loaded machine a frame sent just after connecting can be counted too
+    // (a cut inside that frame would then "connect through a reset").
+    var handshake = Int.max
+    for _ in 0..<3 {
+      let before = proxy.bytesFromClients
+      let measured = try await host.invite(
+        host: "127.0.0.1", port: proxy.port, expecting: guest.fingerprint)
+      handshake = min(handshake, proxy.bytesFromClients - before)
+      host.disconnect(measured)
+      try await waitUntil { guest.session.connectedPeers.isEmpty }
+    }
     // Reset before anything, inside the ClientHello, in the client's certificate flight, and
     // in the encrypted HELLO and INVITE that end the handshake.
     let cuts = [0, 1] + stride(from: 0.05, to: 1, by: 0.08).map { Int(Double(handshake) * $0) }

@@ -172,8 +172,7 @@ def main():
               f"phone: a file keeps its modification time ({kept})")
     finally:
         driver.quit()
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
 
     # 2. A desktop-sized page: one 40 MB file, accepted at the terminal (the prompt says who).
     proc, url, master, dest = receiver("desktop", ["--once"], terminal=True)
@@ -209,8 +208,7 @@ def main():
         check(code == 0, f"desktop: --once ends after the browser's files (exit {code})")
     finally:
         driver.quit()
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
 
     # 3. Declined at the terminal: the page says so; nothing is written.
     proc, url, master, dest = receiver("declined", [], terminal=True)
@@ -236,8 +234,7 @@ def main():
               "declined, then again: the file arrived")
     finally:
         driver.quit()
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
 
     # 4. A wrong token, and an expired link: the plain page, no form.
     proc, url, _, dest = receiver("expiring", ["--yes", "--web-expires", "0.1"])
@@ -269,8 +266,7 @@ def main():
             pass
     finally:
         driver.quit()
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
 
     # 6. ferry send --web: asked at the terminal, then the browser downloads every file.
     check_share(src)
@@ -348,8 +344,7 @@ def check_share(src):
     finally:
         driver.quit()
         if proc.poll() is None:
-            proc.terminate()
-            proc.wait(10)
+            stop(proc)
     # Everything as one zip: its names are the paths, its contents and CRCs right, and --once
     # is met by it.
     downloads = tempfile.mkdtemp(prefix="downloads-zip-", dir=WORK)
@@ -388,8 +383,7 @@ def check_share(src):
     finally:
         driver.quit()
         if proc.poll() is None:
-            proc.terminate()
-            proc.wait(10)
+            stop(proc)
     # Declined: the page says so.
     proc, url, master = sender([], [os.path.join(src, "notes.txt")], terminal=True)
     driver = browser(360, 740)
@@ -401,8 +395,7 @@ def check_share(src):
         driver.save_screenshot(os.path.join(SHOTS, "phone-6-share-declined.png"))
     finally:
         driver.quit()
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
 
 
 def check_qr(colours):
@@ -419,8 +412,8 @@ def check_qr(colours):
     try:
         text = read_until(master, b"Press Ctrl-C", 20).decode("utf-8", "replace")
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop(proc, master)
+        os.close(master)
     lines = text.replace("\r", "").split("\n")
     url = next((l.strip() for l in lines if l.strip().startswith("http://")), None)
     rows = []
@@ -452,6 +445,28 @@ def check_qr(colours):
                 f.write(line + "\n")
     decoded = subprocess.run(["zbarimg", "--raw", "-q", pbm], capture_output=True, text=True)
     check(decoded.stdout.strip() == url, what + " (%r)" % decoded.stdout.strip())
+
+
+def stop(proc, terminal=None):
+    """Ends `proc` as Ctrl-C would (SIGTERM), reading its terminal meanwhile (a terminal nobody
+    reads holds a writer up); one still running after 30 s is killed, and that is a failure
+    (never a process left behind)."""
+    proc.terminate()
+    deadline = time.time() + 30
+    while proc.poll() is None and time.time() < deadline:
+        if terminal is None:
+            time.sleep(0.1)
+            continue
+        ready, _, _ = select.select([terminal], [], [], 0.1)
+        if ready:
+            try:
+                os.read(terminal, 65536)
+            except OSError:
+                terminal = None
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+        check(False, "%s ends within 30 s of SIGTERM" % " ".join(proc.args[:3]))
 
 
 def read_until(fd, needle, timeout):
