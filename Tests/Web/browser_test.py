@@ -208,7 +208,9 @@ def main():
         check(code == 0, f"desktop: --once ends after the browser's files (exit {code})")
     finally:
         driver.quit()
-        stop(proc)
+        stop(proc, master)
+        if master is not None:
+            os.close(master)
 
     # 3. Declined at the terminal: the page says so; nothing is written.
     proc, url, master, dest = receiver("declined", [], terminal=True)
@@ -234,7 +236,9 @@ def main():
               "declined, then again: the file arrived")
     finally:
         driver.quit()
-        stop(proc)
+        stop(proc, master)
+        if master is not None:
+            os.close(master)
 
     # 4. A wrong token, and an expired link: the plain page, no form.
     proc, url, _, dest = receiver("expiring", ["--yes", "--web-expires", "0.1"])
@@ -344,7 +348,9 @@ def check_share(src):
     finally:
         driver.quit()
         if proc.poll() is None:
-            stop(proc)
+            stop(proc, master)
+            if master is not None:
+                os.close(master)
     # Everything as one zip: its names are the paths, its contents and CRCs right, and --once
     # is met by it.
     downloads = tempfile.mkdtemp(prefix="downloads-zip-", dir=WORK)
@@ -383,7 +389,9 @@ def check_share(src):
     finally:
         driver.quit()
         if proc.poll() is None:
-            stop(proc)
+            stop(proc, master)
+            if master is not None:
+                os.close(master)
     # Declined: the page says so.
     proc, url, master = sender([], [os.path.join(src, "notes.txt")], terminal=True)
     driver = browser(360, 740)
@@ -395,7 +403,9 @@ def check_share(src):
         driver.save_screenshot(os.path.join(SHOTS, "phone-6-share-declined.png"))
     finally:
         driver.quit()
-        stop(proc)
+        stop(proc, master)
+        if master is not None:
+            os.close(master)
 
 
 def check_qr(colours):
