@@ -6,7 +6,8 @@ import Synchronization
 /// cancelling transfers), then the process exits 130 (a second signal exits at once) — never 0, even if the cleanup lets the
 /// command's main path finish first (``FerryMain`` exits through ``exit(_:)``).
 ///
-/// The signal handler runs on a Dispatch queue of its own, the cleanup in a task it waits for.
+/// The signal handler writes a byte to a pipe; a thread of its own reads it and starts the
+/// cleanup, in a task it waits for.
 /// Exactly one thread calls exit(3) (two at once is undefined behaviour): whichever claims
 /// ``exitClaimed`` first, and never before the cleanup has finished.
 enum Interrupts {
@@ -17,7 +18,6 @@ enum Interrupts {
   private static let cleanedUp = DispatchSemaphore(value: 0)
   /// The longest the main path waits for the cleanup before exiting anyway.
   private static let cleanupLimit: DispatchTimeInterval = .seconds(8)
-  nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
 
   /// Whether SIGINT or SIGTERM arrived.
   static var wasInterrupted: Bool { interrupted.load(ordering: .acquiring) }
@@ -68,25 +68,56 @@ enum Interrupts {
       return cleanup == nil
     }
     guard first else { return }
-    for signalNumber in [SIGINT, SIGTERM] {
-      signal(signalNumber, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-      source.setEventHandler {
-        // The main path is already exiting: nothing to clean up.
-        guard !exitClaimed.load(ordering: .acquiring) else { return }
-        // A second Ctrl-C does not wait for the cleanup (say, a peer that stopped answering).
-        guard !interrupted.exchange(true, ordering: .acquiringAndReleasing) else { exitOnce() }
-        let action = cleanup.withLock { $0 }
-        // A cleanup that hangs must not keep the process alive.
-        DispatchQueue.global().asyncAfter(deadline: .now() + cleanupLimit) { exitOnce() }
-        Task {
-          await action?()
-          cleanedUp.signal()
-          exitOnce()
+    // A handler of our own, in place from this call on: a signal that came while a dispatch
+    // signal source was still being registered (after SIG_IGN, before the source was armed —
+    // seconds on a loaded machine) was lost, and the process kept running.
+    var ends: [Int32] = [-1, -1]
+    guard pipe(&ends) == 0 else { return }
+    for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+    signalPipe = ends[1]
+    let readEnd = ends[0]
+    Thread.detachNewThread {
+      var byte: UInt8 = 0
+      while true {
+        let count = Foundation.read(readEnd, &byte, 1)
+        if count == 1 {
+          interruptArrived()
+        } else if count < 0, errno == EINTR {
+          continue
+        } else {
+          return
         }
       }
-      source.resume()
-      sources.append(source)
+    }
+    for signalNumber in [SIGINT, SIGTERM] {
+      signal(signalNumber, Self.handler)
+    }
+  }
+
+  /// The write end of the pipe the signal handler writes to (set before the handler is).
+  nonisolated(unsafe) private static var signalPipe: Int32 = -1
+
+  /// The signal handler: one byte into the pipe (write(2) is async-signal-safe), errno kept.
+  private static let handler: @convention(c) (Int32) -> Void = { _ in
+    let saved = errno
+    var byte: UInt8 = 1
+    _ = Foundation.write(Interrupts.signalPipe, &byte, 1)
+    errno = saved
+  }
+
+  /// SIGINT or SIGTERM arrived (on the pipe's reader thread).
+  private static func interruptArrived() {
+    // The main path is already exiting: nothing to clean up.
+    guard !exitClaimed.load(ordering: .acquiring) else { return }
+    // A second Ctrl-C does not wait for the cleanup (say, a peer that stopped answering).
+    guard !interrupted.exchange(true, ordering: .acquiringAndReleasing) else { exitOnce() }
+    let action = cleanup.withLock { $0 }
+    // A cleanup that hangs must not keep the process alive.
+    DispatchQueue.global().asyncAfter(deadline: .now() + cleanupLimit) { exitOnce() }
+    Task {
+      await action?()
+      cleanedUp.signal()
+      exitOnce()
     }
   }
 
