@@ -144,10 +144,8 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
     for file in compared { offer.fileEnded(file.index, digest: file.digest) }
     // What is not compared in time is asked for whole: the core answers each `differs`.
     let wait = min(Self.comparisonLimit, arrived + Self.answerLimit - .now)
-    let milliseconds = max(
-      0, wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
-    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(milliseconds))) {
-      [weak self] in
+    Task { [weak self] in
+      try? await Task.sleep(for: wait)
       guard let self, let offer = self.offer else { return }
       let left = self.state.withLock { $0.comparing?.held ?? [] }
       offer.stopComparing(left)
