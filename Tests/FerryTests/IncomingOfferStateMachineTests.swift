@@ -17,13 +17,17 @@ struct IncomingOfferStateMachineTests {
   static let now = ContinuousClock.now
   static let destination = URL(fileURLWithPath: "/tmp/destination")
 
-  static func file(_ path: String, size: UInt64 = 10, mode: UInt32 = 0o644) -> OfferedFile {
-    OfferedFile(
-      path: path, size: size, modificationSeconds: 0, modificationNanoseconds: 0, mode: mode)
+  static func file(
+    _ path: String, size: UInt64 = 10, kind: TransferFile.Kind = .file,
+    permissions: UInt32 = 0o644
+  ) -> TransferFile {
+    TransferFile(
+      path: path, size: size, modificationSeconds: 0, modificationNanoseconds: 0,
+      permissions: permissions, kind: kind)
   }
 
   static func make(
-    _ files: [OfferedFile], openFiles: Int = 1, holdable: Set<Int>? = nil
+    _ files: [TransferFile], openFiles: Int = 1, holdable: Set<Int>? = nil
   ) -> Machine {
     Machine(
       files: files,
@@ -63,13 +67,12 @@ struct IncomingOfferStateMachineTests {
       case .makeFolder(let index): "makeFolder(\(index))"
       case .discard(let index): "discard(\(index))"
       case .removeStaged(let name): "remove(\(name))"
-      case .sendAccept(let offsets, let held):
-        "accept([\(offsets.map { $0 == ResourceMessage.skip ? "skip" : "\($0)" }.joined(separator: ", "))], held \(held))"
+      case .sendAccept(let starts): Self.acceptance(starts)
       case .queueAck(let index, let status, _): "ack(\(index), \(status))"
       case .flushAcks: "flush"
       case .scheduleAckFlush: "ackTimer"
       case .grant(let bytes): "grant(\(bytes))"
-      case .reset(let code, let reason, _): "reset(\(code), \(reason))"
+      case .reset(let reason, let cause): "reset(\(TransferMessage.ResetCode(cause)), \(reason))"
       case .closeChannel: "close"
       case .scheduleStallCheck: "stallTimer"
       case .finish(let error): "finish(\(error.map { "\($0)" } ?? "ok"))"
@@ -77,6 +80,20 @@ struct IncomingOfferStateMachineTests {
       case .log: "log"
       }
     }
+  }
+
+  /// An accept in short, as an OFFER_ACCEPT says it: each file's offset (left out: `skip`;
+  /// held: 0), then the held files.
+  static func acceptance(_ starts: [FileStart]) -> String {
+    let offsets = starts.map { start -> String in
+      switch start {
+      case .skip: return "skip"
+      case .from(let offset): return "\(offset)"
+      case .held: return "0"
+      }
+    }
+    let held = starts.indices.filter { starts[$0] == .held }
+    return "accept([\(offsets.joined(separator: ", "))], held \(held))"
   }
 
   /// Runs `event` and returns what it asked for, in short.
@@ -89,7 +106,7 @@ struct IncomingOfferStateMachineTests {
   }
 
   /// A machine that accepted `files` automatically, none of them held or staged before.
-  static func accepted(_ files: [OfferedFile], openFiles: Int = 1) -> Machine {
+  static func accepted(_ files: [TransferFile], openFiles: Int = 1) -> Machine {
     var machine = make(files, openFiles: openFiles)
     var actions: [Action] = []
     machine.start(.automatic(ReceiveOptions(destination: destination)), into: &actions)
@@ -305,7 +322,7 @@ struct IncomingOfferStateMachineTests {
       #expect(actions.contains { $0.contains("which is not expected") }, "\(actions)")
       #expect(machine.isEnded)
     }
-    var folder = Self.accepted([Self.file("d", size: 0, mode: OfferedFile.folderBit | 0o755)])
+    var folder = Self.accepted([Self.file("d", size: 0, kind: .folder, permissions: 0o755)])
     #expect(
       Self.run(&folder) { $0.data(0, count: 1, hole: false, credit: 5, now: Self.now, into: &$1) }
         .contains { $0.contains("which is not expected") })
@@ -472,7 +489,7 @@ struct IncomingOfferStateMachineTests {
 
   @Test("a streamed file: room reserved ahead as it grows, no HOLE, deleted when cut short")
   func streamed() {
-    let stream = Self.file("in", size: 0, mode: OfferedFile.streamBit | 0o600)
+    let stream = Self.file("in", size: 0, kind: .stream, permissions: 0o600)
     var machine = Self.accepted([stream])
     _ = Self.run(&machine) {
       $0.data(0, count: 100, hole: false, credit: 104, now: Self.now, into: &$1)
@@ -574,7 +591,7 @@ struct IncomingOfferStateMachineTests {
     "an empty folder: created at its FILE_END with the digest of nothing; another digest is corrupt"
   )
   func folders() {
-    let folder = Self.file("d", size: 0, mode: OfferedFile.folderBit | 0o755)
+    let folder = Self.file("d", size: 0, kind: .folder, permissions: 0o755)
     var machine = Self.accepted([folder, folder.renamed("e")])
     #expect(
       Self.run(&machine) {
@@ -699,9 +716,9 @@ struct IncomingOfferStateMachineTests {
   }
 }
 
-extension OfferedFile {
+extension TransferFile {
   /// The same entry under another path.
-  fileprivate func renamed(_ path: String) -> OfferedFile {
+  fileprivate func renamed(_ path: String) -> TransferFile {
     var copy = self
     copy.path = path
     return copy

@@ -1,4 +1,3 @@
-import FerryWire
 import Testing
 
 @testable import Ferry
@@ -9,39 +8,45 @@ import Testing
 struct OutgoingOfferStateMachineTests {
   typealias Machine = OutgoingOfferStateMachine
 
-  static func file(_ path: String, size: UInt64 = 10, mode: UInt32 = 0o644) -> OfferedFile {
-    OfferedFile(
-      path: path, size: size, modificationSeconds: 0, modificationNanoseconds: 0, mode: mode)
+  static func file(
+    _ path: String, size: UInt64 = 10, kind: TransferFile.Kind = .file,
+    permissions: UInt32 = 0o644
+  ) -> TransferFile {
+    TransferFile(
+      path: path, size: size, modificationSeconds: 0, modificationNanoseconds: 0,
+      permissions: permissions, kind: kind)
   }
 
   static let files = [
-    file("a"), file("b"), file("c", size: 0, mode: OfferedFile.folderBit | 0o755),
+    file("a"), file("b"), file("c", size: 0, kind: .folder, permissions: 0o755),
   ]
 
   @Test("an answer of the wrong length, an offset past a file's size, or a folder held is wrong")
   func wrongAnswers() {
-    let answers: [([UInt64], [UInt32])] = [([0, 0], []), ([0, 11, 0], []), ([0, 0, 0], [2])]
-    for (offsets, held) in answers {
+    let answers: [[FileStart]] = [
+      [.from(0), .from(0)], [.from(0), .from(11), .from(0)], [.from(0), .from(0), .held],
+    ]
+    for starts in answers {
       var machine = Machine(files: Self.files)
       #expect(
-        machine.accepted(offsets: offsets, held: held)
+        machine.accepted(starts)
           == .failure(Machine.Violation("the receiver answered the offer wrongly")))
     }
-    var stream = Machine(files: [Self.file("in", size: 0, mode: OfferedFile.streamBit | 0o600)])
-    let r1 = stream.accepted(offsets: [0], held: [0])
-    #expect(r1 != .success([0]))
+    var stream = Machine(files: [Self.file("in", size: 0, kind: .stream, permissions: 0o600)])
+    let r1 = stream.accepted([.held])
+    #expect(r1 != .success([.held]))
   }
 
   @Test("accepted once; files left out have their verdict at once; a second accept is wrong")
   func acceptedOnce() {
     var machine = Machine(files: Self.files)
-    #expect(machine.offsets == nil)
-    let r2 = machine.accepted(offsets: [0, ResourceMessage.skip, 0], held: [0])
-    #expect(r2 == .success([0, ResourceMessage.skip, 0]))
+    #expect(machine.starts == nil)
+    let r2 = machine.accepted([.held, .skip, .from(0)])
+    #expect(r2 == .success([.held, .skip, .from(0)]))
     #expect(machine.slots[1].result?.status == .skipped)
     #expect(machine.slots[0].held && !machine.slots[2].held)
     #expect(
-      machine.accepted(offsets: [0, 0, 0], held: [])
+      machine.accepted([.from(0), .from(0), .from(0)])
         == .failure(Machine.Violation("the receiver accepted the offer twice")))
   }
 
@@ -53,7 +58,7 @@ struct OutgoingOfferStateMachineTests {
     #expect(
       machine.acknowledged(0, .stored, reason: "")
         == .violation("the receiver acknowledged file 0 out of turn"))
-    _ = machine.accepted(offsets: [0, ResourceMessage.skip, 0], held: [0])
+    _ = machine.accepted([.held, .skip, .from(0)])
     let r3 = machine.acknowledged(1, .stored, reason: "")
     #expect(r3 != .verdict(index: 1))
     let r4 = machine.acknowledged(2, .identical, reason: "")
@@ -81,7 +86,7 @@ struct OutgoingOfferStateMachineTests {
   )
   func askedWhole() {
     var machine = Machine(files: [Self.file("h"), Self.file("x")])
-    _ = machine.accepted(offsets: [0, 0], held: [0])
+    _ = machine.accepted([.held, .from(0)])
     let r12 = machine.acknowledged(1, .differs, reason: "")
     #expect(r12 != .askedWhole(index: 1))
     let r13 = machine.acknowledged(0, .differs, reason: "")
@@ -101,7 +106,7 @@ struct OutgoingOfferStateMachineTests {
   @Test("the first failure is the offer's; later ones are its echo, and late answers are ignored")
   func failures() {
     var machine = Machine(files: Self.files)
-    _ = machine.accepted(offsets: [0, 0, 0], held: [])
+    _ = machine.accepted([.from(0), .from(0), .from(0)])
     let r18 = machine.fail(.cancelled)
     #expect(r18)
     let again = machine.fail(.peerDisconnected(reason: "x"))
@@ -120,7 +125,7 @@ struct OutgoingOfferStateMachineTests {
   func patience() {
     var machine = Machine(files: [Self.file("h"), Self.file("x")])
     #expect(machine.patience(stall: .seconds(60), decision: .seconds(120)) == .seconds(180))
-    _ = machine.accepted(offsets: [0, 0], held: [0])
+    _ = machine.accepted([.held, .from(0)])
     machine.computed(0, digest: [1], took: .seconds(7))
     #expect(machine.patience(stall: .seconds(60), decision: .seconds(120)) == .seconds(67))
     _ = machine.acknowledged(0, .identical, reason: "")

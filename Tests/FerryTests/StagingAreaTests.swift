@@ -1,4 +1,3 @@
-import FerryWire
 import Foundation
 import Testing
 
@@ -10,7 +9,7 @@ struct StagingAreaTests {
   let sender = try! Fingerprint(bytes: (0..<32).map { UInt8($0) })
 
   /// A staging area in a fresh folder, holding `bytes` bytes staged for `file`.
-  func staged(_ file: OfferedFile, bytes: Int) throws -> StagingArea {
+  func staged(_ file: TransferFile, bytes: Int) throws -> StagingArea {
     let staging = try StagingArea(destination: URL(fileURLWithPath: try scratchFolder("staging")))
     let (fd, _, _) = try staging.open(staging.name(for: file, from: sender))
     let data = [UInt8](repeating: 7, count: bytes)
@@ -19,9 +18,9 @@ struct StagingAreaTests {
     return staging
   }
 
-  let big = OfferedFile(
+  let big = TransferFile(
     path: "big.bin", size: 1 << 30, modificationSeconds: 1_700_000_000,
-    modificationNanoseconds: 5, mode: 0o644)
+    modificationNanoseconds: 5, permissions: 0o644, kind: .file)
 
   @Test("stale cleanup and then the survey: both listings see the staged file")
   func listedAfterCleanup() throws {

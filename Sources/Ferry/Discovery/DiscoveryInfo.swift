@@ -1,5 +1,3 @@
-import FerryWire
-
 /// What an advertiser publishes in its DNS-SD TXT record: Ferry's own keys (`v`, the protocol
 /// version, and `fp`, the identity fingerprint) and the application's key/value pairs.
 ///

@@ -1,5 +1,3 @@
-import FerryWire
-
 /// Why discovery info cannot be published.
 public enum TXTRecordError: Error, Hashable, Sendable, CustomStringConvertible {
   /// A key is empty.

@@ -28,6 +28,11 @@ public enum PathError: Error, Hashable, Sendable, CustomStringConvertible {
   /// In (or named as) the receiver's staging folder, `.ferry-partial`.
   case reserved(String)
 
+  /// The staging folder's name, which no offered path may use (``reserved(_:)``): defined here,
+  /// below the transfer core, so that this error can name it; ``StagingArea/directoryName``
+  /// reads it.
+  static let reservedName = ".ferry-partial"
+
   /// A message naming the rule and the (escaped) path.
   public var description: String {
     switch self {
@@ -52,7 +57,7 @@ public enum PathError: Error, Hashable, Sendable, CustomStringConvertible {
       return "unsafe path \"\(path)\": it would be both a file and a folder"
     case .reserved(let path):
       return
-        "unsafe path \"\(path)\": \(StagingArea.directoryName) is where the receiver stages "
+        "unsafe path \"\(path)\": \(Self.reservedName) is where the receiver stages "
         + "incoming files"
     }
   }

@@ -1,5 +1,3 @@
-import FerryWire
-
 /// Why a resource (file) could not be received or sent.
 public enum ResourceError: Error, Hashable, Sendable, CustomStringConvertible {
   /// A path offered by the peer is not safe to create under the destination.

@@ -1,5 +1,3 @@
-import FerryWire
-
 /// Why a message, stream or resource did not get through.
 public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The peer is not connected to this session.
@@ -27,10 +25,10 @@ public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
     switch self {
     case .notConnected(let peer): return "\(peer) is not connected"
     case .messageTooLarge(let count):
-      return "the message is \(count) bytes; the limit is \(TransferMessage.maximumMessageSize)"
+      return "the message is \(count) bytes; the limit is \(ProtocolLimits.maximumMessageSize)"
     case .invalidStreamName(let name):
       return
-        "invalid stream name \"\(escaped(name, keepingUnicode: true))\": 1 to \(TransferMessage.maximumNameSize) bytes of UTF-8"
+        "invalid stream name \"\(escaped(name, keepingUnicode: true))\": 1 to \(ProtocolLimits.maximumStreamNameSize) bytes of UTF-8"
     case .peerDisconnected(let reason): return "the peer disconnected: \(reason)"
     case .stalled(let duration):
       return "the peer made no progress for \(duration.components.seconds) s"

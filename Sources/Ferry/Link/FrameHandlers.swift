@@ -1,4 +1,4 @@
-import FerryWire
+internal import FerryWire
 import NIOCore
 
 /// A frame inside the NIO pipeline: the payload stays a `ByteBuffer` slice of what was read,

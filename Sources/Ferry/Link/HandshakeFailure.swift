@@ -1,4 +1,4 @@
-import FerryWire
+internal import FerryWire
 import Glibc
 import NIOCore
 import NIOSSL

@@ -1,4 +1,4 @@
-import FerryWire
+internal import FerryWire
 
 /// Why an invitation did not produce a connected peer. Each failure a user must tell apart has
 /// its own case.
@@ -48,7 +48,7 @@ public enum InvitationError: Error, Hashable, Sendable, CustomStringConvertible 
         : "the invitation was declined: \(DisplayText.escaping(reason))"
     case .busy: return "the peer is busy: too many invitations are pending there"
     case .sessionFull:
-      return "the session is full (at most \(Session.maximumPeers) peers, including this one)"
+      return "the session is full (at most \(SessionLimits.maximumPeers) peers, including this one)"
     case .unreachable(let address, let reason):
       return address.isEmpty
         ? "the peer is unreachable: \(reason)" : "\(address) is unreachable: \(reason)"

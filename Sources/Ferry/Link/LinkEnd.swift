@@ -1,4 +1,4 @@
-import FerryWire
+internal import FerryWire
 
 /// Why a peer's link ended (``PeerStateChange/end``), typed: whether it was closed on purpose —
 /// by either end, for a reason — or lost, and whether another link between the same two peers

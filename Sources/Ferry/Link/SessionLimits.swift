@@ -24,6 +24,10 @@ public struct SessionLimits: Hashable, Sendable {
   /// waiting.
   public init() {}
 
+  /// The most peers a session holds, this one included (``Session/maximumPeers``): defined here,
+  /// below the session, so that the link's own words (``InvitationError``) can name it.
+  static let maximumPeers = 8
+
   /// What one unread message or stream chunk counts against ``maximumUnreadBytes`` besides its
   /// bytes: what holding it costs, so that empty ones are not free.
   static let unreadElementCost = 128

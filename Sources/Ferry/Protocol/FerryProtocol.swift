@@ -1,4 +1,4 @@
-import FerryWire
+internal import FerryWire
 
 /// What identifies the Ferry protocol to other programs (docs/PROTOCOL.md): the version this
 /// build speaks and the TLS ALPN name. Defined once in the wire layer.

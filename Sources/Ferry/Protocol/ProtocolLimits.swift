@@ -1,4 +1,4 @@
-import FerryWire
+internal import FerryWire
 
 /// The limits of the Ferry protocol that applications meet (docs/PROTOCOL.md): what one message,
 /// stream name, invitation context or offer may carry. Each value is the protocol's own, defined
@@ -16,4 +16,10 @@ public enum ProtocolLimits {
   public static let maximumPathSize = ResourceMessage.maximumPathSize
   /// The most bytes one file, and one offer in all, may hold (2^62).
   public static let maximumOfferBytes = ResourceMessage.maximumOfferBytes
+}
+
+extension ProtocolLimits {
+  /// The largest file an offer may announce (2^62 bytes): what a staged file may grow to.
+  /// Internal: the transfer core's word for the wire's limit.
+  static let maximumFileSize = ResourceMessage.maximumFileSize
 }

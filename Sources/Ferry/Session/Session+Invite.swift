@@ -1,5 +1,4 @@
 import Dispatch
-import FerryWire
 import NIOCore
 import NIOPosix
 import Synchronization

@@ -1,4 +1,4 @@
-import FerryWire
+internal import FerryWire
 import Foundation
 import Synchronization
 
@@ -73,7 +73,7 @@ extension Session {
     // Empty folders only for a peer that can create them (version 3); an older one gets the
     // files alone (a `ferry send` summary counts folders apart, so its count still holds).
     let folders = version >= WireProtocol.digestChoiceVersion
-    var files: [OfferedFile] = []
+    var files: [TransferFile] = []
     var urls: [URL] = []
     for item in items where folders || !item.isFolder {
       if item.isStreamed {
@@ -85,18 +85,19 @@ extension Session {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         files.append(
-          OfferedFile(
+          TransferFile(
             path: item.path, size: 0, modificationSeconds: Int64(now.tv_sec),
-            modificationNanoseconds: UInt32(now.tv_nsec), mode: 0o600 | OfferedFile.streamBit))
+            modificationNanoseconds: UInt32(now.tv_nsec), permissions: 0o600, kind: .stream))
         urls.append(item.url)
         continue
       }
       // What a walk found a moment ago: the file is compared with it before it is read.
       if let found = item.metadata, !item.isFolder {
         files.append(
-          OfferedFile(
+          TransferFile(
             path: item.path, size: found.size, modificationSeconds: found.modificationSeconds,
-            modificationNanoseconds: found.modificationNanoseconds, mode: found.mode))
+            modificationNanoseconds: found.modificationNanoseconds, permissions: found.mode,
+            kind: .file))
         urls.append(item.url)
         continue
       }
@@ -109,11 +110,11 @@ extension Session {
             "\(item.url.path): not a readable regular \(item.isFolder ? "folder" : "file")"))
       }
       files.append(
-        OfferedFile(
+        TransferFile(
           path: item.path, size: item.isFolder ? 0 : UInt64(status.st_size),
           modificationSeconds: Int64(status.st_mtim.tv_sec),
           modificationNanoseconds: UInt32(status.st_mtim.tv_nsec),
-          mode: UInt32(status.st_mode & 0o777) | (item.isFolder ? OfferedFile.folderBit : 0)))
+          permissions: UInt32(status.st_mode & 0o777), kind: item.isFolder ? .folder : .file))
       urls.append(item.url)
     }
     guard !files.isEmpty else { throw .resource(.tooManyFiles(0)) }

@@ -1,5 +1,5 @@
 import Dispatch
-import FerryWire
+internal import FerryWire
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -16,7 +16,7 @@ import Synchronization
 /// plus one heartbeat interval.
 public final class Session: Sendable {
   /// The most peers a session holds, this one included.
-  public static let maximumPeers = 8
+  public static let maximumPeers = SessionLimits.maximumPeers
 
   /// The identity this session authenticates with.
   public let identity: Identity

@@ -1,5 +1,5 @@
 import Dispatch
-import FerryWire
+internal import FerryWire
 import NIOCore
 import Synchronization
 

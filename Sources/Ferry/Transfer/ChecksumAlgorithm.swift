@@ -1,5 +1,3 @@
-import FerryWire
-
 /// The digest that checks each file end to end: the sender's choice, carried in the offer and
 /// used by both sides (docs/SECURITY.md, "File integrity").
 ///
@@ -14,19 +12,10 @@ public enum ChecksumAlgorithm: String, Hashable, Sendable, CaseIterable {
   case sha256
 
   /// The length of a digest, in bytes.
-  public var digestSize: Int { wire.size }
-
-  var wire: DigestAlgorithm {
+  public var digestSize: Int {
     switch self {
-    case .xxh3: return .xxh3
-    case .sha256: return .sha256
-    }
-  }
-
-  init(_ wire: DigestAlgorithm) {
-    switch wire {
-    case .xxh3: self = .xxh3
-    case .sha256: self = .sha256
+    case .xxh3: return 16
+    case .sha256: return 32
     }
   }
 }

@@ -1,5 +1,4 @@
 import CFerrySystem
-import FerryWire
 import Foundation
 
 /// A destination directory that files are placed into without ever following a symbolic link
@@ -196,7 +195,7 @@ struct ConfinedDirectory {
   /// modification time is at `path` under the root — a cheap check: nothing is read. Walks and
   /// opens without following a link. On a filesystem without extended attributes, never.
   func holdsFile(
-    at path: RelativePath, matching file: OfferedFile, from sender: [UInt8],
+    at path: RelativePath, matching file: TransferFile, from sender: [UInt8],
     folders: FolderCache? = nil
   ) -> Bool {
     guard let fd = openFile(at: path, matching: file, folders: folders) else { return false }
@@ -212,7 +211,7 @@ struct ConfinedDirectory {
   /// thousand): the same file
   /// sent again after its name was taken. Nil when there is none. Nothing is read or written.
   func heldFile(
-    at path: RelativePath, matching file: OfferedFile, from sender: [UInt8], renamed: Bool,
+    at path: RelativePath, matching file: TransferFile, from sender: [UInt8], renamed: Bool,
     folders: FolderCache? = nil
   ) -> RelativePath? {
     if holdsFile(at: path, matching: file, from: sender, folders: folders) { return path }
@@ -233,7 +232,7 @@ struct ConfinedDirectory {
   /// was renamed from only, so that a sender cannot learn whether some other name is taken by
   /// offering its own `X (1).txt` and then `X.txt`.
   private func holdsFile(
-    at path: RelativePath, matching file: OfferedFile, from sender: [UInt8],
+    at path: RelativePath, matching file: TransferFile, from sender: [UInt8],
     offeredAs offered: RelativePath, folders: FolderCache?
   ) -> Bool {
     guard let fd = openFile(at: path, matching: file, folders: folders) else { return false }
@@ -268,7 +267,7 @@ struct ConfinedDirectory {
   /// otherwise, when it cannot be read, or when `proceed` (asked before each MiB) says to stop.
   /// Walks and opens without following a link.
   func digest(
-    ofFileAt path: RelativePath, matching file: OfferedFile, checksum: ChecksumAlgorithm,
+    ofFileAt path: RelativePath, matching file: TransferFile, checksum: ChecksumAlgorithm,
     while proceed: () -> Bool = { true }
   ) -> [UInt8]? {
     guard let fd = openFile(at: path, matching: file) else { return nil }
@@ -283,7 +282,7 @@ struct ConfinedDirectory {
   /// modification time (any, when `file` is nil); the caller closes it. Walks and opens without
   /// following a link.
   private func openFile(
-    at path: RelativePath, matching file: OfferedFile?, folders: FolderCache? = nil
+    at path: RelativePath, matching file: TransferFile?, folders: FolderCache? = nil
   ) -> Int32? {
     guard let directory = folder(of: path, folders) else { return nil }
     defer { if folders == nil { close(directory) } }

@@ -1,5 +1,3 @@
-import FerryWire
-
 /// The receiver's verdict on one sent file.
 public enum FileStatus: Hashable, Sendable, CustomStringConvertible {
   /// Stored and verified.
@@ -15,10 +13,10 @@ public enum FileStatus: Hashable, Sendable, CustomStringConvertible {
   /// The receiver already had it, with the same content: nothing was sent or written.
   case identical
 
-  /// The verdict a FILE_ACK carries; nil for `differs`, which asks for a held file whole
-  /// rather than ending it.
-  init?(_ wire: ResourceMessage.FileStatus) {
-    switch wire {
+  /// The sender's side of the receiver's verdict; nil for `differs`, which asks for a held
+  /// file whole rather than ending it.
+  init?(_ verdict: FileVerdict) {
+    switch verdict {
     case .stored: self = .stored
     case .corrupt: self = .corrupt
     case .failed: self = .failed

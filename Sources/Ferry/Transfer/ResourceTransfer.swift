@@ -1,4 +1,3 @@
-import FerryWire
 import Foundation
 
 /// A resource (or batch) being sent: its progress, the bytes that crossed the wire, and its
@@ -9,10 +8,10 @@ public final class ResourceTransfer: Sendable {
   /// Progress (bytes sent); cancelling it cancels the transfer on both ends.
   public let progress: TransferProgress
   private let task: Task<[FileResult], any Error>
-  private let offer: OutgoingOffer
+  private let offer: any OfferSending
 
   init(
-    files: [OfferedFile], progress: TransferProgress, offer: OutgoingOffer,
+    files: [TransferFile], progress: TransferProgress, offer: any OfferSending,
     task: Task<[FileResult], any Error>
   ) {
     self.files = files.map { ($0.path, $0.size) }
@@ -22,10 +21,10 @@ public final class ResourceTransfer: Sendable {
   }
 
   /// File bytes actually sent so far (less than the total when the receiver resumed).
-  public var bytesSent: UInt64 { offer.bytesSent.load(ordering: .relaxed) }
+  public var bytesSent: UInt64 { offer.bytesSentSoFar }
 
   /// What the receiver said it holds of each file, and what was sent of it
-  /// (``OutgoingOffer/delivery``).
+  /// (``OfferSending/delivery``).
   var delivery: [SendProgress.File] { offer.delivery }
 
   /// Waits for the end: every file's verdict.
@@ -54,4 +53,15 @@ public final class ResourceTransfer: Sendable {
   public func cancel() {
     offer.cancel()
   }
+}
+
+/// What a ``ResourceTransfer`` needs of the offer that sends its files, whatever front end sends
+/// it (the Ferry wire's `OutgoingOffer`). Read from any thread.
+protocol OfferSending: AnyObject, Sendable {
+  /// File bytes sent so far (less than the total when the receiver resumed).
+  var bytesSentSoFar: UInt64 { get }
+  /// What the receiver said it holds of each file, and what was sent of it.
+  var delivery: [SendProgress.File] { get }
+  /// Cancels the offer on both ends.
+  func cancel()
 }

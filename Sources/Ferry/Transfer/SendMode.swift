@@ -1,6 +1,3 @@
-import FerryWire
-import NIOCore
-
 /// How ``Session/send(_:to:mode:)`` treats a busy link.
 public enum SendMode: Hashable, Sendable {
   /// Ordered and delivered to the peer's connection, waiting for flow-control credit if the

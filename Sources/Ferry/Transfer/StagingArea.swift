@@ -1,6 +1,5 @@
 import CFerrySystem
 import Crypto
-import FerryWire
 import Foundation
 import Synchronization
 
@@ -19,8 +18,8 @@ import Synchronization
 /// configurable age. A file received with `relocate: false` is handed over as `NAME.received`,
 /// which stale cleanup never touches.
 final class StagingArea: Sendable {
-  /// The staging directory's name under the destination.
-  static let directoryName = ".ferry-partial"
+  /// The staging directory's name under the destination (no offered path may use it).
+  static let directoryName = PathError.reservedName
   /// Files at least this large get a `.meta` file and their own fsync; smaller ones are cheap to
   /// send again and are flushed together at the end of the offer.
   static let metadataThreshold: UInt64 = 1 << 20
@@ -95,7 +94,7 @@ final class StagingArea: Sendable {
   }
 
   /// The staging name of a file offered by `sender`.
-  func name(for file: OfferedFile, from sender: Fingerprint) -> String {
+  func name(for file: TransferFile, from sender: Fingerprint) -> String {
     var hasher = SHA256()
     hasher.update(data: sender.bytes)
     hasher.update(data: Array(file.path.utf8))
@@ -227,7 +226,7 @@ final class StagingArea: Sendable {
   }
 
   /// Records what a staged file is, for people looking at the directory.
-  func writeMeta(_ name: String, file: OfferedFile, sender: Fingerprint) {
+  func writeMeta(_ name: String, file: TransferFile, sender: Fingerprint) {
     let text = """
       {"sender":"\(sender.hexString)","path":\(jsonString(file.path)),"size":\(file.size),\
       "mtime":\(file.modificationSeconds)}

@@ -1,6 +1,5 @@
 import Dispatch
 import Ferry
-import FerryWire
 import Foundation
 import NIOCore
 
@@ -22,9 +21,9 @@ enum LocalSendOffers {
     }
     let offered = files.map { entry in
       let (seconds, nanoseconds) = modification(entry.file.metadata?.modified)
-      return OfferedFile(
+      return TransferFile(
         path: entry.file.fileName, size: entry.file.size, modificationSeconds: seconds,
-        modificationNanoseconds: nanoseconds, mode: 0o644)
+        modificationNanoseconds: nanoseconds, permissions: 0o644, kind: .file)
     }
     let session = UploadSession(id: id, files: files, prepared: answer) { [weak server] in
       server?.end(id)

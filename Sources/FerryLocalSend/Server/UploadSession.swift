@@ -1,6 +1,5 @@
 import Dispatch
 import Ferry
-import FerryWire
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -124,17 +123,22 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
 
   // MARK: IncomingOfferFrontEnd (on the offer's executor)
 
-  func accept(offsets: [UInt64], held: [Int]) {
-    let held = Set(held)
+  func accept(_ starts: [FileStart]) {
     var uploads: [String: UploadSessionMachine.Upload] = [:]
     var compared: [(index: Int, digest: [UInt8])] = []
-    for (index, offset) in offsets.enumerated() where offset != ResourceMessage.skip {
-      let digest = try? files[index].file.digest()
-      // A held file with the sender's digest is compared before it is asked for; one without
-      // is asked for whole (the core takes it so).
-      if held.contains(index), let digest {
-        compared.append((index, digest))
-      } else {
+    for (index, start) in starts.enumerated() {
+      switch start {
+      case .skip:
+        continue
+      case .held:
+        // A held file with the sender's digest is compared before it is asked for; one
+        // without is asked for whole (the core takes it so).
+        if let digest = try? files[index].file.digest() {
+          compared.append((index, digest))
+        } else {
+          uploads[files[index].id] = upload(index)
+        }
+      case .from:
         uploads[files[index].id] = upload(index)
       }
     }
@@ -166,7 +170,7 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
     for resume in resumed { resume() }
   }
 
-  func reset(_ code: TransferMessage.ResetCode, reason: String, cause: OfferEnd) {
+  func reset(reason: String, cause: OfferEnd) {
     // Before the accept: the prepare-upload's answer. After it: the uploads waiting fail.
     let status: HTTPResponseStatus
     switch cause {

@@ -1,4 +1,4 @@
-import FerryWire
+internal import FerryWire
 
 /// The connection state machine's states, actions and what they carry.
 extension ConnectionStateMachine {

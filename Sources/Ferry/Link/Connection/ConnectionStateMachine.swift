@@ -1,4 +1,4 @@
-import FerryWire
+internal import FerryWire
 
 /// The protocol of one Ferry connection, from the TLS handshake to a connected link and its end
 /// (docs/PROTOCOL.md §5), as a pure value: each event (a frame, a timer, the application's

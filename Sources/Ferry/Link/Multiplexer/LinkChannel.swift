@@ -1,5 +1,3 @@
-import FerryWire
-
 /// What an offer's endpoint hears: its channel's frames, or that the link closed.
 enum OfferSignal {
   case frame(WireFrame)

@@ -1,5 +1,3 @@
-import FerryWire
-
 /// Everything about one file (or empty folder) of an incoming offer, in one record: what was
 /// offered, where it goes, its staging name, what the receiver decided for it, the space it is
 /// promised and where it stands. ``IncomingOfferStateMachine`` keeps one per file, in the
@@ -9,7 +7,7 @@ struct FileSlot: Sendable {
   enum Plan: Hashable, Sendable {
     /// Not decided yet.
     case pending
-    /// Left out (``ResourceMessage/skip``): received before under the same consent, or the
+    /// Left out (``FileStart/skip``): received before under the same consent, or the
     /// skip policy and a file of this sender's own at its name.
     case skip
     /// Sent from `offset` (bytes staged by an earlier attempt).
@@ -43,7 +41,7 @@ struct FileSlot: Sendable {
   }
 
   /// The file as offered.
-  let offered: OfferedFile
+  let offered: TransferFile
   /// Its path, checked (byte by byte) to stay under the destination.
   let path: RelativePath
   /// Its staging file's name (empty until claimed).

@@ -1,5 +1,4 @@
 import CFerrySystem
-import FerryWire
 import Foundation
 
 /// The disk side of ``IncomingOffer``'s actions: the staging area, claims, what the destination
@@ -183,7 +182,8 @@ extension IncomingOffer {
       return .skipped(ownedBySender: false)
     }
     do throws(ResourceError) {
-      return .placed(try staging.destination.makeFolder(at: slot.path, mode: slot.offered.mode))
+      return .placed(
+        try staging.destination.makeFolder(at: slot.path, mode: slot.offered.permissions))
     } catch {
       // A file or a link where a folder goes: under the skip policy, a name taken.
       if options.conflictPolicy == .skip, case .unsafeDestination = error {

@@ -1,6 +1,5 @@
 import CFerrySystem
 import Dispatch
-import FerryWire
 import Foundation
 
 /// Landing files: each complete file's staging file settled against its digest and placed

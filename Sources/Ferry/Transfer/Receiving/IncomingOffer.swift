@@ -1,6 +1,5 @@
 import CFerrySystem
 import Dispatch
-import FerryWire
 import Foundation
 import NIOCore
 import Synchronization
@@ -21,7 +20,7 @@ package final class IncomingOffer: @unchecked Sendable {
   /// What the application's ``ResourceOffer`` and ``IncomingTransfer`` of this offer share.
   let id = OfferID.next()
   let peer: PeerID
-  let offered: [OfferedFile]
+  let offered: [TransferFile]
   let reception: OfferReception
   let events: AsyncStream<ResourceEvent>.Continuation
   let executor: any OfferExecutor
@@ -69,7 +68,7 @@ package final class IncomingOffer: @unchecked Sendable {
   private var actions: [Machine.Action] = []
 
   package init(
-    peer: PeerID, files: [OfferedFile], checksum: ChecksumAlgorithm, reception: OfferReception,
+    peer: PeerID, files: [TransferFile], checksum: ChecksumAlgorithm, reception: OfferReception,
     holdsFiles: Bool, holdable: Set<Int>? = nil, openFiles: Int = 1,
     acknowledgesAtOnce: Bool = false, resumes: Bool = true,
     events: AsyncStream<ResourceEvent>.Continuation, executor: any OfferExecutor,
@@ -282,7 +281,7 @@ package final class IncomingOffer: @unchecked Sendable {
       machine.landed(index, .settled(makeFolder(index), digest: nil), into: &actions)
     case .discard(let index): files.removeValue(forKey: index)?.discard()
     case .removeStaged(let name): staging?.remove(name)
-    case .sendAccept(let offsets, let held): frontEnd.accept(offsets: offsets, held: held)
+    case .sendAccept(let starts): frontEnd.accept(starts)
     case .queueAck(let index, let status, let reason):
       acks.append(FileAck(index: index, status: status, reason: forPeer(reason)))
     case .flushAcks:
@@ -294,8 +293,8 @@ package final class IncomingOffer: @unchecked Sendable {
         self?.run { $0.ackTimerFired(into: &$1) }
       }
     case .grant(let bytes): frontEnd.grant(bytes)
-    case .reset(let code, let reason, let cause):
-      frontEnd.reset(code, reason: forPeer(reason), cause: cause)
+    case .reset(let reason, let cause):
+      frontEnd.reset(reason: forPeer(reason), cause: cause)
     case .closeChannel: frontEnd.close(after: [], then: {})
     case .scheduleStallCheck:
       executor.run(after: machine.configuration.stall / 4) { [weak self] in

@@ -1,4 +1,3 @@
-import FerryWire
 import Foundation
 
 /// What ``IncomingOfferStateMachine`` asks its driver (``IncomingOffer``) to do, in order. The
@@ -80,20 +79,19 @@ enum IncomingOfferAction: Sendable {
 
   // MARK: The sender
 
-  /// Accept: each file's resume offset (``ResourceMessage/skip`` to leave it out) and the held
-  /// files, in increasing order.
-  case sendAccept(offsets: [UInt64], held: [Int])
+  /// Accept: where each file starts (left out, its resume offset, or held).
+  case sendAccept([FileStart])
   /// Gather a FILE_ACK.
-  case queueAck(index: Int, status: ResourceMessage.FileStatus, reason: String)
+  case queueAck(index: Int, status: FileVerdict, reason: String)
   /// Send the FILE_ACKs gathered.
   case flushAcks
   /// Send gathered FILE_ACKs within 20 ms: ``IncomingOfferStateMachine/ackTimerFired()``.
   case scheduleAckFlush
   /// Grant the sender `bytes` more credit on the offer.
   case grant(Int)
-  /// Tell the sender the offer ends (RESET), with this code and reason, and why (for a front
-  /// end whose protocol says it otherwise).
-  case reset(TransferMessage.ResetCode, reason: String, cause: OfferEnd)
+  /// Tell the sender the offer ends (RESET), with this reason, and why (each front end says
+  /// the cause in its own protocol: the Ferry wire as a RESET's code).
+  case reset(reason: String, cause: OfferEnd)
   /// The offer's channel is done with: forget it (after what was queued on it).
   case closeChannel
 

@@ -1,4 +1,3 @@
-import FerryWire
 import Foundation
 
 /// How an offer ends early — the sender gives up, its link closes, the application cancels, a
@@ -106,8 +105,7 @@ extension IncomingOfferStateMachine {
       } else {
         reason = error.description
       }
-      actions.append(
-        .reset(error == .cancelled ? .cancelled : .failed, reason: reason, cause: .stopped(error)))
+      actions.append(.reset(reason: reason, cause: .stopped(error)))
     }
     giveBack(landing.isEmpty ? slots : slots.filter { !$0.isLanding }, into: &actions)
     if receiving == nil {

@@ -1,4 +1,3 @@
-import FerryWire
 import Foundation
 
 /// The accepted offer: each file's bytes and end, held files compared, verdicts.
@@ -388,7 +387,7 @@ extension IncomingOfferStateMachine {
   private static func verdict(
     of landing: Landing, for slot: FileSlot, _ configuration: Configuration
   ) -> (
-    status: ResourceMessage.FileStatus, toPeer: ResourceMessage.FileStatus?, reason: String,
+    status: FileVerdict, toPeer: FileVerdict?, reason: String,
     result: Result<URL?, TransferError>, digest: FileDigest?, removeStaged: Bool
   ) {
     let path = slot.offered.path
@@ -439,9 +438,9 @@ extension IncomingOfferStateMachine {
   /// `result`), and the sender (`toPeer`, `status` unless given, with `reason`: words that name
   /// nothing of this machine's own files).
   private mutating func conclude(
-    _ index: Int, _ status: ResourceMessage.FileStatus, reason: String,
+    _ index: Int, _ status: FileVerdict, reason: String,
     result: Result<URL?, TransferError>, digest: FileDigest? = nil, identical: Bool = false,
-    toPeer: ResourceMessage.FileStatus? = nil, into actions: inout [Action]
+    toPeer: FileVerdict? = nil, into actions: inout [Action]
   ) {
     let pending = update { receiving -> Bool in
       guard receiving.slots[index].isPending else { return false }
@@ -466,7 +465,7 @@ extension IncomingOfferStateMachine {
 
   /// Gathers a FILE_ACK: sent with the offer's end, after ``ackBatch`` more, or within 20 ms.
   private mutating func queueAck(
-    _ index: Int, _ status: ResourceMessage.FileStatus, reason: String,
+    _ index: Int, _ status: FileVerdict, reason: String,
     into actions: inout [Action]
   ) {
     guard

@@ -1,4 +1,3 @@
-import FerryWire
 import Foundation
 
 /// Receiving one offer of files, as a pure value: its paths are checked, it is decided (at
@@ -186,12 +185,12 @@ struct IncomingOfferStateMachine {
   /// the sender learns nothing of the files and folders already in the destination.
   static let notStored = "could not be stored (the receiving user is told why)"
 
-  let offered: [OfferedFile]
+  let offered: [TransferFile]
   let configuration: Configuration
   /// Where the offer is: changed only by the machine's own events (its extensions).
   var state = State.idle
 
-  init(files: [OfferedFile], configuration: Configuration) {
+  init(files: [TransferFile], configuration: Configuration) {
     self.offered = files
     self.configuration = configuration
   }
@@ -264,9 +263,7 @@ struct IncomingOfferStateMachine {
     case .decline(let reason):
       state = .ended
       actions.append(
-        .reset(
-          .refused, reason: reason.isEmpty ? "declined by the receiver" : reason,
-          cause: .declined))
+        .reset(reason: reason.isEmpty ? "declined by the receiver" : reason, cause: .declined))
       actions.append(.closeChannel)
     }
   }
@@ -443,23 +440,23 @@ struct IncomingOfferStateMachine {
     _ staging: Staging, now: ContinuousClock.Instant, into actions: inout [Action]
   ) {
     var slots = staging.slots
-    var offsets: [UInt64] = []
-    offsets.reserveCapacity(slots.count)
+    var starts: [FileStart] = []
+    starts.reserveCapacity(slots.count)
     var held: [Int] = []
     var skipped: [Int] = []
     var metas: [Int] = []
     for index in slots.indices {
       switch slots[index].plan {
       case .pending, .skip:
-        offsets.append(ResourceMessage.skip)
+        starts.append(.skip)
         slots[index].stage = .done
         skipped.append(index)
       case .held:
-        offsets.append(0)
+        starts.append(.held)
         held.append(index)
         slots[index].stage = .comparing(FileSlot.Comparison())
       case .receive(let offset):
-        offsets.append(offset)
+        starts.append(.from(offset))
         if slots[index].offered.size >= StagingArea.metadataThreshold { metas.append(index) }
       }
     }
@@ -471,7 +468,7 @@ struct IncomingOfferStateMachine {
     if !metas.isEmpty { actions.append(.writeMeta(metas)) }
     actions.append(.scheduleStallCheck)
     actions.append(.reportAccepted(skipped: skipped))
-    actions.append(.sendAccept(offsets: offsets, held: held))
+    actions.append(.sendAccept(starts))
     hashNextHeld(into: &actions)
     if remaining == 0 { finish(error: nil, into: &actions) }
   }
@@ -486,7 +483,7 @@ struct IncomingOfferStateMachine {
     actions.append(.log("refused: \(error)"))
     actions.append(.withdrawQuestion)
     actions.append(
-      .reset(.refused, reason: Self.peerReason(error, refusing: true), cause: .refused(error)))
+      .reset(reason: Self.peerReason(error, refusing: true), cause: .refused(error)))
     actions.append(.closeChannel)
     let claimed = slots.filter(\.claimed).map(\.name)
     if !claimed.isEmpty { actions.append(.releaseNames(claimed)) }

@@ -1,6 +1,5 @@
 import CFerrySystem
 import Dispatch
-import FerryWire
 import Foundation
 import NIOCore
 
@@ -36,7 +35,7 @@ package final class StagedFile {
   /// The file's index in its offer.
   let index: Int
   /// The file as offered.
-  let offered: OfferedFile
+  let offered: TransferFile
   /// Bytes of the file on disk so far (resumed prefix included).
   private(set) var position: UInt64
   private var fd: Int32
@@ -52,13 +51,13 @@ package final class StagedFile {
   /// - Throws: ``ResourceError/cannotWrite(_:)`` when it cannot be opened, is shorter than
   ///   `offset` (it shrank since the offer was answered) or cannot be read back or cut.
   init(
-    _ name: String, in staging: StagingArea, index: Int, offered: OfferedFile, offset: UInt64,
+    _ name: String, in staging: StagingArea, index: Int, offered: TransferFile, offset: UInt64,
     checksum: ChecksumAlgorithm, hashingOn queue: DispatchQueue
   ) throws(ResourceError) {
     // Created with its final permission bits when it can be (the staging folder is this
     // user's alone, 0700): the sender's, narrowed by the umask — but one its owner may not
     // write to could not take its attribute, and gets them when it is settled.
-    let mode = mode_t(offered.mode & 0o777)
+    let mode = mode_t(offered.permissions & 0o777)
     let direct = mode & 0o200 != 0
     let (fd, length, created) = try staging.open(name, creatingWith: direct ? mode : 0o600)
     self.modeSet = created && direct
@@ -92,7 +91,7 @@ package final class StagedFile {
   /// The most bytes the file may hold: its size, or for a streamed file (whose size is what
   /// arrives) the most any file may have.
   private var limit: UInt64 {
-    offered.isStreamed ? ResourceMessage.maximumFileSize : offered.size
+    offered.isStreamed ? ProtocolLimits.maximumFileSize : offered.size
   }
 
   deinit {
@@ -166,7 +165,7 @@ package final class StagedFile {
     // The sender's permission bits, narrowed by this process's umask (a sender cannot make a
     // file writable by others where the user would not have): given when it was created, or
     // now.
-    let mode = mode_t(offered.mode & 0o777) & ~processUmask
+    let mode = mode_t(offered.permissions & 0o777) & ~processUmask
     // Before fchmod: a file made read-only would refuse its owner the attribute. Where the
     // filesystem keeps no extended attributes (ENOTSUP), the file is only never compared when
     // the same sender sends it again: it is stored all the same.

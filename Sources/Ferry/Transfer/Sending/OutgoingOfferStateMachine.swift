@@ -1,4 +1,3 @@
-import FerryWire
 import Foundation
 
 /// Sending one offer, as a pure value: what the receiver answered (OFFER_ACCEPT, each
@@ -13,12 +12,12 @@ import Foundation
 struct OutgoingOfferStateMachine {
   /// One file of the offer, as this side knows it.
   struct SendSlot: Sendable {
-    let file: OfferedFile
-    /// Where the receiver said it starts (``ResourceMessage/skip``: left out); nil before the
+    let file: TransferFile
+    /// Where the receiver said it starts (left out, from an offset, or held); nil before the
     /// answer.
-    var offset: UInt64?
+    var start: FileStart?
     /// Whether the receiver holds it (its digest goes first).
-    var held = false
+    var held: Bool { start == .held }
     /// Whether the receiver asked for it whole (a held file, once at most).
     var askedWhole = false
     /// Its digest, once computed (sent in its FILE_END).
@@ -87,7 +86,7 @@ struct OutgoingOfferStateMachine {
   var reasonForPeer: String?
   private(set) var state: State
 
-  init(files: [OfferedFile]) {
+  init(files: [TransferFile]) {
     state = .offered(files.map { SendSlot(file: $0) })
   }
 
@@ -107,15 +106,15 @@ struct OutgoingOfferStateMachine {
   }
 
   /// Where the receiver said each file starts, once it accepted the offer.
-  var offsets: [UInt64]? {
+  var starts: [FileStart]? {
     guard isAccepted else { return nil }
-    return slots.map { $0.offset ?? ResourceMessage.skip }
+    return slots.map { $0.start ?? .skip }
   }
 
   /// Whether the receiver accepted the offer.
   var isAccepted: Bool {
     if case .sending = state { return true }
-    if case .failed(_, let slots) = state { return slots.first?.offset != nil }
+    if case .failed(_, let slots) = state { return slots.first?.start != nil }
     return false
   }
 
@@ -146,51 +145,56 @@ struct OutgoingOfferStateMachine {
 
   // MARK: The receiver's answers
 
-  /// OFFER_ACCEPT: a resume offset per file (within its size, or skip) and the held files (not
-  /// folders, not streamed); once. Files left out get their verdict (`skipped`) at once.
+  /// OFFER_ACCEPT: where each file starts — left out, from a resume offset within its size, or
+  /// held (not a folder, not streamed); once. Files left out get their verdict (`skipped`) at
+  /// once.
   ///
-  /// - Returns: The offsets, or why the answer breaks the protocol (nil: the offer failed
+  /// - Returns: The starts, or why the answer breaks the protocol (nil: the offer failed
   ///   already, the answer is ignored).
-  mutating func accepted(offsets: [UInt64], held: [UInt32]) -> Result<[UInt64], Violation>? {
+  mutating func accepted(_ starts: [FileStart]) -> Result<[FileStart], Violation>? {
     guard case .offered(var slots) = state else {
       if case .sending = state {
         return .failure(Violation("the receiver accepted the offer twice"))
       }
       return nil
     }
-    guard offsets.count == slots.count,
-      zip(offsets, slots).allSatisfy({ $0 == ResourceMessage.skip || $0 <= $1.file.size }),
-      held.allSatisfy({ !slots[Int($0)].file.isFolder && !slots[Int($0)].file.isStreamed })
+    guard starts.count == slots.count,
+      zip(starts, slots).allSatisfy({ start, slot in
+        switch start {
+        case .skip: return true
+        case .from(let offset): return offset <= slot.file.size
+        case .held: return !slot.file.isFolder && !slot.file.isStreamed
+        }
+      })
     else { return .failure(Violation("the receiver answered the offer wrongly")) }
     state = .modifying
     var answered = 0
     for index in slots.indices {
-      slots[index].offset = offsets[index]
-      if offsets[index] == ResourceMessage.skip {
+      slots[index].start = starts[index]
+      if starts[index] == .skip {
         slots[index].result = FileResult(
           path: slots[index].file.path, status: .skipped, reason: "", digest: [],
           checksum: checksum)
         answered += 1
       }
     }
-    for index in held { slots[Int(index)].held = true }
     state = .sending(Sending(slots: slots, answered: answered))
-    return .success(offsets)
+    return .success(starts)
   }
 
   /// A FILE_ACK for file `index`: only after the offer was accepted, once per file, never for
   /// one left out; `differs` only for a held file, once; `identical` only for a held file
   /// whose digest was sent.
   mutating func acknowledged(
-    _ index: Int, _ status: ResourceMessage.FileStatus, reason: String
+    _ index: Int, _ status: FileVerdict, reason: String
   ) -> Acknowledgement? {
     guard case .sending(var sending) = state else {
       if case .failed = state { return nil }
       return .violation("the receiver acknowledged file \(index) out of turn")
     }
     let outOfTurn = Acknowledgement.violation("the receiver acknowledged file \(index) out of turn")
-    guard sending.slots.indices.contains(index), let offset = sending.slots[index].offset,
-      offset != ResourceMessage.skip, sending.slots[index].result == nil
+    guard sending.slots.indices.contains(index), let start = sending.slots[index].start,
+      start != .skip, sending.slots[index].result == nil
     else { return outOfTurn }
     let slot = sending.slots[index]
     if status == .identical, !slot.held || slot.digest == nil { return outOfTurn }

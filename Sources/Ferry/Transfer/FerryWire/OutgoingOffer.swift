@@ -1,13 +1,14 @@
 import CFerrySystem
 import Crypto
-import FerryWire
+internal import FerryWire
 import Foundation
 import NIOCore
 import Synchronization
 
 /// Sends one offer over a link: OFFER, then each file's chunks and FILE_END, pipelined with no
-/// round trip per file, then waits for every FILE_ACK.
-final class OutgoingOffer: Sendable {
+/// round trip per file, then waits for every FILE_ACK. The Ferry wire's sending front end: the
+/// core's ``ResourceTransfer`` sees it as ``OfferSending``.
+final class OutgoingOffer: OfferSending {
   let bytesSent = Atomic<UInt64>(0)
   /// Frames heard from the receiver on this offer: with ``bytesSent``, what shows progress.
   let framesHeard = Atomic<UInt64>(0)
@@ -17,7 +18,7 @@ final class OutgoingOffer: Sendable {
   /// input, not a stall.
   let idleSent = Atomic<UInt64>(0)
   let stall: Duration
-  let files: [OfferedFile]
+  let files: [TransferFile]
   let urls: [URL]
   let link: ConnectionLink
   let progress: TransferProgress
@@ -31,14 +32,14 @@ final class OutgoingOffer: Sendable {
   /// elsewhere: both under the lock.
   struct Locked {
     var machine: OutgoingOfferStateMachine
-    var acceptWaiter: CheckedContinuation<[UInt64], any Error>?
+    var acceptWaiter: CheckedContinuation<[FileStart], any Error>?
     var doneWaiter: CheckedContinuation<[Int]?, any Error>?
     /// The streamed file being read, if one is: stopped when the offer fails.
     var source: StreamSource?
   }
 
   init(
-    files: [OfferedFile], urls: [URL], link: ConnectionLink, progress: TransferProgress,
+    files: [TransferFile], urls: [URL], link: ConnectionLink, progress: TransferProgress,
     checksum: ChecksumAlgorithm = .xxh3, stall: Duration = ConnectionTimeouts().transferStall
   ) {
     self.requestedChecksum = checksum
@@ -51,7 +52,7 @@ final class OutgoingOffer: Sendable {
   }
 
   func run() async throws -> [FileResult] {
-    let (files, requested) = (self.files, requestedChecksum.wire)
+    let (files, requested) = (self.files.map(\.wire), requestedChecksum.wire)
     let (channel, digest, holes) = try await link.withMultiplexer { [self] multiplexer in
       multiplexer.openOffer(files, digest: requested) { signal in
         switch signal {
@@ -68,28 +69,26 @@ final class OutgoingOffer: Sendable {
     let watchdog = Task { await watchForStall(channel: channel) }
     defer { watchdog.cancel() }
     do {
-      let offsets = try await withCheckedThrowingContinuation { continuation in
-        let ready = state.withLock { state -> Result<[UInt64], TransferError>? in
+      let starts = try await withCheckedThrowingContinuation { continuation in
+        let ready = state.withLock { state -> Result<[FileStart], TransferError>? in
           if let failure = state.machine.failure { return .failure(failure) }
-          if let offsets = state.machine.offsets { return .success(offsets) }
+          if let starts = state.machine.starts { return .success(starts) }
           state.acceptWaiter = continuation
           return nil
         }
         if let ready { continuation.resume(with: ready) }
       }
       // Files left out have their verdict already (skipped).
-      for (index, offset) in offsets.enumerated() where offset == ResourceMessage.skip {
+      for (index, start) in starts.enumerated() where start == .skip {
         progress.complete(index)
       }
       var inFlight = InFlight()
-      let slots = state.withLock { $0.machine.slots }
-      let held = Set(slots.indices.filter { slots[$0].held })
       // Held files' digests first, so that the receiver can answer while the rest is sent.
-      for index in held.sorted() {
+      for (index, start) in starts.enumerated() where start == .held {
         try await sendDigest(index, channel: channel, inFlight: &inFlight)
       }
-      for (index, offset) in offsets.enumerated()
-      where offset != ResourceMessage.skip && !held.contains(index) {
+      for (index, start) in starts.enumerated() {
+        guard case .from(let offset) = start else { continue }
         try await send(index, from: offset, channel: channel, inFlight: &inFlight)
       }
       try await inFlight.drain(link: link, channel: channel)
@@ -115,16 +114,24 @@ final class OutgoingOffer: Sendable {
     return state.withLock { $0.machine.slots.compactMap(\.result) }
   }
 
+  /// File bytes sent so far (``OfferSending``).
+  var bytesSentSoFar: UInt64 { bytesSent.load(ordering: .relaxed) }
+
   /// What this attempt came to, file by file, for a retrying send's idea of progress
-  /// (``SendProgress``): where the receiver said each file starts, whether it stored it (or
-  /// found it identical), and which of its bytes were sent.
+  /// (``SendProgress``): where the receiver said each file starts (a held file: 0), whether it
+  /// stored it (or found it identical), and which of its bytes were sent.
   var delivery: [SendProgress.File] {
     state.withLock { state in
       state.machine.slots.map { slot in
         let status = slot.result?.status
+        let offset: UInt64?
+        switch slot.start {
+        case .from(let resumed)?: offset = resumed
+        case .held?: offset = 0
+        case .skip?, nil: offset = nil
+        }
         return SendProgress.File(
-          path: slot.file.path, size: slot.file.size,
-          offset: slot.offset == ResourceMessage.skip ? nil : slot.offset,
+          path: slot.file.path, size: slot.file.size, offset: offset,
           stored: status == .stored || status == .identical, sent: slot.sent, result: slot.result)
       }
     }
@@ -197,19 +204,20 @@ final class OutgoingOffer: Sendable {
     case .offerAccept:
       guard case .offerAccept(_, let offsets, let held)? = try? ResourceMessage(frame: frame.flat)
       else { return violation("the receiver answered the offer wrongly") }
+      let starts = FileStart.starts(offsets: offsets, held: held)
       let (answer, waiter) = state.withLock {
         state -> (
-          Result<[UInt64], OutgoingOfferStateMachine.Violation>?,
-          CheckedContinuation<[UInt64], any Error>?
+          Result<[FileStart], OutgoingOfferStateMachine.Violation>?,
+          CheckedContinuation<[FileStart], any Error>?
         ) in
-        let answer = state.machine.accepted(offsets: offsets, held: held)
+        let answer = state.machine.accepted(starts)
         guard case .success = answer else { return (answer, nil) }
         defer { state.acceptWaiter = nil }
         return (answer, state.acceptWaiter)
       }
       switch answer {
       case .failure(let violation)?: return self.violation(violation.reason)
-      case .success(let offsets)?: waiter?.resume(returning: offsets)
+      case .success(let starts)?: waiter?.resume(returning: starts)
       case nil: return
       }
     case .fileAck:
@@ -223,7 +231,8 @@ final class OutgoingOffer: Sendable {
           OutgoingOfferStateMachine.Acknowledgement?,
           (CheckedContinuation<[Int]?, any Error>, [Int]?)?
         ) in
-        let acknowledgement = state.machine.acknowledged(Int(file), status, reason: reason)
+        let acknowledgement = state.machine.acknowledged(
+          Int(file), FileVerdict(status), reason: reason)
         // The sending task waits for every verdict, or for files asked for whole.
         guard let waiter = state.doneWaiter else { return (acknowledgement, nil) }
         switch state.machine.next() {
@@ -286,7 +295,7 @@ final class OutgoingOffer: Sendable {
     case .cancelledByPeer, .peerDisconnected:
       link.onMultiplexer { $0.closeOffer(channel: channel) }
     default:
-      let code: TransferMessage.ResetCode = error == .cancelled ? .cancelled : .failed
+      let code = TransferMessage.ResetCode(.stopped(error))
       let reason = state.withLock { $0.machine.reasonForPeer } ?? Self.reasonForPeer(error)
       link.onMultiplexer {
         $0.answerOffer(TransferMessage.reset(channel: channel, code, reason: reason).frame)

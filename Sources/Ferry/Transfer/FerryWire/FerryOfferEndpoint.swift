@@ -1,4 +1,4 @@
-import FerryWire
+internal import FerryWire
 import NIOCore
 
 /// The Ferry wire's front end of an incoming offer: the offer channel's frames (CHUNK, HOLE,
@@ -14,9 +14,9 @@ enum FerryOfferEndpoint {
     stall: Duration
   ) -> @Sendable (OfferSignal) -> Void {
     let offer = IncomingOffer(
-      peer: peer, files: files, checksum: checksum, reception: reception,
-      holdsFiles: holdsFiles, events: events, executor: executor, stall: stall,
-      frontEnd: FerryOfferAnswers(channel: channel, link: link))
+      peer: peer, files: files.map { TransferFile($0) }, checksum: checksum,
+      reception: reception, holdsFiles: holdsFiles, events: events, executor: executor,
+      stall: stall, frontEnd: FerryOfferAnswers(channel: channel, link: link))
     offer.start()
     return { signal in receive(signal, into: offer) }
   }
@@ -69,10 +69,9 @@ struct FerryOfferAnswers: IncomingOfferFrontEnd {
   let channel: UInt32
   let link: ConnectionLink
 
-  func accept(offsets: [UInt64], held: [Int]) {
-    let frame = ResourceMessage.offerAccept(
-      channel: channel, offsets: offsets, held: held.map { UInt32($0) }
-    ).frame
+  func accept(_ starts: [FileStart]) {
+    let (offsets, held) = FileStart.wire(starts)
+    let frame = ResourceMessage.offerAccept(channel: channel, offsets: offsets, held: held).frame
     link.onMultiplexer { $0.answerOffer(frame) }
   }
 
@@ -86,7 +85,8 @@ struct FerryOfferAnswers: IncomingOfferFrontEnd {
     link.onMultiplexer { $0.grant(bytes, channel: channel) }
   }
 
-  func reset(_ code: TransferMessage.ResetCode, reason: String, cause: OfferEnd) {
+  func reset(reason: String, cause: OfferEnd) {
+    let code = TransferMessage.ResetCode(cause)
     let frame = TransferMessage.reset(channel: channel, code, reason: reason).frame
     link.onMultiplexer { $0.answerOffer(frame) }
   }
@@ -110,7 +110,8 @@ struct FerryOfferAnswers: IncomingOfferFrontEnd {
 
   private func frame(_ ack: FileAck) -> Frame {
     ResourceMessage.fileAck(
-      channel: channel, file: UInt32(ack.index), ack.status, reason: ack.reason
+      channel: channel, file: UInt32(ack.index), ResourceMessage.FileStatus(ack.status),
+      reason: ack.reason
     ).frame
   }
 }

@@ -1,4 +1,4 @@
-import FerryWire
+internal import FerryWire
 import NIOCore
 
 /// The sending end of a stream. ``write(_:)`` suspends while the receiver is behind

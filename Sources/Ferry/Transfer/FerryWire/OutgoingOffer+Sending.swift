@@ -1,5 +1,5 @@
 import CFerrySystem
-import FerryWire
+internal import FerryWire
 import Foundation
 import NIOCore
 

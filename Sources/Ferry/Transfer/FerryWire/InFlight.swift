@@ -1,4 +1,3 @@
-import FerryWire
 import NIOCore
 
 /// Gathers a sender's frames into batches (many small files' frames travel in one hop to the
