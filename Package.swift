@@ -15,6 +15,7 @@ let package = Package(
     .library(name: "Ferry", targets: ["Ferry"]),
     .library(name: "FerryMultipeer", targets: ["FerryMultipeer"]),
     .library(name: "FerryLocalSend", targets: ["FerryLocalSend"]),
+    .library(name: "FerryAgent", targets: ["FerryAgent"]),
     .executable(name: "ferry", targets: ["FerryCLI"]),
   ],
   dependencies: [
@@ -25,6 +26,8 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
   ],
   targets: [
     .systemLibrary(
@@ -67,7 +70,6 @@ let package = Package(
       name: "FerryLocalSend",
       dependencies: [
         "Ferry",
-        "FerryWire",
         "CFerrySystem",
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
@@ -76,16 +78,40 @@ let package = Package(
         .product(name: "NIOSSL", package: "swift-nio-ssl"),
         .product(name: "NIOTLS", package: "swift-nio"),
         .product(name: "Crypto", package: "swift-crypto"),
+      ],
+      // The web pages' markup, script and style: files of their own (linted by scripts/test),
+      // compiled into the binary.
+      resources: [
+        .embedInCode("Web/Assets/expired.html"),
+        .embedInCode("Web/Assets/page.css"),
+        .embedInCode("Web/Assets/receive.html"),
+        .embedInCode("Web/Assets/receive.js"),
+        .embedInCode("Web/Assets/share.html"),
+        .embedInCode("Web/Assets/share.js"),
+      ]
+    ),
+    // Receiving and sending for applications, over every protocol: one policy and consent
+    // budget, one decider, one retry policy, one event stream (what the CLI and a daemon
+    // share).
+    .target(
+      name: "FerryAgent",
+      dependencies: [
+        "Ferry",
+        "FerryLocalSend",
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ]
     ),
     .executableTarget(
       name: "FerryCLI",
       dependencies: [
         "Ferry",
+        "FerryAgent",
         "FerryLocalSend",
         "CQRencode",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "Subprocess", package: "swift-subprocess"),
       ]
     ),
     .executableTarget(
@@ -193,7 +219,11 @@ let package = Package(
     ),
     .testTarget(
       name: "FerryCLITests",
-      dependencies: ["FerryCLI", "FerryLocalSend"]
+      dependencies: ["FerryCLI", "FerryAgent", "FerryLocalSend"]
+    ),
+    .testTarget(
+      name: "FerryAgentTests",
+      dependencies: ["FerryAgent", "Ferry", "FerryLocalSend"]
     ),
     .testTarget(
       name: "FerryIntegrationTests",

@@ -1,7 +1,7 @@
 import Testing
 
 @testable import Ferry
-@testable import FerryCLI
+@testable import FerryAgent
 
 /// Consent as a budget: one approval's parts, and which transfer's end ends which part.
 @Suite("Approvals: parts and the transfers that carry them")

@@ -1,7 +1,7 @@
 import Ferry
 import Testing
 
-@testable import FerryCLI
+@testable import FerryAgent
 
 /// `--once` and `--stdout`: a text is the one offer only while nothing else is.
 @Suite("The --once gate and texts")

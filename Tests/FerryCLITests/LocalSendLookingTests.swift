@@ -94,45 +94,52 @@ struct LocalSendLookingTests {
   func backoff() {
     // No jitter, so that the waits are the policy's bases.
     let policy = RetryPolicy(retryFor: .seconds(600), jitter: 0)
-    var retry = LocalSendRetry(policy: policy)
-    #expect(!retry.hadCut)
+    var retry = RetryLoop(
+      policy: policy, maximumWithoutProgress: LocalSendUpload.maximumSessionsWithoutProgress)
     let start = ContinuousClock.now
+    _ = retry.begin()
     var waits: [Duration] = []
-    while let delay = retry.next(now: start) { waits.append(delay) }
+    while let delay = retry.next(at: start) {
+      waits.append(delay)
+      _ = retry.begin()
+    }
     #expect(waits == [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(15)])
     #expect(retry.attempt == 6)
     // A file delivered starts the count and the backoff over.
-    retry.progressed()
-    retry.cutOff()
-    #expect(retry.hadCut)
-    #expect(retry.next() == .seconds(1))
+    retry.record(.progress, at: .now)
+    #expect(retry.next(at: .now) == .seconds(1))
+    _ = retry.begin()
     #expect(retry.attempt == 7)
   }
 
   @Test("--retry-for bounds the wait: no session that would start after it, none with 0")
   func retryWindow() {
-    var short = LocalSendRetry(policy: RetryPolicy(retryFor: .seconds(4), jitter: 0))
     let start = ContinuousClock.now
-    #expect(short.next(now: start) == .seconds(1))
-    #expect(short.next(now: start + .seconds(1)) == .seconds(2))
+    var short = RetryLoop(policy: RetryPolicy(retryFor: .seconds(4), jitter: 0), now: start)
+    _ = short.begin()
+    #expect(short.next(at: start) == .seconds(1))
+    _ = short.begin()
+    #expect(short.next(at: start + .seconds(1)) == .seconds(2))
+    _ = short.begin()
     // 4 s more from 3 s in would end at 7 s, past the 4 s without progress.
-    #expect(short.next(now: start + .seconds(3)) == nil)
-    var never = LocalSendRetry(policy: RetryPolicy(retryFor: .zero))
-    #expect(never.next() == nil)
+    #expect(short.next(at: start + .seconds(3)) == nil)
+    var never = RetryLoop(policy: RetryPolicy(retryFor: .zero))
+    _ = never.begin()
+    #expect(never.next(at: .now) == nil)
   }
 
   @Test("busy and no answer pass only after a cut; a refusal, a PIN or a wrong key never")
   func transient() {
-    #expect(LocalSendSending.isTransient(.request(.unreachable("x")), afterCut: false))
-    #expect(LocalSendSending.isTransient(.request(.failed("x")), afterCut: false))
-    #expect(!LocalSendSending.isTransient(.busy, afterCut: false))
-    #expect(LocalSendSending.isTransient(.busy, afterCut: true))
-    #expect(!LocalSendSending.isTransient(.request(.timedOut), afterCut: false))
+    #expect(LocalSendUpload.isTransient(.request(.unreachable("x")), afterCut: false))
+    #expect(LocalSendUpload.isTransient(.request(.failed("x")), afterCut: false))
+    #expect(!LocalSendUpload.isTransient(.busy, afterCut: false))
+    #expect(LocalSendUpload.isTransient(.busy, afterCut: true))
+    #expect(!LocalSendUpload.isTransient(.request(.timedOut), afterCut: false))
     for final in [
       LocalSendSendError.declined(""), .pinRequired, .tooManyPinAttempts,
       .request(.wrongCertificate("x")), .refused(413, ""),
     ] {
-      #expect(!LocalSendSending.isTransient(final, afterCut: true), "\(final)")
+      #expect(!LocalSendUpload.isTransient(final, afterCut: true), "\(final)")
     }
   }
 }

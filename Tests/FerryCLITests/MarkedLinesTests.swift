@@ -8,7 +8,7 @@ import Testing
 struct MarkedLinesTests {
   /// The lines a terminal shows for `text`: split where it starts one (a newline byte).
   func terminalLines(_ text: String) -> [Substring] {
-    ReceiveDecisions.markedLines(text).split(separator: "\n", omittingEmptySubsequences: false)
+    ReceiveReporter.markedLines(text).split(separator: "\n", omittingEmptySubsequences: false)
       .dropLast()
   }
 

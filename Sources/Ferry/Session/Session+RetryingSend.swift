@@ -16,7 +16,8 @@ extension Session {
   ///     before the policy gives up (use it as, or to bound, the invitation's timeout).
   ///   - events: Told of each attempt's ``ResourceTransfer`` (for its progress) and of each
   ///     wait, on the calling task.
-  /// - Returns: The final attempt's results, one per file.
+  /// - Returns: One result per file: the final attempt's, but for a file an earlier attempt
+  ///   stored, whose verdict is that attempt's.
   /// - Throws: ``RetriedSendError``: the last failure. Cancelling the task stops it (the
   ///   transfer under way is cancelled on both ends).
   public func sendResources(
@@ -29,27 +30,30 @@ extension Session {
     var items = items
     // Verdicts of streamed items stored by an attempt that then failed: not sent again.
     var carried: [FileResult] = []
-    var attempt = 0
+    // Verdicts of files stored (or found identical) by an attempt that then failed: the
+    // receiver answers them "skipped" when they are offered again (settled under the same
+    // consent, never written twice), and this is what became of them.
+    var settledEarlier: [String: FileResult] = [:]
     var progress = SendProgress()
-    // The last progress (or the start), and what `policy.retryFor` counts from: that, or the
-    // end of an attempt that sent new bytes, which only the next attempt's offer can confirm
-    // (once: bytes the receiver never confirms do not keep the send going).
-    var progressed = ContinuousClock.now
-    var since = progressed
+    var retries = RetryLoop(policy: policy)
     while true {
-      attempt += 1
+      let attempt = retries.begin()
       let failure: TransferError
       switch await attemptSend(
         items, to: target, checksum: checksum, attempt: attempt, events: events)
       {
       case .success(let results):
-        return carried + results
+        return carried
+          + results.map { result in
+            guard result.status == .skipped, let earlier = settledEarlier[result.path] else {
+              return result
+            }
+            return earlier
+          }
       case .failure(let error, let delivery):
-        switch progress.record(delivery) {
-        case .progress: (progressed, since) = (.now, .now)
-        case .unconfirmed where since == progressed: since = .now
-        case .unconfirmed, .none: since = progressed
-        case .unknown: break
+        retries.record(progress.record(delivery), at: .now)
+        for file in delivery where file.stored {
+          if let result = file.result { settledEarlier[file.path] = result }
         }
         // A link the peer (or this side, for a violation) closed on purpose is not lost.
         guard RetryPolicy.isRetryable(error), lastLinkEnd(of: target)?.isOnPurpose != true else {
@@ -70,12 +74,9 @@ extension Session {
       // Wait, then reconnect, until the policy's time without progress runs out.
       var last = RetriedSendError.transfer(failure)
       while true {
-        let delay = policy.delay(beforeRetry: attempt)
         if Task.isCancelled { throw .transfer(.cancelled) }
-        guard attempt < policy.maximumAttempts,
-          ContinuousClock.now + delay - since <= policy.retryFor
-        else { throw last }
-        events(.retrying(attempt: attempt, delay: delay, reason: last.description))
+        guard let delay = retries.next(at: .now) else { throw last }
+        events(.retrying(attempt: retries.attempt, delay: delay, reason: last.description))
         do {
           try await Task.sleep(for: delay)
         } catch {
@@ -83,12 +84,11 @@ extension Session {
         }
         let again: PeerID
         do {
-          let left = policy.retryFor - (ContinuousClock.now - since)
-          again = try await reconnect(max(left, .milliseconds(500)))
+          again = try await reconnect(retries.budget(at: .now))
         } catch {
           guard RetryPolicy.isRetryable(error) else { throw .invitation(error) }
           last = .invitation(error)
-          attempt += 1
+          _ = retries.begin()
           continue
         }
         guard again.fingerprint == peer.fingerprint else {

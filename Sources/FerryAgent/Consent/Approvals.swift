@@ -140,18 +140,28 @@ final class Approvals: Sendable {
     byPolicy: Bool, carrying: Approval? = nil
   ) {
     approvals.withLock {
-      var approval = Approval(
-        summary: summary, name: peer.displayName,
-        resumes: carrying.map { $0.resumes + 1 } ?? 0, byPolicy: byPolicy,
-        status: status, code: code)
-      if var carrying {
-        Self.closePart(of: &carrying, failed: true)
-        approval.done = carrying.done
-        approval.settled = carrying.settled
-        approval.failures = carrying.failures
-      }
-      $0[peer.fingerprint] = approval
+      $0[peer.fingerprint] = Self.approval(
+        peer, status: status, code: code, summary: summary, byPolicy: byPolicy,
+        carrying: carrying)
     }
+  }
+
+  /// A new approval of `peer`, carrying over `carrying`'s batch and spent budget when given.
+  private static func approval(
+    _ peer: PeerID, status: KnownPeers.Status, code: VerificationCode, summary: OfferSummary?,
+    byPolicy: Bool, carrying: Approval?
+  ) -> Approval {
+    var approval = Approval(
+      summary: summary, name: peer.displayName,
+      resumes: carrying.map { $0.resumes + 1 } ?? 0, byPolicy: byPolicy,
+      status: status, code: code)
+    if var carrying {
+      closePart(of: &carrying, failed: true)
+      approval.done = carrying.done
+      approval.settled = carrying.settled
+      approval.failures = carrying.failures
+    }
+    return approval
   }
 
   /// Whether `files`, offered by `fingerprint`, are the next part of the batch its summary
@@ -237,12 +247,12 @@ final class Approvals: Sendable {
 
   /// When the offer `fingerprint` is sending is a part of its batch: the batch, and what its
   /// parts before this one added up to (for one progress total).
-  func part(of fingerprint: Fingerprint) -> (summary: OfferSummary, before: OfferSummary.Tally)? {
+  func part(of fingerprint: Fingerprint) -> BatchPosition? {
     approvals.withLock { approvals in
       guard let approval = approvals[fingerprint], case .receiving = approval.part,
         let summary = approval.summary
       else { return nil }
-      return (summary, approval.done)
+      return BatchPosition(summary: summary, before: approval.done)
     }
   }
 
@@ -331,12 +341,14 @@ final class Approvals: Sendable {
     }
   }
 
-  /// The approval `invitation` comes back for: the same key under the same name, not looking
-  /// like another peer, announcing the same batch (`summary`), unfinished, carried over fewer
-  /// than ``maximumResumes`` times, whose link was lost at most `grace` ago — or is still up
-  /// here (`isConnected`: the sender knows better that it is dead). Nil when it must be asked
-  /// about.
-  func resumable(
+  /// Takes `invitation` back when it comes back for an approval: the same key under the same
+  /// name, not looking like another peer, announcing the same batch (`summary`), unfinished,
+  /// carried over fewer than ``maximumResumes`` times, whose link was lost at most `grace` ago
+  /// — or is still up here (`isConnected`: the sender knows better that it is dead). The
+  /// approval is then carried over to it (recorded, as by a yes) under the same lock as the
+  /// check, so that nothing the old link settles or is admitted meanwhile is lost; returned as
+  /// it stood. Nil when it must be asked about.
+  func resume(
     _ invitation: Invitation, summary: OfferSummary?, within grace: Duration, isConnected: Bool
   ) -> Approval? {
     guard grace > .zero, let summary else { return nil }
@@ -352,10 +364,14 @@ final class Approvals: Sendable {
       // A part still arriving on the old link: its files would be counted late, or not at all.
       if case .receiving = approval.part { return nil }
       switch approval.batch {
-      case .underWay: return isConnected ? approval : nil
-      case .lost(let when): return ContinuousClock.now - when <= grace ? approval : nil
+      case .underWay: guard isConnected else { return nil }
+      case .lost(let when): guard ContinuousClock.now - when <= grace else { return nil }
       case .ended: return nil
       }
+      approvals[invitation.fingerprint] = Self.approval(
+        invitation.peer, status: invitation.status, code: invitation.verificationCode,
+        summary: summary, byPolicy: false, carrying: approval)
+      return approval
     }
   }
 

@@ -1,39 +1,40 @@
 import Ferry
 import Foundation
 
-/// What `ferry send` tells the receiver in the invitation context, so that the prompt can show
+/// What a Ferry sender (`ferry send`) tells the receiver in the invitation context, so that the prompt can show
 /// the file count, the first names, every top-level entry, how many hidden files and the total
 /// size before anything is transferred. Untrusted on the receiving side: decoded leniently,
 /// shown escaped and truncated.
-struct OfferSummary: Codable, Sendable, Equatable {
+public struct OfferSummary: Codable, Sendable, Equatable {
   /// Number of files (empty folders not included).
-  var files: Int
+  public var files: Int
   /// Number of empty folders to create; nil (from senders before them) means none.
-  var folders: Int?
+  public var folders: Int?
   /// How many of the files are streamed (standard input read as it is sent): their size is
   /// not known, and not in ``bytes``; nil means none.
-  var streamed: Int?
+  public var streamed: Int?
   /// Total bytes of the files whose size is known.
-  var bytes: UInt64
+  public var bytes: UInt64
   /// The first few paths.
-  var names: [String]
+  public var names: [String]
   /// Every top-level entry (a path's first component), in order; nil when they do not fit
   /// in ``maximumRootBytes`` (the first offer is then asked about on its real files).
-  var roots: [String]?
+  public var roots: [String]?
   /// How many files and empty folders have a hidden component (one starting with `.`).
-  var hidden: Int?
+  public var hidden: Int?
   /// `ferry send --text`: a text sent alone (no files), shown by the receiver once accepted.
-  var text: String?
+  public var text: String?
 
   /// The most bytes of UTF-8 a text may have (its JSON fits the context whatever it holds).
-  static let maximumTextBytes = 8 << 10
+  public static let maximumTextBytes = 8 << 10
 
   /// How many names the summary carries.
-  static let shownNames = 5
+  public static let shownNames = 5
   /// The most bytes of top-level names a summary carries.
-  static let maximumRootBytes = 16 << 10
+  public static let maximumRootBytes = 16 << 10
 
-  init(items: [(path: String, size: UInt64)]) {
+  /// The summary of `items`, files with their sizes, in order.
+  public init(items: [(path: String, size: UInt64)]) {
     var builder = Builder()
     for item in items { builder.add(item.path, size: item.size) }
     self = builder.summary
@@ -41,7 +42,7 @@ struct OfferSummary: Codable, Sendable, Equatable {
 
   /// Sums up a batch one file at a time, holding only what the summary shows (a tree of any
   /// size is announced without holding its paths).
-  struct Builder {
+  public struct Builder: Sendable {
     private var files = 0
     private var folders = 0
     private var streamed = 0
@@ -49,11 +50,14 @@ struct OfferSummary: Codable, Sendable, Equatable {
     private var names: [String] = []
     private var overview = TreeOverview()
 
+    /// Nothing counted yet.
+    public init() {}
+
     /// Counts one more file, or empty folder (which is counted apart and named in no list but
     /// its top-level entry's; a hidden one counts as hidden), or streamed file (of no size yet).
     /// Sizes are each at most 2^63 and the caller stops above 2^62 in all, so the sum cannot
     /// overflow.
-    mutating func add(
+    public mutating func add(
       _ path: String, size: UInt64, isFolder: Bool = false, isStreamed: Bool = false
     ) {
       if isStreamed { streamed += 1 }
@@ -69,10 +73,10 @@ struct OfferSummary: Codable, Sendable, Equatable {
     }
 
     /// Bytes counted so far.
-    var totalBytes: UInt64 { bytes }
+    public var totalBytes: UInt64 { bytes }
 
     /// The summary of every file counted.
-    var summary: OfferSummary {
+    public var summary: OfferSummary {
       OfferSummary(
         files: files, folders: folders, streamed: streamed, bytes: bytes, names: names,
         roots: overview.roots.reduce(0) { $0 + $1.utf8.count } <= OfferSummary.maximumRootBytes
@@ -93,16 +97,16 @@ struct OfferSummary: Codable, Sendable, Equatable {
   }
 
   /// Files and empty folders together: the entries of the batch's offers.
-  var entries: Int { files + (folders ?? 0) }
+  public var entries: Int { files + (folders ?? 0) }
 
   /// The summary of a text sent alone.
-  init(text: String) {
+  public init(text: String) {
     (files, bytes, names, roots, hidden) = (0, 0, [], [], 0)
     self.text = text
   }
 
   /// The context bytes (JSON).
-  var encoded: [UInt8] {
+  public var encoded: [UInt8] {
     // Sorted keys: the same summary is the same bytes in every invitation of a send.
     let encoder = JSONEncoder()
     encoder.outputFormatting = .sortedKeys
@@ -113,7 +117,7 @@ struct OfferSummary: Codable, Sendable, Equatable {
   /// negative count, more bytes than an offer may carry (2^62), more names than it says or
   /// than a summary holds, a name longer than a path may be, more top-level entries or hidden
   /// files than files. A peer's numbers never reach the arithmetic below unchecked.
-  static func decode(_ bytes: [UInt8]) -> OfferSummary? {
+  public static func decode(_ bytes: [UInt8]) -> OfferSummary? {
     guard let summary = try? JSONDecoder().decode(OfferSummary.self, from: Data(bytes)),
       (0...Int(Int32.max)).contains(summary.files),
       (0...Int(Int32.max)).contains(summary.folders ?? 0),
@@ -131,14 +135,30 @@ struct OfferSummary: Codable, Sendable, Equatable {
   }
 
   /// What the offers admitted under a summary added up to so far.
-  struct Tally: Sendable, Equatable {
-    var files = 0
-    var folders = 0
-    var streamed = 0
-    var bytes: UInt64 = 0
-    var hidden = 0
+  public struct Tally: Sendable, Equatable {
+    /// Files (empty folders not included).
+    public var files = 0
+    /// Empty folders.
+    public var folders = 0
+    /// Files of unknown size (streamed).
+    public var streamed = 0
+    /// Bytes of the files whose size is known.
+    public var bytes: UInt64 = 0
+    /// Files and empty folders with a hidden component.
+    public var hidden = 0
 
-    static func + (lhs: Tally, rhs: Tally) -> Tally {
+    /// Nothing counted yet.
+    public init() {}
+
+    /// A tally of these numbers.
+    public init(files: Int, folders: Int, streamed: Int, bytes: UInt64, hidden: Int) {
+      (self.files, self.folders, self.streamed, self.bytes, self.hidden) = (
+        files, folders, streamed, bytes, hidden
+      )
+    }
+
+    /// Both tallies added.
+    public static func + (lhs: Tally, rhs: Tally) -> Tally {
       Tally(
         files: lhs.files + rhs.files, folders: lhs.folders + rhs.folders,
         streamed: lhs.streamed + rhs.streamed, bytes: lhs.bytes + rhs.bytes,
@@ -157,7 +177,7 @@ struct OfferSummary: Codable, Sendable, Equatable {
   /// a person said yes to is then what is written.
   ///
   /// - Returns: The tally with this offer counted, or nil when it is not admitted.
-  func admits(
+  public func admits(
     _ entries: [(path: String, size: UInt64)], folders: Set<String> = [],
     streamed: Set<String> = [], after before: Tally = Tally()
   ) -> Tally? {

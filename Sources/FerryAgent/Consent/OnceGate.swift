@@ -101,6 +101,14 @@ final class OnceGate: Sendable {
     }
   }
 
+  /// Whether the one offer is being received from `sender` (its end not reported yet).
+  func isReceiving(from sender: Fingerprint) -> Bool {
+    state.withLock { state in
+      guard case .receiving(let one, _) = state else { return false }
+      return one == sender
+    }
+  }
+
   /// The accepted offer started arriving, as `transfer`.
   func receiving(_ transfer: IncomingTransfer) {
     state.withLock { state in

@@ -2,22 +2,23 @@
 /// entries and how many of its files are hidden. Shown in prompts so that nothing is written
 /// where the person could not see it. Built one path at a time (``add(_:)``), so that a tree of
 /// any size is summed up without holding its paths.
-struct TreeOverview: Sendable {
+public struct TreeOverview: Sendable {
   /// Every distinct first component, in order of appearance.
-  private(set) var roots: [String] = []
+  public private(set) var roots: [String] = []
   /// Paths with a component that starts with `.` (hidden from `ls` and file managers).
-  private(set) var hidden = 0
+  public private(set) var hidden = 0
   private var seen = Set<[UInt8]>()
 
   /// The overview of no paths.
-  init() {}
+  public init() {}
 
-  init(_ paths: [String]) {
+  /// The overview of `paths`.
+  public init(_ paths: [String]) {
     for path in paths { add(path) }
   }
 
   /// Counts one more path.
-  mutating func add(_ path: String) {
+  public mutating func add(_ path: String) {
     let bytes = Array(path.utf8)
     let root = Array(bytes.prefix { $0 != UInt8(ascii: "/") })
     if seen.insert(root).inserted { roots.append(String(decoding: root, as: UTF8.self)) }

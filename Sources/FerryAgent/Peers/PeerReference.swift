@@ -1,8 +1,8 @@
 import Ferry
 import Foundation
 
-/// What a user means by `--to X`, `--accept-from X`, `ferry trust X`: fingerprints are
-/// identities, names are labels.
+/// What a user means by a receiver or sender named in words (`--to X`, `--accept-from X`,
+/// `ferry trust X`, a daemon's target): fingerprints are identities, names are labels.
 ///
 /// - 64 hexadecimal digits: that fingerprint.
 /// - 16 or more digits (64 bits; spaces and colons allowed): a fingerprint prefix, which only a
@@ -17,7 +17,7 @@ import Foundation
 ///   both, and a receiver matching each in a different peer is ambiguous.
 /// - For `--to`, a display name pinned to trusted peers (``resolvingNickname(in:)``) stands for
 ///   their keys too: the user's name for them, whatever name they advertise.
-enum PeerReference: Sendable, Equatable {
+public enum PeerReference: Sendable, Equatable {
   /// A full fingerprint: typed in full, or resolved in peers.json.
   case fingerprint(Fingerprint)
   /// A prefix of at least ``Fingerprint/minimumPrefixDigits`` digits, not in peers.json.
@@ -31,13 +31,19 @@ enum PeerReference: Sendable, Equatable {
   case nickname(String, keys: [Fingerprint])
 
   /// Digits below which a hex-only text may still be a display name.
-  static let nameDigitLimit = 8
+  public static let nameDigitLimit = 8
 
   /// Classifies `text`, resolving prefixes in `knownPeers`.
   ///
-  /// - Throws: ``CLIFailure`` (usage, exit 2) for a prefix too short to identify a key or
-  ///   matching several known peers, or an unreadable peers file.
-  static func parse(_ text: String, knownPeers: KnownPeers) throws(CLIFailure) -> PeerReference {
+  /// - Throws: ``PeerReferenceError`` for a prefix too short to identify a key or matching
+  ///   several known peers, or an unreadable peers file.
+  public init(_ text: String, knownPeers: KnownPeers) throws(PeerReferenceError) {
+    self = try Self.classify(text, knownPeers: knownPeers)
+  }
+
+  private static func classify(_ text: String, knownPeers: KnownPeers)
+    throws(PeerReferenceError) -> PeerReference
+  {
     let shown = DisplayText.escaping(text)
     guard let digits = Fingerprint.prefixLength(of: text), digits > 0 else {
       return .name(text, known: nil)
@@ -51,26 +57,23 @@ enum PeerReference: Sendable, Equatable {
       known = try knownPeers.fingerprints(
         startingWith: text, trustedOnly: digits < Fingerprint.minimumPrefixDigits)
     } catch {
-      throw CLIFailure(status: .usage, message: error.description, code: .peersFile)
+      throw PeerReferenceError(.peersFile, error.description)
     }
     if digits < nameDigitLimit {
       return .name(text, known: known.count == 1 ? known[0] : nil)
     }
     if known.count == 1 { return .fingerprint(known[0]) }
     if known.count > 1 {
-      throw CLIFailure(
-        status: .usage,
-        message: "'\(shown)' starts \(known.count) known peers' fingerprints; give more digits",
-        code: .ambiguousPeer)
+      throw PeerReferenceError(
+        .ambiguous, "'\(shown)' starts \(known.count) known peers' fingerprints; give more digits")
     }
     guard digits >= Fingerprint.minimumPrefixDigits else {
-      throw CLIFailure(
-        status: .usage,
-        message: "'\(shown)' is \(digits) hex digits: too few to stand for a key (a key with "
+      throw PeerReferenceError(
+        .tooShort,
+        "'\(shown)' is \(digits) hex digits: too few to stand for a key (a key with "
           + "that prefix can be made in hours). Give at least \(Fingerprint.minimumPrefixDigits) "
           + "digits ('ferry identity' on that machine shows them), the full fingerprint, or a "
-          + "prefix of a trusted peer in 'ferry peers' ('ferry trust')",
-        code: .shortFingerprint)
+          + "prefix of a trusted peer in 'ferry peers' ('ferry trust')")
     }
     return .prefix(text)
   }
@@ -80,14 +83,14 @@ enum PeerReference: Sendable, Equatable {
   /// "Office box"` finds that key, whatever name it advertises. Names compare as in
   /// ``matchesName(_:)``.
   ///
-  /// - Throws: ``CLIFailure`` (usage, exit 2) for an unreadable peers file.
-  func resolvingNickname(in knownPeers: KnownPeers) throws(CLIFailure) -> PeerReference {
+  /// - Throws: ``PeerReferenceError`` for an unreadable peers file.
+  public func nickname(in knownPeers: KnownPeers) throws(PeerReferenceError) -> PeerReference {
     guard case .name(let text, .none) = self else { return self }
     let entries: [KnownPeers.Entry]
     do {
       entries = try knownPeers.all()
     } catch {
-      throw CLIFailure(status: .usage, message: error.description, code: .peersFile)
+      throw PeerReferenceError(.peersFile, error.description)
     }
     let wanted = Self.folded(text)
     let keys = entries.filter { $0.trusted && Self.folded($0.name) == wanted }
@@ -99,7 +102,7 @@ enum PeerReference: Sendable, Equatable {
   /// hex digits are never matched as names). Case, surrounding spaces and Unicode's two ways of
   /// writing an accent do not count: `--to "kitchen laptop "` finds "Kitchen laptop". (Two
   /// receivers whose names differ only so are then both matched: ambiguous, never a guess.)
-  func matchesName(_ name: String) -> Bool {
+  public func matchesName(_ name: String) -> Bool {
     let wanted: String
     switch self {
     case .name(let text, _), .nickname(let text, _): wanted = text
@@ -112,12 +115,12 @@ enum PeerReference: Sendable, Equatable {
   }
 
   /// `name` as names are compared: trimmed, composed, lowercased.
-  static func folded(_ name: String) -> String {
+  public static func folded(_ name: String) -> String {
     name.trimmingCharacters(in: .whitespaces).precomposedStringWithCanonicalMapping.lowercased()
   }
 
   /// Whether `fingerprint` is the key this reference names.
-  func matchesFingerprint(_ fingerprint: Fingerprint) -> Bool {
+  public func matchesFingerprint(_ fingerprint: Fingerprint) -> Bool {
     switch self {
     case .fingerprint(let expected): return fingerprint == expected
     case .prefix(let prefix): return fingerprint.hasPrefix(prefix)
@@ -128,7 +131,7 @@ enum PeerReference: Sendable, Equatable {
 
   /// Whether this is a name that also stands for known keys (a trusted peer's short prefix or
   /// nickname): a receiver found by the name alone waits a moment for those keys.
-  var alsoNamesKnownKeys: Bool {
+  public var alsoNamesKnownKeys: Bool {
     switch self {
     case .name(_, let known): return known != nil
     case .nickname: return true
@@ -139,10 +142,35 @@ enum PeerReference: Sendable, Equatable {
   /// Whether the reference names a key (and so pins it: the user's consent to that key). A
   /// nickname does not here: it may stand for several keys, so a receiver reached at an
   /// `--address` is checked once connected (``matchesFingerprint(_:)``, then its key).
-  var isKey: Bool {
+  public var isKey: Bool {
     switch self {
     case .fingerprint, .prefix: return true
     case .name, .nickname: return false
     }
   }
+}
+
+/// Why a text does not name a peer.
+public struct PeerReferenceError: Error, Sendable, CustomStringConvertible {
+  /// What is wrong.
+  public enum Kind: Sendable, Equatable {
+    /// The known peers' file cannot be read.
+    case peersFile
+    /// A prefix that starts several known peers' fingerprints.
+    case ambiguous
+    /// Too few digits to stand for a key.
+    case tooShort
+  }
+
+  /// What is wrong.
+  public let kind: Kind
+  /// In words, with the text escaped.
+  public let message: String
+
+  init(_ kind: Kind, _ message: String) {
+    (self.kind, self.message) = (kind, message)
+  }
+
+  /// The message.
+  public var description: String { message }
 }

@@ -4,18 +4,18 @@ import Synchronization
 
 /// The transfers under way, so that an interrupt cancels each on both ends before the session
 /// closes.
-final class ActiveTransfers: Sendable {
+package final class ActiveTransfers: Sendable {
   private let session: Session
   private let state = Mutex<
     (transfers: [ObjectIdentifier: ResourceTransfer], closed: Bool, cancelled: Int)
   >(([:], false, 0))
 
-  init(session: Session) {
+  package init(session: Session) {
     self.session = session
   }
 
   /// Registers `transfer`; false once interrupted (the caller cancels it).
-  func add(_ transfer: ResourceTransfer) -> Bool {
+  package func add(_ transfer: ResourceTransfer) -> Bool {
     state.withLock { state in
       guard !state.closed else { return false }
       state.transfers[ObjectIdentifier(transfer)] = transfer
@@ -23,12 +23,15 @@ final class ActiveTransfers: Sendable {
     }
   }
 
-  func remove(_ transfer: ResourceTransfer) {
+  package func remove(_ transfer: ResourceTransfer) {
     _ = state.withLock { $0.transfers.removeValue(forKey: ObjectIdentifier(transfer)) }
   }
 
+  /// Whether the transfers were interrupted (``interrupt()``).
+  package var isInterrupted: Bool { state.withLock { $0.closed } }
+
   /// What Ctrl-C says: that a re-run resumes, when it cut a transfer short.
-  var interruptMessage: String {
+  package var interruptMessage: String {
     state.withLock { $0.cancelled } > 0
       ? "interrupted; the receiver keeps what arrived: run the same send again to resume"
       : "interrupted"
@@ -39,7 +42,7 @@ final class ActiveTransfers: Sendable {
   /// before the receiver has read them (closing it with the receiver's credit unread would
   /// reset the connection and lose them), so that each receiver reports a cancel rather than a
   /// vanished sender.
-  func interrupt() async {
+  package func interrupt() async {
     let transfers = state.withLock { state in
       state.closed = true
       state.cancelled = state.transfers.count

@@ -2,23 +2,52 @@ import Ferry
 import Foundation
 import Synchronization
 
-/// One receiver's part of a `ferry send`: the invitation, the transfer and what is reported about
-/// them. Several run at once when `--to` is repeated; each ends in an outcome of its own.
-struct Delivery: Sendable {
+/// A batch (or a text) sent to Ferry receivers over one session: for each receiver, the
+/// invitation, the key check, the transfer part by part with one progress total, retried as
+/// its ``RetryPolicy`` says when the link drops, and what is reported about it
+/// (``SendEvent``). Several receivers at once share it; each ends in an outcome of its own.
+public struct FerryDelivery: Sendable {
   let session: Session
-  /// The files (nil for `--text`).
+  /// The files (nil for a text).
   let batch: SendBatch?
   /// What the invitation announces.
   let summary: OfferSummary
-  let output: EventWriter
-  let bar: ProgressBar
+  let events: @Sendable (SendEvent) -> Void
   let active: ActiveTransfers
-  let deadline: ContinuousClock.Instant
+  /// When finding and asking must be done by.
+  public let deadline: ContinuousClock.Instant
   let keys: KeyCheck
-  /// When a dropped link is tried again (`--retry-for`).
+  /// When a dropped link is tried again.
   let retry: RetryPolicy
-  /// The digest each file is checked with (`--checksum`).
+  /// The digest each file is checked with.
   let checksum: ChecksumAlgorithm
+
+  /// A delivery of `batch` (or, nil, the text `summary` carries) over `session`, to be asked
+  /// for by `deadline`, retried as `retry` says; `decider` answers what only the person
+  /// sending can; what happens goes to `events`.
+  public init(
+    session: Session, batch: SendBatch?, summary: OfferSummary, deadline: ContinuousClock.Instant,
+    retry: RetryPolicy, checksum: ChecksumAlgorithm, knownPeers: KnownPeers,
+    decider: any SendDecider, events: @escaping @Sendable (SendEvent) -> Void
+  ) {
+    self.session = session
+    self.batch = batch
+    self.summary = summary
+    self.deadline = deadline
+    self.retry = retry
+    self.checksum = checksum
+    self.events = events
+    active = ActiveTransfers(session: session)
+    keys = KeyCheck(knownPeers: knownPeers, decider: decider, events: events)
+  }
+
+  /// Stops every transfer on both ends and closes the session, at most 5 s (the receivers
+  /// read the cancels before the connections close); what Ctrl-C says: whether a transfer
+  /// was cut short (a re-run then resumes).
+  public func interrupt() async -> String {
+    await active.interrupt()
+    return active.interruptMessage
+  }
 
   /// The longest an invitation made again after a drop may take to be answered (less when
   /// `--retry-for` has less time left).
@@ -30,12 +59,12 @@ struct Delivery: Sendable {
 
   private var remaining: Duration { max(.milliseconds(100), deadline - .now) }
 
-  /// Invites and sends to a receiver found through discovery; `pinned` when `--to` named its
-  /// fingerprint.
-  func send(to target: DiscoveredPeer, browser: Browser, pinned: Bool = false) async
-    -> CLIFailure?
+  /// Invites and sends to a receiver found through discovery; `pinned` when the user named
+  /// its fingerprint. Nil when every file (or the text) was delivered.
+  public func send(to target: DiscoveredPeer, browser: Browser, pinned: Bool = false) async
+    -> SendFailure?
   {
-    output.emit(PeerSeen(target), as: .peerFound)
+    events(.found(target))
     // mDNS lists a receiver whose machine or link went until its records expire (minutes): a
     // receiver that answers at none of its addresses is given up on now, and one that answers
     // is invited at the addresses that did.
@@ -43,26 +72,23 @@ struct Delivery: Sendable {
     guard !answering.isEmpty else {
       let addresses = target.addresses.map { $0.hostPortString(port: target.port) }
         .joined(separator: ", ")
-      let seconds = Int(Self.answerTimeout.inSeconds)
-      return CLIFailure(
-        status: .noPeer,
-        message: "\(printable(target.name)) is listed on the network but does not answer at "
+      let seconds = Self.answerTimeout.components.seconds
+      return SendFailure(
+        .noPeer,
+        "\(printable(target.name)) is listed on the network but does not answer at "
           + "\(addresses) within \(seconds) s: it may be switched off or its network down "
-          + "(mDNS lists it until its records expire)",
-        code: .noPeer)
+          + "(mDNS lists it until its records expire)")
     }
     // Standard input sent as it is read needs version 5: said before anyone is asked there,
     // with nothing of it read yet.
     if let version = target.info.protocolVersion, version < 5,
       batch?.entries.contains(where: \.isStreamed) == true
     {
-      return CLIFailure(
-        status: .usage,
-        message:
-          "\(printable(target.name)) runs an older Ferry (protocol \(version)), which cannot "
+      return SendFailure(
+        .usage,
+        "\(printable(target.name)) runs an older Ferry (protocol \(version)), which cannot "
           + "take standard input as it is read: update it, or save standard input to a file and "
-          + "send that",
-        code: .usage)
+          + "send that")
     }
     let reachable = DiscoveredPeer(
       name: target.name, serviceType: target.serviceType, domain: target.domain,
@@ -90,21 +116,16 @@ struct Delivery: Sendable {
     }
   }
 
-  /// Invites and sends to the receiver at `address`. `to` (the `--to` text and what it means)
-  /// must match it: a key is pinned inside the TLS handshake, so a receiver with another key
-  /// never sees the invitation; a name is checked once connected (and its key against what
-  /// this machine knows, before any file).
-  func send(toAddress address: String, to: (text: String, reference: PeerReference)?) async
-    -> CLIFailure?
-  {
-    let host: String
-    let port: UInt16
-    do {
-      (host, port) = try parseAddress(address)
-    } catch {
-      return error
-    }
-    output.note("Connecting to \(address)…")
+  /// Invites and sends to the receiver at `host`:`port` (`address` as the user gave it). `to`
+  /// (the text the receiver was named by, and what it means) must match it: a key is pinned
+  /// inside the TLS handshake, so a receiver with another key never sees the invitation; a
+  /// name is checked once connected (and its key against what this machine knows, before any
+  /// file). Nil when every file (or the text) was delivered.
+  public func send(
+    toAddress address: String, host: String, port: UInt16,
+    to: (text: String, reference: PeerReference)?
+  ) async -> SendFailure? {
+    events(.connecting(address: address))
     let pinsKey = to?.reference.isKey ?? false
     // Shown as soon as the receiver is asked, before its answer: also when it declines, and
     // before any check of who it is (the code is what the user checks it with).
@@ -142,17 +163,14 @@ struct Delivery: Sendable {
     }
   }
 
-  /// What shows an invitation's verification code the moment the receiver is asked (before it
-  /// answers, whatever the answer): a note, and the `invited` event with the code. Each
-  /// connection has a code of its own, so a reconnection shows its new one. `address`: the
-  /// `--address` the receiver was reached at, named beside the peer it turned out to be.
+  /// What reports an invitation's verification code the moment the receiver is asked (before
+  /// it answers, whatever the answer). Each connection has a code of its own, so a
+  /// reconnection reports its new one. `address`: the address the receiver was reached at.
   private func codeShower(label: String, at address: String?)
     -> @Sendable (PeerID, VerificationCode) -> Void
   {
-    { [output, bar] peer, code in
-      let whom = address.map { "\(peer) at \($0)" } ?? printable(label)
-      bar.above { output.note("Asking \(whom) to accept; verification code \(code)") }
-      output.emit(Invited(peer: label, code: code.digits))
+    { [events] peer, code in
+      events(.asked(label: label, peer: peer, address: address, code: code))
     }
   }
 
@@ -161,24 +179,17 @@ struct Delivery: Sendable {
   private func deliver(
     label: String, checkKey: Bool = false, invite: () async throws(InvitationError) -> PeerID,
     reconnect: @escaping @Sendable (Fingerprint, Duration) async throws(InvitationError) -> PeerID
-  ) async -> CLIFailure? {
+  ) async -> SendFailure? {
     let peer: PeerID
     do {
       peer = try await invite()
     } catch {
-      let failure = Self.failure(error, label: label)
       if case .declined(let reason) = error {
-        output.emit(Declined(peer: label, reason: reason))
+        events(.declined(label: label, reason: reason))
       }
-      return failure
+      return SendFailure(error, label: label)
     }
-    let code = session.verificationCode(with: peer)
-    output.emit(
-      SendAccepted(
-        peer: peer.displayName, fingerprint: peer.fingerprint.hexString, code: code?.digits))
-    bar.above {
-      output.note("\(peer) accepted" + (code.map { " (verification code \($0))." } ?? "."))
-    }
+    events(.accepted(peer, code: session.verificationCode(with: peer)))
     if checkKey, let refused = await keys.confirm(peer, pinned: false, timeout: remaining) {
       session.disconnect(peer)
       return refused
@@ -186,12 +197,7 @@ struct Delivery: Sendable {
     keys.remember(peer)
     if let text = summary.text {
       // The text travelled in the invitation; accepted is delivered.
-      output.emit(
-        SendDone(
-          peer: peer.displayName, files: 0, folders: 0, bytes: 0, stored: 0, identical: 0,
-          bytesSent: text.utf8.count, unreadable: 0))
-      output.say(
-        "Sent the text (\(Quantity.count(text.count, "character"))) to \(peer.displayName).")
+      events(.textDelivered(peer, text: text, localSend: nil))
       session.disconnect(peer)
       return nil
     }
@@ -205,7 +211,7 @@ struct Delivery: Sendable {
   private func transfer(
     to peer: PeerID,
     reconnect: @escaping @Sendable (Duration) async throws(InvitationError) -> PeerID
-  ) async -> CLIFailure? {
+  ) async -> SendFailure? {
     guard var parts = batch?.parts() else { return nil }
     let started = ContinuousClock.now
     let label = peer.displayName
@@ -218,8 +224,8 @@ struct Delivery: Sendable {
         guard let next = try parts.next() else { break }
         part = next
       } catch {
-        bar.remove(label)
-        return report(peer, error)
+        events(.ended(label: label))
+        return report(label, error)
       }
       let outcome = await send(part, to: target.withLock { $0 }, totals: &totals) {
         left async throws(InvitationError) -> PeerID in
@@ -228,29 +234,24 @@ struct Delivery: Sendable {
         return again
       }
       if let failure = outcome {
-        bar.remove(label)
+        events(.ended(label: label))
         return failure
       }
     }
-    bar.remove(label)
-    output.emit(
-      SendDone(
-        peer: label, files: totals.files - totals.folders, folders: totals.folders,
-        bytes: Int(summary.bytes + totals.streamed), stored: totals.stored,
-        identical: totals.identical, bytesSent: Int(totals.sent), unreadable: parts.unreadable))
-    let line = TransferSummary.sent(
-      files: totals.files, folders: totals.folders, stored: totals.stored,
-      identical: totals.identical,
-      total: summary.bytes + totals.streamed, sent: totals.sent, to: peer.displayName,
-      took: ContinuousClock.now - started)
-    bar.above { output.note(line) }
+    events(.ended(label: label))
+    events(
+      .done(
+        SendSummary(
+          peer: peer, files: totals.files, folders: totals.folders,
+          bytes: summary.bytes + totals.streamed, stored: totals.stored,
+          identical: totals.identical, leftOut: 0, bytesSent: totals.sent,
+          unreadable: parts.unreadable, took: ContinuousClock.now - started)))
     // Like rsync's exit 23: the rest was sent, but not everything asked for.
     guard parts.unreadable == 0 else {
-      return CLIFailure(
-        status: .partial,
-        message: "\(peer.displayName) got the rest, but not "
-          + "\(Quantity.count(parts.unreadable, "unreadable path")) (left out above)",
-        code: .unreadable)
+      return SendFailure(
+        .unreadable(parts.unreadable),
+        "\(peer.displayName) got the rest, but not "
+          + "\(Quantity.count(parts.unreadable, "unreadable path")) (left out above)")
     }
     return nil
   }
@@ -274,7 +275,7 @@ struct Delivery: Sendable {
   private func send(
     _ part: [ResourceItem], to peer: PeerID, totals: inout Totals,
     reconnect: @escaping @Sendable (Duration) async throws(InvitationError) -> PeerID
-  ) async -> CLIFailure? {
+  ) async -> SendFailure? {
     let label = peer.displayName
     var current: (transfer: ResourceTransfer, reporter: Task<Void, Never>)?
     var interrupted = false
@@ -293,17 +294,15 @@ struct Delivery: Sendable {
               interrupted = true
               return transfer.cancel()
             }
-            if attempt > 1 {
-              output.emit(Resumed(peer: label, attempt: attempt))
-              bar.above { output.note("Reconnected to \(peer.displayName); resuming.") }
-            }
+            if attempt > 1 { events(.resumed(label: label, peer: peer, attempt: attempt)) }
             current = (
               transfer,
-              Task { [summary] in
+              Task { [summary, events] in
                 for await snapshot in transfer.progress.snapshots {
-                  output.progress(
-                    snapshot.within(
-                      files: before.files, bytes: before.bytes, of: summary), peer: label, bar: bar)
+                  events(
+                    .progress(
+                      label: label,
+                      snapshot.within(files: before.files, bytes: before.bytes, of: summary)))
                 }
               }
             )
@@ -313,16 +312,9 @@ struct Delivery: Sendable {
               sentEarlier += transfer.bytesSent
               active.remove(transfer)
             }
-            let seconds = delay.inSeconds
-            output.emit(
-              Retrying(
-                peer: label, attempt: attempt, delay: (seconds * 10).rounded() / 10,
-                reason: reason))
-            bar.above {
-              output.note(
-                "Lost \(peer.displayName) (\(reason)); reconnecting in "
-                  + "\(String(format: "%.1f", seconds)) s…")
-            }
+            events(
+              .retrying(
+                label: label, attempt: attempt, delay: delay, reason: reason, wholeFiles: false))
           }
         })
     } catch {
@@ -341,13 +333,11 @@ struct Delivery: Sendable {
     let resume =
       part.contains(where: \.isStreamed)
       ? "" : "; what arrived is kept: run the same send again to resume"
-    if interrupted {
-      return CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted)
-    }
+    if interrupted { return .interrupted }
     switch outcome {
     case .success(let results):
       for result in results {
-        output.emit(FileDone(sent: result, to: label))
+        events(.file(label: label, result))
         switch result.status {
         case .stored: totals.stored += 1
         case .identical: totals.identical += 1
@@ -358,58 +348,32 @@ struct Delivery: Sendable {
       let folders = Set(part.filter(\.isFolder).map(\.path))
       totals.folders += results.count { folders.contains($0.path) }
       return nil
-    case .failure(.transfer(.cancelled)) where Interrupts.wasInterrupted:
-      // Ctrl-C: reported once, by the interrupt handler.
-      return CLIFailure(status: .interrupted, message: "interrupted", code: .interrupted)
+    case .failure(.transfer(.cancelled)) where active.isInterrupted:
+      // Interrupted here: reported once, by whoever interrupted.
+      return .interrupted
     case .failure(.transfer(.cancelledByPeer(let reason))):
       return report(
-        peer,
-        CLIFailure(
-          status: .transferFailed,
-          message: "\(peer) stopped the transfer (\(DisplayText.escaping(reason)))"
+        label,
+        SendFailure(
+          .cancelled,
+          "\(peer) stopped the transfer (\(DisplayText.escaping(reason)))"
             + (resume.isEmpty
-              ? "" : "; what it received is kept: run the same send again to resume"),
-          code: .cancelled))
+              ? "" : "; what it received is kept: run the same send again to resume")))
     case .failure(.invitation(let error)):
-      return report(peer, Self.failure(error, label: label))
+      return report(label, SendFailure(error, label: label))
     case .failure(.transfer(let error)):
       return report(
-        peer,
-        CLIFailure(
-          status: .transferFailed,
-          message: "to \(peer.displayName): \(error)"
-            + (RetryPolicy.isRetryable(error) ? resume : ""),
-          code: .transferFailed))
+        label,
+        SendFailure(
+          .transferFailed,
+          "to \(peer.displayName): \(error)" + (RetryPolicy.isRetryable(error) ? resume : "")))
     }
   }
 
-  /// A failure for one receiver among several is reported now; the command's exit status
-  /// combines them at the end.
-  private func report(_ peer: PeerID, _ failure: CLIFailure) -> CLIFailure {
-    output.emit(Failure(code: failure.code, message: failure.message, peer: peer.displayName))
+  /// A failure for one receiver among several is reported now; the send's result combines
+  /// them at the end.
+  private func report(_ label: String, _ failure: SendFailure) -> SendFailure {
+    events(.failed(label: label, failure))
     return failure
-  }
-
-  /// The CLI's view of an invitation error for `label`.
-  static func failure(_ error: InvitationError, label: String) -> CLIFailure {
-    switch error {
-    case .declined:
-      return CLIFailure(
-        status: .declined, message: "\(label): \(error.description)", code: .declined)
-    case .authenticationFailed:
-      return CLIFailure(
-        status: .authentication, message: "\(label): \(error.description)",
-        code: .authentication)
-    case .unreachable(let address, _) where address == label:
-      // --address: the error already names the address; say it once.
-      return CLIFailure(status: .noPeer, message: error.description, code: .noPeer)
-    case .timedOut, .unreachable, .busy, .expired:
-      return CLIFailure(
-        status: .noPeer, message: "\(label): \(error.description)", code: .noPeer)
-    default:
-      return CLIFailure(
-        status: .transferFailed, message: "\(label): \(error.description)",
-        code: .invitationFailed)
-    }
   }
 }

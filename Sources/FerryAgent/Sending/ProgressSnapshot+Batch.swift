@@ -3,7 +3,7 @@ import Ferry
 extension ProgressSnapshot {
   /// This part's progress as the whole batch's: the parts before it settled `files` files
   /// of `bytes` bytes, and `summary` is the batch. The rate and the current file are the part's.
-  func within(files: Int, bytes: UInt64, of summary: OfferSummary) -> ProgressSnapshot {
+  public func within(files: Int, bytes: UInt64, of summary: OfferSummary) -> ProgressSnapshot {
     ProgressSnapshot(
       bytes: self.bytes + Int64(clamping: bytes), total: max(total, Int64(clamping: summary.bytes)),
       bytesPerSecond: bytesPerSecond, filesDone: filesDone + files,

@@ -4,6 +4,6 @@
 
 /// The system's words for the error `code` (an errno value), as cp or cat print them: "no such
 /// file or directory", not Foundation's sentence.
-func systemWords(_ code: Int32) -> String {
+package func systemWords(_ code: Int32) -> String {
   String(cString: strerror(code)).lowercased()
 }

@@ -1,3 +1,4 @@
+import FerryAgent
 import Foundation
 
 /// A parsed config file: the subset of TOML that Ferry's settings need — `[table]` headers,

@@ -1,3 +1,5 @@
+import FerryAgent
+
 /// Reads a config file's bytes item by item: a table header or a key/value pair (see
 /// ``ConfigFile`` for the subset of TOML it accepts). Every mistake is a ``ConfigError``
 /// naming its line; nothing traps.

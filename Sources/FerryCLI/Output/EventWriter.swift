@@ -1,4 +1,5 @@
 import Ferry
+import FerryAgent
 import Foundation
 
 /// Writes what a command has to say: NDJSON events on stdout with `--json`, human lines

@@ -1,3 +1,5 @@
+import FerryAgent
+
 /// A JSON value, serialized compactly with keys in a fixed order so NDJSON lines are stable.
 enum JSONValue: Sendable, Equatable {
   case string(String)

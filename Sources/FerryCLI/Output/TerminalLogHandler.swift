@@ -1,5 +1,6 @@
 import ArgumentParser
 import Ferry
+import FerryAgent
 import Logging
 
 /// Writes the library's log lines on stderr, one per line, for `-v` and `FERRY_LOG`:

@@ -163,11 +163,21 @@ struct LocalSendClient: Sendable {
       let allocator = channel.allocator
       let piece: ByteBuffer = try await NIOThreadPool.singleton.runIfActive {
         var buffer = allocator.buffer(capacity: want)
+        var failure: Int32 = 0
         let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { raw in
-          max(0, pread(fd, raw.baseAddress, want, off_t(offset)))
+          while true {
+            let count = pread(fd, raw.baseAddress, want, off_t(offset))
+            // A signal that came during the read is not the file's fault: read again.
+            if count < 0 && errno == EINTR { continue }
+            failure = count < 0 ? errno : 0
+            return max(0, count)
+          }
         }
         guard count > 0 else {
-          throw LocalSendRequestError.failed("\(url.path) is shorter than it was")
+          throw LocalSendRequestError.failed(
+            failure == 0
+              ? "\(url.path) is shorter than it was"
+              : "\(url.path): \(String(cString: strerror(failure)))")
         }
         return buffer
       }

@@ -7,97 +7,6 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// Where a LocalSend device listens, and how it must prove itself.
-public struct LocalSendTarget: Sendable, CustomStringConvertible {
-  /// Its address (IPv4, IPv6 or a name).
-  public var host: String
-  /// Its HTTP(S) port.
-  public var port: Int
-  /// The fingerprint its certificate must have (as it announced it); nil accepts any (an
-  /// older app reached by address: nothing announced one), and the one presented is reported.
-  public var fingerprint: Fingerprint?
-  /// Plain HTTP (its "encryption off"): nothing is verified.
-  public var plainHTTP: Bool
-
-  /// Makes one from its fields.
-  public init(host: String, port: Int, fingerprint: Fingerprint?, plainHTTP: Bool = false) {
-    self.host = host
-    self.port = port
-    self.fingerprint = fingerprint
-    self.plainHTTP = plainHTTP
-  }
-
-  /// `host:port` (`[v6]:port`), or the error in words.
-  public var description: String {
-    host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-  }
-}
-
-/// How a LocalSend device took a text message.
-public enum LocalSendTextOutcome: Sendable, Equatable {
-  /// It showed the text (its 204).
-  case shown
-  /// It took the text as a file (`message.txt`): it answered with a token, and the text was
-  /// uploaded.
-  case file
-}
-
-/// Why sending to a LocalSend device failed.
-public enum LocalSendSendError: Error, Sendable, CustomStringConvertible {
-  /// The person (or the app's policy) declined (403).
-  case declined(String)
-  /// Another session is under way there (409).
-  case busy
-  /// It wants a PIN, or the PIN given is wrong (401).
-  case pinRequired
-  /// Too many wrong PINs from here (429).
-  case tooManyPinAttempts
-  /// It refused the files for another reason (its status and words).
-  case refused(Int, String)
-  /// The request itself failed.
-  case request(LocalSendRequestError)
-  /// A file could not be read here.
-  case unreadable(String)
-  /// Cancelled here.
-  case cancelled
-
-  /// `host:port` (`[v6]:port`), or the error in words.
-  public var description: String {
-    switch self {
-    case .declined(let why): return why.isEmpty ? "declined" : "declined: \(why)"
-    case .busy: return "the device is busy with another transfer"
-    case .pinRequired: return "the device wants a PIN (--pin), or the PIN given is wrong"
-    case .tooManyPinAttempts: return "too many wrong PINs: the device refuses this address for now"
-    case .refused(let status, let why):
-      return "refused (HTTP \(status))\(why.isEmpty ? "" : ": \(why)")"
-    case .request(let error): return error.description
-    case .unreadable(let why): return "cannot read \(why)"
-    case .cancelled: return "cancelled"
-    }
-  }
-}
-
-/// One file as sent to a LocalSend device, and how it ended.
-public struct LocalSendSentFile: Sendable {
-  /// Its path as offered (`/`-joined).
-  public let path: String
-  /// Its size in bytes, as announced.
-  public let size: UInt64
-  /// Its SHA-256 (lower-case hex), as announced.
-  public let sha256: String?
-  /// The same SHA-256 as its 32 bytes.
-  public var digest: [UInt8]? {
-    sha256.flatMap(LocalSendJSON.hexBytes).flatMap { $0.count == 32 ? $0 : nil }
-  }
-  /// nil while it was not sent; its HTTP status once it was (200: stored and, when the
-  /// receiver checks it, verified).
-  public var status: Int?
-  /// Why it failed, in the receiver's words.
-  public var reason: String?
-  /// Whether the receiver left it out (it did not ask for it).
-  public var skipped = false
-}
-
 /// Sends files (or a text) to a LocalSend device: `prepare-upload` (with each file's size and
 /// SHA-256, and this device's description), then each accepted file's `upload`, a few at once;
 /// a cancel tells the device (`cancel`). Whole files only: the protocol cannot resume one.
@@ -107,16 +16,16 @@ public final class LocalSendUpload: Sendable {
   /// Uploads at once.
   public let parallel: Int
 
-  private let client: LocalSendClient
-  private let me: LocalSendDevice
-  private let session = Mutex<(id: String, target: LocalSendTarget)?>(nil)
-  private let cancelled = Atomic<Bool>(false)
+  let client: LocalSendClient
+  let me: LocalSendDevice
+  let session = Mutex<(id: String, target: LocalSendTarget)?>(nil)
+  let cancelled = Atomic<Bool>(false)
   /// The last session whose uploads were cut off, until the device said it ended it.
-  private let cutSession = Mutex<(id: String, target: LocalSendTarget)?>(nil)
+  let cutSession = Mutex<(id: String, target: LocalSendTarget)?>(nil)
   /// The device a prepare-upload waits on (a person there decides), for ``cancel()``.
-  private let preparing = Mutex<LocalSendTarget?>(nil)
+  let preparing = Mutex<LocalSendTarget?>(nil)
   /// The connections uploads are using or keeping, closed by ``cancel()``.
-  private let connections = Mutex<[ObjectIdentifier: LocalSendConnection]>([:])
+  let connections = Mutex<[ObjectIdentifier: LocalSendConnection]>([:])
 
   /// - Parameters:
   ///   - identity: This side's certificate (presented to the device).
@@ -147,7 +56,9 @@ public final class LocalSendUpload: Sendable {
     } else {
       sent = try await Self.plan(items)
     }
-    let offered = items.indices.filter { sent[$0].status != 200 && !sent[$0].skipped }
+    // What was not delivered yet: never sent (nil), or cut off (0). A file the device refused
+    // (403, 422, 5xx) is not offered again: the person there saw it once.
+    let offered = items.indices.filter { sent[$0].status == nil || sent[$0].status == 0 }
     var files: [String: LocalSendFile] = [:]
     for index in offered {
       let item = items[index]
@@ -233,7 +144,7 @@ public final class LocalSendUpload: Sendable {
   public static func plan(_ items: [(url: URL, path: String, size: UInt64)])
     async throws(LocalSendSendError) -> [LocalSendSentFile]
   {
-    let digests = try await digests(of: items.map(\.url))
+    let digests = try await digests(of: items)
     return items.indices.map {
       LocalSendSentFile(path: items[$0].path, size: items[$0].size, sha256: digests[$0])
     }
@@ -252,7 +163,7 @@ public final class LocalSendUpload: Sendable {
     let bytes = Array(text.utf8)
     let file = LocalSendFile(
       id: "text", fileName: "message.txt", size: UInt64(bytes.count), fileType: "text/plain",
-      sha256: Self.hex(SHA256.hash(data: bytes)), preview: text)
+      sha256: Hex.lowercase(SHA256.hash(data: bytes)), preview: text)
     guard
       let answer = try await prepare(
         PrepareUploadRequest(info: me, files: ["text": file]), to: target, pin: pin)
@@ -363,232 +274,5 @@ public final class LocalSendUpload: Sendable {
       }
     }
     return answered.withLockedValue { $0 }
-  }
-
-  // MARK: Requests
-
-  /// The prepare-upload: its answer, nil when there is nothing to upload (204).
-  private func prepare(
-    _ request: PrepareUploadRequest, to target: LocalSendTarget, pin: String?
-  ) async throws(LocalSendSendError) -> PrepareUploadResponse? {
-    var path = LocalSendProtocol.Path.prepareUpload
-    if let pin { path += "?pin=\(Self.escaped(pin))" }
-    let answer: LocalSendClient.Answer
-    do {
-      answer = try await client.request(
-        .POST, host: target.host, port: target.port, path: path,
-        body: .json(LocalSendJSON.encode(request)), expecting: target.fingerprint,
-        plainHTTP: target.plainHTTP, answerTimeout: Self.decisionTimeout)
-    } catch {
-      throw .request(error)
-    }
-    let words = Self.words(of: answer.body)
-    switch answer.status.code {
-    case 200:
-      do throws(LocalSendJSONError) {
-        return try LocalSendJSON.decode(PrepareUploadResponse.self, from: answer.body)
-      } catch {
-        throw .refused(200, error.description)
-      }
-    case 204: return nil
-    case 401: throw .pinRequired
-    case 403: throw .declined(words)
-    case 409: throw .busy
-    case 429: throw .tooManyPinAttempts
-    default: throw .refused(Int(answer.status.code), words)
-    }
-  }
-
-  /// What an answer's body says, for a person: the `message` of a JSON body (LocalSend's
-  /// apps answer `{"message": "…"}`), else its text, at most 512 bytes; empty for a body of
-  /// nothing worth showing.
-  static func words(of body: [UInt8]) -> String {
-    let head = Array(body.prefix(4096))
-    if let object = try? JSONSerialization.jsonObject(with: Data(head)) as? [String: Any] {
-      return (object["message"] as? String).map { String($0.prefix(512)) } ?? ""
-    }
-    let text = String(decoding: head.prefix(512), as: UTF8.self)
-      .trimmingCharacters(in: .whitespacesAndNewlines)
-    return text.hasPrefix("{") || text.hasPrefix("<") ? "" : text
-  }
-
-  private func upload(
-    _ item: (url: URL, path: String, size: UInt64), index: Int, token: String, session: String,
-    to target: LocalSendTarget, progress: TransferProgress,
-    pool: NIOLockedValueBox<[LocalSendConnection]>
-  ) async -> (Int, String?) {
-    let path =
-      "\(LocalSendProtocol.Path.upload)?sessionId=\(Self.escaped(session))"
-      + "&fileId=f\(index)&token=\(Self.escaped(token))"
-    let moved = Atomic<UInt64>(0)
-    // A kept connection the device closed just as it was taken fails before any byte: the
-    // file then goes once more, on a new connection.
-    for attempt in 0..<2 {
-      let reused = attempt == 0 ? Self.take(from: pool) : nil
-      let connection: LocalSendConnection
-      if let reused {
-        connection = reused
-      } else {
-        do {
-          connection = try await client.connect(
-            host: target.host, port: target.port, expecting: target.fingerprint,
-            plainHTTP: target.plainHTTP)
-        } catch {
-          return (0, error.description)
-        }
-        connections.withLock { $0[ObjectIdentifier(connection)] = connection }
-      }
-      if cancelled.load(ordering: .relaxed) { connection.close() }
-      do {
-        let (answer, reusable) = try await connection.exchange(
-          .POST, path: path,
-          body: .file(item.url, size: item.size) { count in
-            let total = moved.add(UInt64(count), ordering: .relaxed).newValue
-            progress.advance(index, to: total)
-          }, answerTimeout: Self.uploadAnswerTimeout)
-        if reusable {
-          pool.withLockedValue { $0.append(connection) }
-        } else {
-          forget(connection)
-        }
-        let words = Self.words(of: answer.body)
-        return (Int(answer.status.code), answer.status.code == 200 ? nil : words)
-      } catch {
-        forget(connection)
-        if reused != nil, moved.load(ordering: .relaxed) == 0,
-          !cancelled.load(ordering: .relaxed)
-        {
-          continue
-        }
-        return (0, error.description)
-      }
-    }
-    return (0, "the device closed the connection")
-  }
-
-  /// How long a device may take to answer an upload once its body is sent (it verifies and
-  /// places the file first: a large one's flush to disk takes a while).
-  static let uploadAnswerTimeout: Duration = .seconds(120)
-
-  /// A kept connection still open, if the pool has one.
-  private static func take(from pool: NIOLockedValueBox<[LocalSendConnection]>)
-    -> LocalSendConnection?
-  {
-    pool.withLockedValue { pool -> LocalSendConnection? in
-      while let last = pool.popLast() {
-        if last.channel.isActive { return last }
-        last.close()
-      }
-      return nil
-    }
-  }
-
-  /// Closes `connection` and stops tracking it.
-  private func forget(_ connection: LocalSendConnection) {
-    connection.close()
-    connections.withLock { $0[ObjectIdentifier(connection)] = nil }
-  }
-
-  // MARK: Files
-
-  /// Every file's SHA-256 (the protocol wants them before anything is sent), as many at once
-  /// as there are processors.
-  ///
-  /// - Throws: ``LocalSendSendError/unreadable(_:)`` for the first file that cannot be read.
-  static func digests(of urls: [URL]) async throws(LocalSendSendError) -> [String] {
-    let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4))
-    let next = NIOLockedValueBox(0)
-    let found = NIOLockedValueBox([String?](repeating: nil, count: urls.count))
-    let failure = NIOLockedValueBox<String?>(nil)
-    await withTaskGroup(of: Void.self) { group in
-      for _ in 0..<workers {
-        group.addTask {
-          while failure.withLockedValue({ $0 == nil }) {
-            let index = next.withLockedValue { next -> Int? in
-              guard next < urls.count else { return nil }
-              defer { next += 1 }
-              return next
-            }
-            guard let index else { return }
-            do {
-              let digest = try await Self.sha256(of: urls[index])
-              found.withLockedValue { $0[index] = digest }
-            } catch {
-              failure.withLockedValue { $0 = $0 ?? "\(urls[index].path): \(error)" }
-            }
-          }
-        }
-      }
-    }
-    if let failure = failure.withLockedValue({ $0 }) { throw .unreadable(failure) }
-    return found.withLockedValue { $0.map { $0 ?? "" } }
-  }
-
-  /// A file's SHA-256, lower-case hex, read off the calling task's thread.
-  static func sha256(of url: URL) async throws -> String {
-    try await NIOThreadPool.singleton.runIfActive {
-      let fd = open(url.path, O_RDONLY | O_CLOEXEC)
-      guard fd >= 0 else { throw LocalSendSendError.unreadable(String(cString: strerror(errno))) }
-      defer { close(fd) }
-      var hasher = SHA256()
-      // A buffer the file's size (and one byte to see its end), at most a MiB: a MiB zeroed
-      // for each small file cost more than hashing it.
-      var status = stat()
-      let size = fstat(fd, &status) == 0 ? Int64(status.st_size) : 1 << 20
-      var buffer = [UInt8](repeating: 0, count: size < 1 << 20 ? max(4096, Int(size) + 1) : 1 << 20)
-      while true {
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count >= 0 else {
-          throw LocalSendSendError.unreadable(String(cString: strerror(errno)))
-        }
-        if count == 0 { break }
-        buffer.withUnsafeBytes {
-          hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0.prefix(count)))
-        }
-      }
-      return hex(hasher.finalize())
-    }
-  }
-
-  static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
-    digest.map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
-  }
-
-  /// A query value with everything but unreserved characters percent-encoded.
-  static func escaped(_ value: String) -> String {
-    var allowed = CharacterSet.alphanumerics
-    allowed.insert(charactersIn: "-._~")
-    return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
-  }
-
-  private static func metadata(_ url: URL) -> LocalSendFile.Metadata? {
-    var status = stat()
-    guard stat(url.path, &status) == 0 else { return nil }
-    return LocalSendFile.Metadata(
-      modified: LocalSendTime.string(status.st_mtim),
-      accessed: LocalSendTime.string(status.st_atim))
-  }
-
-  /// A MIME type from the name's extension (what LocalSend shows); octet-stream otherwise.
-  static func mimeType(_ path: String) -> String {
-    let name = path.split(separator: "/").last.map(String.init) ?? path
-    guard let dot = name.lastIndex(of: ".") else { return "application/octet-stream" }
-    switch name[name.index(after: dot)...].lowercased() {
-    case "jpg", "jpeg": return "image/jpeg"
-    case "png": return "image/png"
-    case "gif": return "image/gif"
-    case "heic": return "image/heic"
-    case "webp": return "image/webp"
-    case "mp4": return "video/mp4"
-    case "mov": return "video/quicktime"
-    case "mp3": return "audio/mpeg"
-    case "pdf": return "application/pdf"
-    case "zip": return "application/zip"
-    case "txt", "md", "log": return "text/plain"
-    case "json": return "application/json"
-    case "html", "htm": return "text/html"
-    case "apk": return "application/vnd.android.package-archive"
-    default: return "application/octet-stream"
-    }
   }
 }

@@ -225,7 +225,7 @@ public final class LocalSendDiscovery: Sendable {
     else { return }
     let own = me()
     guard device.fingerprint.uppercased() != own.fingerprint.uppercased() else { return }
-    let address = LocalSendServer.address(of: sender)
+    let address = PeerAddress.of(sender)
     continuation.yield(
       LocalSendSighting(
         device: device, address: address, via: device.asksForAnswer ? .announcement : .answer))

@@ -107,7 +107,7 @@ public final class LocalSendServer: Sendable {
     total: Limits.connections, perAddress: Limits.connectionsPerAddress)
   private let channel = Mutex<(any Channel)?>(nil)
   /// Requests received whose answers are not flushed yet.
-  private let unanswered = Atomic<Int>(0)
+  private let unanswered = CountGauge()
   /// Bytes of JSON bodies held while they arrive, all connections together.
   let jsonBytes = ByteBudget(Limits.jsonBytesInFlight)
 
@@ -196,14 +196,11 @@ public final class LocalSendServer: Sendable {
   /// at most `timeout`: the last file's 200 leaves before a process that stops on the
   /// transfer's end exits. Any task.
   public func drain(timeout: Duration) async {
-    let end = ContinuousClock.now + timeout
-    while unanswered.load(ordering: .acquiring) > 0, ContinuousClock.now < end {
-      try? await Task.sleep(for: .milliseconds(2))
-    }
+    await unanswered.wait(until: .now + timeout)
   }
 
   /// A request was received (its answer is owed). On its connection's event loop.
-  func requestStarted() { unanswered.add(1, ordering: .relaxed) }
+  func requestStarted() { unanswered.increment() }
 
   /// The connection in `slot` has a request under way: it is not taken for a new one.
   func connectionBusy(_ slot: Int) { connections.busy(slot) }
@@ -213,12 +210,13 @@ public final class LocalSendServer: Sendable {
   func connectionIdle(_ slot: Int) { connections.idle(slot) }
 
   /// A request's answer was flushed, or its connection closed first. Any thread.
-  func requestAnswered() { unanswered.subtract(1, ordering: .releasing) }
+  func requestAnswered() { unanswered.decrement() }
 
   /// Waits until no session is under way (asked about, or uploading): a sender that makes no
-  /// progress loses its session at the stall limit, so this ends. Any task.
+  /// progress loses its session at the stall limit, so this ends — or when the task is
+  /// cancelled. Any task.
   public func waitUntilNoSession() async {
-    while sessions.withLock({ $0.currentSession != nil }) {
+    while !Task.isCancelled, sessions.withLock({ $0.currentSession != nil }) {
       try? await Task.sleep(for: .milliseconds(100))
     }
   }
@@ -232,7 +230,7 @@ public final class LocalSendServer: Sendable {
   // MARK: Connections
 
   private func initialize(_ channel: any Channel) -> EventLoopFuture<Void> {
-    let address = Self.address(of: channel.remoteAddress)
+    let address = PeerAddress.of(channel.remoteAddress)
     guard let slot = connections.admit(channel, from: address) else { return channel.close() }
     channel.closeFuture.whenComplete { [connections] _ in connections.release(slot) }
     let presented = PresentedCertificate()
@@ -252,24 +250,6 @@ public final class LocalSendServer: Sendable {
     } catch {
       return channel.close()
     }
-  }
-
-  /// A connection's peer address without its port (IPv4-mapped IPv6 shown as IPv4); an IPv6
-  /// link-local one with its zone (`fe80::1%wlan0`), without which it cannot be reached.
-  static func address(of socket: SocketAddress?) -> String {
-    guard let ip = socket?.ipAddress else { return "unknown" }
-    if ip.hasPrefix("::ffff:") { return String(ip.dropFirst(7)) }
-    if case .v6(let v6)? = socket, v6.address.sin6_scope_id != 0,
-      ip.lowercased().hasPrefix("fe80:"), !ip.contains("%")
-    {
-      var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
-      if if_indextoname(v6.address.sin6_scope_id, &name) != nil {
-        let bytes = name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-        return ip + "%" + String(decoding: bytes, as: UTF8.self)
-      }
-      return ip + "%\(v6.address.sin6_scope_id)"
-    }
-    return ip
   }
 
   // MARK: Sessions

@@ -121,7 +121,7 @@ public final class WebShareServer: Sendable {
   }
   let questions = Mutex(0)
   /// Downloads under way.
-  private let downloads = Atomic<Int>(0)
+  private let downloads = CountGauge()
   let connections = ConnectionSlots(
     total: Limits.connections, perAddress: Limits.connectionsPerAddress)
   private let channel = Mutex<(any Channel)?>(nil)
@@ -162,10 +162,13 @@ public final class WebShareServer: Sendable {
   public func finishEvents() { eventsContinuation.finish() }
 
   /// How many downloads are under way (they go on after ``stop()``). Any thread.
-  public var downloadsUnderWay: Int { downloads.load(ordering: .acquiring) }
+  public var downloadsUnderWay: Int { downloads.value }
 
-  func downloadStarted() { downloads.add(1, ordering: .relaxed) }
-  func downloadEnded() { downloads.subtract(1, ordering: .releasing) }
+  /// Returns once no download is under way (or the task is cancelled). Any task.
+  public func waitUntilNoDownloads() async { await downloads.wait() }
+
+  func downloadStarted() { downloads.increment() }
+  func downloadEnded() { downloads.decrement() }
 
   /// The name the whole set's zip archive is saved under: the sharer's alias's.
   var archiveName: String {
@@ -194,7 +197,7 @@ public final class WebShareServer: Sendable {
   }
 
   private func initialize(_ channel: any Channel) -> EventLoopFuture<Void> {
-    let address = LocalSendServer.address(of: channel.remoteAddress)
+    let address = PeerAddress.of(channel.remoteAddress)
     guard let slot = connections.admit(channel, from: address) else { return channel.close() }
     channel.closeFuture.whenComplete { [connections] _ in connections.release(slot) }
     do {

@@ -4,7 +4,7 @@
 /// receiver claims beyond the bytes sent to it (a resume offset one byte larger each time, a
 /// file it says it stored but was never sent) counts for nothing, and since the bytes that can
 /// be confirmed are bounded by the offer's size, progress is made at most 1 024 times.
-struct SendProgress {
+package struct SendProgress {
   /// One file of one attempt, as the sender saw it.
   struct File: Sendable {
     /// The file's path in the offer.
@@ -22,7 +22,7 @@ struct SendProgress {
   }
 
   /// What one failed attempt came to.
-  enum Verdict: Equatable {
+  package enum Verdict: Equatable, Sendable {
     /// More bytes this sender sent are confirmed than at the last progress, by at least a step.
     case progress
     /// At least a step of bytes this sender had never sent before went out, not confirmed yet:

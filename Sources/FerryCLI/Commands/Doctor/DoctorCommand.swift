@@ -110,14 +110,14 @@ struct DoctorCommand: LoggingCommand, AsyncParsableCommand {
     checks += [bus, avahi, interfaces, advertisement, firewall, home, destination]
     if localsend || config.localsend == true {
       let local = [
-        LocalSendChecks.firewall(port: localsendPort), LocalSendChecks.port(localsendPort),
+        await LocalSendChecks.firewall(port: localsendPort), LocalSendChecks.port(localsendPort),
         LocalSendChecks.multicast(),
       ]
       local.forEach(report)
       checks += local
     }
     if let webPort {
-      let page = LocalSendChecks.web(port: webPort)
+      let page = await LocalSendChecks.web(port: webPort)
       report(page)
       checks.append(page)
     }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What a firewall's rules do to Ferry's traffic, read from their text: `nft list ruleset`
+/// What a firewall's rules do to Ferry's traffic, read from `nft -j list ruleset` (its JSON)
 /// and `iptables -S`. Input-side chains only (an nftables chain hooked at `input` or
 /// `prerouting`; iptables' `INPUT` and `PREROUTING`): a rule that drops or rejects one of the
 /// ``Target``s — UDP 5353 (mDNS), the receiver's TCP port, LocalSend's UDP and TCP 53317, the
@@ -59,80 +59,13 @@ struct FirewallRules: Sendable, Equatable {
     }
   }
 
-  private(set) var findings: [Finding] = []
+  /// What the rules do to the targets, in the order they say it.
+  var findings: [Finding] = []
 
-  /// Reads `nft list ruleset` output; `port` is the receiver's TCP port, if fixed.
-  static func nftables(_ text: String, port: UInt16?) -> FirewallRules {
-    nftables(text, targets: ferryTargets(port: port))
-  }
-
-  /// Reads `nft list ruleset` output for `targets`.
-  static func nftables(_ text: String, targets: [Target]) -> FirewallRules {
-    var result = FirewallRules()
-    var inputChain = false
-    var dropPolicy = false
-    var accepts = Set<String>()
-    var table = "inet filter"
-    var chain = "input"
-    func found(_ affects: String, _ rule: String, definite: Bool = true) {
-      result.findings.append(
-        Finding(affects: affects, rule: rule, definite: definite, chain: "\(table) \(chain)"))
-    }
-    func closeChain() {
-      if inputChain && dropPolicy {
-        for target in targets where !accepts.contains(target.name) {
-          found(
-            target.name,
-            target == .mdns ? "policy drop" : "policy drop (\(target.proto) \(target.port))",
-            definite: false)
-        }
-      }
-      (inputChain, dropPolicy, accepts) = (false, false, [])
-    }
-    for raw in text.split(separator: "\n") {
-      let line = raw.trimmingCharacters(in: .whitespaces)
-      let words = line.split(separator: " ").map(String.init)
-      if words.first == "table", words.count >= 3 {
-        closeChain()
-        table = "\(words[1]) \(words[2])"
-        continue
-      }
-      if words.first == "chain", words.count >= 2 {
-        closeChain()
-        chain = words[1]
-        continue
-      }
-      if line.hasPrefix("type ") && line.contains(" hook ") {
-        inputChain = line.contains("hook input") || line.contains("hook prerouting")
-        dropPolicy = line.contains("policy drop")
-        continue
-      }
-      guard inputChain, !line.isEmpty, line != "}" else { continue }
-      let verdict = words.contains("drop") || words.contains("reject")
-      let accept = words.last == "accept"
-      let matched = targets.filter { mentions(line, port: $0.port, proto: $0.proto) }
-      // A drop with nothing to match (after the accepts so far) takes what is left.
-      let catchAll = ["drop", "reject", "counter"].contains(words.first ?? "")
-      if verdict && catchAll {
-        for target in targets where !accepts.contains(target.name) {
-          found(target.name, line, definite: false)
-          accepts.insert(target.name)  // reported once
-        }
-      } else if verdict && line.contains("numgen random") {
-        found("loss", line)
-      } else if verdict {
-        // (A drop after a rule that accepted it never sees it.)
-        for target in matched where !accepts.contains(target.name) { found(target.name, line) }
-      }
-      // Only an accept for every source counts: one for some addresses or an interface leaves
-      // the rest to the drop below it.
-      let narrow = ["saddr", "daddr", "iifname", "iif", "ether", "mark"].contains {
-        words.contains($0)
-      }
-      if accept && !narrow { accepts.formUnion(matched.map(\.name)) }
-    }
-    closeChain()
-    return result
+  /// Reads `nft -j list ruleset` output (``nftables(json:targets:)``); `port` is the
+  /// receiver's TCP port, if fixed. Nil when it is not nft's JSON.
+  static func nftables(json text: String, port: UInt16?) -> FirewallRules? {
+    nftables(json: text, targets: ferryTargets(port: port))
   }
 
   /// Reads `iptables -S` (or `ip6tables -S`) output; `port` is the receiver's TCP port, if
@@ -190,26 +123,6 @@ struct FirewallRules: Sendable, Equatable {
       }
     }
     return result
-  }
-
-  /// Whether an nftables rule matches `proto` destination port `port` (alone, in a set or a
-  /// range), or every port of `proto` (`meta l4proto udp drop`).
-  private static func mentions(_ line: String, port: UInt16, proto: String) -> Bool {
-    guard line.contains(proto) else { return false }
-    guard let range = line.range(of: "\(proto) dport ") else {
-      return !line.contains("dport") && !line.contains("sport")
-        && (line.contains("l4proto \(proto)") || line.contains("protocol \(proto)"))
-    }
-    let rest = line[range.upperBound...]
-    let value: Substring
-    if rest.hasPrefix("{"), let end = rest.firstIndex(of: "}") {
-      value = rest[rest.index(after: rest.startIndex)..<end]
-    } else {
-      value = rest.prefix { $0 != " " }
-    }
-    return value.split(whereSeparator: { $0 == "," || $0 == " " }).contains {
-      matches($0, port: port, range: "-")
-    }
   }
 
   private static func iptablesMentions(_ line: String, port: UInt16, proto: String) -> Bool {

@@ -1,4 +1,5 @@
 import Ferry
+import FerryAgent
 import FerryLocalSend
 import Foundation
 import NIOCore
@@ -13,13 +14,13 @@ import NIOPosix
 /// problem with its fix.
 enum LocalSendChecks {
   /// LocalSend's UDP (announcements) and TCP (its server) ports, as the firewall treats them.
-  static func firewall(port: UInt16) -> DoctorCheck {
+  static func firewall(port: UInt16) async -> DoctorCheck {
     let targets = [
       FirewallRules.Target(
         name: "localsend-udp", proto: "udp", port: LocalSendProtocol.defaultPort),
       FirewallRules.Target(name: "localsend-tcp", proto: "tcp", port: port),
     ]
-    let (findings, read, unread) = SystemChecks.rules(targets)
+    let (findings, read, unread) = await SystemChecks.rules(targets)
     func words(_ finding: FirewallRules.Finding) -> String {
       finding.affects == "localsend-udp"
         ? "LocalSend's announcements (UDP \(LocalSendProtocol.defaultPort))"
@@ -113,7 +114,7 @@ enum LocalSendChecks {
 
   /// The web page's TCP port, as the firewall treats it (`ferry receive --web` and `ferry send
   /// --web` pick a free port unless --web-port fixes one).
-  static func web(port: UInt16?) -> DoctorCheck {
+  static func web(port: UInt16?) async -> DoctorCheck {
     guard let port else {
       return .warning(
         "web",
@@ -122,7 +123,7 @@ enum LocalSendChecks {
         fix: "fix one with --web-port N (and check it: ferry doctor --web-port N)")
     }
     let target = FirewallRules.Target(name: "web", proto: "tcp", port: port)
-    let (findings, read, _) = SystemChecks.rules([target])
+    let (findings, read, _) = await SystemChecks.rules([target])
     if let blocking = findings.first(where: { $0.affects == "web" }) {
       let message =
         "\(read.joined(separator: " and ")) \(blocking.definite ? "drops" : "may drop") TCP "

@@ -1,4 +1,5 @@
 import Ferry
+import FerryAgent
 import Foundation
 
 #if canImport(Glibc)
@@ -88,7 +89,7 @@ enum SystemChecks {
   /// The process that owns org.freedesktop.Avahi on the system bus (dbus-send).
   private static func busOwnerPID() async -> Int? {
     guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-send"),
-      let reply = CommandOutput.of(
+      let reply = await CommandOutput.of(
         "/usr/bin/dbus-send",
         [
           "--system", "--print-reply", "--reply-timeout=2000", "--dest=org.freedesktop.DBus",
@@ -240,34 +241,38 @@ enum SystemChecks {
   /// Reads the nftables and iptables rules for drops of UDP 5353 and the receiver's port.
   /// What nft's and iptables' rules (as readable here) do to `targets`: the findings, the
   /// tools read, and those that could not be (not root).
-  static func rules(_ targets: [FirewallRules.Target]) -> (
+  static func rules(_ targets: [FirewallRules.Target]) async -> (
     findings: [FirewallRules.Finding], read: [String], unread: [String]
   ) {
     var findings: [FirewallRules.Finding] = []
     var read: [String] = []
     var unread: [String] = []
-    for (tool, arguments) in [("nft", ["list", "ruleset"]), ("iptables", ["-S"])] {
+    for (tool, arguments) in [("nft", ["-j", "list", "ruleset"]), ("iptables", ["-S"])] {
       guard
         let path = ["/usr/sbin/", "/sbin/", "/usr/bin/"].map({ $0 + tool }).first(where: {
           FileManager.default.isExecutableFile(atPath: $0)
         })
       else { continue }
-      guard let text = CommandOutput.of(path, arguments) else {
+      guard let text = await CommandOutput.of(path, arguments) else {
+        unread.append(tool)
+        continue
+      }
+      let parsed =
+        tool == "nft"
+        ? FirewallRules.nftables(json: text, targets: targets)
+        : FirewallRules.iptables(text, targets: targets)
+      guard let rules = parsed else {
         unread.append(tool)
         continue
       }
       read.append(tool)
-      let rules =
-        tool == "nft"
-        ? FirewallRules.nftables(text, targets: targets)
-        : FirewallRules.iptables(text, targets: targets)
       findings += rules.findings.filter { finding in !findings.contains(finding) }
     }
     return (findings, read, unread)
   }
 
   static func firewall(port: UInt16?) async -> DoctorCheck {
-    let (findings, read, unread) = rules(FirewallRules.ferryTargets(port: port))
+    let (findings, read, unread) = await rules(FirewallRules.ferryTargets(port: port))
     let portText = port.map { "TCP \($0)" } ?? "the receiver's port"
     let tools = read.joined(separator: " and ")
     /// The command that accepts it where `finding`'s rule drops it, ahead of that rule.

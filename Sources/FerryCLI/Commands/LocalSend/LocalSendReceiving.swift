@@ -1,18 +1,17 @@
 import Ferry
+import FerryAgent
 import FerryLocalSend
 import Foundation
 
 /// `ferry receive --localsend`: a LocalSend server on port 53317 beside the Ferry listener,
-/// and LocalSend discovery (multicast announcements and answers) — its offers decided by the
-/// same ``ReceiveDecisions``, its files reported by the same ``ReceiveReporter``.
+/// and LocalSend discovery (multicast announcements and answers), started here and handed to
+/// the same ``Receiver`` as the Ferry listener (its offers under the same policy and budget,
+/// its events through the same ``ReceiveReporter``).
 struct LocalSendReceiving: Sendable {
   let server: LocalSendServer
   let discovery: LocalSendDiscovery?
   /// Whether senders without a certificate may ask (`--localsend-unverified`).
   let takesUnverified: Bool
-  let output: EventWriter
-  /// When its web link expires (`ferry receive --web`; nil for LocalSend apps).
-  var expires: ContinuousClock.Instant? = nil
 
   /// Starts the server and discovery.
   ///
@@ -59,80 +58,17 @@ struct LocalSendReceiving: Sendable {
           + "change what is sent, and no sender is verified.")
     }
     return LocalSendReceiving(
-      server: server, discovery: discovery, takesUnverified: options.legacy, output: output)
+      server: server, discovery: discovery, takesUnverified: options.legacy)
   }
 
-  /// Decides what LocalSend senders offer and reports what their files do, until the server
-  /// stops.
-  func serve(decisions: ReceiveDecisions, reporter: ReceiveReporter, knownPeers: KnownPeers) {
-    let server = self.server
-    Task {
-      for await event in server.events {
-        reporter.report(event, refusalBeforeDecision: false)
-      }
-    }
-    Task {
-      await withDiscardingTaskGroup { group in
-        for await incoming in server.incoming {
-          group.addTask {
-            switch incoming {
-            case .files(let offer, let sender):
-              await decisions.decide(localSend: offer, from: sender, knownPeers: knownPeers)
-            case .text(let text):
-              await decisions.decide(localSend: text, knownPeers: knownPeers)
-            }
-          }
-        }
-      }
-    }
-    // Aliases announced from each address: a sender turned away in its TLS handshake is
-    // named by the one its address announced (its own words: a label, never proof).
-    let aliases = LocalSendAliases()
-    if let discovery {
-      Task {
-        for await sighting in discovery.sightings {
-          aliases.heard(sighting.device.alias, at: sighting.address)
-        }
-      }
-    }
-    Task { [output, takesUnverified] in
-      for await refusal in server.refusals {
-        let name = aliases.alias(at: refusal.address)
-        let who =
-          "a LocalSend sender at \(refusal.address)"
-          + (name.map { " (\(DisplayText.quoted($0)))" } ?? "")
-        let message = Self.explain(refusal, who: who, takesUnverified: takesUnverified)
-        output.emit(
-          SenderRefused(
-            protocol: "localsend", address: refusal.address, name: name,
-            code: refusal.reason.rawValue, message: message))
-        output.note(message)
-      }
-    }
-  }
-
-  /// What a refusal means to the person at this end, and what lets such senders in.
-  static func explain(_ refusal: LocalSendRefusal, who: String, takesUnverified: Bool) -> String {
-    switch refusal.reason {
-    case .noCertificate:
-      return "Turned away \(who): it presented no certificate, so nothing proves which device "
-        + "it is (LocalSend 1.17 and older, and other apps without certificates, send none). "
-        + "To let such senders ask — shown UNVERIFIED, never accepted by a list — run ferry "
-        + "receive --localsend --localsend-unverified."
-    case .plainHTTP:
-      return "Turned away \(who): it speaks plain HTTP (encryption is off in its LocalSend "
-        + "settings). Turn encryption on there, or run ferry receive --localsend "
-        + "--localsend-http (then nobody is verified, and anyone on the network can read the "
-        + "files)."
-    case .handshakeFailed:
-      return "Turned away \(who): its TLS handshake failed (\(printable(refusal.detail)))."
-    }
-  }
-
-  /// Stops announcing and taking new connections (Ctrl-C): a session under way is cancelled
-  /// with the other transfers, as ``IncomingTransfers`` holds it.
+  /// Stops announcing and taking connections (a start that failed after it).
   func stopListening() {
     discovery?.stop()
     server.stop()
+  }
+
+  /// The receiver's front end it is.
+  var frontEnd: Receiver.FrontEnd {
+    .localSend(server, discovery: discovery, takesUnverified: takesUnverified)
   }
 }

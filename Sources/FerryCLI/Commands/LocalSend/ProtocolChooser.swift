@@ -1,4 +1,5 @@
 import Ferry
+import FerryAgent
 import FerryLocalSend
 import Foundation
 import Synchronization

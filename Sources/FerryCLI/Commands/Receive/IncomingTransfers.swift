@@ -2,8 +2,8 @@ import Ferry
 import Foundation
 import Synchronization
 
-/// Offers being received, so that an interrupt cancels them on both ends, when each began, and
-/// how many files each sender's offers found already there or saved (for the summary line).
+/// Offers being received and when each began, and how many files each sender's offers found
+/// already there, saved or failed (for the summary line): what `ferry receive` shows.
 final class IncomingTransfers: Sendable {
   /// How many "Saved PATH" lines one offer prints; the rest are counted in its summary line
   /// (5000 files are 5000 lines nobody reads; `--json` lists every one).
@@ -66,19 +66,8 @@ final class IncomingTransfers: Sendable {
   }
 
   /// Forgets `transfer`, which ended, and returns when it began: nil when it was not there any
-  /// more (``cancelAll()`` took it, and its end is reported already).
+  /// more (its end is reported already).
   func remove(_ transfer: IncomingTransfer) -> ContinuousClock.Instant? {
     transfers.withLock { $0.removeValue(forKey: ObjectIdentifier(transfer)) }?.started
-  }
-
-  /// Cancels every offer under way and forgets it; returns them, for the caller to report their
-  /// end: the session that reports it itself is closed right after (Ctrl-C), too soon for that.
-  func cancelAll() -> [IncomingTransfer] {
-    let cancelled = transfers.withLock { transfers in
-      defer { transfers.removeAll() }
-      return transfers.values.map(\.transfer)
-    }
-    for transfer in cancelled { transfer.cancel() }
-    return cancelled
   }
 }

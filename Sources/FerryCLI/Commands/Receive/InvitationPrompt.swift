@@ -1,135 +1,117 @@
 import Ferry
+import FerryAgent
+import FerryLocalSend
 import Foundation
 
-/// How `ferry receive` presents what it is asked: the `invitation` event, the KEY CHANGED (or
-/// look-alike name) warning, and the `Accept? [y/N]` questions on the terminal — about an
-/// invitation, and about an offer that is not what its invitation announced or that comes after
-/// the first. Every name and path from the peer is escaped; the sender's name is quoted, so
+/// `ferry receive`'s person at the terminal, as the receiver's decider: the `Accept? [y/N]`
+/// questions — about an invitation, about an offer that is not what its invitation announced
+/// or that comes after the first, about a LocalSend sender's files or text — one at a time,
+/// with the KEY CHANGED (or look-alike name) warning in the question's turn. Every name and path from the peer is escaped; the sender's name is quoted, so
 /// that it cannot pass for the fingerprint and status printed after it.
-struct InvitationPrompt: Sendable {
-  /// The answer to a prompt.
-  enum Answer {
-    case yes, no, noAnswer
-    /// The sender gave up before anyone answered.
-    case withdrawn
-  }
-
+struct InvitationPrompt: ReceiveDecider {
   let output: EventWriter
   let bar: ProgressBar
   let turns: PromptTurns
 
-  /// How long before the invitation expires the prompt gives up, so that the decline (with its
-  /// reason) reaches the sender before its own timeout does.
-  static let margin: Duration = .seconds(1)
+  /// Nobody is accepted or declined here without being asked: the policy (``ReceivePolicy``)
+  /// goes first.
+  func standingAnswer(for sender: SenderFacts) -> StandingAnswer? { nil }
 
   /// How many names a question lists.
   static let shownNames = OfferSummary.shownNames
 
-  /// Reports the invitation (JSON). The warning about a changed key or a look-alike name is
-  /// part of the question (``ask(_:summary:)``), drawn in its turn, or printed by
-  /// ``warn(_:)`` when nobody is asked.
-  func announce(_ invitation: Invitation, summary: OfferSummary?) {
-    output.emit(
-      InvitationAsked(
-        peer: invitation.peer.displayName, fingerprint: invitation.fingerprint.hexString,
-        status: Self.status(invitation.status), code: invitation.verificationCode.digits,
-        files: summary?.files, folders: summary.map { $0.folders ?? 0 },
-        text: summary?.text != nil, bytes: summary.map { Int($0.bytes) },
-        streamed: summary.map { $0.streamed ?? 0 },
-        expires: EventWriter.timestamp(Self.date(of: invitation.expiresAt))))
-  }
-
-  /// Warns loudly, now, when the sender's key changed or its name mimics a known one: for an
-  /// invitation decided without asking.
-  func warn(_ invitation: Invitation) {
-    if let warning = Self.warning(
-      invitation.status, name: invitation.peer.displayName, now: invitation.fingerprint)
-    {
-      bar.above { output.note(warning) }
-    }
-  }
-
-  /// Asks about an invitation on the terminal; an empty answer is no, and so is silence until
-  /// shortly before the invitation expires.
-  func ask(_ invitation: Invitation, summary: OfferSummary?) async -> Answer {
-    var lines = ["", "\(Self.who(invitation.peer, status: invitation.status)) wants to send"]
-    if let warning = Self.warning(
-      invitation.status, name: invitation.peer.displayName, now: invitation.fingerprint)
-    {
-      // In the question's turn, above what it asks: never printed over another question.
-      lines.insert(contentsOf: ["", warning], at: 0)
-    }
-    if let text = summary?.text {
-      // What it says is shown once accepted: a yes is consent to read it here.
-      let lineCount = text.split(separator: "\n", omittingEmptySubsequences: false).count
-      lines.append(
-        "a text: \(Quantity.count(text.count, "character")), "
-          + "\(Quantity.count(lineCount, "line"))")
-    } else if let summary {
-      lines += Self.listing(
-        count: summary.files, bytes: summary.bytes, names: summary.names, roots: summary.roots,
-        hidden: summary.hidden, folders: summary.folders ?? 0, streamed: summary.streamed ?? 0)
-    } else {
-      lines.append("(it did not say what)")
-    }
-    lines.append(
-      "Verification code: \(invitation.verificationCode) (compare with the sender's screen)")
-    let answer = await question(
-      lines, from: invitation.peer.displayName, until: invitation.expiresAt - Self.margin,
-      isPending: { invitation.isPending })
-    if answer == .withdrawn {
-      bar.above {
-        StandardStream.error.write(Self.withdrawn(invitation.peer.displayName, "invitation"))
+  /// Asks `question` on the terminal (``ReceiveDecider``): who asks, what it sends, the
+  /// verification code, and `Accept? [y/N]`; an empty answer is no, and so is silence until
+  /// the question's deadline.
+  func decide(_ question: ConsentQuestion) async -> ConsentAnswer {
+    let peer = question.sender.peer
+    let status = question.sender.status
+    switch question.subject {
+    case .invitation(let summary):
+      var lines = ["", "\(Self.who(peer, status: status)) wants to send"]
+      if let warning = Self.warning(status, name: peer.displayName, now: peer.fingerprint) {
+        // In the question's turn, above what it asks: never printed over another question.
+        lines.insert(contentsOf: ["", warning], at: 0)
       }
+      if let text = summary?.text {
+        // What it says is shown once accepted: a yes is consent to read it here.
+        let lineCount = text.split(separator: "\n", omittingEmptySubsequences: false).count
+        lines.append(
+          "a text: \(Quantity.count(text.count, "character")), "
+            + "\(Quantity.count(lineCount, "line"))")
+      } else if let summary {
+        lines += Self.listing(
+          count: summary.files, bytes: summary.bytes, names: summary.names,
+          roots: summary.roots, hidden: summary.hidden, folders: summary.folders ?? 0,
+          streamed: summary.streamed ?? 0)
+      } else {
+        lines.append("(it did not say what)")
+      }
+      if let code = question.code {
+        lines.append("Verification code: \(code) (compare with the sender's screen)")
+      }
+      return await ask(question, lines, what: "invitation")
+    case .offer(let offer, let reason):
+      return await ask(
+        question, Self.lines(offer, from: peer, status: status, reason, question.code),
+        what: "offer")
+    case .localSendFiles(let offer, let sender):
+      var lines = Self.heading(
+        sender, status: status,
+        wants: sender.isBrowser ? "wants to send (web page)" : "wants to send (LocalSend)")
+      let overview = TreeOverview(offer.files.map(\.path))
+      lines += Self.listing(
+        count: offer.files.count, bytes: offer.totalBytes,
+        names: offer.files.prefix(Self.shownNames).map(\.path), roots: overview.roots,
+        hidden: overview.hidden, folders: offer.folders.count)
+      return await ask(question, lines, what: "offer")
+    case .localSendText(let bytes, let sender):
+      let lines =
+        Self.heading(sender, status: status, wants: "wants to show a text message (LocalSend)")
+        + ["\(Quantity.bytes(UInt64(bytes))) of text"]
+      return await self.question(
+        lines, from: peer.displayName, until: question.deadline, urgent: question.urgent,
+        isPending: { question.isPending })
     }
-    return answer
   }
 
-  /// Why an offer needs its own yes.
-  enum OfferQuestion {
-    /// The first offer, which is not what the invitation announced.
-    case differsFrom(OfferSummary)
-    /// The first offer, after an invitation that did not say what it would send.
-    case unannounced
-    /// A later offer on the same connection.
-    case later
-  }
-
-  /// Asks about an offer whose files need their own yes.
-  func ask(
-    _ offer: ResourceOffer, status: KnownPeers.Status, code: VerificationCode,
-    because reason: OfferQuestion
-  ) async -> Answer {
+  /// A question about an offer from an accepted sender whose files need their own yes.
+  private static func lines(
+    _ offer: OfferFacts, from peer: PeerID, status: KnownPeers.Status,
+    _ reason: ConsentQuestion.OfferReason, _ code: VerificationCode?
+  ) -> [String] {
     var lines = [""]
     switch reason {
     case .differsFrom(let summary):
       lines.append(
-        "\(Self.who(offer.peer, status: status)) offers other files than it announced "
+        "\(Self.who(peer, status: status)) offers other files than it announced "
           + "(\(Quantity.count(summary.files, "file")), "
           + "\(Self.size(summary.bytes, streamed: summary.streamed ?? 0, of: summary.files))):")
     case .unannounced:
-      lines.append("\(Self.who(offer.peer, status: status)) offers:")
+      lines.append("\(Self.who(peer, status: status)) offers:")
     case .later:
-      lines.append("\(Self.who(offer.peer, status: status)) offers more files:")
+      lines.append("\(Self.who(peer, status: status)) offers more files:")
     }
     let overview = TreeOverview(offer.files.map(\.path))
     lines += Self.listing(
       count: offer.files.count, bytes: offer.totalBytes,
       names: offer.files.prefix(Self.shownNames).map(\.path), roots: overview.roots,
       hidden: overview.hidden, streamed: offer.streamed.count)
-    lines.append("Verification code: \(code) (compare with the sender's screen)")
-    return await ask(about: offer, lines)
+    if let code { lines.append("Verification code: \(code) (compare with the sender's screen)") }
+    return lines
   }
 
-  /// Asks `lines` about `offer` until shortly before its decision times out; says so when its
-  /// sender withdrew it meanwhile.
-  func ask(about offer: ResourceOffer, _ lines: [String]) async -> Answer {
-    let answer = await question(
-      lines, from: offer.peer.displayName,
-      until: .now + ResourceOffer.decisionTimeout - .seconds(5), urgent: true,
-      isPending: { offer.isPending })
+  /// Asks `lines` about `question` until its deadline; says so when its sender withdrew its
+  /// `what` meanwhile.
+  private func ask(_ question: ConsentQuestion, _ lines: [String], what: String) async
+    -> ConsentAnswer
+  {
+    let name = question.sender.peer.displayName
+    let answer = await self.question(
+      lines, from: name, until: question.deadline, urgent: question.urgent,
+      isPending: { question.isPending })
     if answer == .withdrawn {
-      bar.above { StandardStream.error.write(Self.withdrawn(offer.peer.displayName, "offer")) }
+      bar.above { StandardStream.error.write(Self.withdrawn(name, what)) }
     }
     return answer
   }
@@ -153,11 +135,12 @@ struct InvitationPrompt: Sendable {
   func question(
     _ lines: [String], from label: String, until deadline: ContinuousClock.Instant,
     urgent: Bool = false, isPending: @escaping @Sendable () -> Bool
-  ) async -> Answer {
+  ) async -> ConsentAnswer {
     let (bar, lines) = (self.bar, lines)
     let ticket = bar.enqueue(label, until: deadline, isPending: isPending)
     defer { bar.dequeue(ticket) }
-    let answer = await turns.take(urgent: urgent, isPending: isPending) { () async -> Answer in
+    let answer = await turns.take(urgent: urgent, isPending: isPending) {
+      () async -> ConsentAnswer in
       bar.dequeue(ticket)
       guard isPending() else { return .withdrawn }
       bar.above {

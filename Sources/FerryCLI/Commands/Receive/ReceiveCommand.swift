@@ -1,6 +1,9 @@
 import ArgumentParser
 import Ferry
+import FerryAgent
 import Foundation
+import Logging
+import ServiceLifecycle
 
 /// `ferry receive`: advertises this machine and receives files, asking first.
 struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
@@ -178,26 +181,29 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       yes: settings.yes, acceptFrom: settings.acceptFrom, acceptTrusted: settings.acceptTrusted,
       canAsk: settings.canAsk, knownPeers: knownPeers)
     let identity = try loadIdentity()
-    let session: Session
-    let advertiser: Advertiser
-    do {
-      // Files only: messages and streams nobody here reads are refused, not buffered.
-      session = try Session(identity: identity, displayName: displayName, accepting: [])
-      advertiser = try Advertiser(
-        identity: identity, displayName: displayName, serviceType: serviceType, port: port,
-        knownPeers: knownPeers)
-    } catch let error as DiscoveryError {
-      throw cliFailure(error)
-    } catch {
-      throw CLIFailure(status: .usage, message: "\(error)", code: .invalidName)
+    // --web takes what browsers (and, with --localsend, LocalSend apps) send, never a Ferry
+    // sender's files: nothing listens for Ferry peers, nothing is advertised, and the receiver
+    // ends with its link (a web link's end is the end).
+    let takesFerry = !web.enabled
+    var ferry: (session: Session, advertiser: Advertiser)?
+    if takesFerry {
+      do {
+        // Files only: messages and streams nobody here reads are refused, not buffered.
+        let session = try Session(identity: identity, displayName: displayName, accepting: [])
+        let advertiser = try Advertiser(
+          identity: identity, displayName: displayName, serviceType: serviceType, port: port,
+          knownPeers: knownPeers)
+        // Every offer is decided by the receiver, on its real files: consent binds to what is
+        // written.
+        session.askAboutResourceOffers()
+        ferry = (session, advertiser)
+      } catch let error as DiscoveryError {
+        throw cliFailure(error)
+      } catch {
+        throw CLIFailure(status: .usage, message: "\(error)", code: .invalidName)
+      }
     }
-    // Every offer is decided here, on its real files: consent binds to what is written.
-    session.askAboutResourceOffers()
-    let incoming = IncomingTransfers()
-    let open = OpenInvitations()
     let bar = ProgressBar(enabled: self.output.showsProgress)
-    // Listening before Ctrl-C's cleanup is set, so that the cleanup stops it too (a later
-    // onInterrupt would replace this one).
     let localSend =
       settings.localsend
       ? try await LocalSendReceiving.start(
@@ -206,140 +212,85 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
       web.enabled
       ? try await WebReceiving.start(
         web, identity: identity, displayName: displayName, output: output) : nil
-    Interrupts.onInterrupt { [output] in
+    if let ferry {
+      do {
+        _ = try await ferry.advertiser.listen()
+      } catch {
+        localSend?.stopListening()
+        throw cliFailure(error)
+      }
+    }
+    var frontEnds: [Receiver.FrontEnd] = []
+    if let ferry { frontEnds.append(.ferry(ferry.session, ferry.advertiser)) }
+    if let localSend { frontEnds.append(localSend.frontEnd) }
+    // A web receive ends when its link expires (LocalSend apps, when asked for, go on), once
+    // the session already accepted has finished its uploads.
+    if let webPage {
+      frontEnds.append(.web(webPage.server, endsAt: settings.localsend ? nil : webPage.expires))
+    }
+    let prompt = InvitationPrompt(output: output, bar: bar, turns: PromptTurns())
+    let receiver = Receiver(
+      Receiver.Configuration(
+        options: ReceiveOptions(
+          // --stdout: nothing is placed, so nothing is skipped for a name taken.
+          destination: destination, conflictPolicy: sink == nil ? settings.onConflict : .rename,
+          relocate: sink == nil,
+          staleAfter: .seconds(settings.keepPartialDays * 86_400)),
+        resumeGrace: .seconds(settings.resumeGrace), once: once, oneFile: sink != nil),
+      decider: settings.canAsk ? policy.asking(prompt) : policy, knownPeers: knownPeers,
+      frontEnds: frontEnds)
+    let into =
+      sink == nil ? "Receiving into \(destination.path)" : "Receiving one file to standard output"
+    let alsoLocalSend = localSend.map {
+      "Also receiving from LocalSend apps on port \($0.server.port)"
+        + ($0.discovery == nil ? "." : ", announced on the local network.")
+    }
+    let reporter = ReceiveReporter(
+      output: output, bar: bar, incoming: IncomingTransfers(), sink: sink,
+      advertised: ferry.map {
+        ReceiveReporter.Advertised(
+          into: into, destination: destination, fingerprint: identity.fingerprint,
+          serviceType: serviceType, port: $0.advertiser.port, policy: policy.banner)
+      }, afterBanner: alsoLocalSend.map { [$0] } ?? [])
+    // The receiver is a service of its own group, shut down gracefully on SIGINT and SIGTERM
+    // (Interrupts catches them: a signal before the group's own handlers were armed would be
+    // lost) — and it ends the group when it ends (--once, a web link's end).
+    var logger = Logger(label: "ferry.receive")
+    logger.logLevel = .critical
+    let services = ServiceGroup(
+      configuration: ServiceGroupConfiguration(
+        services: [
+          .init(
+            service: receiver, successTerminationBehavior: .gracefullyShutdownGroup,
+            failureTerminationBehavior: .gracefullyShutdownGroup)
+        ], logger: logger))
+    let reported = Latch()
+    Interrupts.onInterrupt {
       // What had arrived stays on screen; the cancels below draw nothing over it.
       bar.stop()
       sink?.removePrivateFolder()
-      advertiser.stop()
-      localSend?.stopListening()
-      webPage?.stopListening()
-      // Senders waiting on a question hear a decline (exit 4), not a vanished connection;
-      // the DECLINE needs a moment on the wire before the process ends.
-      if open.declineAll(reason: "the receiver stopped") > 0 {
-        try? await Task.sleep(for: .milliseconds(300))
-      }
-      // Cancel what is arriving (the staged bytes stay for a resume); the RESETs leave before
-      // each connection closes, and it closes once the sender has read them (at most 5 s).
-      // Their end is reported here: the session's own report would come after it closed.
-      for transfer in incoming.cancelAll() {
-        ReceiveReporter.interrupted(transfer, output: output, kept: sink == nil)
-      }
-      await session.closeAndWait(timeout: .seconds(5))
+      // Senders waiting on a question hear a decline; what is arriving is cancelled (the
+      // staged bytes stay for a resume), each reported before the process ends.
+      await services.triggerGracefulShutdown()
+      await receiver.stop()
+      await reported.wait()
     }
-    // --web takes what browsers (and, with --localsend, LocalSend apps) send, never a Ferry
-    // sender's files: nothing listens for Ferry peers, nothing is advertised, and the receiver
-    // ends with its link (a web link's end is the end).
-    let takesFerry = webPage == nil
-    let advertising: ReceiveAdvertising?
-    let into =
-      sink == nil ? "Receiving into \(destination.path)" : "Receiving one file to standard output"
-    if takesFerry {
-      do {
-        try await advertiser.listen()
-      } catch {
-        throw cliFailure(error)
-      }
-      let started = ReceiveAdvertising(
-        advertiser: advertiser, output: output, displayName: displayName,
-        fingerprint: identity.fingerprint, serviceType: serviceType, destination: destination)
-      let published = try await started.start()
-      advertising = started
-      // A message for people: stderr, as every other (only "Saved PATH" lines are stdout).
-      output.note(
-        into + " as '\(published)' [\(identity.fingerprint.shortDescription)], "
-          + "port \(advertiser.port). \(policy.banner) Press Ctrl-C to stop.")
-    } else {
-      advertising = nil
+    if ferry == nil {
       output.note(
         into + " from browsers at the web link"
           + (settings.localsend ? " and from LocalSend apps" : " until it expires")
           + " (not from Ferry senders: run ferry receive for them). \(policy.banner) Press "
           + "Ctrl-C to stop.")
+      if let alsoLocalSend { output.note(alsoLocalSend) }
     }
-
-    let outcomes = AsyncStream<CLIFailure?>.makeStream()
-    let gate = once ? OnceGate() : nil
-    let approvals = Approvals()
-    let grace = Duration.seconds(settings.resumeGrace)
-    let reporter = ReceiveReporter(
-      output: output, bar: bar, incoming: incoming,
-      gate: gate, outcomes: outcomes.continuation, approvals: approvals, resumeGrace: grace,
-      sink: sink)
-    Task {
-      for await event in session.resourceEvents { reporter.report(event) }
+    let running = Task { try await services.run() }
+    for await event in receiver.events { reporter.report(event) }
+    reported.open()
+    if case .failure(let error) = await running.result {
+      if case .advertising(let error) = error as? Receiver.Failure { throw cliFailure(error) }
+      throw CLIFailure(status: .transferFailed, message: "\(error)", code: .transferFailed)
     }
-    Task {
-      // A link closed on purpose (a GOODBYE, a violation) is not lost: nothing comes back.
-      for await change in session.stateChanges where change.state == .notConnected {
-        if change.end?.isOnPurpose == true {
-          approvals.ended(change.peer.fingerprint)
-        } else {
-          approvals.linkLost(change.peer.fingerprint)
-        }
-      }
-    }
-    let decisions = ReceiveDecisions(
-      policy: policy, approvals: approvals, gate: gate,
-      options: ReceiveOptions(
-        // --stdout: nothing is placed, so nothing is skipped for a name taken.
-        destination: destination, conflictPolicy: sink == nil ? settings.onConflict : .rename,
-        relocate: sink == nil,
-        staleAfter: .seconds(settings.keepPartialDays * 86_400)),
-      folder: folder,
-      resumeGrace: grace,
-      prompt: InvitationPrompt(output: output, bar: reporter.bar, turns: PromptTurns()),
-      outcomes: outcomes.continuation, open: open, oneFile: sink != nil)
-    Task {
-      // Each decided on its own (the advertiser caps how many are pending); the prompt asks
-      // one at a time and lists the others as waiting.
-      // Discarding: a long-running receiver must not keep every finished decision.
-      await withDiscardingTaskGroup { group in
-        for await invitation in advertiser.invitations {
-          group.addTask { await decisions.decide(invitation, session: session) }
-        }
-      }
-    }
-    Task {
-      await withDiscardingTaskGroup { group in
-        for await offer in session.resourceOffers {
-          group.addTask { await decisions.decide(offer) }
-        }
-      }
-    }
-    if let advertising { Task { await advertising.follow() } }
-    if let localSend {
-      localSend.serve(decisions: decisions, reporter: reporter, knownPeers: knownPeers)
-      output.note(
-        "Also receiving from LocalSend apps on port \(localSend.server.port)"
-          + (localSend.discovery == nil ? "." : ", announced on the local network."))
-    }
-    webPage?.serve(decisions: decisions, reporter: reporter, knownPeers: knownPeers)
-    // A web receive ends when its link expires (LocalSend apps, when asked for, go on),
-    // once the session already accepted has finished its uploads.
-    let endsWithLink = webPage != nil && !settings.localsend
-    if let webPage, endsWithLink, let expires = webPage.expires {
-      Task {
-        try? await Task.sleep(until: expires)
-        webPage.stopListening()
-        await webPage.server.waitUntilNoSession()
-        output.note("The web link expired: stopped receiving.")
-        outcomes.continuation.yield(nil)
-      }
-    }
-    for await failure in outcomes.stream where once || endsWithLink {
-      advertiser.stop()
-      // The last LocalSend or web answer (a file's 200, a text's 204) is written on its
-      // connection's thread after the outcome is known: it leaves before the process ends.
-      for front in [localSend, webPage].compactMap({ $0 }) {
-        front.stopListening()
-        await front.server.drain(timeout: .seconds(2))
-      }
-      // The last FILE_ACKs are on their way: let the sender hang up first (at most 5 s).
-      await session.waitUntilDisconnected(timeout: .seconds(5))
-      await session.closeAndWait(timeout: .seconds(1))
-      if let failure { throw failure }
-      return
-    }
+    if let failure = reporter.failure { throw failure }
   }
 }
 

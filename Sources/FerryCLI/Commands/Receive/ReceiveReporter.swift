@@ -1,53 +1,251 @@
 import Ferry
+import FerryAgent
 import Foundation
 import Synchronization
 
-/// Turns a session's resource events into what `ferry receive` shows: a progress bar per
-/// sender, `progress` / `file-done` / `done` / `refused` events, where each file was saved, and
-/// — for `--once` — the one offer's outcome (nil: every file stored, skipped or identical).
-struct ReceiveReporter: Sendable {
+/// What `ferry receive` shows of its receiver's events (``ReceiverEvent``): a progress bar per
+/// sender, the NDJSON events of `--json`, lines for people (where each file was saved, who was
+/// accepted or declined and why, what the front ends meet), the text a sender sent, and — for
+/// a receiver that ends (`--once`, a web link) — the outcome as the command's failure (nil:
+/// every file stored, skipped or identical). One event at a time, in order.
+final class ReceiveReporter: Sendable {
   let output: EventWriter
   let bar: ProgressBar
   let incoming: IncomingTransfers
-  let gate: OnceGate?
-  let outcomes: AsyncStream<CLIFailure?>.Continuation
-  /// Where each approved batch stands: ended, or lost and perhaps coming back.
-  let approvals: Approvals
-  /// How long a sender whose link was lost may take to come back (`--resume-grace`).
-  let resumeGrace: Duration
   /// `--stdout`: where the verified file goes instead of the destination.
   let sink: StandardOutputSink?
+  /// What the `advertising` event and banner say of this receiver.
+  let advertised: Advertised?
+  /// Lines said once, right after the banner.
+  let afterBanner: [String]
+  private let state = Mutex(State())
 
-  /// Reports `event` from a Ferry session.
-  func report(_ event: ResourceEvent) {
-    report(event, refusalBeforeDecision: true)
+  /// What the banner says: the destination, the listener's port and fingerprint.
+  struct Advertised: Sendable {
+    let into: String
+    let destination: URL
+    let fingerprint: Fingerprint
+    let serviceType: ServiceType
+    let port: UInt16
+    let policy: String
   }
 
-  /// Reports `event`; `refusalBeforeDecision` says whether an offer refused before anyone
-  /// decided on it (an unsafe path, say) may be `--once`'s outcome: it is for a Ferry sender,
-  /// whose invitation was accepted; not for a LocalSend sender, which anyone can be.
-  func report(_ event: ResourceEvent, refusalBeforeDecision: Bool) {
+  private struct State {
+    var bannerShown = false
+    var failure: CLIFailure?
+    var ended = false
+  }
+
+  init(
+    output: EventWriter, bar: ProgressBar, incoming: IncomingTransfers, sink: StandardOutputSink?,
+    advertised: Advertised?, afterBanner: [String]
+  ) {
+    (self.output, self.bar, self.incoming, self.sink, self.advertised, self.afterBanner) = (
+      output, bar, incoming, sink, advertised, afterBanner
+    )
+  }
+
+  /// The receiver's outcome as the command's failure, once it ended (nil: it succeeded, or it
+  /// has not ended).
+  var failure: CLIFailure? { state.withLock { $0.failure } }
+
+  /// Whether the receiver reported its outcome.
+  var ended: Bool { state.withLock { $0.ended } }
+
+  /// Shows `event`.
+  func report(_ event: ReceiverEvent) {
     switch event {
-    case .offerReceived(let transfer):
-      approvals.started(transfer)
-      gate?.receiving(transfer)
+    case .invitation(let invitation, let summary):
+      output.emit(
+        InvitationAsked(
+          peer: invitation.peer.displayName, fingerprint: invitation.fingerprint.hexString,
+          status: InvitationPrompt.status(invitation.status),
+          code: invitation.verificationCode.digits,
+          files: summary?.files, folders: summary.map { $0.folders ?? 0 },
+          text: summary?.text != nil, bytes: summary.map { Int($0.bytes) },
+          streamed: summary.map { $0.streamed ?? 0 },
+          expires: EventWriter.timestamp(InvitationPrompt.date(of: invitation.expiresAt))))
+    case .localSendAsked(let sender, let status, let offer):
+      output.emit(
+        LocalSendAsked(
+          peer: sender.peer.displayName, fingerprint: sender.peer.fingerprint.hexString,
+          status: InvitationPrompt.status(status),
+          protocol: sender.isBrowser ? "web" : "localsend", verified: sender.verified,
+          deviceType: sender.device.deviceType, deviceModel: sender.device.deviceModel,
+          address: sender.address, files: offer?.files.count, folders: offer?.folders.count,
+          text: offer == nil, bytes: offer.map { Int($0.totalBytes) }))
+    case .gaveUpBeforeAsked(let peer):
+      output.emit(Withdrawn(peer: peer.displayName))
+      note("\(peer) gave up waiting before it could be asked about.")
+    case .suspicious(let peer, let status):
+      if let warning = InvitationPrompt.warning(
+        status, name: peer.displayName, now: peer.fingerprint)
+      {
+        note(warning)
+      }
+    case .resuming(let peer, let files):
+      let what = files.map { "the \(Quantity.count($0, "file"))" } ?? "the files"
+      note(
+        "\(peer) lost its connection and is back for \(what) accepted before; "
+          + "resuming without asking again (--resume-grace).")
+    case .withdrawn(let peer):
+      output.emit(Withdrawn(peer: peer.displayName))
+    case .declined(let sender, let reason, let text):
+      output.emit(Declined(peer: sender.peer.displayName, reason: reason))
+      note(
+        text
+          ? "Declined the text of \(sender) (\(reason))."
+          : "Declined \(sender.peer) (\(reason)).")
+    case .accepted(let sender, let code, let resumed):
+      output.emit(ReceiveAccepted(peer: sender.peer.displayName, resumed: resumed))
+      note(
+        code.map { "Accepted \(sender.peer), verification code \($0)." }
+          ?? "Accepted \(sender).")
+    case .acceptFailed(let peer, let error):
+      output.emit(
+        Failure(code: .acceptFailed, message: error.description, peer: peer.displayName))
+      note("Could not accept \(peer): \(error)")
+    case .text(let peer, let text):
+      show(text, from: peer)
+    case .offerDeclined(let peer, let reason, let files, let bytes):
+      output.emit(
+        OfferDeclined(peer: peer.displayName, reason: reason, files: files, bytes: Int(bytes)))
+      note(
+        "Declined \(Quantity.count(files, "file")), \(Quantity.bytes(bytes)) from "
+          + "\(peer) (\(reason)).")
+    case .transferStarted(let transfer, let batch):
       incoming.add(transfer)
       output.emit(
         OfferStarted(
           peer: transfer.peer.displayName, files: transfer.files.count - transfer.folders,
           folders: transfer.folders, bytes: Int(transfer.totalBytes),
           streamed: transfer.streamed.count))
-      Task { await follow(transfer) }
-    case .started:
+      Task { await follow(transfer, batch: batch) }
+    case .resource(let event):
+      report(event)
+    case .transferEnded(let transfer, let error):
+      ended(transfer, error)
+    case .awaitingResume(let peer, let grace):
+      note(
+        "Waiting up to \(Int(grace.inSeconds)) s for \(peer) to come back (--resume-grace).")
+    case .interrupted(let transfer):
+      _ = incoming.remove(transfer)
+      Self.interrupted(transfer, output: output, kept: sink == nil)
+    case .advertising, .discoveryUnavailable, .advertisedLate, .renamed, .discoveryInterrupted,
+      .discoveryFailed, .senderRefused, .linkExpired:
+      reportFrontEnd(event)
+    case .outcome(let outcome):
+      let failure = self.failure(outcome)
+      state.withLock {
+        $0.failure = failure
+        $0.ended = true
+      }
+    }
+  }
+
+  /// Shows what the front ends meet: being advertised (and the banner, the first time),
+  /// avahi-daemon going and coming, senders turned away, the web link's end.
+  private func reportFrontEnd(_ event: ReceiverEvent) {
+    switch event {
+    case .advertising(let name, let discoverable):
+      guard let advertised else { return }
+      output.emit(
+        Advertising(
+          name: name, fingerprint: advertised.fingerprint.hexString,
+          service: advertised.serviceType.dnsSDType, port: Int(advertised.port),
+          dir: advertised.destination.path, discoverable: discoverable))
+      let first = state.withLock { state in
+        defer { state.bannerShown = true }
+        return !state.bannerShown
+      }
+      guard first else { return }
+      // A message for people: stderr, as every other (only "Saved PATH" lines are stdout).
+      output.note(
+        advertised.into + " as '\(name)' [\(advertised.fingerprint.shortDescription)], "
+          + "port \(advertised.port). \(advertised.policy) Press Ctrl-C to stop.")
+      for line in afterBanner { output.note(line) }
+    case .discoveryUnavailable(let reason):
+      // Still useful: senders can connect with --address.
+      output.emit(DiscoveryOutage(reason: reason), as: .discoveryUnavailable)
+      let addresses = LocalAddresses.all()
+      let these =
+        addresses.count > 1
+        ? " (this machine's addresses: \(addresses.prefix(6).joined(separator: ", ")))" : ""
+      output.note(
+        "Not advertised: avahi-daemon is unavailable (\(reason)). Nearby machines cannot find "
+          + "this one until it starts; they can still send with 'ferry send --address "
+          + "\(LocalAddresses.example(port: advertised?.port ?? 0))'\(these). Start avahi-daemon "
+          + "(e.g. 'sudo service avahi-daemon start') to be found.")
+    case .advertisedLate(let name):
+      output.note("avahi-daemon is running now: advertised as '\(name)'.")
+    case .renamed(let from, let to):
+      output.emit(Renamed(from: from, to: to))
+      output.note("The name '\(from)' is taken on the network; advertising as '\(to)'.")
+    case .discoveryInterrupted(let reason):
+      output.emit(DiscoveryOutage(reason: reason), as: .discoveryInterrupted)
+      output.note("avahi-daemon went away (\(reason)); advertising again when it returns.")
+    case .discoveryFailed(let error):
+      output.emit(DiscoveryFailed(message: error.description))
+      output.note("Advertising failed: \(error). Senders can still use --address.")
+    case .senderRefused(let refusal, let alias, let message):
+      output.emit(
+        SenderRefused(
+          protocol: "localsend", address: refusal.address, name: alias,
+          code: refusal.reason.rawValue, message: message))
+      output.note(message)
+    case .linkExpired:
+      output.note("The web link expired: stopped receiving.")
+    default:
       break
+    }
+  }
+
+  /// A line for people, above the progress bars.
+  private func note(_ line: String) {
+    bar.above { output.note(line) }
+  }
+
+  /// Shows an accepted sender's text: a `text` event, or its lines on stdout (escaped: a
+  /// peer's text never moves the cursor).
+  private func show(_ text: String, from peer: PeerID) {
+    output.emit(TextReceived(peer: peer.displayName, text: text))
+    if sink != nil {
+      // --stdout: the text is the data; escaped only when a terminal would act on it.
+      let terminal = StandardStream.output.isTerminal
+      StandardStream.output.write(terminal ? DisplayText.terminalSafe(text) + "\n" : text)
+    } else if !output.json {
+      // Even with --quiet (it was accepted to be read), each line marked as the peer's, so
+      // that none can pass for one of ferry's own.
+      bar.above {
+        StandardStream.output.write(
+          "\(DisplayText.terminalSafe(peer.description)) says:\n" + Self.markedLines(text))
+      }
+    }
+  }
+
+  /// A peer's text as the lines a terminal shows, each marked `  | ` and escaped. Split on the
+  /// byte a terminal starts a line at (0x0A), never on Swift's `Character`s: "\r\n" is one
+  /// Character, and split on "\n" it kept its newline, so a line began unmarked and could pass
+  /// for one of ferry's own.
+  static func markedLines(_ text: String) -> String {
+    var shown = ""
+    for line in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false) {
+      shown += "  | " + DisplayText.terminalSafe(String(decoding: line, as: UTF8.self)) + "\n"
+    }
+    return shown
+  }
+
+  /// Shows a file's verdict, or a refusal, as the library reported it.
+  private func report(_ event: ResourceEvent) {
+    switch event {
     case .finished(let name, let peer, .success(let url), let digest):
-      approvals.settled(peer.fingerprint, path: name)
       // --stdout: the verified (staged) file goes to standard output, not into place.
       let toOutput = sink != nil && url != nil
       if toOutput, let url { sink?.received(url) }
       output.emit(
         FileDone(
-          received: name, from: peer.displayName, status: url == nil ? "skipped" : "stored",
+          received: name, from: peer.displayName,
+          status: url == nil ? "\(FileStatus.skipped)" : "\(FileStatus.stored)",
           digest: digest, saved: toOutput ? "-" : url?.path))
       // On a terminal, past the first few of an offer, saved files are counted in its
       // summary line; a pipe (`| grep Saved`) gets every one.
@@ -62,21 +260,17 @@ struct ReceiveReporter: Sendable {
         }
       }
     case .identical(let name, let peer, let url, let digest):
-      approvals.settled(peer.fingerprint, path: name)
       // --stdout --dir D: D already holds it; that copy is written out (and stays).
       sink?.received(url, remove: false)
       output.emit(
         FileDone(
-          received: name, from: peer.displayName, status: "identical", digest: digest,
-          saved: sink == nil ? url.path : "-"))
+          received: name, from: peer.displayName, status: "\(FileStatus.identical)",
+          digest: digest, saved: sink == nil ? url.path : "-"))
       if sink == nil {
         incoming.countIdentical(from: peer)
         bar.above { output.say("Already there: \(printable(url.path)) (identical, not sent)") }
       }
     case .finished(let name, let peer, .failure(let error), _):
-      // Ctrl-C: each offer it cut short is reported once, whole (``interrupted``), not file
-      // by file after its `done`.
-      guard !Interrupts.wasInterrupted else { return }
       output.emit(
         Failure(
           code: Self.code(error), message: error.description, peer: peer.displayName, path: name))
@@ -86,105 +280,94 @@ struct ReceiveReporter: Sendable {
       }
     case .staleStagingRemoved(let files, let bytes, let destination):
       output.emit(StagingCleaned(files: files, bytes: Int(bytes), dir: destination.path))
-      bar.above {
-        output.note(
-          "Removed \(Quantity.count(files, "partial file")) (\(Quantity.bytes(bytes))) that no sender resumed from "
-            + "\(printable(destination.path))/.ferry-partial.")
-      }
+      note(
+        "Removed \(Quantity.count(files, "partial file")) (\(Quantity.bytes(bytes))) that no sender resumed from "
+          + "\(printable(destination.path))/.ferry-partial.")
     case .offerRefused(let peer, let files, let error):
       output.emit(
         OfferRefused(
           peer: peer.displayName, files: files, code: Self.code(error).rawValue,
           message: error.description))
-      bar.above { output.note("Refused the offer from \(peer): \(error)") }
-      approvals.ended(peer.fingerprint)
-      if gate?.claimRefusal(from: peer.fingerprint, whenOpen: refusalBeforeDecision) == true {
-        outcomes.yield(
-          CLIFailure(
-            status: .transferFailed, message: "refused the offer from \(peer): \(error)",
-            code: .refused))
-      }
-    case .offerFinished(let transfer, let error):
-      // Cancelled by Ctrl-C: reported then (``interrupted(_:output:kept:)``).
-      guard let started = incoming.remove(transfer) else { return }
-      bar.remove(transfer.peer.displayName)
-      Self.done(transfer, error, output: output)
-      let identical = incoming.takeIdentical(from: transfer.peer)
-      let unshown = incoming.takeUnshown(from: transfer.peer)
-      let unshownFailures = incoming.takeUnshownFailures(from: transfer.peer)
-      // Failures past the first few, in one line.
-      let failures =
-        unshownFailures > 0
-        ? " \(Quantity.count(unshownFailures, "more file")) from \(transfer.peer) were not "
-          + "received (not listed above)."
-        : ""
-      if let error {
-        bar.above { output.note(Self.ending(of: transfer, error) + failures) }
-      } else {
-        if !failures.isEmpty { bar.above { output.note(String(failures.dropFirst())) } }
-        let already = identical > 0 ? "; \(identical) already there, not sent" : ""
-        let listed = unshown > 0 ? "; \(unshown) more saved than listed above" : ""
-        // The rate of what crossed: not of files already there, skipped or resumed.
-        let timing = TransferSummary.timing(
-          UInt64(transfer.progress.bytesCrossed), took: ContinuousClock.now - started)
-        bar.above {
-          output.note(
-            "Received \(TransferSummary.items(transfer.files.count, folders: transfer.folders)), "
-              + "\(Quantity.bytes(UInt64(max(0, transfer.progress.totalBytes)))) from "
-              + "\(transfer.peer)\(timing)"
-              + "\(already)\(listed).")
-        }
-      }
-      let sender = transfer.peer.fingerprint
-      let lost = error.map { RetryPolicy.isRetryable($0) } ?? false
-      // A batch of more files than one offer carries goes on with its next offer. Only the
-      // part's own transfer ends the part, or the batch (an offer a person approved apart, or
-      // an old link's late end, does not).
-      // (A link really lost is also reported by the session's state changes.)
-      let end = approvals.partEnded(transfer, failed: error != nil)
-      let more = end.more
-      if end.wasThePart {
-        if lost { approvals.linkLost(sender) } else if !more { approvals.ended(sender) }
-      }
-      guard let gate else { return }
-      if more {
-        // --once: the outcome is the whole batch's; its sender offers the next part at once.
-        guard case .wait(let generation) = gate.linkLost(transfer) else { return }
-        Task { [outcomes, resumeGrace, peer = transfer.peer] in
-          try? await Task.sleep(for: max(resumeGrace, Self.nextPartWait))
-          if gate.resumeExpired(generation: generation) {
-            outcomes.yield(
-              CLIFailure(
-                status: .transferFailed,
-                message: "\(peer) did not send the rest of the files it announced",
-                code: .peerDisconnected))
-          }
-        }
-        return
-      }
-      let outcome = error.map {
-        CLIFailure(
-          status: .transferFailed,
-          message: "not every file from \(transfer.peer) was received: \($0)",
-          code: Self.code($0))
-      }
-      // --once: a sender that lost its link may come back for the same files; its outcome
-      // waits that long. A transfer whose sender came back already is not the outcome.
-      guard lost, resumeGrace > .zero else {
-        // --stdout: the verified file goes out now, and how that went is the outcome.
-        if gate.finished(transfer) { outcomes.yield(outcome ?? sink?.deliver()) }
-        return
-      }
-      guard case .wait(let generation) = gate.linkLost(transfer) else { return }
-      bar.above {
-        output.note(
-          "Waiting up to \(Int(resumeGrace.inSeconds)) s for \(transfer.peer) to come back "
-            + "(--resume-grace).")
-      }
-      Task { [outcomes, resumeGrace] in
-        try? await Task.sleep(for: resumeGrace)
-        if gate.resumeExpired(generation: generation) { outcomes.yield(outcome) }
-      }
+      note("Refused the offer from \(peer): \(error)")
+    case .offerReceived, .started, .offerFinished:
+      break
+    }
+  }
+
+  /// Shows the end of `transfer`, with `error` (nil: every file settled): its `done` event and
+  /// its summary line.
+  private func ended(_ transfer: IncomingTransfer, _ error: TransferError?) {
+    guard let started = incoming.remove(transfer) else { return }
+    bar.remove(transfer.peer.displayName)
+    Self.done(transfer, error, output: output)
+    let identical = incoming.takeIdentical(from: transfer.peer)
+    let unshown = incoming.takeUnshown(from: transfer.peer)
+    let unshownFailures = incoming.takeUnshownFailures(from: transfer.peer)
+    // Failures past the first few, in one line.
+    let failures =
+      unshownFailures > 0
+      ? " \(Quantity.count(unshownFailures, "more file")) from \(transfer.peer) were not "
+        + "received (not listed above)."
+      : ""
+    if let error {
+      note(Self.ending(of: transfer, error) + failures)
+    } else {
+      if !failures.isEmpty { note(String(failures.dropFirst())) }
+      let already = identical > 0 ? "; \(identical) already there, not sent" : ""
+      let listed = unshown > 0 ? "; \(unshown) more saved than listed above" : ""
+      // The rate of what crossed: not of files already there, skipped or resumed.
+      let timing = TransferSummary.timing(
+        UInt64(transfer.progress.bytesCrossed), took: ContinuousClock.now - started)
+      note(
+        "Received \(TransferSummary.items(transfer.files.count, folders: transfer.folders)), "
+          + "\(Quantity.bytes(UInt64(max(0, transfer.progress.totalBytes)))) from "
+          + "\(transfer.peer)\(timing)"
+          + "\(already)\(listed).")
+    }
+  }
+
+  /// The command's failure for `outcome` (nil: success). With `--stdout`, a file received
+  /// whole is written out now, and how that went is the outcome.
+  private func failure(_ outcome: ReceiveOutcome) -> CLIFailure? {
+    switch outcome {
+    case .received(let transfer):
+      return transfer == nil ? nil : sink?.deliver()
+    case .transferFailed(let peer, let error):
+      return CLIFailure(
+        status: .transferFailed,
+        message: "not every file from \(peer) was received: \(error)", code: Self.code(error))
+    case .refused(let peer, let error):
+      return CLIFailure(
+        status: .transferFailed, message: "refused the offer from \(peer): \(error)",
+        code: .refused)
+    case .refusedForSpace(let peer, let reason):
+      return CLIFailure(
+        status: .transferFailed, message: "refused the files from \(peer) (\(reason))",
+        code: .refused)
+    case .declined(let peer, let reason):
+      return CLIFailure(
+        status: .declined, message: "declined the offer from \(peer) (\(reason))",
+        code: .declined)
+    case .withdrawn:
+      return CLIFailure(
+        status: .transferFailed, message: "the sender withdrew its offer", code: .cancelled)
+    case .neverStarted(let peer):
+      return CLIFailure(
+        status: .transferFailed, message: "\(peer) went away before its files came",
+        code: .cancelled)
+    case .didNotResume(let peer):
+      return CLIFailure(
+        status: .transferFailed, message: "\(peer) came back but did not resume its files",
+        code: .peerDisconnected)
+    case .incompleteBatch(let peer):
+      return CLIFailure(
+        status: .transferFailed,
+        message: "\(peer) did not send the rest of the files it announced",
+        code: .peerDisconnected)
+    case .acceptFailed(let peer, let error):
+      return CLIFailure(
+        status: .transferFailed, message: "could not accept the text from \(peer): \(error)",
+        code: .acceptFailed)
     }
   }
 
@@ -213,15 +396,10 @@ struct ReceiveReporter: Sendable {
           : "."))
   }
 
-  /// How long `--once` waits for the next part of a batch (its sender offers it as soon as
-  /// the part before is answered; the receiver's decision is part of the wait).
-  static let nextPartWait: Duration = .seconds(150)
-
-  /// Progress bar and `progress` events for one offer.
-  private func follow(_ transfer: IncomingTransfer) async {
+  /// Progress bar and `progress` events for one offer (a part of a larger batch shows the
+  /// batch's progress).
+  private func follow(_ transfer: IncomingTransfer, batch: BatchPosition?) async {
     let label = transfer.peer.displayName
-    // A part of a larger batch shows the batch's progress.
-    let batch = approvals.part(of: transfer.peer.fingerprint)
     for await snapshot in transfer.progress.snapshots {
       guard let batch else {
         output.progress(snapshot, peer: label, bar: bar)

@@ -1,4 +1,5 @@
 import Ferry
+import FerryAgent
 import Foundation
 import Synchronization
 

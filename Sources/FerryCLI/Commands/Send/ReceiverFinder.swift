@@ -1,4 +1,5 @@
 import Ferry
+import FerryAgent
 import Foundation
 
 /// Finds the receivers a `ferry send` goes to, among those a ``Browser`` sees.

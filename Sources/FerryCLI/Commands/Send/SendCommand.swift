@@ -1,5 +1,6 @@
 import ArgumentParser
 import Ferry
+import FerryAgent
 import Foundation
 import Synchronization
 
@@ -188,9 +189,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       defer { bar.finish() }
       let sending = LocalSendSending(
         identity: identity, name: name ?? ProcessInfo.processInfo.hostName, pin: localSend.pin,
-        output: events, bar: bar,
-        keys: KeyCheck(
-          knownPeers: knownPeers, output: events, bar: bar, interactive: Self.canAsk),
+        output: events, bar: bar, knownPeers: knownPeers,
+        decider: TerminalSendDecider(output: events, bar: bar, interactive: Self.canAsk),
         deadline: .now + .seconds(timeout), retryFor: .seconds(retryFor),
         cleanup: { spool?.remove() })
       // --localsend --to NAME: whichever protocol NAME answers by (--protocol chooses one).
@@ -218,33 +218,37 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     } catch {
       throw CLIFailure(status: .usage, message: error.description, code: .invalidName)
     }
-    let active = ActiveTransfers(session: session)
+    let bar = ProgressBar(enabled: output.showsProgress)
+    let reporter = SendReporter(output: events, bar: bar)
+    let delivery = FerryDelivery(
+      session: session, batch: batch, summary: batch?.summary ?? OfferSummary(text: text ?? ""),
+      deadline: .now + .seconds(timeout), retry: RetryPolicy(retryFor: .seconds(retryFor)),
+      checksum: checksum.algorithm, knownPeers: knownPeers,
+      decider: TerminalSendDecider(output: events, bar: bar, interactive: Self.canAsk),
+      events: reporter.report)
+    let interruption = Mutex("interrupted")
     Interrupts.onInterrupt(
-      reportingTo: events, message: { active.interruptMessage },
+      reportingTo: events, message: { interruption.withLock { $0 } },
       {
         spool?.remove()  // first: a second Ctrl-C exits at once
-        await active.interrupt()
+        let message = await delivery.interrupt()
+        interruption.withLock { $0 = message }
       })
-    let bar = ProgressBar(enabled: output.showsProgress)
-    let delivery = Delivery(
-      session: session, batch: batch,
-      summary: batch?.summary ?? OfferSummary(text: text ?? ""),
-      output: events,
-      bar: bar, active: active, deadline: .now + .seconds(timeout),
-      keys: KeyCheck(
-        knownPeers: knownPeers, output: events, bar: bar, interactive: Self.canAsk),
-      retry: RetryPolicy(retryFor: .seconds(retryFor)), checksum: checksum.algorithm)
     let outcomes: [CLIFailure?]
     if let address {
+      let (host, port) = try parseAddress(address)
       outcomes = [
         await delivery.send(
-          toAddress: address, to: to.first.map { ($0, references[0]) })
+          toAddress: address, host: host, port: port,
+          to: to.first.map { ($0, references[0]) }
+        ).map(CLIFailure.init)
       ]
     } else {
       outcomes = try await discoverAndSend(
-        delivery, serviceType: serviceType, references: references)
+        delivery, output: events, serviceType: serviceType, references: references,
+        streamed: batch?.entries.contains(where: \.isStreamed) == true)
     }
-    delivery.bar.finish()
+    bar.finish()
     // What was sent last (a RESET, the GOODBYE) leaves before the process exits.
     await session.closeAndWait(timeout: .seconds(1))
     if let failure = combined(outcomes) { throw failure }
@@ -268,7 +272,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       events.emit(
         LeftOut(path: skipped.path, reason: skipped.reason, unreadable: skipped.unreadable))
     }
-    guard paths.contains("-") else { return (try SendBatch(entries: entries, skipped: note), nil) }
+    guard paths.contains("-") else { return (try Self.batch(entries, skipped: note), nil) }
     let name = stdinName ?? "stdin"
     try StandardInputSpool.check(name: name)
     let kind = StandardInputSource.kind
@@ -279,7 +283,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         ? ResourceItem(url: StandardInputSource.url, path: name)
         : ResourceItem(streamingFrom: StandardInputSource.url, path: name)
       let all = try SendPaths.checked(entries + [item])
-      return (try SendBatch(entries: all, skipped: note), nil)
+      return (try Self.batch(all, skipped: note), nil)
     }
     // A terminal is read to Ctrl-D first; a pipe for several receivers too (each gets it all).
     if kind == .stream {
@@ -291,17 +295,30 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     try spool.read { events.note($0) }
     do {
       let all = try SendPaths.checked(entries + [spool.item])
-      return (try SendBatch(entries: all, skipped: note), spool)
+      return (try Self.batch(all, skipped: note), spool)
     } catch {
       spool.remove()
       throw error
     }
   }
 
+  /// The batch of `entries` (``SendBatch``), as the command's failure when there is nothing
+  /// to send or an entry cannot be read.
+  private static func batch(
+    _ entries: [ResourceItem], skipped: (ResourceItem.Skipped) -> Void
+  ) throws(CLIFailure) -> SendBatch {
+    do {
+      return try SendBatch(entries: entries, skipped: skipped)
+    } catch {
+      throw CLIFailure(error)
+    }
+  }
+
   /// Finds the receivers (every `--to`, or the one or ones chosen) and delivers to each as soon
   /// as it is found.
   private func discoverAndSend(
-    _ delivery: Delivery, serviceType: ServiceType, references: [PeerReference]
+    _ delivery: FerryDelivery, output: EventWriter, serviceType: ServiceType,
+    references: [PeerReference], streamed: Bool
   ) async throws -> [CLIFailure?] {
     let browser: Browser
     do {
@@ -310,15 +327,14 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       throw cliFailure(error)
     }
     defer { browser.stop() }
-    let output = delivery.output
     let finder = ReceiverFinder(
       browser: browser, deadline: delivery.deadline,
       stillLooking: { wanted in output.note(ReceiverFinder.waitingWords(wanted)) })
     let wanted = to
     if wanted.isEmpty {
-      delivery.output.note("Looking for receivers…")
+      output.note("Looking for receivers…")
       let chosen = try await finder.choose(ask: Self.canAsk)
-      if chosen.count > 1, delivery.batch?.entries.contains(where: \.isStreamed) == true {
+      if chosen.count > 1, streamed {
         throw CLIFailure(
           status: .usage,
           message: "standard input is sent as it is read, to one receiver: to send it to "
@@ -327,12 +343,12 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       }
       return await withTaskGroup(of: CLIFailure?.self) { group in
         for target in chosen {
-          group.addTask { await delivery.send(to: target, browser: browser) }
+          group.addTask { await delivery.send(to: target, browser: browser).map(CLIFailure.init) }
         }
         return await group.reduce(into: []) { $0.append($1) }
       }
     }
-    delivery.output.note("Looking for \(wanted.map { "'\($0)'" }.joined(separator: ", "))…")
+    output.note("Looking for \(wanted.map { "'\($0)'" }.joined(separator: ", "))…")
     let claimed = ClaimedReceivers()
     let ask = Self.canAsk
     return await withTaskGroup(of: CLIFailure?.self) { group in
@@ -343,12 +359,13 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
           do throws(CLIFailure) {
             (target, pinned) = try await finder.find(name, as: reference, ask: ask)
           } catch {
-            delivery.output.emit(Failure(code: error.code, message: error.message, peer: name))
+            output.emit(Failure(code: error.code, message: error.message, peer: name))
             return error
           }
           // Two --to naming the same receiver: it gets the files once.
           guard claimed.claim(target.info.fingerprint!) else { return nil }
           return await delivery.send(to: target, browser: browser, pinned: pinned)
+            .map(CLIFailure.init)
         }
       }
       return await group.reduce(into: []) { $0.append($1) }

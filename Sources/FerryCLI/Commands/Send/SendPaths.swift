@@ -1,4 +1,5 @@
 import Ferry
+import FerryAgent
 import Foundation
 
 /// The paths `ferry send` was given: its arguments, then those read from `--files-from`.
@@ -93,49 +94,15 @@ struct SendPaths {
   }
 
   /// `entries` (files and folders) checked against each other as the receiver will check their
-  /// paths; the same file or folder under the same path twice is kept once.
+  /// paths (``SendBatch/checked(_:)``).
   ///
   /// - Throws: ``CLIFailure`` (usage) for an unsafe or clashing name, an unreadable path.
   static func checked(_ entries: [ResourceItem]) throws(CLIFailure) -> [ResourceItem] {
-    var kept: [ResourceItem] = []
-    var paths: [RelativePath] = []
-    var identities: [String: (device: UInt64, inode: UInt64)] = [:]
-    for entry in entries {
-      var status = stat()
-      guard stat(entry.url.path, &status) == 0 else {
-        throw CLIFailure(
-          status: .usage,
-          message: "cannot read \(DisplayText.escaping(entry.url.path)): \(systemWords(errno))",
-          code: .cannotRead)
-      }
-      let identity = (device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
-      if let earlier = identities[entry.path] {
-        if earlier == identity { continue }  // The same file, named twice.
-        throw failure(.unsafePath(.duplicate(DisplayText.escaping(entry.path))))
-      }
-      identities[entry.path] = identity
-      do {
-        paths.append(try RelativePath(validating: entry.path))
-        kept.append(entry)
-      } catch {
-        throw failure(.unsafePath(error))
-      }
-    }
     do {
-      try RelativePath.checkTree(paths)
+      return try SendBatch.checked(entries)
     } catch {
-      throw failure(.unsafePath(error))
+      throw CLIFailure(error)
     }
-    return kept
-  }
-
-  /// The CLI's view of a walk's or check's error.
-  static func failure(_ error: ResourceError) -> CLIFailure {
-    if case .unsafePath(let error) = error {
-      return CLIFailure(
-        status: .usage, message: "cannot send this: \(error.description)", code: .invalidPath)
-    }
-    return CLIFailure(status: .usage, message: error.description, code: .cannotRead)
   }
 
   /// Whether `path`, which does not exist, reads like where scp or rsync would send to:

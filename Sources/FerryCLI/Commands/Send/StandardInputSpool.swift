@@ -1,4 +1,5 @@
 import Ferry
+import FerryAgent
 import Foundation
 
 #if canImport(Glibc)

@@ -1,18 +1,19 @@
 import Ferry
+import FerryAgent
 import FerryLocalSend
 import Foundation
 
 /// `ferry receive --web`: a page served over plain HTTP at a link with an unguessable token,
 /// printed (and drawn as a QR code on a terminal) for each address this machine has on the
 /// local network. A browser's files go through the LocalSend front end's endpoints into the
-/// same ``ReceiveDecisions`` and ``ReceiveReporter`` as every other sender's.
+/// same ``Receiver`` and ``ReceiveReporter`` as every other sender's.
 enum WebReceiving {
   /// Starts the page's server.
   ///
   /// - Throws: ``CLIFailure`` (`cannot-listen`) when the port is taken.
   static func start(
     _ options: WebReceiveOptions, identity: Identity, displayName: String, output: EventWriter
-  ) async throws(CLIFailure) -> LocalSendReceiving {
+  ) async throws(CLIFailure) -> (server: LocalSendServer, expires: ContinuousClock.Instant) {
     let access = LocalSendWebAccess(
       token: LocalSendWebAccess.newToken(),
       expires: .now + .milliseconds(Int64(options.minutes * 60_000)))
@@ -36,9 +37,7 @@ enum WebReceiving {
     output.emit(
       WebLink(urls: urls, port: Int(server.port), expires: EventWriter.timestamp(expires)))
     WebLinkBanner.show(urls, minutes: options.minutes, doing: "send files", output: output)
-    return LocalSendReceiving(
-      server: server, discovery: nil, takesUnverified: true, output: output,
-      expires: access.expires)
+    return (server, access.expires)
   }
 
 }

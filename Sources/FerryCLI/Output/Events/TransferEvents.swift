@@ -1,4 +1,5 @@
 import Ferry
+import FerryAgent
 import FerryLocalSend
 
 /// `offer`: an offer `receive` accepted, as it starts.
