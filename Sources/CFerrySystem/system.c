@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,4 +64,10 @@ uint32_t ferry_crc32(uint32_t crc, const void *bytes, size_t length) {
   }
   while (length--) c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
   return ~c;
+}
+
+int ferry_tune_allocator(void) {
+  int threshold = mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  int arenas = mallopt(M_ARENA_MAX, 2);
+  return threshold == 1 && arenas == 1;
 }

@@ -7,6 +7,7 @@ import Foundation
 @main
 enum FerryMain {
   static func main() async {
+    AllocatorTuning.apply()
     let status: Int32
     let arguments = Array(CommandLine.arguments.dropFirst())
     if let usage = Self.misuse(arguments) {

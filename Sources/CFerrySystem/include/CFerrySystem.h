@@ -32,6 +32,13 @@ off_t ferry_seek_data(int fd, off_t offset);
 /// file counts as one).
 off_t ferry_seek_hole(int fd, off_t offset);
 
+/// Tunes glibc's allocator for a server that holds large buffers a while: allocations of
+/// 256 KiB and more are always their own mappings (given back to the system when freed; glibc
+/// otherwise raises that threshold after the first such free, and later ones stay in the heap
+/// for good), and at most two arenas (one per thread otherwise: memory freed by one thread is
+/// not reused by the others). Returns 1 when both were taken.
+int ferry_tune_allocator(void);
+
 /// An XXH3-128 hashing state (xxHash 0.8, built in from Debian's libxxhash-dev header: no
 /// library is linked). Opaque; one thread at a time.
 typedef struct ferry_xxh3 ferry_xxh3;

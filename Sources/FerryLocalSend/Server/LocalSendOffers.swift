@@ -25,10 +25,15 @@ enum LocalSendOffers {
         path: entry.file.fileName, size: entry.file.size, modificationSeconds: seconds,
         modificationNanoseconds: nanoseconds, permissions: 0o644, kind: .file)
     }
-    let session = UploadSession(id: id, files: files, prepared: answer) { [weak server] in
-      server?.end(id)
+    let session = UploadSession(
+      id: id, files: files, prepared: answer,
+      isCurrent: { [weak server] in server?.sessions.withLock { $0.currentSession == id } ?? false
+      },
+      onEnd: { [weak server] in server?.end(id).ended ?? false })
+    guard server.attach(.files(session), to: id) else {
+      // Its sender left while its prepare-upload was read.
+      return answer.succeed(.refused(.conflict, "the session is over"))
     }
-    server.begin(session)
     guard let question = OpenQuestions(limit: 1).open() else {
       // (A fresh limit of one always opens: never reached, but never a leaked promise.)
       server.end(id)
@@ -55,15 +60,18 @@ enum LocalSendOffers {
     text: String, id: String, from sender: LocalSendSender, server: LocalSendServer,
     answer: EventLoopPromise<UploadSession.Preparation>
   ) {
-    let message = LocalSendText(sender: sender, text: text) { [weak server] shown in
-      server?.textAnswered(id)
+    let message = LocalSendText(sender: sender, text: text) { shown in
       answer.succeed(.text(shown))
     }
-    server.asking(message, session: id)
+    guard server.attach(.text(message), to: id) else {
+      // Its sender left while its prepare-upload was read.
+      return message.withdraw()
+    }
     server.incomingContinuation.yield(.text(message))
-    DispatchQueue.global().asyncAfter(
-      deadline: .now() + .seconds(Int(ResourceOffer.decisionTimeout.components.seconds))
-    ) { message.decline(reason: "no answer in time") }
+    Task {
+      try? await Task.sleep(for: ResourceOffer.decisionTimeout)
+      message.decline(reason: "no answer in time")
+    }
   }
 
   /// An RFC 3339 time as seconds and nanoseconds since 1970 (``LocalSendTime/parse(_:)``);

@@ -99,10 +99,8 @@ public final class LocalSendServer: Sendable {
   let tls: LocalSendTLS?
   /// What a web receiver answers before any route (nil: not one).
   let webGate: WebGate?
+  /// The upload sessions: the one record of the session under way (``UploadSessionMachine``).
   let sessions: Mutex<UploadSessionMachine>
-  private let current = Mutex<UploadSession?>(nil)
-  /// The text message being asked about, by its session: withdrawn if its sender leaves.
-  private let text = Mutex<(session: String, message: LocalSendText)?>(nil)
   private let connections = ConnectionSlots(
     total: Limits.connections, perAddress: Limits.connectionsPerAddress)
   private let channel = Mutex<(any Channel)?>(nil)
@@ -224,7 +222,10 @@ public final class LocalSendServer: Sendable {
   /// Cancels the session under way, if any (the application's cancel): its sender's uploads
   /// are cut off.
   public func cancelSession() {
-    current.withLock { $0 }?.offer?.cancelFromApplication()
+    guard let id = sessions.withLock({ $0.currentSession }), let session = session(id) else {
+      return
+    }
+    session.offer?.cancelFromApplication()
   }
 
   // MARK: Connections
@@ -244,8 +245,14 @@ public final class LocalSendServer: Sendable {
           })
       }
       try sync.configureHTTPServerPipeline(withErrorHandling: true)
+      // A connection silent for the idle time is closed (its handler says when waiting is
+      // not silence).
+      try sync.addHandler(IdleStateHandler(allTimeout: TimeAmount(Limits.idleTimeout)))
       try sync.addHandler(
-        LocalSendHTTPHandler(server: self, address: address, slot: slot, presented: presented))
+        HTTPConnectionHandler(
+          endpoints: LocalSendEndpoints(server: self, presented: presented), address: address,
+          slot: slot, budget: jsonBytes,
+          limits: HTTPRequestStateMachine.Limits(requestDeadline: Limits.requestDeadline)))
       return channel.eventLoop.makeSucceededVoidFuture()
     } catch {
       return channel.close()
@@ -254,41 +261,44 @@ public final class LocalSendServer: Sendable {
 
   // MARK: Sessions
 
-  /// The session under way, if it is `id`.
+  /// The session under way's front end for its files, if it is `id`.
   func session(_ id: String) -> UploadSession? {
-    current.withLock { $0?.id == id ? $0 : nil }
-  }
-
-  /// Makes `session` the one under way.
-  func begin(_ session: UploadSession) {
-    current.withLock { $0 = session }
-  }
-
-  /// Text message `message` of session `id` is being asked about.
-  func asking(_ message: LocalSendText, session id: String) {
-    text.withLock { $0 = (id, message) }
-  }
-
-  /// Session `id`'s text message was answered (or withdrawn).
-  func textAnswered(_ id: String) {
-    text.withLock { if $0?.session == id { $0 = nil } }
-  }
-
-  /// Session `id`'s sender left while its text message was asked about: the question is
-  /// withdrawn, and the next sender is not busy for the rest of it.
-  func withdrawText(_ id: String) {
-    let asked = text.withLock { slot -> LocalSendText? in
-      guard slot?.session == id else { return nil }
-      defer { slot = nil }
-      return slot?.message
+    guard case .files(let session)? = sessions.withLock({ $0.subject(of: id) }) else {
+      return nil
     }
-    asked?.withdraw()
-    end(id)
+    return session
   }
 
-  /// Session `id` is over: the next prepare-upload may start one.
-  func end(_ id: String) {
-    current.withLock { if $0?.id == id { $0 = nil } }
+  /// Session `id`, being asked about, is about `subject`; false when it ended meanwhile.
+  func attach(_ subject: UploadSessionMachine.Subject, to id: String) -> Bool {
+    sessions.withLock { $0.attach(subject, to: id) }
+  }
+
+  /// Session `id` is over: the next prepare-upload may start one. Returns whether it was the
+  /// one under way (ended now), and what it was about.
+  @discardableResult
+  func end(_ id: String) -> (ended: Bool, subject: UploadSessionMachine.Subject?) {
     sessions.withLock { $0.ended(id) }
+  }
+
+  /// Session `id`'s sender left before it was answered: the session ends, and its question
+  /// with it (files: the core hears `reason`; a text: withdrawn), so that the next sender is
+  /// not busy for the rest of it.
+  func withdraw(_ id: String, reason: String) {
+    switch end(id).subject {
+    case .files(let session)?: session.offer?.senderReset(reason: reason)
+    case .text(let text)?: text.withdraw()
+    case nil: break
+    }
+  }
+
+  /// Session `id`'s sender cancelled it: over at once for the sender (its next prepare-upload
+  /// is not busy); the core hears `reason` and cleans up behind it. A text being asked about
+  /// has no upload session: it stays the one question until it is answered (or times out), so
+  /// that cancels cannot pile up questions.
+  func cancel(_ id: String, reason: String) {
+    guard let session = session(id) else { return }
+    end(id)
+    session.offer?.senderReset(reason: reason)
   }
 }

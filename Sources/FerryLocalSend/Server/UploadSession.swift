@@ -59,14 +59,16 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
   private let state = Mutex(State())
   /// Set once the core's offer exists (the session is created first).
   private let offerSlot = Mutex<IncomingOffer?>(nil)
-  /// Called once when the session is over (the server's machine lets the next one start).
-  private let onEnd: @Sendable () -> Void
+  /// Whether it is still the server's session under way (``UploadSessionMachine``, the one
+  /// record of it).
+  private let isCurrent: @Sendable () -> Bool
+  /// Ends it in the server's machine (the next one may start): whether it was still current.
+  private let onEnd: @Sendable () -> Bool
 
   private struct State {
     var verdicts: [Int: EventLoopPromise<Verdict>] = [:]
     var outstanding = 0
     var waiting: [@Sendable () -> Void] = []
-    var ended = false
     /// Connections to close if the receiver cancels.
     var connections: [ObjectIdentifier: any Channel] = [:]
     /// Before the prepare-upload is answered: the tokens so far, and the held files whose
@@ -76,11 +78,12 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
 
   init(
     id: String, files: [(id: String, file: LocalSendFile)], prepared: EventLoopPromise<Preparation>,
-    onEnd: @escaping @Sendable () -> Void
+    isCurrent: @escaping @Sendable () -> Bool, onEnd: @escaping @Sendable () -> Bool
   ) {
     self.id = id
     self.files = files
     self.prepared = prepared
+    self.isCurrent = isCurrent
     self.onEnd = onEnd
   }
 
@@ -96,13 +99,15 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
   func uploadStarted(
     _ index: Int, on channel: any Channel, verdict promise: EventLoopPromise<Verdict>
   ) {
-    let ended = state.withLock { state -> Bool in
-      guard !state.ended else { return true }
+    // Stored, then checked: whoever takes the promise out (this, or the session's end) completes
+    // it, once.
+    state.withLock { state in
       state.verdicts[index] = promise
       state.connections[ObjectIdentifier(channel)] = channel
-      return false
     }
-    if ended { promise.succeed(.failed("the session is over")) }
+    guard !isCurrent() else { return }
+    let orphan = state.withLock { $0.verdicts.removeValue(forKey: index) }
+    orphan?.succeed(.failed("the session is over"))
   }
 
   /// The upload connection `channel` is done with.
@@ -113,9 +118,15 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
   /// `count` more bytes were handed to the core. Returns whether the connection may read on
   /// now; if not, `resume` is called once the core has written enough (on any thread).
   func handed(_ count: Int, resume: @escaping @Sendable () -> Void) -> Bool {
-    state.withLock { state in
+    let pauses = state.withLock { state in
       state.outstanding += count
-      guard state.outstanding > Self.window, !state.ended else { return true }
+      return state.outstanding > Self.window
+    }
+    // An ended session pauses nobody: its uploads are answered.
+    guard pauses, isCurrent() else { return true }
+    return state.withLock { state in
+      // Granted meanwhile: no pause.
+      guard state.outstanding > Self.window else { return true }
       state.waiting.append(resume)
       return false
     }
@@ -237,29 +248,25 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
     promise?.succeed(verdict)
   }
 
-  /// Ends the session once: the uploads still waiting fail with `reason`, paused connections
-  /// resume (to be answered), the server may start the next session. Returns the upload
-  /// connections open.
+  /// Ends the session: the server may start the next, the uploads still waiting fail with
+  /// `reason`, paused connections resume (to be answered). Returns the upload connections
+  /// open. Ending it again finds nothing more to end.
   @discardableResult
   private func end(failing reason: String) -> [any Channel] {
-    let (first, verdicts, waiting, connections) = state.withLock {
-      state -> (Bool, [EventLoopPromise<Verdict>], [@Sendable () -> Void], [any Channel]) in
-      let first = !state.ended
-      state.ended = true
+    _ = onEnd()
+    let (verdicts, waiting, connections) = state.withLock {
+      state -> ([EventLoopPromise<Verdict>], [@Sendable () -> Void], [any Channel]) in
       defer {
         state.verdicts = [:]
         state.waiting = []
+        state.connections = [:]
       }
-      return (first, Array(state.verdicts.values), state.waiting, Array(state.connections.values))
+      return (Array(state.verdicts.values), state.waiting, Array(state.connections.values))
     }
     for promise in verdicts { promise.succeed(.failed(reason)) }
     for resume in waiting { resume() }
-    if first {
-      onEnd()
-      // The offer and this session hold each other: let both go.
-      offer = nil
-      state.withLock { $0.connections.removeAll() }
-    }
+    // The offer and this session hold each other: let both go.
+    offer = nil
     return connections
   }
 

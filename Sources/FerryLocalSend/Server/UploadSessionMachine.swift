@@ -4,8 +4,10 @@ import Ferry
 /// busy), asked about before it is accepted, its files uploaded only from the address that
 /// prepared it — with the certificate it proved, if it proved one — and only with their tokens,
 /// each once; a cancel only from that address and certificate; PIN attempts counted per
-/// address. No I/O,
-/// no clock, no locks: ``LocalSendServer`` holds it under a lock and acts on its verdicts.
+/// address. It is the one record of the session under way, and holds what the session is
+/// about (``Subject``: the transfer core's front end for its files, or its text). No I/O, no
+/// clock (the time is passed in), no locks: ``LocalSendServer`` holds it under a lock and acts
+/// on its verdicts.
 struct UploadSessionMachine: Sendable {
   /// One accepted file of the session.
   struct Upload: Sendable, Equatable {
@@ -33,11 +35,21 @@ struct UploadSessionMachine: Sendable {
     case active(Active)
   }
 
+  /// What a session is about.
+  enum Subject: Sendable {
+    /// Files: the transfer core's front end for them.
+    case files(UploadSession)
+    /// A text message, asked about (it has no upload session).
+    case text(LocalSendText)
+  }
+
   struct Asking: Sendable {
     let id: String
     let address: String
     /// The key its sender's certificate proved (nil: none, an unverified or web sender).
     let owner: Fingerprint?
+    /// What it is about, once its prepare-upload is read (nil until then).
+    var subject: Subject?
   }
 
   struct Active: Sendable {
@@ -45,6 +57,8 @@ struct UploadSessionMachine: Sendable {
     let address: String
     /// The key its sender's certificate proved (nil: none).
     let owner: Fingerprint?
+    /// The core's front end for its files (nil only where no core takes them: tests).
+    let session: UploadSession?
     /// By file id: only the files accepted.
     var uploads: [String: Upload]
     /// How many of them are ``Upload/Stage/uploading``.
@@ -157,9 +171,31 @@ struct UploadSessionMachine: Sendable {
   /// longer the one asked about.
   mutating func accepted(_ id: String, uploads: [String: Upload]) -> Bool {
     guard case .asking(let asking) = state, asking.id == id else { return false }
+    var session: UploadSession?
+    if case .files(let files)? = asking.subject { session = files }
     state = .active(
-      Active(id: id, address: asking.address, owner: asking.owner, uploads: uploads))
+      Active(
+        id: id, address: asking.address, owner: asking.owner, session: session,
+        uploads: uploads))
     return true
+  }
+
+  /// Session `id`, being asked about, is about `subject`; false when it is no longer the one
+  /// (it ended meanwhile).
+  mutating func attach(_ subject: Subject, to id: String) -> Bool {
+    guard case .asking(var asking) = state, asking.id == id else { return false }
+    asking.subject = subject
+    state = .asking(asking)
+    return true
+  }
+
+  /// What session `id` is about, if it is the one under way.
+  func subject(of id: String) -> Subject? {
+    switch state {
+    case .asking(let asking) where asking.id == id: return asking.subject
+    case .active(let active) where active.id == id: return active.session.map { .files($0) }
+    default: return nil
+    }
   }
 
   /// An upload of file `fileId` with `token`, from `address` with `certificate` (nil: none), to
@@ -226,11 +262,19 @@ struct UploadSessionMachine: Sendable {
   }
 
   /// Session `id` is over (declined, refused, cancelled or finished): the next may start.
-  mutating func ended(_ id: String) {
+  /// Returns whether it was the one under way (it is ended once), and what it was about.
+  @discardableResult
+  mutating func ended(_ id: String) -> (ended: Bool, subject: Subject?) {
+    let subject = subject(of: id)
     switch state {
-    case .asking(let asking) where asking.id == id: state = .idle
-    case .active(let active) where active.id == id: state = .idle
-    default: break
+    case .asking(let asking) where asking.id == id:
+      state = .idle
+      return (true, subject)
+    case .active(let active) where active.id == id:
+      state = .idle
+      return (true, subject)
+    default:
+      return (false, nil)
     }
   }
 

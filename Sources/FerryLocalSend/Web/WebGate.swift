@@ -37,17 +37,18 @@ final class WebGate: Sendable {
     self.page = page
   }
 
+  /// The server whose routes it lets requests in to.
+  var server: HTTPRoutes.Server { page == .receive ? .webReceive : .webShare }
+
   /// The verdict on a request for `path` (no query) with `method` and `headers`, from
-  /// `address`.
+  /// `address`, by the route it matches (``HTTPRoutes``) and how the route lets it in.
   func verdict(method: HTTPMethod, path: String, headers: HTTPHeaders, address: String) -> Verdict {
     let html = "text/html; charset=utf-8"
     let refused = Verdict.serve(.notFound, body: WebPage.expired, type: html)
-    if page == .share, method == .GET,
-      path == LocalSendProtocol.Path.download || path == WebShareServer.Path.downloadAll
-        || path == WebShareServer.Path.downloaded
-    {
+    let match = HTTPRoutes.match(method, path, on: server)
+    if match?.access == .session {
       // A download link cannot carry a header: its session (granted to this address after
-      // the person said yes) is its key, checked by the share handler — also after the link
+      // the person said yes) is its key, checked by the share endpoints — also after the link
       // expired, for a browser already let in.
       return .pass
     }
@@ -58,44 +59,32 @@ final class WebGate: Sendable {
       }
       // What a yes already granted (a session's uploads, its cancel) goes on after the link
       // expired; nothing new starts.
-      let granted =
-        page == .receive && method == .POST
-        && (path == LocalSendProtocol.Path.upload || path == LocalSendProtocol.Path.cancel)
-      guard access.isValid || granted else {
+      guard access.isValid || match?.access == .tokenGranted else {
         return .serve(.gone, body: WebPage.expired, type: html)
       }
-      switch (page, method, path) {
-      case (.receive, .GET, LocalSendProtocol.Path.info),
-        (.receive, .POST, LocalSendProtocol.Path.prepareUpload),
-        (.receive, .POST, LocalSendProtocol.Path.upload),
-        (.receive, .POST, LocalSendProtocol.Path.cancel),
-        (.share, .POST, LocalSendProtocol.Path.prepareDownload):
-        return .pass
-      default:
-        return refused
-      }
+      return match == nil ? refused : .pass
     }
-    if method == .GET, path == "/expired.css" {
+    if match?.route == .expiredStyle {
       // The plain page's style: nothing secret, served to anyone.
       return .serve(.ok, body: WebPage.css, type: "text/css; charset=utf-8")
     }
     guard method == .GET, path.hasPrefix("/r/") else { return refused }
-    let parts = path.dropFirst(3).split(separator: "/", omittingEmptySubsequences: false)
-    guard let token = parts.first, access.matches(String(token)) else {
-      return wrong(address, refused)
-    }
+    let token = path.dropFirst(3).prefix { $0 != "/" }
+    guard access.matches(String(token)) else { return wrong(address, refused) }
     guard access.isValid else { return .serve(.gone, body: WebPage.expired, type: html) }
-    switch parts.count == 1 ? "" : String(parts[1...].joined(separator: "/")) {
-    case "":
+    switch match?.route {
+    case .page?:
       let body =
         page == .receive
         ? WebPage.html(base: access.pagePath) : WebSharePage.html(base: access.pagePath)
       return .serve(.ok, body: body, type: html)
-    case "app.js":
+    case .script?:
       let script = page == .receive ? WebPage.script : WebSharePage.script
       return .serve(.ok, body: script, type: "text/javascript; charset=utf-8")
-    case "app.css": return .serve(.ok, body: WebPage.css, type: "text/css; charset=utf-8")
-    default: return refused
+    case .style?:
+      return .serve(.ok, body: WebPage.css, type: "text/css; charset=utf-8")
+    default:
+      return refused
     }
   }
 

@@ -85,6 +85,9 @@ public final class WebShareServer: Sendable {
     public static let sessions = 64
     /// Questions open at once.
     public static let openQuestions = 4
+    /// How long a connection may stay silent between requests (a question waited on, or a
+    /// download under way, is not silence: a download has its own stall limit).
+    public static let idleTimeout: Duration = .seconds(30)
   }
 
   let access: LocalSendWebAccess
@@ -101,14 +104,6 @@ public final class WebShareServer: Sendable {
   let sessions = Mutex<[String: String]>([:])
   /// What each session downloaded whole (file indices), for the page to mark.
   private let downloaded = Mutex<[String: Set<Int>]>([:])
-
-  /// Ferry's own routes beside LocalSend's: the whole set as one zip, and what a session has.
-  enum Path {
-    /// `GET …?sessionId=`: every file in one zip archive, streamed (no copy is made).
-    static let downloadAll = "/api/ferry/v1/download-all"
-    /// `GET …?sessionId=`: the ids of the files this session downloaded whole.
-    static let downloaded = "/api/ferry/v1/downloaded"
-  }
 
   /// Session `id` downloaded files `indices` whole. Any thread.
   func markDownloaded(_ indices: some Sequence<Int>, session id: String) {
@@ -203,7 +198,10 @@ public final class WebShareServer: Sendable {
     do {
       let sync = channel.pipeline.syncOperations
       try sync.configureHTTPServerPipeline(withErrorHandling: true)
-      try sync.addHandler(WebShareHandler(server: self, address: address, slot: slot))
+      try sync.addHandler(IdleStateHandler(allTimeout: TimeAmount(Limits.idleTimeout)))
+      try sync.addHandler(
+        HTTPConnectionHandler(
+          endpoints: WebShareEndpoints(server: self), address: address, slot: slot, budget: nil))
       return channel.eventLoop.makeSucceededVoidFuture()
     } catch {
       return channel.close()

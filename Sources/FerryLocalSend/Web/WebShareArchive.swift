@@ -4,17 +4,18 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-extension WebShareHandler {
+extension WebShareEndpoints {
   /// `download-all?sessionId=`: every file offered in one zip archive (``ZipStream``), its
   /// length known before the first byte (the browser shows its progress), each file read as it
   /// goes out — on a queue of its own, a MiB at a time, each piece written before the next is
   /// read — and checked as a single download is (still the file offered, and as large). A file
   /// that changed, or a browser that reads nothing for ``stall``, ends it (the archive is then
   /// cut short, and the browser says the download failed).
-  func downloadAll(_ query: [String: String], context: ChannelHandlerContext) {
-    guard let session = query["sessionId"], isOwn(session) else {
-      return write(.forbidden, text: "not allowed", context: context)
+  func downloadAll(_ query: [String: String], _ request: HTTPRequest, reply: HTTPReply) {
+    guard let session = query["sessionId"], isOwn(session, request.address) else {
+      return reply(.text(.forbidden, "not allowed"))
     }
+    let (server, address) = (self.server, request.address)
     let files = server.files
     // The archive's length: the same records with any CRC (it changes no length).
     var dry = ZipStream()
@@ -23,78 +24,43 @@ extension WebShareHandler {
       _ = dry.descriptor(crc: 0)
     }
     _ = dry.end()
-    var headers = HTTPHeaders()
-    headers.add(name: "content-type", value: "application/zip")
-    headers.add(name: "content-length", value: "\(dry.written)")
-    headers.add(name: "content-disposition", value: Self.disposition(server.archiveName))
-    for (name, value) in WebPage.securityHeaders { headers.add(name: name, value: value) }
-    busy = true
-    server.downloadStarted()
-    context.write(
-      wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))),
-      promise: nil)
-    lastWritten = .now()
-    let channel = context.channel
-    let watch = context.eventLoop.scheduleRepeatedTask(
-      initialDelay: .seconds(1), delay: .seconds(1)
-    ) { [self] _ in
-      if NIODeadline.now() - lastWritten > Self.stall { channel.close(promise: nil) }
-    }
-    let archive = ArchiveSender(
-      files: files, channel: channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop))
-    archive.start { [server, address, weak self] outcome in
-      watch.cancel()
-      server.downloadEnded()
-      self?.busy = false
-      if let self { server.connections.idle(self.slot) }
-      self?.context.map { self?.arm($0) }
-      switch outcome {
-      case .success:
-        server.markDownloaded(files.indices, session: session)
-        for file in files {
+    let length = dry.written
+    reply.respond { channel, done in
+      var headers = HTTPHeaders()
+      headers.add(name: "content-type", value: "application/zip")
+      headers.add(name: "content-length", value: "\(length)")
+      headers.add(name: "content-disposition", value: Self.disposition(server.archiveName))
+      for (name, value) in WebPage.securityHeaders { headers.add(name: name, value: value) }
+      server.downloadStarted()
+      channel.write(
+        HTTPServerResponsePart.head(
+          HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)), promise: nil)
+      let progress = DownloadProgress()
+      let watch = channel.eventLoop.scheduleRepeatedTask(
+        initialDelay: .seconds(1), delay: .seconds(1)
+      ) { _ in
+        if progress.stalled { channel.close(promise: nil) }
+      }
+      let archive = ArchiveSender(files: files, channel: channel, progress: progress)
+      archive.start { outcome in
+        watch.cancel()
+        server.downloadEnded()
+        switch outcome {
+        case .success:
+          server.markDownloaded(files.indices, session: session)
+          for file in files {
+            server.eventsContinuation.yield(
+              .downloaded(path: file.path, bytes: file.size, address: address))
+          }
+          done(false)
+        case .failure(let error):
           server.eventsContinuation.yield(
-            .downloaded(path: file.path, bytes: file.size, address: address))
+            .failed(
+              path: "all files (zip)", reason: ErrorWords.describe(error), address: address))
+          done(true)
         }
-      case .failure(let error):
-        server.eventsContinuation.yield(
-          .failed(
-            path: "all files (zip)", reason: ErrorWords.describe(error), address: address))
-        channel.close(promise: nil)
       }
     }
-  }
-
-  /// `downloaded?sessionId=`: the ids of the files this session downloaded whole (the page
-  /// marks them), and how many there are.
-  func downloaded(_ query: [String: String], context: ChannelHandlerContext) {
-    guard let session = query["sessionId"], isOwn(session) else {
-      return write(.forbidden, text: "not allowed", context: context)
-    }
-    let ids = server.downloadedFiles(session: session).sorted().map { "\"f\($0)\"" }
-    write(
-      .ok, body: Array("{\"downloaded\":[\(ids.joined(separator: ","))]}".utf8),
-      type: "application/json", context: context, closing: false)
-  }
-
-  /// A piece of the archive's output: written once the one before it is.
-  fileprivate func piece(_ bytes: [UInt8], then: @escaping @Sendable (Result<Void, Error>) -> Void)
-  {
-    guard let context else { return then(.failure(ChannelError.ioOnClosedChannel)) }
-    let promise = context.eventLoop.makePromise(of: Void.self)
-    let buffer = context.channel.allocator.buffer(bytes: bytes)
-    context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: promise)
-    promise.futureResult.whenComplete { [weak self] result in
-      if case .success = result { self?.lastWritten = .now() }
-      then(result.mapError { $0 })
-    }
-  }
-
-  /// The response's end, written after the archive's last bytes.
-  fileprivate func finish(then: @escaping @Sendable (Result<Void, Error>) -> Void) {
-    guard let context else { return then(.failure(ChannelError.ioOnClosedChannel)) }
-    let promise = context.eventLoop.makePromise(of: Void.self)
-    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: promise)
-    promise.futureResult.whenComplete { then($0.mapError { $0 }) }
   }
 }
 
@@ -111,19 +77,17 @@ private final class ArchiveSender: @unchecked Sendable {
   static let chunk = 1 << 20
   let files: [WebShareServer.SharedFile]
   let channel: any Channel
-  let handler: NIOLoopBound<WebShareHandler>
+  let progress: DownloadProgress
   /// Reads files off the event loop.
   let queue = DispatchQueue(label: "ferry.web.archive")
   /// The records made so far (touched on the event loop only).
   var zip = ZipStream()
   var done: (@Sendable (Result<Void, Error>) -> Void)?
 
-  init(
-    files: [WebShareServer.SharedFile], channel: any Channel, handler: NIOLoopBound<WebShareHandler>
-  ) {
+  init(files: [WebShareServer.SharedFile], channel: any Channel, progress: DownloadProgress) {
     self.files = files
     self.channel = channel
-    self.handler = handler
+    self.progress = progress
   }
 
   /// Starts with the first file; `done` is called once, on the event loop.
@@ -141,14 +105,14 @@ private final class ArchiveSender: @unchecked Sendable {
   /// File `index` (or the end, past the last): on the event loop.
   private func send(file index: Int) {
     guard index < files.count else {
-      return handler.value.piece(zip.end()) { [self] result in
+      return write(zip.end()) { [self] result in
         guard case .success = result else { return end(result) }
-        handler.value.finish { [self] result in end(result) }
+        finish { [self] result in end(result) }
       }
     }
     let file = files[index]
     queue.async { [self] in
-      guard let fd = WebShareHandler.openOffered(file) else {
+      guard let fd = WebShareEndpoints.openOffered(file) else {
         return channel.eventLoop.execute { [self] in
           end(.failure(ArchiveFileChanged(path: file.path)))
         }
@@ -157,7 +121,7 @@ private final class ArchiveSender: @unchecked Sendable {
       let modified = fstat(fd, &info) == 0 ? Int64(info.st_mtim.tv_sec) : 0
       channel.eventLoop.execute { [self] in
         let header = zip.header(path: file.path, size: file.size, modified: modified)
-        handler.value.piece(header) { [self] result in
+        write(header) { [self] result in
           guard case .success = result else {
             close(fd)
             return end(result)
@@ -176,7 +140,7 @@ private final class ArchiveSender: @unchecked Sendable {
       guard offset < file.size else {
         close(fd)
         return channel.eventLoop.execute { [self] in
-          handler.value.piece(zip.descriptor(crc: crc)) { [self] result in
+          write(zip.descriptor(crc: crc)) { [self] result in
             guard case .success = result else { return end(result) }
             send(file: index + 1)
           }
@@ -203,7 +167,7 @@ private final class ArchiveSender: @unchecked Sendable {
       let next = bytes.withUnsafeBytes { ZipStream.crc32(crc, $0) }
       let piece = bytes
       channel.eventLoop.execute { [self] in
-        handler.value.piece(piece) { [self] result in
+        write(piece) { [self] result in
           guard case .success = result else {
             close(fd)
             return end(result)
@@ -211,6 +175,23 @@ private final class ArchiveSender: @unchecked Sendable {
           read(fd, file: file, index: index, from: offset + UInt64(wanted), crc: next)
         }
       }
+    }
+  }
+
+  /// A piece of the archive's output: written once the one before it is.
+  private func write(_ bytes: [UInt8], then: @escaping @Sendable (Result<Void, Error>) -> Void) {
+    let buffer = channel.allocator.buffer(bytes: bytes)
+    channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(buffer))).whenComplete {
+      [progress] result in
+      if case .success = result { progress.wrote() }
+      then(result.mapError { $0 })
+    }
+  }
+
+  /// The response's end, written after the archive's last bytes.
+  private func finish(then: @escaping @Sendable (Result<Void, Error>) -> Void) {
+    channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete {
+      then($0.mapError { $0 })
     }
   }
 }
