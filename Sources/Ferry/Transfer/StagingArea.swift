@@ -39,7 +39,7 @@ final class StagingArea: Sendable {
   /// The filesystem the staging directory is on (`st_dev`), for space reservations.
   let device: UInt64
   /// The staging directory's identity, for claims shared by offers in this process.
-  private let identity: String
+  let identity: String
   /// The destination folders files were last placed in, still open for the next ones.
   private let folders = OpenFolders(capacity: 4)
 
@@ -201,7 +201,7 @@ final class StagingArea: Sendable {
   /// ``fd`` would share its read position, so a second listing — the survey's, right after
   /// stale cleanup's — began at the end and found nothing staged, and every file of an offer
   /// of more than 16 files started over.
-  private func names(limit: Int = .max) -> [String]? {
+  func names(limit: Int = .max) -> [String]? {
     let listing = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     guard listing >= 0, let directory = fdopendir(listing) else {
       if listing >= 0 { close(listing) }
@@ -294,160 +294,7 @@ final class StagingArea: Sendable {
       .appendingPathComponent(received)
   }
 
-  /// Removes what this class leaves in the staging directory and nobody resumed for `age`:
-  /// `.part` files (unless an offer holds them) and `.meta` files, and `.meta` files whose
-  /// staged file is gone; a streamed file's `.stream.part`, which nothing can resume, at any
-  /// age. Files handed over (`.received`) are the application's and stay.
-  /// Returns how many staged files were removed and their bytes.
-  @discardableResult
-  func removeStale(olderThan age: Duration) -> (files: Int, bytes: UInt64) {
-    var removed: (files: Int, bytes: UInt64) = (0, 0)
-    guard let entries = names() else { return removed }
-    let present = Set(entries)
-    let limit = Int(Date().timeIntervalSince1970) - Int(age.components.seconds)
-    for entry in entries {
-      let isPart = entry.hasSuffix(Self.partSuffix)
-      let isMeta = entry.hasSuffix(Self.partSuffix + Self.metaSuffix)
-      guard isPart || isMeta else { continue }
-      var status = stat()
-      guard fstatat(fd, entry, &status, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
-      let stale =
-        status.st_mtim.tv_sec < limit || entry.hasSuffix(Self.streamSuffix + Self.partSuffix)
-      if isMeta {
-        let part = String(entry.dropLast(Self.metaSuffix.count))
-        if stale || !present.contains(part) { unlinkat(fd, entry, 0) }
-      } else if stale, !StagingClaims.shared.isClaimed(identity + "/" + entry),
-        !isLockedElsewhere(entry)
-      {
-        remove(entry)
-        removed.files += 1
-        removed.bytes += UInt64(max(status.st_size, 0))
-      }
-    }
-    return removed
-  }
-
-  /// Whether another process holds the lock of staged file `name` (it is receiving it).
-  private func isLockedElsewhere(_ name: String) -> Bool {
-    let file = openat(fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-    guard file >= 0 else { return false }
-    defer { close(file) }
-    guard flock(file, LOCK_EX | LOCK_NB) == 0 else { return true }
-    flock(file, LOCK_UN)
-    return false
-  }
-
-  /// Removes the staging directory if it is empty and no other offer of this process uses it
-  /// (one accepted a moment ago may not have created its first file yet).
-  func removeIfEmpty() {
-    guard StagingClaims.shared.users(of: identity) <= 1 else { return }
-    let root = Glibc.open(destination.root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    guard root >= 0 else { return }
-    unlinkat(root, Self.directoryName, AT_REMOVEDIR)
-    close(root)
-  }
-
   private func metaName(_ name: String) -> String { name + Self.metaSuffix }
-}
-
-/// Staging names held by offers being received in this process (one writer per staged file),
-/// and how many offers use each staging directory (it is removed only by its last user).
-final class StagingClaims: Sendable {
-  static let shared = StagingClaims()
-  /// The most offers waiting for one staging name.
-  static let maximumWaiters = 4
-  private let claimed = Mutex<(keys: Set<String>, waiters: [String: [@Sendable () -> Void]])>(
-    ([], [:]))
-  private let users = Mutex<[String: Int]>([:])
-
-  /// An offer opened staging directory `identity`.
-  func open(_ identity: String) {
-    users.withLock { $0[identity, default: 0] += 1 }
-  }
-
-  /// An offer is done with staging directory `identity`.
-  func close(_ identity: String) {
-    users.withLock { users in
-      users[identity, default: 1] -= 1
-      if users[identity] == 0 { users[identity] = nil }
-    }
-  }
-
-  /// How many offers use staging directory `identity` now.
-  func users(of identity: String) -> Int {
-    users.withLock { $0[identity, default: 0] }
-  }
-
-  /// True the first time `key` is claimed (until released).
-  func claim(_ key: String) -> Bool {
-    claimed.withLock { $0.keys.insert(key).inserted }
-  }
-
-  /// Whether `key` is claimed.
-  func isClaimed(_ key: String) -> Bool {
-    claimed.withLock { $0.keys.contains(key) }
-  }
-
-  /// Calls `action` once `key` is released (at once if it is not claimed), outside the lock.
-  func whenReleased(_ key: String, _ action: @escaping @Sendable () -> Void) {
-    let now = claimed.withLock { claimed -> Bool in
-      guard claimed.keys.contains(key) else { return true }
-      // Bounded: a sender offering the same files again and again while one offer holds them
-      // adds no more than a few waiters (the others just wait out their time).
-      if claimed.waiters[key, default: []].count < Self.maximumWaiters {
-        claimed.waiters[key, default: []].append(action)
-      }
-      return false
-    }
-    if now { action() }
-  }
-
-  /// Releases `keys`, then tells who waited for them.
-  func release(_ keys: [String]) {
-    let waiting = claimed.withLock { claimed in
-      var waiting: [@Sendable () -> Void] = []
-      for key in keys {
-        claimed.keys.remove(key)
-        waiting += claimed.waiters.removeValue(forKey: key) ?? []
-      }
-      return waiting
-    }
-    for action in waiting { action() }
-  }
-}
-
-/// Free space promised to offers being received, per filesystem: an offer is accepted only if
-/// the free space not yet promised to others covers it, so two offers accepted at once cannot
-/// both count on the same free bytes. Promises shrink as their bytes are written (bytes on disk
-/// are already gone from the free space) and as files complete.
-final class SpaceReservations: Sendable {
-  static let shared = SpaceReservations()
-  private let reserved = Mutex<[UInt64: UInt64]>([:])
-
-  /// Promises `bytes` on filesystem `device`, which has `available` bytes free; false (nothing
-  /// promised) when the bytes already promised leave too little.
-  func reserve(_ bytes: UInt64, on device: UInt64, available: UInt64) -> Bool {
-    reserved.withLock { reserved in
-      let promised = reserved[device, default: 0]
-      guard promised <= available, bytes <= available - promised else { return false }
-      reserved[device] = promised + bytes
-      return true
-    }
-  }
-
-  /// Bytes promised on `device` now.
-  func promised(on device: UInt64) -> UInt64 {
-    reserved.withLock { $0[device, default: 0] }
-  }
-
-  /// Withdraws a promise of `bytes` on `device`.
-  func release(_ bytes: UInt64, on device: UInt64) {
-    guard bytes > 0 else { return }
-    reserved.withLock { reserved in
-      let left = reserved[device, default: 0] - min(bytes, reserved[device, default: 0])
-      reserved[device] = left == 0 ? nil : left
-    }
-  }
 }
 
 /// The process's file mode creation mask, read once (without changing it, from

@@ -24,7 +24,9 @@ extension IncomingOfferStateMachine {
   /// held file, bounded by its size — never what the sender claims to be doing.
   mutating func stallCheck(now: ContinuousClock.Instant, into actions: inout [Action]) {
     guard case .receiving(let receiving) = state else { return }
-    guard receiving.hashing != nil || now - receiving.lastHeard < configuration.stall else {
+    guard
+      receiving.held.isHashing || !receiving.clock.stalled(now: now, limit: configuration.stall)
+    else {
       return abandon(.stalled(configuration.stall), notify: true, into: &actions)
     }
     actions.append(.scheduleStallCheck)
