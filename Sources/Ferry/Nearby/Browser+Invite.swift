@@ -24,8 +24,8 @@ extension Browser {
     guard let fingerprint = peer.info.fingerprint else {
       throw .authenticationFailed(reason: "\(peer.name) advertises no fingerprint")
     }
-    return try await session.invite(
+    return try await session.connector.invite(
       endpoints: peer.addresses.map { ($0.ip, Int(peer.port)) }, expecting: .exact(fingerprint),
-      context: context, timeout: timeout, onVerificationCode: onVerificationCode)
+      context: context, timeout: timeout, onVerificationCode: onVerificationCode, into: session)
   }
 }

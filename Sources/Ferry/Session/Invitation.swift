@@ -130,8 +130,8 @@ public final class Invitation: Sendable, CustomStringConvertible {
         // Until this end's own invitation ended, but never past the inviter's patience nor
         // beyond its withdrawal, the session's close or this task's cancellation.
         mayWait = false
-        await session.invitationsSettled(
-          to: peer.fingerprint, until: expiresAt - Self.waitMargin,
+        await session.connector.invitationsSettled(
+          to: peer.fingerprint, until: expiresAt - Self.waitMargin, in: session,
           wake: { stop in
             let withdrawn = hold.withLock { hold in
               hold.stop = stop

@@ -3,7 +3,8 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// Inviting a peer by address, and as MultipeerConnectivity does.
+/// Inviting a peer by address, and as MultipeerConnectivity does (the ``SessionConnector``
+/// connects).
 extension Session {
   /// Invites the peer listening at `host:port` directly, without discovery.
   ///
@@ -29,9 +30,9 @@ extension Session {
     timeout: Duration = .seconds(30),
     onVerificationCode: (@Sendable (PeerID, VerificationCode) -> Void)? = nil
   ) async throws(InvitationError) -> PeerID {
-    try await invite(
+    try await connector.invite(
       endpoints: [(host, Int(port))], expecting: expecting.map { .exact($0) }, context: context,
-      timeout: timeout, onVerificationCode: onVerificationCode)
+      timeout: timeout, onVerificationCode: onVerificationCode, into: self)
   }
 
   /// Invites the peer listening at `host:port` directly, requiring that its fingerprint start
@@ -55,9 +56,9 @@ extension Session {
       throw .authenticationFailed(
         reason: "a fingerprint prefix needs \(Fingerprint.minimumPrefixDigits) to 64 hex digits")
     }
-    return try await invite(
+    return try await connector.invite(
       endpoints: [(host, Int(port))], expecting: .prefix(fingerprintPrefix), context: context,
-      timeout: timeout, onVerificationCode: onVerificationCode)
+      timeout: timeout, onVerificationCode: onVerificationCode, into: self)
   }
 
   /// Invites the peer with `fingerprint` at one of `endpoints`, as MultipeerConnectivity does:
@@ -70,8 +71,8 @@ extension Session {
     endpoints: [(host: String, port: Int)], expecting fingerprint: Fingerprint,
     context: [UInt8] = [], timeout: Duration
   ) async throws(InvitationError) -> PeerID {
-    try await invite(
+    try await connector.invite(
       endpoints: endpoints, expecting: .exact(fingerprint), context: context, timeout: timeout,
-      keepingConnected: true, onVerificationCode: nil)
+      keepingConnected: true, onVerificationCode: nil, into: self)
   }
 }

@@ -32,7 +32,8 @@ public final class Session: Sendable {
   /// What one peer may make this session hold.
   public let limits: SessionLimits
 
-  let tls: TLSContexts
+  /// How links join: inviting, adopting, the crossing rule.
+  let connector: SessionConnector
   let transfers: SessionTransfers
   let continuation: AsyncStream<PeerStateChange>.Continuation
   let members = Mutex(SessionMembers())
@@ -40,8 +41,6 @@ public final class Session: Sendable {
   /// a retrying send does not connect to them again.
   /// Set by ``close()``: no invitation goes out after it, and no link is adopted.
   let closed = Atomic<Bool>(false)
-  /// The number of the last wait for this end's own invitations (``invitationsSettled``).
-  let lastSettleWait = Atomic<UInt64>(0)
 
   /// Creates a session for `identity`, presented to peers as `displayName`.
   ///
@@ -75,7 +74,7 @@ public final class Session: Sendable {
       limits: limits, accepting: accepting, stall: timeouts.transferStall,
       makeExecutor: makeOfferExecutor)
     // A key and certificate that Identity accepted (matching P-256 pair) are valid for BoringSSL.
-    self.tls = try! TLSContexts(identity: identity)
+    self.connector = SessionConnector(tls: try! TLSContexts(identity: identity))
     (stateChanges, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
   }
 

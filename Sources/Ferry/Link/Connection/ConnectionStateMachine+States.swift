@@ -1,6 +1,8 @@
 internal import FerryWire
 
-/// The connection state machine's states, actions and what they carry.
+/// The connection state machine's states, actions and what they carry; each state's data, and
+/// its transitions, is a struct of its own in States/ (``Greeting``, ``Known``, ``Asked``,
+/// ``Pending``, ``Connected``, ``Closed``).
 extension ConnectionStateMachine {
   /// Which end of the invitation this is.
   enum Role: Hashable {
@@ -31,54 +33,6 @@ extension ConnectionStateMachine {
     case connected(Connected)
     /// Over, for this reason; nothing more is done (the channel is closing or closed).
     case closed(Closed)
-  }
-
-  /// TLS is up: who proved its key, and the session's exporter value for the code.
-  struct Greeting: Hashable {
-    let fingerprint: Fingerprint
-    let keyingMaterial: [UInt8]
-  }
-
-  /// The peer named itself in HELLO, and a version was agreed.
-  struct Known: Hashable {
-    let peer: PeerID
-    let version: UInt16
-    let keyingMaterial: [UInt8]
-  }
-
-  /// The inviter's INVITE is out.
-  struct Asked: Hashable {
-    let known: Known
-    /// When it stops waiting for the answer.
-    let expiresAt: ContinuousClock.Instant
-    /// The advertiser's COMMIT, until REVEAL is checked against it.
-    var commitment: [UInt8]?
-    /// The code, once REVEAL gave the advertiser's nonce.
-    var code: VerificationCode?
-  }
-
-  /// The advertiser's application has the invitation.
-  struct Pending: Hashable {
-    let known: Known
-    let code: VerificationCode
-    /// Whether REVEAL was sent.
-    var revealed = false
-  }
-
-  /// A connected link.
-  struct Connected: Hashable {
-    let peer: PeerID
-    let version: UInt16
-    let code: VerificationCode
-    /// PINGs sent: each carries the next number.
-    var pings: UInt64 = 0
-  }
-
-  /// An ended connection: why, and what it had agreed.
-  struct Closed: Hashable {
-    let end: LinkEnd
-    let version: UInt16?
-    let code: VerificationCode?
   }
 
   /// What the handler must do, in order.

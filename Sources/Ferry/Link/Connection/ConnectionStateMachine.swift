@@ -8,7 +8,9 @@ internal import FerryWire
 ///
 /// Like NIOTLS's `ProtocolNegotiationHandlerStateMachine`, each state carries the data that is
 /// valid in it (the peer once HELLO told its name, the inviter's deadline), so that no field can
-/// be read in a state where it means nothing.
+/// be read in a state where it means nothing. As in swift-nio-ssh, each state is a struct of its
+/// own (States/) that makes the next one (`Known.invited`, `Asked.revealed`,
+/// `Connected.init(_ previous: Pending)`…): this type dispatches each event and says what to do.
 ///
 /// The verification code (§6) is settled here too: the advertiser commits to its nonce (COMMIT)
 /// as soon as it knows the peer, the inviter sends its own nonce in INVITE only once it holds
@@ -118,27 +120,15 @@ struct ConnectionStateMachine {
     peer fingerprint: Fingerprint?, alpn: String?, keyingMaterial: [UInt8]?
   ) -> [Action] {
     guard state == .tlsHandshake else { return [] }
-    // The inviter offered ALPN ferry/1 and a Ferry advertiser always selects it; a TLS server
-    // that ignores ALPN (a web server, openssl s_server) is refused now rather than waited on
-    // for a HELLO that never comes. (An advertiser still admits clients that offer no ALPN,
-    // such as openssl s_client: HELLO tells it what they speak.)
-    if case .inviter = role, alpn != WireProtocol.alpn {
-      return fail(
-        .authenticationFailed(
-          reason: "the other end speaks TLS but not Ferry's protocol "
-            + "(no agreement on ALPN '\(WireProtocol.alpn)')"))
+    let completed = Greeting.tlsCompleted(
+      role: role, peer: fingerprint, alpn: alpn, keyingMaterial: keyingMaterial)
+    switch completed {
+    case .failure(let error):
+      return fail(error)
+    case .success(let greeting):
+      state = .awaitingHello(greeting)
+      return [.send(.hello(versions: WireProtocol.supportedVersions, displayName: localName))]
     }
-    guard let fingerprint else {
-      return fail(.authenticationFailed(reason: "the peer presented no certificate"))
-    }
-    // Without it there is no code to compare: nothing would tell a man in the middle apart.
-    guard let keyingMaterial, !keyingMaterial.isEmpty else {
-      return fail(
-        .authenticationFailed(
-          reason: "the TLS session gave no keying material for the verification code"))
-    }
-    state = .awaitingHello(Greeting(fingerprint: fingerprint, keyingMaterial: keyingMaterial))
-    return [.send(.hello(versions: WireProtocol.supportedVersions, displayName: localName))]
   }
 
   /// A session frame (type 0x10 and above) arrived: passed on only once connected.
@@ -155,41 +145,30 @@ struct ConnectionStateMachine {
     case (.awaitingCommit(let known), .commit(let digest)):
       return commit(digest, from: known, now: now)
     case (.awaitingInvite(let known), .invite(let milliseconds, let inviterNonce, let context)):
-      // The inviter's wait, as it says, but never longer than the clamp: one connection must
-      // not hold a prompt or a pending slot for days.
-      let timeout = min(
-        Duration.milliseconds(Int64(milliseconds)), ConnectionTimeouts.maximumInvitationTimeout)
-      let code = deriveCode(known, inviterNonce: inviterNonce, advertiserNonce: nonce)
-      state = .pendingDecision(Pending(known: known, code: code))
+      let (pending, invite) = known.invited(
+        milliseconds: milliseconds, inviterNonce: inviterNonce, context: context,
+        advertiserNonce: nonce, localFingerprint: localFingerprint, now: now)
+      state = .pendingDecision(pending)
       // It expires when the inviter stops waiting, plus a grace second so that the inviter's
       // own timeout (and its CANCEL) comes first. REVEAL waits for ``reveal()``: only an
       // invitation this end admits gives the inviter its code.
-      return [
-        .cancelDeadline, .scheduleExpiry(timeout + .seconds(1)),
-        .invite(
-          IncomingInvite(
-            peer: known.peer, context: context, timeout: timeout, expiresAt: now + timeout,
-            verificationCode: code)),
-      ]
-    case (.awaitingAnswer(var asked), .reveal(let advertiserNonce)) where asked.commitment != nil:
-      // The nonce must be the one the advertiser committed to before it saw ours: else it
-      // could have picked it to make the code what it wanted.
-      guard VerificationCode.commitment(to: advertiserNonce) == asked.commitment else {
+      return [.cancelDeadline, .scheduleExpiry(invite.timeout + .seconds(1)), .invite(invite)]
+    case (.awaitingAnswer(let asked), .reveal(let advertiserNonce)) where asked.commitment != nil:
+      guard
+        let (next, code) = asked.revealed(
+          advertiserNonce: advertiserNonce, inviterNonce: nonce, localFingerprint: localFingerprint)
+      else {
         return violation("the nonce in REVEAL does not match the COMMIT")
       }
-      let code = deriveCode(asked.known, inviterNonce: nonce, advertiserNonce: advertiserNonce)
-      asked.commitment = nil
-      asked.code = code
-      state = .awaitingAnswer(asked)
+      state = .awaitingAnswer(next)
       return [.cancelDeadline, .verificationCode(code)]
     case (.awaitingAnswer(let asked), .accept):
       // An ACCEPT before REVEAL is a protocol error: the code was never shown.
-      guard let code = asked.code else {
+      guard let connected = Connected(asked) else {
         return violation(WireError.unexpected(message.frameType).description)
       }
       let answering = answer(.success(asked.known.peer))
-      state = .connected(
-        Connected(peer: asked.known.peer, version: asked.known.version, code: code))
+      state = .connected(connected)
       return [.markConnected, .startHeartbeat] + answering
     case (.awaitingAnswer, .decline(let code, let reason)):
       switch code {
@@ -224,32 +203,24 @@ struct ConnectionStateMachine {
   private mutating func hello(from greeting: Greeting, versions: [UInt16], name: String)
     -> [Action]
   {
-    guard
-      let agreed = WireProtocol.negotiate(ours: WireProtocol.supportedVersions, theirs: versions)
-    else {
+    switch greeting.hello(versions: versions, name: name) {
+    case .noCommonVersion:
       return [.send(.goodbye(.unsupportedVersion, reason: "no common protocol version"))]
         + fail(.protocolVersionUnsupported(peerVersions: versions))
-    }
-    // Never below the version of the per-connection code, whatever this build lists: a peer
-    // that could settle for an older version would let a man in the middle avoid the code.
-    guard agreed >= WireProtocol.verificationNonceVersion else {
-      return [.send(.goodbye(.unsupportedVersion, reason: "no common protocol version"))]
-        + fail(.protocolVersionUnsupported(peerVersions: versions))
-    }
-    guard let peer = try? PeerID(displayName: name, fingerprint: greeting.fingerprint) else {
+    case .invalidName:
       return violation(WireError.invalidField(.hello, "display name").description)
-    }
-    let known = Known(peer: peer, version: agreed, keyingMaterial: greeting.keyingMaterial)
-    switch role {
-    case .inviter:
-      // INVITE carries our nonce: it waits for the advertiser's commitment (the handshake
-      // deadline still runs).
-      state = .awaitingCommit(known)
-      return [.peerKnown(peer)]
-    case .advertiser:
-      // Committed before the INVITE shows the inviter's nonce.
-      state = .awaitingInvite(known)
-      return [.send(.commit(VerificationCode.commitment(to: nonce)))]
+    case .known(let known):
+      switch role {
+      case .inviter:
+        // INVITE carries our nonce: it waits for the advertiser's commitment (the handshake
+        // deadline still runs).
+        state = .awaitingCommit(known)
+        return [.peerKnown(known.peer)]
+      case .advertiser:
+        // Committed before the INVITE shows the inviter's nonce.
+        state = .awaitingInvite(known)
+        return [.send(.commit(VerificationCode.commitment(to: nonce)))]
+      }
     }
   }
 
@@ -258,21 +229,11 @@ struct ConnectionStateMachine {
     _ digest: [UInt8], from known: Known, now: ContinuousClock.Instant
   ) -> [Action] {
     guard case .inviter(let context, let timeout) = role else { return [] }
-    let clamped = min(timeout, ConnectionTimeouts.maximumInvitationTimeout)
-    state = .awaitingAnswer(Asked(known: known, expiresAt: now + clamped, commitment: digest))
-    let milliseconds = UInt32(clamping: clamped.timeAmount.nanoseconds / 1_000_000)
+    let (asked, milliseconds) = known.committed(digest, timeout: timeout, now: now)
+    state = .awaitingAnswer(asked)
     // The handshake deadline still runs, until REVEAL: an advertiser reveals at once, and a man
     // in the middle must not hold this end while it looks for a code that matches.
     return [.send(.invite(timeoutMilliseconds: milliseconds, nonce: nonce, context: context))]
-  }
-
-  /// The code of this connection with `known`'s peer.
-  private func deriveCode(
-    _ known: Known, inviterNonce: [UInt8], advertiserNonce: [UInt8]
-  ) -> VerificationCode {
-    VerificationCode(
-      keyingMaterial: known.keyingMaterial, inviterNonce: inviterNonce,
-      advertiserNonce: advertiserNonce, fingerprints: localFingerprint, known.peer.fingerprint)
   }
 
   // MARK: Timers
@@ -285,9 +246,9 @@ struct ConnectionStateMachine {
       // Kept as the end's reason, so that nothing later calls a dead link merely "closed".
       return close(.timedOut(.seconds(timeouts.deadAfter.components.seconds))) + [.close]
     }
-    connected.pings &+= 1
+    let number = connected.ping()
     state = .connected(connected)
-    return [.send(.ping(connected.pings))]
+    return [.send(.ping(number))]
   }
 
   // MARK: The application
@@ -296,9 +257,10 @@ struct ConnectionStateMachine {
   /// invitation is admitted, before the application is asked. The inviter then knows the code
   /// and can show it while this end decides. No actions when it is not pending or revealed.
   mutating func reveal() -> [Action] {
-    guard case .pendingDecision(var pending) = state, !pending.revealed else { return [] }
-    pending.revealed = true
-    state = .pendingDecision(pending)
+    guard case .pendingDecision(let pending) = state, let next = pending.revealing() else {
+      return []
+    }
+    state = .pendingDecision(next)
     return [.send(.reveal(nonce))]
   }
 
@@ -308,8 +270,7 @@ struct ConnectionStateMachine {
     guard case .pendingDecision = state else { return [] }
     let revealing = reveal()
     guard case .pendingDecision(let pending) = state else { return [] }
-    state = .connected(
-      Connected(peer: pending.known.peer, version: pending.known.version, code: pending.code))
+    state = .connected(Connected(pending))
     return [.cancelDeadline, .markConnected] + revealing + [.send(.accept), .startHeartbeat]
   }
 

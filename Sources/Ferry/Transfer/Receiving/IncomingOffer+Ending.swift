@@ -9,18 +9,10 @@ extension IncomingOffer {
   /// Ends an accepted offer: flushes, reports it — once its last FILE_ACKs are on their way,
   /// so that an application may exit on that event without cutting them off.
   func finish(_ error: TransferError?) {
-    hashingStopped.store(true, ordering: .relaxed)
+    disk.stopAllHashes()
     progress?.finish()
-    var flushFailure: TransferError?
-    if let staging, ferry_syncfs(staging.fd) != 0 {
-      // The small files placed by this offer may not survive a crash: say so rather than
-      // report them safely stored.
-      flushFailure = .resource(
-        .cannotWrite("flushing the received files to disk failed: \(errnoText())"))
-    }
-    for file in files.values { file.discard() }
-    files = [:]
-    staging?.removeIfEmpty()
+    // Flushes, closes the files still open, removes the staging folder if it is empty.
+    let flushFailure = disk.finish()
     // The files' events go out before the offer's end does.
     yieldEvents()
     let (gathered, events) = (acks, self.events)

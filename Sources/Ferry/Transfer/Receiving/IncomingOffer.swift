@@ -7,9 +7,8 @@ import Synchronization
 /// Receives one offer: the driver of an ``IncomingOfferStateMachine``. It feeds the machine
 /// what its front end hands over (the offer, each file's bytes and end, the sender's reset, the
 /// link's end), the application's answer and the time, and performs what the machine decides:
-/// the disk (``StagingArea``, ``StagedFile``, ``ConfinedDirectory``), the application's events
-/// and progress, and the words for the sender (``IncomingOfferFrontEnd``). It decides nothing
-/// itself.
+/// the disk (by its ``OfferDisk``), the application's events and progress, and the words for the
+/// sender (``IncomingOfferFrontEnd``). It decides nothing itself.
 ///
 /// All its state lives on `executor` (disk I/O never runs on an event loop); a front end's calls
 /// arrive in order and are handled in order. Held files are hashed on ``DetachedWork`` (a few
@@ -25,31 +24,18 @@ package final class IncomingOffer: @unchecked Sendable {
   let events: AsyncStream<ResourceEvent>.Continuation
   let executor: any OfferExecutor
   let frontEnd: any IncomingOfferFrontEnd
-  let hashQueue = DispatchQueue(label: "ferry.incoming-offer.digest")
-  let checksum: ChecksumAlgorithm
   /// Whether a file's bytes staged by an earlier attempt are kept for this one (a front end
   /// whose protocol always sends whole files, and may send other content under the same name,
   /// stages every file afresh).
   let resumes: Bool
-  /// Set when the offer ends: the held file being hashed is left (any thread).
-  let hashingStopped = Atomic<Bool>(false)
-  /// The held files whose hashes were left, their comparisons stopped (any thread).
-  let hashesLeft = Mutex<Set<Int>>([])
+  /// The staging area, the staged files, hashing and landing (executor-confined, but for its
+  /// hashing flags).
+  let disk: OfferDisk
   /// What the front end delivered and the executor has not taken yet (any thread).
   private let inbox = Mutex<[Inbound]>([])
-  /// Small files placed since the last early write-back (``writeBackEarly(_:placed:)``).
-  var placedSinceWriteBack = 0
-  /// Whether an early write-back runs now (any thread).
-  let writingBack = WriteBackFlag()
 
   // Executor-confined.
   var machine: Machine
-  var staging: StagingArea?
-  /// The staged files open now (those landing beside the executor are not: they were handed
-  /// over).
-  var files: [Int: StagedFile] = [:]
-  /// How many of this offer's files land beside the executor now.
-  var landingBeside = 0
   /// Events for the application not yielded yet: those of one turn of the executor go out
   /// together, so that its reader is woken once for them, not once per file.
   private var outbox: [ResourceEvent] = []
@@ -76,12 +62,14 @@ package final class IncomingOffer: @unchecked Sendable {
   ) {
     self.peer = peer
     self.offered = files
-    self.checksum = checksum
     self.reception = reception
     self.events = events
     self.executor = executor
     self.frontEnd = frontEnd
     self.resumes = resumes
+    disk = OfferDisk(
+      sender: peer.fingerprint, offered: files, checksum: checksum, resumes: resumes,
+      executor: executor)
     machine = Machine(
       files: files,
       configuration: Machine.Configuration(
@@ -246,41 +234,39 @@ package final class IncomingOffer: @unchecked Sendable {
     case .reportRefused(let error): reportRefused(error)
     case .openStaging(let options): openStaging(options, &actions)
     case .waitForClaims(let busy): waitForClaims(busy)
-    case .nameFresh(let indices): nameFresh(indices, &actions)
-    case .survey(let questions): survey(questions, &actions)
+    case .nameFresh(let indices):
+      guard let names = disk.nameFresh(indices, slots: machine.slots) else { return }
+      machine.namedFresh(names, into: &actions)
+    case .survey(let questions):
+      guard let facts = disk.survey(questions, slots: machine.slots) else { return }
+      machine.surveyed(facts, into: &actions)
     case .reserve(let bytes, let purpose):
       let result: Result<Void, ResourceError>
       do throws(ResourceError) {
-        try reserve(bytes)
+        try disk.reserve(bytes)
         result = .success(())
       } catch {
         result = .failure(error)
       }
       machine.reserved(result, for: purpose, now: .now, into: &actions)
-    case .release(let bytes):
-      guard let staging else { return }
-      SpaceReservations.shared.release(bytes, on: staging.device)
-    case .releaseNames(let names): staging?.release(names)
-    case .writeMeta(let indices):
-      for index in indices {
-        staging?.writeMeta(
-          machine.slots[index].name, file: offered[index], sender: peer.fingerprint)
-      }
+    case .release(let bytes): disk.release(bytes)
+    case .releaseNames(let names): disk.releaseNames(names)
+    case .writeMeta(let indices): disk.writeMeta(indices, slots: machine.slots)
     case .hashHeld(let index): hashHeld(index)
-    case .stopHashing(let index): hashesLeft.withLock { _ = $0.insert(index) }
+    case .stopHashing(let index): disk.stopHashing(index)
     case .checkHeldCopy(let index):
-      let slot = machine.slots[index]
-      guard case .held(let copy) = slot.plan, let staging else { return }
-      let there = staging.destination.holdsFile(
-        at: copy, matching: slot.offered, from: peer.fingerprint.bytes)
+      guard let there = disk.holdsHeldCopy(machine.slots[index]) else { return }
       machine.heldCopyChecked(index, stillThere: there, into: &actions)
-    case .open(let index): open(index, &actions)
+    case .open(let index):
+      guard let opened = disk.open(index, machine.slots[index]) else { return }
+      machine.opened(index, opened, into: &actions)
     case .write(let index): write(index, &actions)
     case .land(let index, let digest): land(index, digest: digest, &actions)
     case .makeFolder(let index):
-      machine.landed(index, .settled(makeFolder(index), digest: nil), into: &actions)
-    case .discard(let index): files.removeValue(forKey: index)?.discard()
-    case .removeStaged(let name): staging?.remove(name)
+      let placement = disk.makeFolder(machine.slots[index], options: machine.options)
+      machine.landed(index, .settled(placement, digest: nil), into: &actions)
+    case .discard(let index): disk.discard(index)
+    case .removeStaged(let name): disk.removeStaged(name)
     case .sendAccept(let starts): frontEnd.accept(starts)
     case .queueAck(let index, let status, let reason):
       acks.append(FileAck(index: index, status: status, reason: forPeer(reason)))
@@ -301,7 +287,7 @@ package final class IncomingOffer: @unchecked Sendable {
         self?.run { $0.stallCheck(now: .now, into: &$1) }
       }
     case .finish(let error): finish(error)
-    case .cleanUp: staging?.removeIfEmpty()
+    case .cleanUp: disk.cleanUp()
     case .log(let text):
       FerryLogging.logger.info(
         "offer of \(Quantity.count(offered.count, "file")) from \(peer.displayName): \(text)")

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Whether an early write-back of an offer runs now (``IncomingOffer/writingBack``): shared
+/// Whether an early write-back of an offer runs now (``OfferDisk/writingBack``): shared
 /// with the queue that runs it.
 final class WriteBackFlag: Sendable {
   private let value = Atomic<Bool>(false)

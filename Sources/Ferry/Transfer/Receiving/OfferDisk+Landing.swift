@@ -5,46 +5,46 @@ import Foundation
 /// Landing files: each complete file's staging file settled against its digest and placed
 /// under the destination — beside the offer's executor, a few at once, so that receiving the
 /// next files does not wait for the kernel's work on the last ones.
-extension IncomingOffer {
+extension OfferDisk {
   /// How many of one offer's files land beside its executor at once; the next one lands on
   /// the executor itself. Bounds the descriptors an offer holds open.
   static let landingAtOnce = 4
 
-  /// Lands file `index` (its end came with `digest`): beside the executor while fewer than
-  /// ``landingAtOnce`` of this offer's files land there, else at once. On the executor.
-  func land(_ index: Int, digest: [UInt8]?, _ actions: inout [Machine.Action]) {
-    guard let file = files.removeValue(forKey: index), let staging, let options = machine.options
-    else {
-      return machine.landed(index, .failed("its staging file is not open"), into: &actions)
+  /// Lands file `index` (of `slots`; its end came with `digest`) into `options`: beside the
+  /// executor while fewer than ``landingAtOnce`` of this offer's files land there — nil is
+  /// returned, and `landedBeside` hears how it came out, on the executor — else at once: how it
+  /// came out. On the executor.
+  func land(
+    _ index: Int, digest: [UInt8]?, slots: [FileSlot], options: ReceiveOptions?,
+    landedBeside: @escaping @Sendable (Machine.Landing) -> Void
+  ) -> Machine.Landing? {
+    guard let file = files.removeValue(forKey: index), let staging, let options else {
+      return .failed("its staging file is not open")
     }
     let lander = Lander(
-      staging: staging, options: options, sender: peer.fingerprint.bytes,
-      slot: machine.slots[index])
+      staging: staging, options: options, sender: sender.bytes, slot: slots[index])
     guard landingBeside < Self.landingAtOnce else {
-      let landing = lander.land(file, digest: digest)
-      noteLanded(index, landing)
-      return machine.landed(index, landing, into: &actions)
+      return lander.land(file, digest: digest)
     }
     landingBeside += 1
     let handed = HandedFile(file: file)
     executor.runBeside { [self] in
       let landing = lander.land(handed.file, digest: digest)
-      executor.run {
+      self.executor.run {
         self.landingBeside -= 1
-        self.noteLanded(index, landing)
-        self.run { $0.landed(index, landing, into: &$1) }
+        landedBeside(landing)
       }
     }
+    return nil
   }
 
-  /// Counts small files placed, and every ``writeBackStep`` of them starts writing the
-  /// filesystem back in the background (syncfs(2) on a queue of its own, one at a time), so
-  /// that the offer's last flush — which alone says the files are safe — has little left to
-  /// do. On the executor.
-  private func noteLanded(_ index: Int, _ landing: Machine.Landing) {
-    guard case .settled(.placed, _) = landing, machine.options?.relocate == true, let staging,
-      machine.slots[index].position < StagingArea.metadataThreshold  // large ones are fsync'd
-    else { return }
+  /// Counts small files placed under the destination (under
+  /// ``StagingArea/metadataThreshold``: large ones are fsync'd), and every ``writeBackStep`` of
+  /// them starts writing the filesystem back in the background (syncfs(2) on a queue of its
+  /// own, one at a time), so that the offer's last flush — which alone says the files are safe
+  /// — has little left to do. On the executor.
+  func placedSmallFile() {
+    guard let staging else { return }
     placedSinceWriteBack += 1
     guard placedSinceWriteBack >= Self.writeBackStep, writingBack.claim() else { return }
     placedSinceWriteBack = 0
@@ -60,7 +60,7 @@ extension IncomingOffer {
 }
 
 /// A staged file handed whole to the thread that lands it: the executor forgot it first
-/// (``IncomingOffer/files``), so one thread at a time uses it.
+/// (``OfferDisk/files``), so one thread at a time uses it.
 private struct HandedFile: @unchecked Sendable {
   let file: StagedFile
 }
