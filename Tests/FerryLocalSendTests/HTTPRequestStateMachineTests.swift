@@ -71,6 +71,17 @@ struct HTTPRequestStateMachineTests {
     #expect(run { machine.head(.answer(.text(.ok, "")), now: t0, into: &$0) } == [])
   }
 
+  @Test("an answer from the head to a request with a body closes: the body is never read")
+  func refusedBody() {
+    var machine = Machine(now: t0)
+    let actions = run {
+      machine.head(
+        .answer(.text(.conflict, "no such session")), hasBody: true, now: t0, into: &$0)
+    }
+    #expect(
+      actions == ["busy", "started", "unschedule", "write 409 closing settles", "unschedule"])
+  }
+
   @Test("the request deadline: not before it, at it; a trickling body is cut at 10 s")
   func deadlines() {
     var machine = Machine(now: t0)

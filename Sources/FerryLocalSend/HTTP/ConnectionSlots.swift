@@ -6,7 +6,7 @@ import Synchronization
 /// longest (from its own address when that address is at its cap), so that kept-alive
 /// connections that ask for `/info` now and then cannot shut honest senders out. A connection
 /// with a request under way is never ended for another. Thread-safe.
-final class ConnectionSlots: Sendable {
+package final class ConnectionSlots: Sendable {
   /// One open connection.
   private struct Slot {
     let address: String
@@ -19,7 +19,7 @@ final class ConnectionSlots: Sendable {
   private let total: Int
   private let perAddress: Int
 
-  init(total: Int, perAddress: Int) {
+  package init(total: Int, perAddress: Int) {
     self.total = total
     self.perAddress = perAddress
   }
@@ -27,7 +27,9 @@ final class ConnectionSlots: Sendable {
   /// Takes `channel` from `address` in, idle, unless every slot it could have is busy: returns
   /// its slot's number (give it back with ``release(_:)``), or nil (then close it). A
   /// connection idle the longest may be closed to make room.
-  func admit(_ channel: any Channel, from address: String, now: ContinuousClock.Instant = .now)
+  package func admit(
+    _ channel: any Channel, from address: String, now: ContinuousClock.Instant = .now
+  )
     -> Int?
   {
     let (number, evicted) = open.withLock { open -> (Int?, (any Channel)?) in
@@ -57,12 +59,12 @@ final class ConnectionSlots: Sendable {
   }
 
   /// Slot `number`'s connection started a request (it may not be taken for another).
-  func busy(_ number: Int) {
+  package func busy(_ number: Int) {
     open.withLock { $0.slots[number]?.idleSince = nil }
   }
 
   /// Slot `number`'s connection has no request under way now.
-  func idle(_ number: Int, now: ContinuousClock.Instant = .now) {
+  package func idle(_ number: Int, now: ContinuousClock.Instant = .now) {
     open.withLock { open in
       if open.slots[number] != nil, open.slots[number]?.idleSince == nil {
         open.slots[number]?.idleSince = now
@@ -71,10 +73,10 @@ final class ConnectionSlots: Sendable {
   }
 
   /// Slot `number`'s connection closed.
-  func release(_ number: Int) {
+  package func release(_ number: Int) {
     _ = open.withLock { $0.slots.removeValue(forKey: number) }
   }
 
   /// Connections open now.
-  var count: Int { open.withLock { $0.slots.count } }
+  package var count: Int { open.withLock { $0.slots.count } }
 }

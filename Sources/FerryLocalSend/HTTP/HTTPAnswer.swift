@@ -1,24 +1,31 @@
 import NIOHTTP1
 
-/// One whole answer an endpoint gives: its status, body and type, and whether the connection
-/// closes after it.
-struct HTTPAnswer: Sendable {
+/// One whole answer an endpoint gives: its status, body, type and headers of its own, and
+/// whether the connection closes after it.
+package struct HTTPAnswer: Sendable {
   /// Its status.
-  let status: HTTPResponseStatus
+  package let status: HTTPResponseStatus
   /// Its body.
-  let body: [UInt8]
+  package let body: [UInt8]
   /// Its `Content-Type`.
-  let type: String
+  package let type: String
   /// Whether the connection closes once it is written (a refusal whose body is not read).
-  let closing: Bool
+  package let closing: Bool
+  /// Headers of its own (after the server's ``HTTPEndpoints/extraHeaders``).
+  package let headers: [(String, String)]
 
-  /// An answer of `body`, of type `type`.
-  init(_ status: HTTPResponseStatus, body: [UInt8], type: String, closing: Bool = false) {
-    (self.status, self.body, self.type, self.closing) = (status, body, type, closing)
+  /// An answer of `body`, of type `type`, with `headers` of its own.
+  package init(
+    _ status: HTTPResponseStatus, body: [UInt8], type: String, closing: Bool = false,
+    headers: [(String, String)] = []
+  ) {
+    (self.status, self.body, self.type, self.closing, self.headers) = (
+      status, body, type, closing, headers
+    )
   }
 
   /// A plain-text answer.
-  static func text(_ status: HTTPResponseStatus, _ text: String, closing: Bool = false)
+  package static func text(_ status: HTTPResponseStatus, _ text: String, closing: Bool = false)
     -> HTTPAnswer
   {
     HTTPAnswer(
@@ -26,7 +33,7 @@ struct HTTPAnswer: Sendable {
   }
 
   /// A JSON answer.
-  static func json(_ status: HTTPResponseStatus, _ body: [UInt8]) -> HTTPAnswer {
+  package static func json(_ status: HTTPResponseStatus, _ body: [UInt8]) -> HTTPAnswer {
     HTTPAnswer(status, body: body, type: "application/json")
   }
 }

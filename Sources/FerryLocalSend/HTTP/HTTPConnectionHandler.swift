@@ -82,7 +82,11 @@ final class HTTPConnectionHandler<Endpoints: HTTPEndpoints>: ChannelDuplexHandle
       let number = machine.nextRequest
       let decision = endpoints.decide(
         head, request(number, context: context), reply: reply(number, context))
-      machine.head(decision, now: .now, into: &actions)
+      // A body is announced by its length (more than none) or by chunks.
+      let length = head.headers.first(name: "content-length").flatMap { Int($0) }
+      let hasBody =
+        length.map { $0 > 0 } ?? head.headers.contains(name: "transfer-encoding")
+      machine.head(decision, hasBody: hasBody, now: .now, into: &actions)
     case .body(let piece):
       machine.body(piece, now: .now, take: { self.budget?.take($0) ?? true }, into: &actions)
     case .end:
@@ -168,7 +172,8 @@ final class HTTPConnectionHandler<Endpoints: HTTPEndpoints>: ChannelDuplexHandle
     _ answer: HTTPAnswer, closing: Bool, settles: Bool, context: ChannelHandlerContext
   ) {
     let done = HTTPServing.answer(
-      answer.status, body: answer.body, type: answer.type, extra: endpoints.extraHeaders,
+      answer.status, body: answer.body, type: answer.type,
+      extra: endpoints.extraHeaders + answer.headers,
       closing: closing, context: context)
     if settles { done.whenComplete { [endpoints] _ in endpoints.requestAnswered() } }
     guard closing else { return }
@@ -214,7 +219,7 @@ final class HTTPConnectionHandler<Endpoints: HTTPEndpoints>: ChannelDuplexHandle
 
 /// How an endpoint answers a request later, from any thread: one whole answer, or (a
 /// download) one it writes itself.
-struct HTTPReply: Sendable {
+package struct HTTPReply: Sendable {
   fileprivate let answer: @Sendable (HTTPAnswer) -> Void
   fileprivate let respondWith:
     @Sendable (
@@ -222,13 +227,13 @@ struct HTTPReply: Sendable {
     ) -> Void
 
   /// Answers the request (a late or second answer is dropped).
-  func callAsFunction(_ answer: HTTPAnswer) { self.answer(answer) }
+  package func callAsFunction(_ answer: HTTPAnswer) { self.answer(answer) }
 
   /// Writes the answer itself: `write` is called on the event loop with the connection's
   /// channel, writes the whole answer (its head, body and end, as `HTTPServerResponsePart`s),
   /// and calls its second argument once it is written (`closing`: it was cut short, and the
   /// connection closes).
-  func respond(
+  package func respond(
     _ write: @escaping @Sendable (any Channel, @escaping @Sendable (Bool) -> Void) -> Void
   ) {
     respondWith(write)

@@ -7,7 +7,7 @@ import NIOHTTP1
 /// streamed one piece by piece, and learn what the connection abandons. Called on the
 /// connection's event loop; an answer may be given later, from any thread, through the
 /// request's ``HTTPReply``.
-protocol HTTPEndpoints: AnyObject, Sendable {
+package protocol HTTPEndpoints: AnyObject, Sendable {
   /// The endpoints' own word for what a request is about.
   associatedtype Work: Sendable
 
@@ -54,13 +54,13 @@ protocol HTTPEndpoints: AnyObject, Sendable {
 }
 
 /// One request, as the endpoints see it.
-struct HTTPRequest: Sendable {
+package struct HTTPRequest: Sendable {
   /// Its number on its connection (from 1).
-  let number: Int
+  package let number: Int
   /// Where it comes from (``PeerAddress``).
-  let address: String
+  package let address: String
   /// Its connection's place among the server's (``ConnectionSlots``).
-  let slot: Int
+  package let slot: Int
   /// Its connection.
-  let channel: any Channel
+  package let channel: any Channel
 }

@@ -5,10 +5,12 @@ extension HTTPRequestStateMachine {
   // MARK: Requests
 
   /// A request's head came, and its endpoint decided `decision` (request number
-  /// ``nextRequest``). A head while another request is under way, or past the requests a
-  /// connection may make, closes the connection.
+  /// ``nextRequest``); `hasBody`: the head announces a body. A head while another request is
+  /// under way, or past the requests a connection may make, closes the connection; so does an
+  /// answer from the head to a request with a body (the body is never read).
   mutating func head(
-    _ decision: Decision, now: ContinuousClock.Instant, into actions: inout [Action]
+    _ decision: Decision, hasBody: Bool = false, now: ContinuousClock.Instant,
+    into actions: inout [Action]
   ) {
     guard case .awaitingHead = state, requests < limits.requestsPerConnection else {
       return close(into: &actions)
@@ -22,6 +24,12 @@ extension HTTPRequestStateMachine {
     switch decision {
     case .answer(let answer):
       actions.append(.schedule(at: nil))
+      let answer =
+        hasBody && !answer.closing
+        ? HTTPAnswer(
+          answer.status, body: answer.body, type: answer.type, closing: true,
+          headers: answer.headers)
+        : answer
       write(answer, request: requests, now: now, into: &actions)
     case .gather(let work, let limit):
       // The body too must come within the request's deadline.

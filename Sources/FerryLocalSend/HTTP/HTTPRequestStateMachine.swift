@@ -17,14 +17,19 @@ import NIOHTTP1
 /// extend it); a body is never longer than its endpoint said; at most
 /// ``Limits/requestsPerConnection`` requests per connection; an answer written before its
 /// request's body ended closes the connection (what is left of the body is never read).
-struct HTTPRequestStateMachine<Work: Sendable> {
+package struct HTTPRequestStateMachine<Work: Sendable> {
   /// The limits of one connection.
-  struct Limits: Sendable {
+  package struct Limits: Sendable {
     /// How long a request's head (and a gathered body) may take to come.
-    var requestDeadline: Duration = .seconds(10)
+    package var requestDeadline: Duration = .seconds(10)
     /// The most requests one connection may make: a peer cannot hold a connection slot for
     /// ever by asking for a page now and then.
-    var requestsPerConnection = 256
+    package var requestsPerConnection = 256
+
+    /// Limits: a head within `requestDeadline`, at most `requestsPerConnection` requests.
+    package init(requestDeadline: Duration = .seconds(10), requestsPerConnection: Int = 256) {
+      (self.requestDeadline, self.requestsPerConnection) = (requestDeadline, requestsPerConnection)
+    }
   }
 
   /// Where the connection is.
@@ -69,7 +74,7 @@ struct HTTPRequestStateMachine<Work: Sendable> {
   }
 
   /// What the endpoint decides about a request from its head.
-  enum Decision {
+  package enum Decision {
     /// Answer now; the body (if any) is not read — a closing answer closes the connection,
     /// any other drops what is left of it.
     case answer(HTTPAnswer)

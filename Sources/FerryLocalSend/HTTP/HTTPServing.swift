@@ -3,9 +3,31 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// What the LocalSend server and the web page's share server have in common: listening on
-/// every address, and writing one whole answer.
-enum HTTPServing {
+/// What the LocalSend server, the web page's share server and the daemon's control API have
+/// in common: listening on every address, a connection's pipeline, and writing one whole
+/// answer.
+package enum HTTPServing {
+  /// Sets `channel` up as one connection of a server whose requests `endpoints` do: NIO's
+  /// HTTP/1.1 parsing (a malformed request gets a 400 and the connection closes), the
+  /// connection closed after `idleTimeout` of silence (waiting for an endpoint is not
+  /// silence), and its requests, one at a time, under `limits` (``HTTPRequestStateMachine``).
+  /// `slot` is its place among the server's connections; gathered bodies draw on `budget`.
+  /// On the channel's event loop (its child channel initializer).
+  ///
+  /// - Throws: NIO's error when a handler cannot be added (the channel closed).
+  package static func serve<Endpoints: HTTPEndpoints>(
+    _ channel: any Channel, endpoints: Endpoints, address: String, slot: Int,
+    budget: ByteBudget?, limits: HTTPRequestStateMachine<Endpoints.Work>.Limits,
+    idleTimeout: Duration
+  ) throws {
+    let sync = channel.pipeline.syncOperations
+    try sync.configureHTTPServerPipeline(withErrorHandling: true)
+    try sync.addHandler(IdleStateHandler(allTimeout: TimeAmount(idleTimeout)))
+    try sync.addHandler(
+      HTTPConnectionHandler(
+        endpoints: endpoints, address: address, slot: slot, budget: budget, limits: limits))
+  }
+
   /// Listens on `port` on every IPv6 and IPv4 address (IPv4 only where the machine has no
   /// IPv6), each connection set up by `initialize`.
   ///

@@ -40,7 +40,11 @@ extension LocalSendEndpoints {
     }
     let id = UploadSession.token()
     let verdict = server.sessions.withLock {
-      $0.prepare(from: request.address, pin: pin, id: id, owner: provenKey, now: .now)
+      let verdict = $0.prepare(
+        from: request.address, pin: pin, id: id, owner: provenKey, now: .now)
+      // Counted under the sessions' lock, so that its end cannot be counted first.
+      if case .start = verdict { server.sessionsUnderWay.increment() }
+      return verdict
     }
     switch verdict {
     case .busy:

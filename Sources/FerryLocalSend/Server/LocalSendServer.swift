@@ -101,6 +101,8 @@ public final class LocalSendServer: Sendable {
   let webGate: WebGate?
   /// The upload sessions: the one record of the session under way (``UploadSessionMachine``).
   let sessions: Mutex<UploadSessionMachine>
+  /// Whether a session is under way (0 or 1), for ``waitUntilNoSession()`` to wait on.
+  let sessionsUnderWay = CountGauge()
   private let connections = ConnectionSlots(
     total: Limits.connections, perAddress: Limits.connectionsPerAddress)
   private let channel = Mutex<(any Channel)?>(nil)
@@ -214,9 +216,7 @@ public final class LocalSendServer: Sendable {
   /// progress loses its session at the stall limit, so this ends — or when the task is
   /// cancelled. Any task.
   public func waitUntilNoSession() async {
-    while !Task.isCancelled, sessions.withLock({ $0.currentSession != nil }) {
-      try? await Task.sleep(for: .milliseconds(100))
-    }
+    await sessionsUnderWay.wait()
   }
 
   /// Cancels the session under way, if any (the application's cancel): its sender's uploads
@@ -244,15 +244,13 @@ public final class LocalSendServer: Sendable {
             self?.refused($0)
           })
       }
-      try sync.configureHTTPServerPipeline(withErrorHandling: true)
       // A connection silent for the idle time is closed (its handler says when waiting is
       // not silence).
-      try sync.addHandler(IdleStateHandler(allTimeout: TimeAmount(Limits.idleTimeout)))
-      try sync.addHandler(
-        HTTPConnectionHandler(
-          endpoints: LocalSendEndpoints(server: self, presented: presented), address: address,
-          slot: slot, budget: jsonBytes,
-          limits: HTTPRequestStateMachine.Limits(requestDeadline: Limits.requestDeadline)))
+      try HTTPServing.serve(
+        channel, endpoints: LocalSendEndpoints(server: self, presented: presented),
+        address: address, slot: slot, budget: jsonBytes,
+        limits: HTTPRequestStateMachine.Limits(requestDeadline: Limits.requestDeadline),
+        idleTimeout: Limits.idleTimeout)
       return channel.eventLoop.makeSucceededVoidFuture()
     } catch {
       return channel.close()
@@ -278,7 +276,11 @@ public final class LocalSendServer: Sendable {
   /// one under way (ended now), and what it was about.
   @discardableResult
   func end(_ id: String) -> (ended: Bool, subject: UploadSessionMachine.Subject?) {
-    sessions.withLock { $0.ended(id) }
+    sessions.withLock {
+      let ended = $0.ended(id)
+      if ended.ended { sessionsUnderWay.decrement() }
+      return ended
+    }
   }
 
   /// Session `id`'s sender left before it was answered: the session ends, and its question

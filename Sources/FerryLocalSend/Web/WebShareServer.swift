@@ -196,12 +196,9 @@ public final class WebShareServer: Sendable {
     guard let slot = connections.admit(channel, from: address) else { return channel.close() }
     channel.closeFuture.whenComplete { [connections] _ in connections.release(slot) }
     do {
-      let sync = channel.pipeline.syncOperations
-      try sync.configureHTTPServerPipeline(withErrorHandling: true)
-      try sync.addHandler(IdleStateHandler(allTimeout: TimeAmount(Limits.idleTimeout)))
-      try sync.addHandler(
-        HTTPConnectionHandler(
-          endpoints: WebShareEndpoints(server: self), address: address, slot: slot, budget: nil))
+      try HTTPServing.serve(
+        channel, endpoints: WebShareEndpoints(server: self), address: address, slot: slot,
+        budget: nil, limits: HTTPRequestStateMachine.Limits(), idleTimeout: Limits.idleTimeout)
       return channel.eventLoop.makeSucceededVoidFuture()
     } catch {
       return channel.close()
