@@ -4,10 +4,15 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stddef.h>
+#include <sys/socket.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "CFerrySystem.h"
+
+_Static_assert(sizeof(ferry_peer_credentials) == sizeof(struct ucred), "ucred's size");
+_Static_assert(offsetof(ferry_peer_credentials, uid) == offsetof(struct ucred, uid), "ucred's uid");
 
 int ferry_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
   return renameat2(olddirfd, oldpath, newdirfd, newpath, RENAME_NOREPLACE);

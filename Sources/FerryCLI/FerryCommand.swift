@@ -33,7 +33,9 @@ struct FerryCommand: LoggingCommand, AsyncParsableCommand {
     subcommands: [
       SendCommand.self, ReceiveCommand.self, BrowseCommand.self, IdentityCommand.self,
       PeersCommand.self,
-      TrustCommand.self, ForgetCommand.self, DoctorCommand.self,
+      TrustCommand.self, ForgetCommand.self, DoctorCommand.self, DaemonCommand.self,
+      StatusCommand.self, OffersCommand.self, AcceptCommand.self, DeclineCommand.self,
+      OutboxCommand.self, EventsCommand.self,
     ])
 
   @OptionGroup var logging: LogOptions

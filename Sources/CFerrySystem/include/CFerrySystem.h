@@ -39,6 +39,15 @@ off_t ferry_seek_hole(int fd, off_t offset);
 /// not reused by the others). Returns 1 when both were taken.
 int ferry_tune_allocator(void);
 
+/// The credentials of a Unix socket's peer as SO_PEERCRED gives them: struct ucred, spelled
+/// out here because Swift's Glibc module leaves it out (it needs _GNU_SOURCE); system.c checks
+/// that the two agree.
+typedef struct ferry_peer_credentials {
+  int32_t pid;
+  uint32_t uid;
+  uint32_t gid;
+} ferry_peer_credentials;
+
 /// An XXH3-128 hashing state (xxHash 0.8, built in from Debian's libxxhash-dev header: no
 /// library is linked). Opaque; one thread at a time.
 typedef struct ferry_xxh3 ferry_xxh3;

@@ -29,7 +29,7 @@ public enum FerryHome {
   /// Creates `directory` (and its parents) if needed, mode 0700; tightens an existing one to 0700.
   ///
   /// - Throws: ``IdentityError/cannotWrite(path:reason:)`` when it cannot be created.
-  static func prepare(_ directory: URL) throws(IdentityError) {
+  package static func prepare(_ directory: URL) throws(IdentityError) {
     let path = directory.path
     do {
       try FileManager.default.createDirectory(

@@ -3,11 +3,11 @@ import Foundation
 /// Writes files so that a reader sees either the old content or the new, never a mix: a
 /// temporary file in the same directory, created with its final mode, written, fsync'd and
 /// renamed over the target with rename(2), then the directory fsync'd.
-enum AtomicFile {
+package enum AtomicFile {
   /// Replaces `path` with `bytes`, creating it with `mode`.
   ///
   /// - Throws: The `errno` of the first failing call, as `POSIXError`.
-  static func write(_ bytes: [UInt8], to path: String, mode: mode_t) throws {
+  package static func write(_ bytes: [UInt8], to path: String, mode: mode_t) throws {
     let directory = (path as NSString).deletingLastPathComponent
     let temporary =
       "\(directory)/.\((path as NSString).lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -46,7 +46,7 @@ enum AtomicFile {
 
   /// Runs `body` holding an exclusive flock(2) on `lockPath` (created 0600 if missing), so that
   /// processes sharing a directory do not interleave read-modify-write cycles.
-  static func withLock<T>(_ lockPath: String, _ body: () throws -> T) throws -> T {
+  package static func withLock<T>(_ lockPath: String, _ body: () throws -> T) throws -> T {
     let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
     guard fd >= 0 else { throw POSIXError.current }
     defer { close(fd) }
@@ -60,7 +60,7 @@ enum AtomicFile {
 
 extension POSIXError {
   /// The error for the current `errno`.
-  static var current: POSIXError {
+  package static var current: POSIXError {
     POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
   }
 }

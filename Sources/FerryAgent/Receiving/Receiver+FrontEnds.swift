@@ -38,9 +38,10 @@ extension Receiver {
       // named by the one its address announced (its own words: a label, never proof).
       let aliases = LocalSendAliases()
       if let discovery {
-        group.addTask {
+        group.addTask { [self] in
           for await sighting in discovery.sightings {
             aliases.heard(sighting.device.alias, at: sighting.address)
+            emit(.localSendSeen(sighting))
           }
         }
       }

@@ -110,6 +110,9 @@ public enum ReceiverEvent: Sendable {
   case senderRefused(LocalSendRefusal, alias: String?, message: String)
   /// A web receive's link expired, and the session it had accepted has ended.
   case linkExpired
+  /// A LocalSend device announced itself (or answered this machine's announcement): not
+  /// proof of who it is (``LocalSendSighting/proven``), but a moment to deliver to it.
+  case localSendSeen(LocalSendSighting)
 
   // MARK: End
 

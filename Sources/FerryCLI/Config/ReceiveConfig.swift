@@ -2,7 +2,8 @@ import Ferry
 import Foundation
 
 /// The `[receive]` table of Ferry's config file: defaults for `ferry receive`'s options, which
-/// its flags override. Keys are the long flags' names with `_` for `-`, plus `accept`
+/// its flags override (and `ferry daemon` receives by); and its `[daemon]` table
+/// (``DaemonSettings``). Keys are the long flags' names with `_` for `-`, plus `accept`
 /// ("ask", "trusted" or "yes": what `--accept-trusted` and `--yes` say).
 ///
 /// The file is `--config FILE`, else `$FERRY_CONFIG`, else `config.toml` in Ferry's home
@@ -30,6 +31,8 @@ struct ReceiveConfig: Sendable, Equatable {
   var service: String?
   /// Also receive from LocalSend apps (`--localsend`).
   var localsend: Bool?
+  /// The `[daemon]` table: what only `ferry daemon` reads.
+  var daemon = DaemonSettings()
 
   /// No file: every option takes its flag or its default.
   init() {}
@@ -40,14 +43,29 @@ struct ReceiveConfig: Sendable, Equatable {
   /// - Throws: ``ConfigError`` for an unknown table or key, or a value of the wrong kind.
   init(_ file: ConfigFile, path: String) throws(ConfigError) {
     self.path = path
-    for (table, pairs) in file.tables where table != "receive" {
+    for (table, pairs) in file.tables where table != "receive" && table != "daemon" {
       guard pairs.isEmpty, table.isEmpty else {
         let line = file.tableLines[table] ?? pairs.values.map(\.line).min() ?? 0
         throw ConfigError(
           line: line,
           message: table.isEmpty
             ? "settings go in a table: put [receive] above them"
-            : "unknown table [\(table)] (this version of ferry reads [receive])")
+            : "unknown table [\(table)] (this version of ferry reads [receive] and [daemon])")
+      }
+    }
+    for (key, value) in (file.tables["daemon"] ?? [:]).sorted(by: { $0.value.line < $1.value.line })
+    {
+      switch key {
+      case "notify": daemon.notify = try value.boolean(key)
+      case "outbox_days": daemon.outboxDays = try value.number(key, in: 0...3650)
+      case "history": daemon.history = try value.integer(key, in: 10...100_000)
+      case "socket": daemon.socket = Self.folder(try value.string(key), relativeTo: path)
+      default:
+        throw ConfigError(
+          line: value.line,
+          message:
+            "unknown key '\(key)' in [daemon] (known: \(DaemonSettings.keys.joined(separator: ", ")))"
+        )
       }
     }
     for (key, value) in (file.tables["receive"] ?? [:]).sorted(by: { $0.value.line < $1.value.line }

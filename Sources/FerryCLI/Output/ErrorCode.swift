@@ -23,6 +23,10 @@ enum ErrorCode: String, CaseIterable, Sendable {
   case cannotListen = "cannot-listen"
   case identity
   case peersFile = "peers-file"
+  /// No `ferry daemon` answers on its socket (exit 2).
+  case noDaemon = "no-daemon"
+  /// The daemon refused what was asked, or did not answer (its words in the message).
+  case daemon
   // Finding and inviting peers.
   case noPeer = "no-peer"
   case severalPeers = "several-peers"

@@ -33,6 +33,11 @@ enum Event: String, CaseIterable, Sendable {
   case error
   case identity
   case peer
+  case queued
+  case delivering
+  case sendEnded = "send-ended"
+  case outboxProblem = "outbox-problem"
+  case asking
 
   /// Every event record, by the events it is: what each event's fields are read from.
   static let records: [any EventRecord.Type] = [
@@ -44,7 +49,8 @@ enum Event: String, CaseIterable, Sendable {
     OfferDeclined.self, SenderRefused.self, Withdrawn.self, TextReceived.self,
     OfferStarted.self, OfferRefused.self, TransferProgressed.self, FileDone.self, LeftOut.self,
     SendDone.self, ReceiveDone.self, Retrying.self, Resumed.self, StagingCleaned.self,
-    Failure.self, Check.self, IdentityShown.self, KnownPeer.self,
+    Failure.self, Check.self, IdentityShown.self, KnownPeer.self, SendQueued.self,
+    SendDelivering.self, SendEnded.self, OutboxProblem.self, QuestionAsked.self,
   ]
 
   /// The fields of each element of a discovered peer's `addresses`.

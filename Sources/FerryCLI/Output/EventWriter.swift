@@ -11,6 +11,9 @@ struct EventWriter: Sendable {
   var quiet = false
   /// Whether stdout carries data (`receive --stdout`): events and lines go to stderr.
   var dataOnStandardOutput = false
+  /// Where each event also goes, as its JSON line without the newline, whether or not
+  /// `--json` was given (`ferry daemon`'s event log, which its API streams).
+  var sink: (@Sendable (String) -> Void)?
 
   /// Emits one JSON event: `{"event":NAME,"timestamp":ISO-8601,...fields}` (JSON mode only),
   /// `record`'s fields, as `event` (one of the record's ``EventRecord/events``; its first when
@@ -18,10 +21,12 @@ struct EventWriter: Sendable {
   func emit<Record: EventRecord>(_ record: Record, as event: Event? = nil) {
     let event = event ?? Record.events[0]
     assert(Record.events.contains(event), "\(Record.self) is not \(event.rawValue)")
-    guard json else { return }
+    guard json || sink != nil else { return }
     let object = JSONValue.object(
       [("event", .string(event.rawValue)), ("timestamp", .string(Self.timestamp()))]
         + record.fields)
+    sink?(object.serialized)
+    guard json else { return }
     // A progress line a stuck reader may lose: the next one says all it said.
     (dataOnStandardOutput ? StandardStream.error : .output)
       .write(object.serialized + "\n", droppable: event == .progress)

@@ -13,6 +13,9 @@ import Synchronization
 enum Interrupts {
   private static let interrupted = Atomic<Bool>(false)
   private static let exitClaimed = Atomic<Bool>(false)
+  /// The status an interrupted process exits with: 130, or 0 for a command whose normal end
+  /// is a signal (``stoppingIsSuccess()``).
+  private static let interruptedStatus = Atomic<Int32>(ExitStatus.interrupted.rawValue)
   private static let cleanup = Mutex<(@Sendable () async -> Void)?>(nil)
   /// Signalled once the cleanup has finished.
   private static let cleanedUp = DispatchSemaphore(value: 0)
@@ -43,7 +46,13 @@ enum Interrupts {
     // A signal that came after the check above: its cleanup is cut short, but the status
     // still says the command was interrupted.
     StandardStream.flushAll()
-    Foundation.exit(wasInterrupted ? ExitStatus.interrupted.rawValue : status)
+    Foundation.exit(wasInterrupted ? interruptedStatus.load(ordering: .acquiring) : status)
+  }
+
+  /// SIGTERM and SIGINT are how this command ends when all is well (`ferry daemon`, stopped by
+  /// its service manager): once its cleanup is done, it exits 0, not 130.
+  static func stoppingIsSuccess() {
+    interruptedStatus.store(0, ordering: .releasing)
   }
 
   /// Sets what an interrupt must undo (replacing what was set before) and, the first time,
@@ -125,7 +134,7 @@ enum Interrupts {
   private static func exitOnce() -> Never {
     if !exitClaimed.exchange(true, ordering: .acquiringAndReleasing) {
       StandardStream.flushAll()
-      Foundation.exit(ExitStatus.interrupted.rawValue)
+      Foundation.exit(interruptedStatus.load(ordering: .acquiring))
     }
     // Another thread is inside exit(3): the process ends with it.
     DispatchSemaphore(value: 0).wait()

@@ -158,6 +158,11 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
   }
 
   func run() async throws {
+    // A daemon receiving for this user already answers senders: said, rather than competing
+    // with it for them and for its ports. (A web link is a receive of its own.)
+    if !web.enabled, let status = await DaemonProbe.running(socket: nil) {
+      throw DaemonProbe.receivingAlready(status)
+    }
     var output = self.output.writer
     output.dataOnStandardOutput = toStandardOutput
     let once = self.once || toStandardOutput

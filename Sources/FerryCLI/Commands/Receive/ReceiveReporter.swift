@@ -134,6 +134,9 @@ final class ReceiveReporter: Sendable {
     case .advertising, .discoveryUnavailable, .advertisedLate, .renamed, .discoveryInterrupted,
       .discoveryFailed, .senderRefused, .linkExpired:
       reportFrontEnd(event)
+    case .localSendSeen:
+      // For ferry daemon's outbox: a receiver shows nothing of it.
+      break
     case .outcome(let outcome):
       let failure = self.failure(outcome)
       state.withLock {

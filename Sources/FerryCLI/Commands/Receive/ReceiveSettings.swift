@@ -24,11 +24,12 @@ struct ReceiveSettings: Sendable {
   /// A person can be asked (standard input is a terminal).
   let canAsk: Bool
 
-  /// Merges `command`'s flags over `config`.
+  /// Merges `command`'s flags over `config`; `canAsk`: whether a person can be asked (nil:
+  /// when standard input is this process's terminal; `ferry daemon` asks through its API).
   ///
   /// - Throws: ``CLIFailure`` (usage) for a service type or name the config got wrong, or
   ///   when nobody can be asked and nothing says whom to accept.
-  init(_ command: ReceiveCommand, config: ReceiveConfig) throws(CLIFailure) {
+  init(_ command: ReceiveCommand, config: ReceiveConfig, canAsk: Bool? = nil) throws(CLIFailure) {
     let source = config.path.map { " (config \(DisplayText.escaping($0)))" } ?? ""
     dir = command.dir ?? config.dir ?? "."
     dirOrigin =
@@ -73,7 +74,7 @@ struct ReceiveSettings: Sendable {
     // stopped (SIGTTIN) with every sender waiting.
     // (A terminal that is not this process's controlling one has no foreground to tell.)
     let foreground = tcgetpgrp(0)
-    canAsk = isatty(0) == 1 && (foreground < 0 || foreground == getpgrp())
+    self.canAsk = canAsk ?? (isatty(0) == 1 && (foreground < 0 || foreground == getpgrp()))
   }
 
   /// Refuses a receiver that would have nobody to ask and no policy to decide by: checked

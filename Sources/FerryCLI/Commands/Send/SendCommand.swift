@@ -36,6 +36,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         ferry send --localsend --to "Ana's Pixel" photos/   # a LocalSend app
         ferry send --protocol localsend --address 192.168.1.30:53317 --pin 4711 a
         ferry send --web --once slides.pdf   # a browser downloads it: scan the QR
+        ferry send --later --to "Ana's Pixel" --localsend ~/Pictures/trip   # when it is seen
       """)
 
   @OptionGroup var logging: LogOptions
@@ -107,6 +108,24 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
   @Option(help: "The name the receiver sees. Default: this machine's host name.")
   var name: String?
 
+  @Flag(
+    help: ArgumentHelp(
+      "Hand the files to 'ferry daemon', which delivers them when the receiver (one --to) is "
+        + "seen; prints the send's id.",
+      discussion: """
+        The daemon keeps the send across restarts (ferry outbox lists it) and sends each file \
+        as it was now: one changed or gone by then is reported and not sent. Exit 2 when no \
+        daemon runs.
+        """))
+  var later = false
+
+  @Option(
+    name: .customLong("wait-days"),
+    help: ArgumentHelp(
+      "With --later: days the daemon waits for the receiver (default: its outbox_days, 7).",
+      valueName: "days"))
+  var waitDays: Double?
+
   @OptionGroup var localSend: LocalSendSendOptions
 
   @OptionGroup var web: WebSendOptions
@@ -140,6 +159,22 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
       throw ValidationError("--stdin-name names standard input: give - among the files")
     }
     if nullSeparated && filesFrom == nil { throw ValidationError("-0 goes with --files-from") }
+    if later {
+      guard to.count == 1 else {
+        throw ValidationError(
+          "--later hands the files to the daemon for one receiver: give one --to")
+      }
+      if text != nil || paths.contains("-") || filesFrom != nil || address != nil || web.enabled {
+        throw ValidationError(
+          "--later sends files and folders named here: --text, standard input (-), "
+            + "--files-from, --address and --web do not go with it")
+      }
+      if let waitDays, !(waitDays > 0 && waitDays <= 365) {
+        throw ValidationError("--wait-days must be more than 0 and at most 365")
+      }
+    } else if waitDays != nil {
+      throw ValidationError("--wait-days goes with --later")
+    }
     if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
     if !(retryFor >= 0 && retryFor <= 86_400) {
       throw ValidationError("--retry-for must be between 0 and 86400 seconds")
@@ -162,6 +197,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
   }
 
   func run() async throws {
+    if later { return try await LaterSend(command: self).run() }
     let events = output.writer
     let serviceType = try parseServiceType(service)
     let knownPeers = KnownPeers()

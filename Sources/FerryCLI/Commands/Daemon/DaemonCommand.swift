@@ -1,0 +1,143 @@
+import ArgumentParser
+import Ferry
+import FerryAPI
+import FerryAgent
+import FerryDaemon
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// `ferry daemon`: receives as `ferry receive` does, always, under the config file's policy;
+/// keeps the outbox; answers the control API on a Unix socket; raises desktop notifications.
+struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "daemon",
+    abstract: "Run in the background: receive, deliver the outbox, answer the local API.",
+    discussion: """
+      Receives from Ferry peers (and LocalSend apps with localsend = true) as 'ferry receive' \
+      does, under the config file's [receive] table; a sender no standing rule accepts waits \
+      for a person: 'ferry offers', then 'ferry accept ID' or 'ferry decline ID', the API \
+      (GET /v1/offers), or a desktop notification's Accept and Decline. Sends queued with \
+      'ferry send --later' (or POST /v1/sends) are delivered when their peer is seen, and \
+      survive restarts. The control API (docs/DAEMON.md, docs/api/openapi.yaml) answers on a \
+      Unix socket only this user and root may use: $XDG_RUNTIME_DIR/ferry/api.sock, else \
+      run/api.sock in ferry's home. Runs until SIGTERM or Ctrl-C; one per user.
+
+      The config's [daemon] table: notify (desktop notifications, default true), outbox_days \
+      (how long a queued send waits, default 7), history (transfers kept, default 500), \
+      socket (the API's socket).
+
+      Examples:
+        ferry daemon
+        ferry daemon --config /etc/ferry/config.toml
+        systemctl --user start ferry
+      """)
+
+  @OptionGroup var logging: LogOptions
+
+  @Option(
+    help: ArgumentHelp(
+      "A config file (default: $FERRY_CONFIG, else config.toml in ferry's home, when it "
+        + "exists).", valueName: "file"),
+    completion: .file(extensions: ["toml"]))
+  var config: String?
+
+  @Option(
+    help: ArgumentHelp(
+      "The API's socket (default: the config's, else $XDG_RUNTIME_DIR/ferry/api.sock).",
+      valueName: "path"),
+    completion: .file())
+  var socket: String?
+
+  func run() async throws {
+    let config = try ReceiveConfig.load(explicit: self.config)
+    let settings = try ReceiveSettings(ReceiveCommand.parse([]), config: config, canAsk: true)
+    let folder = try ReceiveDestination(
+      settings.dir, create: settings.mkdir, origin: settings.dirOrigin)
+    let knownPeers = KnownPeers()
+    let policy = try ReceivePolicy.from(
+      yes: settings.yes, acceptFrom: settings.acceptFrom, acceptTrusted: settings.acceptTrusted,
+      canAsk: true, knownPeers: knownPeers)
+    let identity = try loadIdentity()
+    let socket = self.socket ?? config.daemon.socket ?? APIServer.defaultPath()
+    let log = EventLog()
+    var output = EventWriter(json: false)
+    output.sink = { log.append($0) }
+    let sendReporter = SendReporter(output: output, bar: ProgressBar(enabled: false))
+    let daemon = Daemon(
+      Daemon.Configuration(
+        identity: identity, name: settings.name, serviceType: settings.service,
+        knownPeers: knownPeers, home: FerryHome.defaultDirectory, socket: socket,
+        outboxDays: config.daemon.outboxDays, historyLimit: config.daemon.history,
+        notify: config.daemon.notify),
+      events: log, sendEvents: sendReporter.report,
+      outboxEvents: { [output] event in DaemonReporter.report(event, to: output) },
+      questionEvents: { [output] change in DaemonReporter.report(change, to: output) })
+    let front = try await DaemonFrontEnds.start(
+      settings: settings, identity: identity, knownPeers: knownPeers, output: output)
+    let receiver = Receiver(
+      Receiver.Configuration(
+        options: ReceiveOptions(
+          destination: folder.url, conflictPolicy: settings.onConflict,
+          staleAfter: .seconds(settings.keepPartialDays * 86_400)),
+        resumeGrace: .seconds(settings.resumeGrace)),
+      decider: policy.asking(daemon.offers), knownPeers: knownPeers,
+      frontEnds: front.frontEnds)
+    let reporter = ReceiveReporter(
+      output: output, bar: ProgressBar(enabled: false), incoming: IncomingTransfers(),
+      sink: nil,
+      advertised: ReceiveReporter.Advertised(
+        into: "Receiving into \(folder.url.path)", destination: folder.url,
+        fingerprint: identity.fingerprint, serviceType: settings.service,
+        port: front.advertiser.port, policy: policy.banner), afterBanner: [])
+    let status = DaemonStatus(
+      daemon: daemon, settings: settings, destination: folder.url.path, front: front)
+    do {
+      try await daemon.start(status: { status.current }, peers: { daemon.peers() })
+    } catch let error as APIServer.Failure {
+      front.stop()
+      throw CLIFailure(
+        status: .usage,
+        message: "\(error)"
+          + (error == .running(socket)
+            ? " (ferry status shows it; stop it with systemctl --user stop ferry)" : ""),
+        code: .cannotListen)
+    }
+    output.note(
+      "ferry daemon: receiving into \(folder.url.path) (\(policy.banner)); API at \(socket)"
+        + (daemon.notifies ? "; desktop notifications on" : "") + ".")
+    var logger = Logger(label: "ferry.daemon")
+    logger.logLevel = .critical
+    let services = ServiceGroup(
+      configuration: ServiceGroupConfiguration(
+        services: [
+          .init(
+            service: receiver, successTerminationBehavior: .gracefullyShutdownGroup,
+            failureTerminationBehavior: .gracefullyShutdownGroup)
+        ], logger: logger))
+    let courier = Task { await daemon.run() }
+    let reported = Latch()
+    // Stopped by its service manager (SIGTERM) or Ctrl-C: its normal end, exit 0.
+    Interrupts.stoppingIsSuccess()
+    Interrupts.onInterrupt {
+      courier.cancel()
+      await services.triggerGracefulShutdown()
+      await receiver.stop()
+      await reported.wait()
+    }
+    let running = Task { try await services.run() }
+    for await event in receiver.events {
+      status.observe(event)
+      daemon.observe(event)
+      reporter.report(event)
+    }
+    courier.cancel()
+    await courier.value
+    await daemon.stop()
+    reported.open()
+    if case .failure(let error) = await running.result {
+      throw CLIFailure(status: .transferFailed, message: "\(error)", code: .transferFailed)
+    }
+  }
+}

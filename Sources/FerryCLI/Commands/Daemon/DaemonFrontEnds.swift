@@ -1,0 +1,63 @@
+import Ferry
+import FerryAgent
+import FerryLocalSend
+
+/// How senders reach `ferry daemon`: the Ferry listener, advertised, and — with
+/// `localsend = true` — the LocalSend server and its discovery, as `ferry receive` starts them.
+struct DaemonFrontEnds: Sendable {
+  let session: Session
+  let advertiser: Advertiser
+  let localSend: LocalSendReceiving?
+
+  /// What the receiver is handed.
+  var frontEnds: [Receiver.FrontEnd] {
+    [.ferry(session, advertiser)] + (localSend.map { [$0.frontEnd] } ?? [])
+  }
+
+  /// Starts them.
+  ///
+  /// - Throws: ``CLIFailure`` when the port cannot be listened on, or the name is wrong.
+  static func start(
+    settings: ReceiveSettings, identity: Identity, knownPeers: KnownPeers, output: EventWriter
+  ) async throws(CLIFailure) -> DaemonFrontEnds {
+    let session: Session
+    let advertiser: Advertiser
+    do {
+      // Files only: messages and streams nobody here reads are refused, not buffered.
+      session = try Session(identity: identity, displayName: settings.name, accepting: [])
+      advertiser = try Advertiser(
+        identity: identity, displayName: settings.name, serviceType: settings.service,
+        port: settings.port, knownPeers: knownPeers)
+      session.askAboutResourceOffers()
+    } catch let error as DiscoveryError {
+      throw cliFailure(error)
+    } catch {
+      throw CLIFailure(status: .usage, message: "\(error)", code: .invalidName)
+    }
+    let localSend =
+      settings.localsend
+      ? try await LocalSendReceiving.start(
+        ReceiveCommand.defaultLocalSendOptions, identity: identity,
+        displayName: settings.name, output: output) : nil
+    do {
+      _ = try await advertiser.listen()
+    } catch {
+      localSend?.stopListening()
+      throw cliFailure(error)
+    }
+    return DaemonFrontEnds(session: session, advertiser: advertiser, localSend: localSend)
+  }
+
+  /// Stops listening (the daemon could not start).
+  func stop() {
+    advertiser.stop()
+    localSend?.stopListening()
+  }
+}
+
+extension ReceiveCommand {
+  /// LocalSend's options as `ferry receive --localsend` has them by default.
+  static var defaultLocalSendOptions: LocalSendReceiveOptions {
+    (try? ReceiveCommand.parse(["--localsend"]))?.localSend ?? LocalSendReceiveOptions()
+  }
+}

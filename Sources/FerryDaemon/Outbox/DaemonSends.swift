@@ -1,0 +1,142 @@
+import Ferry
+import FerryAPI
+import FerryAgent
+import Foundation
+
+/// What the API does with sends: queues them (the receiver resolved to a key, the paths walked,
+/// the entry written to the outbox before the answer), lists them, cancels them. Any thread.
+package struct DaemonSends: Sendable {
+  /// The peers around now that a name may name: their name, key and how they are reached.
+  package struct Around: Sendable {
+    package let name: String
+    package let fingerprint: Fingerprint
+    package let carrier: OutboxEntry.Carrier
+
+    /// A peer around.
+    package init(name: String, fingerprint: Fingerprint, carrier: OutboxEntry.Carrier) {
+      (self.name, self.fingerprint, self.carrier) = (name, fingerprint, carrier)
+    }
+  }
+
+  let outbox: Outbox
+  let courier: Courier
+  let knownPeers: KnownPeers
+  /// The peers around now.
+  let around: @Sendable () -> [Around]
+  /// How long a queued send waits for its peer by default.
+  let defaultExpiry: TimeInterval
+
+  /// Sends through `outbox` and `courier`; names resolved among `around` and `knownPeers`.
+  package init(
+    outbox: Outbox, courier: Courier, knownPeers: KnownPeers,
+    around: @escaping @Sendable () -> [Around], defaultExpiry: TimeInterval
+  ) {
+    (self.outbox, self.courier, self.knownPeers, self.around, self.defaultExpiry) = (
+      outbox, courier, knownPeers, around, defaultExpiry
+    )
+  }
+
+  /// Queues `request` (written to the outbox before it returns), and delivers it at once if
+  /// its peer is in sight.
+  ///
+  /// - Throws: ``APIProblem``: an unknown or ambiguous receiver, paths that cannot be sent, a
+  ///   full outbox.
+  package func queue(_ request: Components.Schemas.SendRequest) async throws(APIProblem)
+    -> OutboxEntry
+  {
+    let requested = request._protocol.map { OutboxEntry.Carrier(rawValue: $0.rawValue)! }
+    let (key, carrier) = try resolve(request.to, carrier: requested)
+    let when: OutboxEntry.When = request.when == .now ? .now : .seen
+    let files = try OutboxFiles.snapshot(request.paths)
+    let now = Date()
+    let expires =
+      when == .now
+      ? now.addingTimeInterval(Double(Outbox.nowWindow.components.seconds))
+      : now.addingTimeInterval(request.expiresIn.map(Double.init) ?? defaultExpiry)
+    let entry = OutboxEntry(
+      id: OutboxEntry.newID(), to: request.to, fingerprint: key.hexString, carrier: carrier,
+      paths: request.paths, when: when, created: now, expires: expires, files: files)
+    try outbox.add(entry)
+    courier.poke()
+    return entry
+  }
+
+  /// Every send kept, newest first.
+  package func list() -> [OutboxEntry] { outbox.all }
+
+  /// Send `id`, if kept.
+  package func entry(_ id: String) -> OutboxEntry? { outbox.entry(id) }
+
+  /// Cancels send `id` (``Courier/cancel(_:)``).
+  package func cancel(_ id: String) async -> OutboxEntry? { await courier.cancel(id) }
+
+  /// The key (and how to reach it) that `text` names: a fingerprint, a prefix of one known or
+  /// around, a trusted peer's name, or the name of a peer around now (its key is queued).
+  ///
+  /// - Throws: ``APIProblem``: nothing named, or several keys.
+  func resolve(_ text: String, carrier requested: OutboxEntry.Carrier?) throws(APIProblem)
+    -> (Fingerprint, OutboxEntry.Carrier)
+  {
+    let reference: PeerReference
+    do {
+      reference = try PeerReference(text, knownPeers: knownPeers).nickname(in: knownPeers)
+    } catch {
+      throw APIProblem(
+        400, error.kind == .ambiguous ? "ambiguous-peer" : "unknown-peer", error.message)
+    }
+    let around = self.around().filter { requested == nil || $0.carrier == requested }
+    var keys: [Fingerprint]
+    switch reference {
+    case .fingerprint(let key):
+      keys = [key]
+    case .nickname(_, let trusted):
+      keys = trusted
+    case .name(_, let known?):
+      keys = [known]
+    case .prefix, .name(_, nil):
+      keys = around.filter {
+        reference.matchesFingerprint($0.fingerprint) || reference.matchesName($0.name)
+      }.map(\.fingerprint)
+    }
+    keys = Array(Set(keys))
+    let shown = DisplayText.escaping(text)
+    guard keys.count == 1, let key = keys.first else {
+      if keys.isEmpty {
+        throw APIProblem(
+          404, "unknown-peer",
+          "no peer around now or trusted is '\(shown)': give its fingerprint (ferry identity on "
+            + "it shows it), or trust it first (ferry trust FINGERPRINT --name NAME)")
+      }
+      throw APIProblem(
+        409, "ambiguous-peer",
+        "'\(shown)' names \(keys.count) keys: give the fingerprint you mean")
+    }
+    let carriers = Set(self.around().filter { $0.fingerprint == key }.map(\.carrier))
+    let carrier = requested ?? (carriers == [.localsend] ? .localsend : .ferry)
+    return (key, carrier)
+  }
+}
+
+extension OutboxEntry {
+  /// As the API shows it (its files only when asked).
+  package func api(withFiles: Bool) -> Components.Schemas.Send {
+    var error: Components.Schemas.Send.errorPayload?
+    switch state {
+    case .failed(_, let problem): error = .init(code: problem.code, message: problem.message)
+    case .expired: error = .init(code: "expired", message: "\(to) was not seen before \(expires)")
+    case .cancelled: error = .init(code: "cancelled", message: "cancelled")
+    default: break
+    }
+    return Components.Schemas.Send(
+      id: id, to: to, fingerprint: fingerprint,
+      _protocol: carrier == .ferry ? .ferry : .localsend, paths: paths,
+      when: when == .now ? .now : .seen, state: .init(rawValue: state.word) ?? .queued,
+      created: created, expires: expires, attempts: attempts, bytes: Int(clamping: bytes),
+      total: Int(clamping: total), fileCount: files.count,
+      files: withFiles
+        ? files.map {
+          .init(path: $0.path, status: .init(rawValue: $0.status.rawValue) ?? .pending)
+        } : nil,
+      error: error)
+  }
+}

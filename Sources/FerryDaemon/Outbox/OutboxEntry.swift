@@ -1,0 +1,160 @@
+import Foundation
+
+/// One send the daemon was asked for (`POST /v1/sends`, `ferry send --later`): whom it is for
+/// (a key, whatever name or address it is found by), what it holds (each file as it was when
+/// the send was queued), and where it stands. Written to the outbox as it changes
+/// (``OutboxStore``); its states carry their data.
+package struct OutboxEntry: Codable, Sendable, Equatable {
+  /// How it is delivered.
+  package enum Carrier: String, Codable, Sendable {
+    case ferry, localsend
+  }
+
+  /// When it is delivered.
+  package enum When: String, Codable, Sendable {
+    /// At once; it fails when the peer is not seen within ``Outbox/nowWindow``.
+    case now
+    /// When the peer is seen, until it expires.
+    case seen
+  }
+
+  /// Why a send ended without delivering everything.
+  package struct Problem: Codable, Sendable, Equatable {
+    /// A stable code (the `--json` error codes, or `expired`, `cancelled`, `no-peer`).
+    package let code: String
+    /// Words for people.
+    package let message: String
+
+    /// A problem.
+    package init(code: String, message: String) {
+      (self.code, self.message) = (code, message)
+    }
+  }
+
+  /// Where it stands.
+  package enum State: Codable, Sendable, Equatable {
+    /// Waiting for its peer; `retryAt`: after a failed attempt, not before then.
+    case queued(retryAt: Date?)
+    /// An attempt is under way, since then.
+    case delivering(since: Date)
+    /// Every file was delivered (or left out as changed or missing).
+    case delivered(at: Date)
+    /// It ended without delivering everything.
+    case failed(at: Date, problem: Problem)
+    /// It was cancelled.
+    case cancelled(at: Date)
+    /// Its peer was not seen before it expired.
+    case expired(at: Date)
+
+    /// Whether it is over.
+    package var ended: Bool {
+      switch self {
+      case .queued, .delivering: false
+      case .delivered, .failed, .cancelled, .expired: true
+      }
+    }
+
+    /// When it ended, if it did.
+    package var endedAt: Date? {
+      switch self {
+      case .queued, .delivering: nil
+      case .delivered(let at), .failed(let at, _), .cancelled(let at), .expired(let at): at
+      }
+    }
+
+    /// The API's word for it.
+    package var word: String {
+      switch self {
+      case .queued: "queued"
+      case .delivering: "delivering"
+      case .delivered: "delivered"
+      case .failed: "failed"
+      case .cancelled: "cancelled"
+      case .expired: "expired"
+      }
+    }
+  }
+
+  /// One file (or empty folder) of the send, as it was when the send was queued.
+  package struct File: Codable, Sendable, Equatable {
+    /// What happened to it.
+    package enum Status: String, Codable, Sendable {
+      case pending, stored, identical, skipped, failed, corrupt, changed, missing
+    }
+
+    /// Its path at the receiver.
+    package let path: String
+    /// Where it is here.
+    package let source: String
+    /// Whether it is an empty folder.
+    package let folder: Bool
+    /// Its size when queued.
+    package let size: UInt64
+    /// Its modification time when queued (nanoseconds since 1970).
+    package let modified: Int64
+    /// Its device and inode when queued.
+    package let device: UInt64
+    package let inode: UInt64
+    /// What happened to it.
+    package var status: Status
+  }
+
+  /// The outbox file's format.
+  package static let format = 1
+
+  /// The format it was written in.
+  package var format = OutboxEntry.format
+  /// Its identifier: 16 lower-case hex digits.
+  package let id: String
+  /// The receiver as it was named.
+  package let to: String
+  /// The receiver's key (64 upper-case hex digits): only a peer that proves it is sent to.
+  package let fingerprint: String
+  /// How it is delivered.
+  package let carrier: Carrier
+  /// The paths as they were given.
+  package let paths: [String]
+  /// When it is delivered.
+  package let when: When
+  /// When it was queued.
+  package let created: Date
+  /// When it expires if its peer is not seen.
+  package let expires: Date
+  /// Where it stands.
+  package var state: State
+  /// Attempts made so far.
+  package var attempts = 0
+  /// Bytes settled so far (delivered, or left out).
+  package var bytes: UInt64 = 0
+  /// Its files.
+  package var files: [File]
+
+  /// A new entry, queued.
+  package init(
+    id: String, to: String, fingerprint: String, carrier: Carrier, paths: [String], when: When,
+    created: Date, expires: Date, files: [File]
+  ) {
+    (self.id, self.to, self.fingerprint, self.carrier, self.paths, self.when) = (
+      id, to, fingerprint, carrier, paths, when
+    )
+    (self.created, self.expires, self.files) = (created, expires, files)
+    state = .queued(retryAt: nil)
+  }
+
+  /// Its bytes in all.
+  package var total: UInt64 { files.reduce(0) { $0 + $1.size } }
+
+  /// A new identifier: 16 random lower-case hex digits.
+  package static func newID() -> String {
+    var generator = SystemRandomNumberGenerator()
+    let value = generator.next() as UInt64
+    let digits = String(value, radix: 16)
+    return String(repeating: "0", count: 16 - digits.count) + digits
+  }
+
+  /// Whether `text` is an identifier's form (so that it can name a file).
+  package static func isID(_ text: some StringProtocol) -> Bool {
+    text.utf8.count == 16
+      && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+  }
+}

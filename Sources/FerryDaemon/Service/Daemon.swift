@@ -1,0 +1,213 @@
+import Ferry
+import FerryAPI
+import FerryAgent
+import FerryLocalSend
+import Foundation
+import Synchronization
+
+/// `ferry daemon`'s parts around the receiver its command runs: the control API on its Unix
+/// socket, the event log the API streams, the questions waiting for a person (the receiver's
+/// decider), the outbox and its courier, the history, and the desktop notifications. The
+/// command feeds it the receiver's events (``observe(_:)``) and the records its reporters
+/// write (``events``). Any thread.
+package final class Daemon: Sendable {
+  /// How the daemon runs.
+  package struct Configuration: Sendable {
+    /// Who this machine is.
+    package let identity: Identity
+    /// The name peers see.
+    package let name: String
+    /// The DNS-SD service type.
+    package let serviceType: ServiceType
+    /// What this machine knows of keys.
+    package let knownPeers: KnownPeers
+    /// Where the outbox and the history are kept (Ferry's home).
+    package let home: URL
+    /// The API's socket.
+    package let socket: String
+    /// How long a queued send waits by default, and an ended one is listed.
+    package let outboxDays: Double
+    /// How many transfers the history keeps.
+    package let historyLimit: Int
+    /// Whether to raise desktop notifications (when there is a session bus).
+    package let notify: Bool
+
+    /// A configuration.
+    package init(
+      identity: Identity, name: String, serviceType: ServiceType, knownPeers: KnownPeers,
+      home: URL, socket: String, outboxDays: Double, historyLimit: Int, notify: Bool
+    ) {
+      (self.identity, self.name, self.serviceType, self.knownPeers) = (
+        identity, name, serviceType, knownPeers
+      )
+      (self.home, self.socket, self.outboxDays, self.historyLimit, self.notify) = (
+        home, socket, outboxDays, historyLimit, notify
+      )
+    }
+  }
+
+  package let configuration: Configuration
+  /// The events, as `--json` writes them.
+  package let events: EventLog
+  /// The questions waiting for a person: the receiver's decider (under its policy).
+  package let offers: OpenOffers
+  /// The sends kept.
+  package let outbox: Outbox
+  /// Delivers the outbox.
+  package let courier: Courier
+  /// What was received and sent.
+  package let history: History
+  /// When the daemon started.
+  package let started = Date()
+  private let notifier = NotifierSlot()
+  private let server = Mutex<APIServer?>(nil)
+  /// The protocol each sender let in came by (for the history), by key.
+  private let protocols = Mutex<[Fingerprint: String]>([:])
+
+  /// The daemon's parts, its events kept in `events`; `sendEvents` reports what deliveries do, `outboxEvents` what happens
+  /// to sends, `questionEvents` the questions waiting for a person (each also goes to the
+  /// history and the notifications here).
+  package init(
+    _ configuration: Configuration, events: EventLog,
+    sendEvents: @escaping @Sendable (SendEvent) -> Void,
+    outboxEvents: @escaping @Sendable (Outbox.Event) -> Void,
+    questionEvents: @escaping @Sendable (OpenOffers.Change) -> Void
+  ) {
+    self.configuration = configuration
+    self.events = events
+    let notifier = self.notifier
+    offers = OpenOffers { change in
+      questionEvents(change)
+      notifier.current?.changed(change)
+    }
+    history = History(
+      path: configuration.home.appendingPathComponent("history.json").path,
+      limit: configuration.historyLimit)
+    let history = self.history
+    outbox = Outbox(
+      folder: configuration.home.appendingPathComponent("outbox", isDirectory: true),
+      keepEnded: configuration.outboxDays * 86_400
+    ) { event in
+      outboxEvents(event)
+      guard case .ended(let entry) = event else { return }
+      history.add(Daemon.historyEntry(entry))
+      notifier.current?.sendEnded(
+        summary: Daemon.endedSummary(entry), body: Daemon.endedBody(entry))
+    }
+    courier = Courier(
+      outbox: outbox,
+      configuration: Courier.Configuration(
+        identity: configuration.identity, name: configuration.name,
+        serviceType: configuration.serviceType, knownPeers: configuration.knownPeers),
+      report: sendEvents)
+  }
+
+  /// Reads the outbox, connects the notifications (when asked for and there is a session
+  /// bus) and starts the API with `status` and `peers` for what only the command knows.
+  ///
+  /// - Throws: ``APIServer/Failure`` when the socket cannot be served; the outbox's error
+  ///   when its folder cannot be read.
+  package func start(
+    status: @escaping @Sendable () -> Components.Schemas.Status,
+    peers: @escaping @Sendable () -> Components.Schemas.Peers
+  ) async throws {
+    try outbox.load()
+    if configuration.notify {
+      notifier.replace(with: DesktopNotifier(offers: offers))
+    }
+    let routes = APIRoutes()
+    let handler = APIHandler(
+      parts: APIHandler.Parts(
+        status: status, peers: peers,
+        sends: DaemonSends(
+          outbox: outbox, courier: courier, knownPeers: configuration.knownPeers,
+          around: { [courier] in Daemon.around(courier) },
+          defaultExpiry: configuration.outboxDays * 86_400),
+        offers: offers, history: history, events: events))
+    try handler.registerHandlers(on: routes)
+    let started = try await APIServer.start(at: configuration.socket, routes: routes)
+    server.withLock { $0 = started }
+  }
+
+  /// Whether desktop notifications are shown (a session bus answered).
+  package var notifies: Bool { notifier.current != nil }
+
+  /// Delivers the outbox until the task is cancelled.
+  package func run() async {
+    await courier.run()
+  }
+
+  /// Stops the API (its socket removed), the notifications and the event streams; questions
+  /// still open are withdrawn.
+  package func stop() async {
+    offers.withdrawAll()
+    let server = self.server.withLock { server in
+      defer { server = nil }
+      return server
+    }
+    await server?.stop()
+    notifier.replace(with: nil)?.close()
+    events.finishAll()
+  }
+
+  /// What the receiver reported: the history keeps each transfer's end; LocalSend devices
+  /// heard go to the courier.
+  package func observe(_ event: ReceiverEvent) {
+    switch event {
+    case .localSendSeen(let sighting):
+      courier.seen(sighting)
+    case .accepted(let sender, _, _):
+      let name: String
+      switch sender {
+      case .ferry: name = "ferry"
+      case .localSend(let sender): name = sender.isBrowser ? "web" : "localsend"
+      }
+      protocols.withLock { protocols in
+        if protocols.count > 1024 { protocols.removeAll() }
+        protocols[sender.peer.fingerprint] = name
+      }
+    case .declined(let sender, _, _):
+      history.add(received(sender.peer, verified: sender.verified, files: 0, bytes: 0, .declined))
+    case .offerDeclined(let peer, _, let files, let bytes):
+      history.add(received(peer, verified: true, files: files, bytes: bytes, .declined))
+    case .transferEnded(let transfer, let error):
+      history.add(
+        received(
+          transfer.peer, verified: true, files: transfer.files.count, bytes: transfer.totalBytes,
+          error == nil ? .done : .failed))
+    case .interrupted(let transfer):
+      history.add(
+        received(
+          transfer.peer, verified: true, files: transfer.files.count, bytes: transfer.totalBytes,
+          .cancelled))
+    default:
+      break
+    }
+  }
+
+  private func received(
+    _ peer: PeerID, verified: Bool, files: Int, bytes: UInt64, _ outcome: History.Entry.Outcome
+  ) -> History.Entry {
+    let protocolName = protocols.withLock { $0[peer.fingerprint] } ?? "ferry"
+    return History.Entry(
+      direction: .received, peer: peer.displayName,
+      fingerprint: verified && protocolName != "web" ? peer.fingerprint.hexString : nil,
+      protocol: protocolName, files: files, bytes: bytes, outcome: outcome)
+  }
+}
+
+/// The desktop notifier, once there is one.
+private final class NotifierSlot: Sendable {
+  private let notifier = Mutex<DesktopNotifier?>(nil)
+
+  var current: DesktopNotifier? { notifier.withLock { $0 } }
+
+  /// Puts `new` in its place; the one it replaced.
+  @discardableResult
+  func replace(with new: DesktopNotifier?) -> DesktopNotifier? {
+    notifier.withLock { notifier in
+      defer { notifier = new }
+      return notifier
+    }
+  }
+}
