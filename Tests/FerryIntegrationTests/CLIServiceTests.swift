@@ -45,6 +45,18 @@ struct CLIServiceTests {
     #expect(user.output.isEmpty, "\(user.output)")
   }
 
+  @Test(
+    "the daemon's system and user units pass systemd-analyze verify",
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
+  func daemonUnitsVerify() async throws {
+    let system = try await verify("contrib/systemd/ferry.service", user: false)
+    #expect(system.status == 0, "\(system.output)")
+    #expect(system.output.isEmpty, "\(system.output)")
+    let user = try await verify("contrib/systemd/user/ferry.service", user: true)
+    #expect(user.status == 0, "\(user.output)")
+    #expect(user.output.isEmpty, "\(user.output)")
+  }
+
   /// Starts `ferry receive` with no terminal and returns it with its port.
   func startReceiver(_ arguments: [String], home: String, environment: [String: String] = [:])
     async throws -> (process: ChildProcess, port: Int)

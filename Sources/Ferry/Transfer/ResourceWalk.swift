@@ -9,7 +9,9 @@ import Foundation
 /// consecutive offers (``Session/sendResources(_:to:)`` takes at most
 /// ``ProtocolLimits/maximumFilesPerOffer`` files at once).
 ///
-/// Each entry is a file (found as itself, as is a streamed item, with size 0) or a folder (every regular file below it, as
+/// Each entry is a file (found as itself, as is a streamed item, with size 0), an empty folder
+/// to create (``ResourceItem/init(folderAt:path:)``: found as itself, never walked into), or a
+/// folder (every regular file below it, as
 /// `entry.path/relative/path`; each folder's names in byte order, a folder's files before the
 /// next name's; a folder with nothing to send below it is found as an empty folder,
 /// ``ResourceItem/isFolder``, once its names are walked). Symbolic links, pipes, sockets and devices inside folders are left out and
@@ -90,6 +92,19 @@ public struct ResourceWalk {
         var status = stat()
         guard stat(entry.url.path, &status) == 0 else {
           throw .cannotRead("\(entry.url.path): \(errnoText().lowercased())")
+        }
+        if entry.isFolder {
+          // An empty folder to create (``ResourceItem/init(folderAt:path:)``): found as itself,
+          // never walked into — what it holds now was not offered.
+          guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw .cannotRead("\(entry.url.path): no longer a folder")
+          }
+          do {
+            _ = try RelativePath(validating: entry.path)
+          } catch {
+            throw .unsafePath(error)
+          }
+          return Found(item: entry, size: 0)
         }
         switch status.st_mode & S_IFMT {
         case S_IFREG:

@@ -1123,6 +1123,22 @@ extension Components {
             package var names: [Swift.String]
             /// - Remark: Generated from `#/components/schemas/Offer/text`.
             package var text: Swift.Bool
+            /// Why an accepted sender's offer needs its own yes (kind offer): its files are not what its invitation announced, it announced nothing, or it offers more after its first.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Offer/reason`.
+            @frozen package enum reasonPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case differs = "differs"
+                case unannounced = "unannounced"
+                case later = "later"
+            }
+            /// Why an accepted sender's offer needs its own yes (kind offer): its files are not what its invitation announced, it announced nothing, or it offers more after its first.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Offer/reason`.
+            package var reason: Components.Schemas.Offer.reasonPayload?
+            /// For KEY CHANGED and LOOK-ALIKE NAME, the key the name belongs to here.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Offer/previousFingerprint`.
+            package var previousFingerprint: Swift.String?
             /// The verification code both screens show (Ferry senders).
             ///
             /// - Remark: Generated from `#/components/schemas/Offer/code`.
@@ -1140,6 +1156,8 @@ extension Components {
             ///   - bytes:
             ///   - names:
             ///   - text:
+            ///   - reason: Why an accepted sender's offer needs its own yes (kind offer): its files are not what its invitation announced, it announced nothing, or it offers more after its first.
+            ///   - previousFingerprint: For KEY CHANGED and LOOK-ALIKE NAME, the key the name belongs to here.
             ///   - code: The verification code both screens show (Ferry senders).
             ///   - expires:
             package init(
@@ -1151,6 +1169,8 @@ extension Components {
                 bytes: Swift.Int? = nil,
                 names: [Swift.String],
                 text: Swift.Bool,
+                reason: Components.Schemas.Offer.reasonPayload? = nil,
+                previousFingerprint: Swift.String? = nil,
                 code: Swift.String? = nil,
                 expires: Foundation.Date
             ) {
@@ -1162,6 +1182,8 @@ extension Components {
                 self.bytes = bytes
                 self.names = names
                 self.text = text
+                self.reason = reason
+                self.previousFingerprint = previousFingerprint
                 self.code = code
                 self.expires = expires
             }
@@ -1174,6 +1196,8 @@ extension Components {
                 case bytes
                 case names
                 case text
+                case reason
+                case previousFingerprint
                 case code
                 case expires
             }
@@ -1211,6 +1235,14 @@ extension Components {
                     Swift.Bool.self,
                     forKey: .text
                 )
+                self.reason = try container.decodeIfPresent(
+                    Components.Schemas.Offer.reasonPayload.self,
+                    forKey: .reason
+                )
+                self.previousFingerprint = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .previousFingerprint
+                )
                 self.code = try container.decodeIfPresent(
                     Swift.String.self,
                     forKey: .code
@@ -1228,6 +1260,8 @@ extension Components {
                     "bytes",
                     "names",
                     "text",
+                    "reason",
+                    "previousFingerprint",
                     "code",
                     "expires"
                 ])

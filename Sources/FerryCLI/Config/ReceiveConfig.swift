@@ -57,7 +57,7 @@ struct ReceiveConfig: Sendable, Equatable {
     {
       switch key {
       case "notify": daemon.notify = try value.boolean(key)
-      case "outbox_days": daemon.outboxDays = try value.number(key, in: 0...3650)
+      case "outbox_days": daemon.outboxDays = try value.number(key, in: 0.01...3650)
       case "history": daemon.history = try value.integer(key, in: 10...100_000)
       case "socket": daemon.socket = Self.folder(try value.string(key), relativeTo: path)
       default:

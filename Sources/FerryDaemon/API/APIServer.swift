@@ -40,6 +40,8 @@ package final class APIServer: Sendable {
   package let path: String
   private let routes: APIRoutes
   private let channel: any Channel
+  /// The socket file this server made (device and inode): the one its stop removes.
+  private let identity: (device: UInt64, inode: UInt64)?
 
   /// The socket for this user: `$XDG_RUNTIME_DIR/ferry/api.sock` when that is an absolute
   /// folder, else `run/api.sock` in Ferry's home.
@@ -54,6 +56,9 @@ package final class APIServer: Sendable {
 
   private init(path: String, routes: APIRoutes, channel: any Channel) {
     (self.path, self.routes, self.channel) = (path, routes, channel)
+    var status = stat()
+    identity =
+      lstat(path, &status) == 0 ? (UInt64(status.st_dev), UInt64(status.st_ino)) : nil
   }
 
   /// Listens on `path` (its folder created 0700, or checked to be this user's and tightened
@@ -85,10 +90,16 @@ package final class APIServer: Sendable {
     return APIServer(path: path, routes: routes, channel: bound)
   }
 
-  /// Stops listening and removes the socket (connections under way end with their requests).
+  /// Stops listening and removes the socket — if it is still the one it made (connections
+  /// under way end with their requests).
   package func stop() async {
     try? await channel.close()
-    unlink(path)
+    var status = stat()
+    if let identity, lstat(path, &status) == 0, UInt64(status.st_dev) == identity.device,
+      UInt64(status.st_ino) == identity.inode
+    {
+      unlink(path)
+    }
   }
 
   /// Lets `channel` in when its peer is `user` or root; otherwise answers 403 and closes it.
@@ -107,7 +118,13 @@ package final class APIServer: Sendable {
         return refuse(channel, uid: peer.uid, user: user)
       }
       guard let slot = slots.admit(channel, from: "uid \(peer.uid)") else {
-        return channel.close()
+        // Every connection is under way (event streams, say): said, not dropped.
+        return channel.eventLoop.makeCompletedFuture {
+          try channel.pipeline.syncOperations.addHandler(
+            Refusal(
+              APIProblem(503, "unavailable", "too many connections at once; try again"),
+              status: "503 Service Unavailable"))
+        }
       }
       channel.closeFuture.whenComplete { _ in slots.release(slot) }
       do {
@@ -123,26 +140,28 @@ package final class APIServer: Sendable {
     }.flatMapError { _ in channel.close() }
   }
 
-  /// Tells a process of another user why it is turned away, and closes its connection.
+  /// Tells a process of another user why it is turned away, and closes its connection (once
+  /// the connection is registered: the initializer runs before it is).
   private static func refuse(_ channel: any Channel, uid: UInt32, user: uid_t)
     -> EventLoopFuture<Void>
   {
     let problem = APIProblem(
       403, "forbidden",
       "this daemon answers user \(user) and root only, not user \(uid)")
-    let body = problem.json
-    var buffer = channel.allocator.buffer(capacity: body.count + 128)
-    buffer.writeString(
-      "HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\ncontent-length: "
-        + "\(body.count)\r\nconnection: close\r\n\r\n")
-    buffer.writeBytes(body)
-    return channel.writeAndFlush(buffer).flatMap { channel.close() }
+    return channel.eventLoop.makeCompletedFuture {
+      try channel.pipeline.syncOperations.addHandler(Refusal(problem, status: "403 Forbidden"))
+    }
   }
 
-  /// Makes `folder` (0700), or checks that it is a folder (not a link) of this user's, and
-  /// tightens it to 0700.
+  /// Makes `folder` (0700), or checks that it is a folder (not a link) of this user's that
+  /// nobody else may enter. A folder the daemon makes is its own, and so is its default one
+  /// (tightened to 0700 if an earlier run left it open); any other is never
+  /// changed — `--socket /tmp/x.sock` must not make /tmp private — and is refused if others
+  /// may enter it.
   private static func prepare(_ folder: String) throws(Failure) {
-    if mkdir(folder, 0o700) != 0 && errno != EEXIST {
+    let made = mkdir(folder, 0o700) == 0
+    let ours = made || folder == (defaultPath() as NSString).deletingLastPathComponent
+    if !made && errno != EEXIST {
       // Its parents (Ferry's home, say) may not exist yet.
       do {
         try FileManager.default.createDirectory(
@@ -161,6 +180,13 @@ package final class APIServer: Sendable {
     }
     guard status.st_uid == geteuid() else {
       throw .folder(folder, reason: "it belongs to user \(status.st_uid), not to this user")
+    }
+    guard status.st_mode & 0o077 != 0 else { return }
+    guard ours else {
+      throw .folder(
+        folder,
+        reason: "others may enter it (mode \(String(status.st_mode & 0o777, radix: 8))): put the "
+          + "socket in a folder of its own, mode 0700")
     }
     guard chmod(folder, 0o700) == 0 else {
       throw .folder(folder, reason: String(cString: strerror(errno)))
@@ -186,5 +212,37 @@ package final class APIServer: Sendable {
     }
     if answering { throw .running(path) }
     unlink(path)
+  }
+}
+
+/// Answers the first bytes a refused connection sends with one error, then closes it (a client
+/// that sends nothing is closed after 5 s). Answering after its request, not at once: a client
+/// whose connection closes before it wrote its request reports a failure to connect, not the
+/// reason.
+private final class Refusal: ChannelInboundHandler, @unchecked Sendable {
+  typealias InboundIn = ByteBuffer
+  private let problem: APIProblem
+  private let status: String
+  private var answered = false
+
+  init(_ problem: APIProblem, status: String) { (self.problem, self.status) = (problem, status) }
+
+  func channelActive(context: ChannelHandlerContext) {
+    let channel = context.channel
+    channel.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
+    context.fireChannelActive()
+  }
+
+  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    guard !answered else { return }
+    answered = true
+    let body = problem.json
+    var buffer = context.channel.allocator.buffer(capacity: body.count + 128)
+    buffer.writeString(
+      "HTTP/1.1 \(status)\r\ncontent-type: application/json\r\ncontent-length: "
+        + "\(body.count)\r\nconnection: close\r\n\r\n")
+    buffer.writeBytes(body)
+    let channel = context.channel
+    context.writeAndFlush(NIOAny(buffer)).whenComplete { _ in channel.close(promise: nil) }
   }
 }

@@ -40,22 +40,25 @@ package final class EventLog: Sendable {
   package let capacity: Int
   /// How many bytes may wait for one reader before it is let go.
   package let readerBacklog: Int
-  /// How many readers may follow at once (more are refused: the API answers 503).
+  /// How many readers may follow at once (more are refused: the API answers 503) — fewer
+  /// than the API's connections, so that readers never take them all.
   package let maximumReaders: Int
   private let state = Mutex(State())
 
   /// A log keeping `capacity` records, letting a reader fall `readerBacklog` bytes behind, and
   /// holding at most `maximumReaders` readers.
-  package init(capacity: Int = 1000, readerBacklog: Int = 1 << 20, maximumReaders: Int = 32) {
+  package init(capacity: Int = 1000, readerBacklog: Int = 1 << 20, maximumReaders: Int = 8) {
     (self.capacity, self.readerBacklog, self.maximumReaders) = (
       capacity, readerBacklog, maximumReaders
     )
   }
 
   /// Appends `object`, one serialized JSON object (`{"event":…}`), as the next record; hands
-  /// it to every reader. Returns its number.
+  /// it to every reader; keeps it for replay unless `kept` is false (progress, which the next
+  /// says all of: the last 1000 events would otherwise be a minute of one transfer). Returns
+  /// its number.
   @discardableResult
-  package func append(_ object: String) -> Int64 {
+  package func append(_ object: String, kept: Bool = true) -> Int64 {
     // Records are handed out under the lock (two appends at once reach every reader in
     // order); a reader let go is finished after it, since finishing calls its termination
     // handler, which takes the lock.
@@ -65,7 +68,9 @@ package final class EventLog: Sendable {
       let body = object.utf8.first == UInt8(ascii: "{") ? object.dropFirst() : Substring(object)
       let separator = body.utf8.first == UInt8(ascii: "}") ? "" : ","
       let record = Record(id: id, line: "{\"id\":\(id)\(separator)\(body)\n")
-      if state.records.count < capacity {
+      if !kept {
+        // Handed to readers only.
+      } else if state.records.count < capacity {
         state.records.append(record)
       } else {
         state.records[state.start] = record

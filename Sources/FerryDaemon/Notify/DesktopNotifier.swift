@@ -25,7 +25,13 @@ package final class DesktopNotifier: Sendable {
   /// Notifications on the session bus at `address` (nil: `DBUS_SESSION_BUS_ADDRESS`),
   /// answering `offers`; nil when there is no session bus.
   package init?(address: String? = nil, offers: OpenOffers) {
-    guard let bus = SessionBus(address: address, matching: Self.service) else { return nil }
+    // Only the notification server's signals: another client of the bus cannot press Accept.
+    guard
+      let bus = SessionBus(
+        address: address,
+        match: "type='signal',sender='\(Self.service)',path='\(Self.path)',"
+          + "interface='\(Self.service)'")
+    else { return nil }
     self.bus = bus
     self.offers = offers
     bus.call(Self.service, Self.path, Self.service, "GetCapabilities", []) {
@@ -86,6 +92,12 @@ package final class DesktopNotifier: Sendable {
       if let bytes = offer.bytes { what += " (\(Quantity.bytes(UInt64(bytes))))" }
     }
     var lines = ["\(who) (\(offer.sender.status.rawValue)) wants to send \(what)."]
+    switch offer.reason {
+    case .differs?: lines.append("Not the files it announced.")
+    case .unannounced?: lines.append("It did not say what before.")
+    case .later?: lines.append("More files after the first.")
+    case nil: break
+    }
     if !offer.names.isEmpty {
       lines.append(offer.names.prefix(5).map { printable($0) }.joined(separator: ", "))
     }
@@ -95,9 +107,18 @@ package final class DesktopNotifier: Sendable {
     } else {
       lines.append("It proves no key.")
     }
+    // A name that belongs to another key here is never accepted with one click: the key is
+    // checked first, and `ferry accept ID` says yes.
+    let suspicious = offer.previousFingerprint != nil
+    if let previous = offer.previousFingerprint {
+      lines.append(
+        "The name is known here with another key (\(previous.prefix(16))): check before "
+          + "accepting with ferry accept \(offer.id).")
+    }
     notify(
       summary: "Ferry: \(who) wants to send", body: lines.joined(separator: "\n"),
-      actions: ["accept", "Accept", "decline", "Decline"], resident: true
+      actions: suspicious ? ["decline", "Decline"] : ["accept", "Accept", "decline", "Decline"],
+      resident: true
     ) { [weak self] id in
       guard let self else { return }
       // Answered or gone while the notification was being shown: taken down at once.
@@ -117,7 +138,7 @@ package final class DesktopNotifier: Sendable {
     shown: @escaping @Sendable (UInt32) -> Void
   ) {
     let escaped = markup.withLock { $0 } ? Self.escapeMarkup(body) : body
-    var hints: [(String, SessionBus.HintValue)] = [("urgency", .byte(resident ? 2 : 1))]
+    var hints: [(String, SessionBus.HintValue)] = [("urgency", .byte(1))]
     if resident { hints.append(("resident", .bool(true))) }
     bus.call(
       Self.service, Self.path, Self.service, "Notify",

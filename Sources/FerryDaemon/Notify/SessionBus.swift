@@ -66,8 +66,9 @@ final class SessionBus: @unchecked Sendable {
   private let signalsContinuation: AsyncStream<Signal>.Continuation
 
   /// Connects to the session bus at `address` (nil: `DBUS_SESSION_BUS_ADDRESS`), and matches
-  /// the signals of `interface`. Nil when there is no session bus, or it refuses.
-  init?(address: String? = nil, matching interface: String) {
+  /// the signals `match` (a D-Bus match rule) selects. Nil when there is no session bus, or it
+  /// refuses.
+  init?(address: String? = nil, match: String) {
     guard let address = address ?? ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"],
       !address.isEmpty
     else { return nil }
@@ -81,7 +82,7 @@ final class SessionBus: @unchecked Sendable {
       dbus_connection_unref(connection)
       return nil
     }
-    dbus_bus_add_match(connection, "type='signal',interface='\(interface)'", &error)
+    dbus_bus_add_match(connection, match, &error)
     var pipe: [Int32] = [-1, -1]
     guard dbus_error_is_set(&error) == 0, Glibc.pipe(&pipe) == 0 else {
       dbus_connection_close(connection)

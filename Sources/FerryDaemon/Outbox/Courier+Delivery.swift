@@ -9,7 +9,7 @@ extension Courier {
     _ entry: OutboxEntry,
     send: @Sendable (Session, SendBatch, FerryDelivery) async -> SendFailure?
   ) async {
-    guard let (entry, batch, base) = begin(entry) else { return }
+    guard let (entry, batch, base) = await begin(entry) else { return }
     let session: Session
     do {
       session = try Session(
@@ -23,18 +23,23 @@ extension Courier {
       checksum: .xxh3, knownPeers: configuration.knownPeers, decider: RefusingSendDecider(),
       events: track(entry.id, base: base))
     registerStop(entry.id) { _ = await delivery.interrupt() }
+    // Cancelled before its stop was there to call: nothing is sent.
+    guard !isCancelled(entry.id) else {
+      await session.closeAndWait(timeout: .seconds(1))
+      return end(entry.id, SendFailure(.interrupted, "cancelled"))
+    }
     let failure = await send(session, batch, delivery)
     await session.closeAndWait(timeout: .seconds(1))
     end(entry.id, failure)
   }
 
-  /// Delivers `entry` to the LocalSend device `sighting` announced, its key pinned.
-  func deliver(localSend entry: OutboxEntry, to sighting: LocalSendSighting) async {
-    guard let (entry, batch, base) = begin(entry) else { return }
-    guard sighting.device.usesTLS, let key = try? Fingerprint(parsing: entry.fingerprint) else {
-      return end(
-        entry.id,
-        SendFailure(.authentication, "the device announces plain HTTP: nothing would prove it"))
+  /// Delivers `entry` to the LocalSend device announcing its key: at each address it was
+  /// announced from in turn (proven ones first), the key pinned in each handshake — an
+  /// address where another device answers fails the pin, and the next is tried.
+  func deliver(localSend entry: OutboxEntry, to sightings: [LocalSendSighting]) async {
+    guard let (entry, batch, base) = await begin(entry) else { return }
+    guard let key = try? Fingerprint(parsing: entry.fingerprint) else {
+      return end(entry.id, SendFailure(.authentication, "the send's key is not a fingerprint"))
     }
     let me = LocalSendDevice(
       alias: configuration.name, deviceModel: "Ferry", deviceType: "headless",
@@ -46,16 +51,25 @@ extension Courier {
     } catch {
       return end(entry.id, SendFailure(.usage, "\(error)"))
     }
-    let target = LocalSendTarget(
-      host: sighting.address, port: sighting.device.port ?? Int(LocalSendProtocol.defaultPort),
-      fingerprint: key)
-    let delivery = LocalSendDelivery(
-      to: target, device: sighting.device, pinned: true, upload: upload, pin: nil,
-      retry: RetryPolicy(retryFor: .seconds(60)), deadline: .now + Self.findTimeout,
-      knownPeers: configuration.knownPeers, decider: RefusingSendDecider(),
-      events: track(entry.id, base: base))
     registerStop(entry.id) { await upload.cancel() }
-    let failure = await delivery.send(batch: batch, text: nil)
+    var failure: SendFailure? = SendFailure(.noPeer, "the device was not heard from lately")
+    // Plain HTTP proves nothing: such an announcement is not tried (another may be the device).
+    for sighting in sightings where sighting.device.usesTLS {
+      guard !isCancelled(entry.id) else {
+        failure = SendFailure(.interrupted, "cancelled")
+        break
+      }
+      let target = LocalSendTarget(
+        host: sighting.address,
+        port: sighting.device.port ?? Int(LocalSendProtocol.defaultPort), fingerprint: key)
+      let delivery = LocalSendDelivery(
+        to: target, device: sighting.device, pinned: entry.byKey, upload: upload, pin: nil,
+        retry: RetryPolicy(retryFor: .seconds(60)), deadline: .now + Self.findTimeout,
+        knownPeers: configuration.knownPeers, decider: RefusingSendDecider(),
+        events: track(entry.id, base: base))
+      failure = await delivery.send(batch: batch, text: nil)
+      guard failure?.kind == .authentication || failure?.kind == .noPeer else { break }
+    }
     end(entry.id, failure)
   }
 
@@ -63,22 +77,32 @@ extension Courier {
   static let findTimeout: Duration = .seconds(130)
 
   /// Marks `entry` delivering and makes its batch of what is left to deliver (files changed
-  /// or gone since it was queued are marked so); nil when the attempt ends here.
-  private func begin(_ entry: OutboxEntry) -> (OutboxEntry, SendBatch, UInt64)? {
-    var items: [ResourceItem] = []
+  /// or gone since it was queued are marked so); nil when the attempt ends here. The files
+  /// are looked at off the daemon's tasks and outside the outbox's lock (a hung mount holds
+  /// this send only).
+  private func begin(_ entry: OutboxEntry) async -> (OutboxEntry, SendBatch, UInt64)? {
+    let looked = try? await OutboxFiles.offThread { () throws(APIProblem) in
+      var copy = entry
+      let items = OutboxFiles.deliverable(&copy)
+      return (copy.files, items)
+    }
+    guard let (files, items) = looked else { return nil }
     guard
       let started = outbox.update(
         entry.id,
-        { entry in
-          guard case .queued = entry.state else { return false }
-          entry.state = .delivering(since: Date())
-          entry.attempts += 1
-          items = OutboxFiles.deliverable(&entry)
+        { current in
+          // Only from the state it was read in: a cancel or an expiry meanwhile wins.
+          guard case .queued = current.state, current.files.count == files.count else {
+            return false
+          }
+          current.state = .delivering(since: Date())
+          current.attempts += 1
+          current.files = files
           return true
         })
     else { return nil }
     let settled = started.files.filter { $0.status != .pending && $0.status != .failed }
-    let base = settled.reduce(UInt64(0)) { $0 + $1.size }
+    let base = settled.reduce(UInt64(0)) { $0 &+ $1.size }
     guard !items.isEmpty else {
       let delivered = settled.contains { [.stored, .identical, .skipped].contains($0.status) }
       end(
@@ -142,9 +166,11 @@ extension Courier {
     running.withLock { _ = $0.stops.removeValue(forKey: id) }
     let wasCancelled = cancelled.withLock { $0.remove(id) != nil }
     outbox.update(id) { entry in
+      // Only an attempt under way ends here (an expiry or a cancel may have ended it first).
+      guard case .delivering = entry.state else { return false }
       let now = Date()
       entry.bytes = entry.files.filter { $0.status != .pending && $0.status != .failed }
-        .reduce(0) { $0 + $1.size }
+        .reduce(0) { $0 &+ $1.size }
       if wasCancelled {
         entry.state = .cancelled(at: now)
       } else if let failure {
@@ -179,10 +205,13 @@ extension Courier {
   /// Whether a failure of this kind may pass (the send waits for its peer again).
   static func passes(_ kind: SendFailure.Kind) -> Bool {
     switch kind {
-    case .noPeer, .transferFailed, .invitationFailed, .batchChanged, .busy, .interrupted:
+    // A pin that failed: whoever answered was not the key's holder (anyone can advertise a
+    // key); the holder may be seen later.
+    case .noPeer, .transferFailed, .invitationFailed, .batchChanged, .busy, .interrupted,
+      .authentication:
       true
-    case .usage, .cannotRead, .invalidPath, .nothingToSend, .declined, .authentication,
-      .keyChanged, .cancelled, .unreadable, .pin, .integrity:
+    case .usage, .cannotRead, .invalidPath, .nothingToSend, .declined, .keyChanged, .cancelled,
+      .unreadable, .pin, .integrity:
       false
     }
   }

@@ -49,8 +49,11 @@ package final class Courier: Sendable {
   let cancelled = Mutex<Set<String>>([])
   /// When each Ferry peer (by fingerprint) was last heard of.
   private let heard = Mutex<[String: Date]>([:])
-  /// The last announcement of each LocalSend device (by fingerprint), at most 256.
-  private let sightings = Mutex<[String: (sighting: LocalSendSighting, at: Date)]>([:])
+  /// The last announcements of each LocalSend device (by fingerprint, then address: at most
+  /// 8 addresses for each of 256 keys). Anyone can announce a key: each address is tried,
+  /// and only the device holding the key passes the pin.
+  private let sightings = Mutex<[String: [String: (sighting: LocalSendSighting, at: Date)]]>(
+    [:])
   /// The timer's sleep, which a new send cuts short (``poke()``), and whether one came while
   /// it was awake.
   private let timer = Mutex<Timer>(Timer())
@@ -97,31 +100,57 @@ package final class Courier: Sendable {
     let fingerprint = key.hexString
     sightings.withLock { sightings in
       if sightings.count >= 256, sightings[fingerprint] == nil,
-        let oldest = sightings.min(by: { $0.value.at < $1.value.at })?.key
+        let oldest = sightings.min(by: {
+          ($0.value.values.map(\.at).max() ?? .distantPast)
+            < ($1.value.values.map(\.at).max() ?? .distantPast)
+        })?.key
       {
         sightings[oldest] = nil
       }
-      sightings[fingerprint] = (sighting, Date())
+      var addresses = sightings[fingerprint] ?? [:]
+      if addresses.count >= 8, addresses[sighting.address] == nil,
+        let oldest = addresses.min(by: { $0.value.at < $1.value.at })?.key
+      {
+        addresses[oldest] = nil
+      }
+      addresses[sighting.address] = (sighting, Date())
+      sightings[fingerprint] = addresses
     }
     guard !outbox.due(for: fingerprint, carrier: .localsend).isEmpty else { return }
     start(fingerprint, carrier: .localsend)
   }
 
-  /// Cancels send `id`: one queued ends now; one being delivered is stopped on both ends
-  /// first. The send as it ended, nil when it is not kept.
+  /// Cancels send `id`: one queued ends now; one being delivered is stopped on both ends, and
+  /// waited for (10 s at most). The send as it is then, nil when it is not kept.
   package func cancel(_ id: String) async -> OutboxEntry? {
-    let stop = running.withLock { $0.stops[id] }
-    if let stop {
-      cancelled.withLock { _ = $0.insert(id) }
-      await stop()
-    }
+    var delivering = false
     outbox.update(id) { entry in
-      guard !entry.state.ended else { return false }
-      if case .delivering = entry.state, stop != nil { return false }
-      entry.state = .cancelled(at: Date())
-      return true
+      switch entry.state {
+      case .queued:
+        entry.state = .cancelled(at: Date())
+        return true
+      case .delivering:
+        delivering = true
+        return false
+      case .delivered, .failed, .cancelled, .expired:
+        return false
+      }
     }
+    guard delivering else { return outbox.entry(id) }
+    // Said first: a delivery that has not registered its stop yet sees it before it sends.
+    cancelled.withLock { _ = $0.insert(id) }
+    if let stop = running.withLock({ $0.stops[id] }) { await stop() }
+    let deadline = ContinuousClock.now + .seconds(10)
+    while ContinuousClock.now < deadline, outbox.entry(id)?.state.ended == false {
+      try? await Task.sleep(for: .milliseconds(100))
+    }
+    if outbox.entry(id)?.state.ended != false { cancelled.withLock { _ = $0.remove(id) } }
     return outbox.entry(id)
+  }
+
+  /// Whether send `id` was cancelled while it was being delivered.
+  func isCancelled(_ id: String) -> Bool {
+    cancelled.withLock { $0.contains(id) }
   }
 
   // MARK: Looking for peers
@@ -177,8 +206,10 @@ package final class Courier: Sendable {
           start(fingerprint, carrier: .localsend)
         }
       }
+      // (``Outbox/expire(now:)`` gives only times to come: a send due already waits for its
+      // peer to be seen, which wakes the courier by itself.)
       let until = min(next ?? .distantFuture, Date(timeIntervalSinceNow: 3600))
-      let wait = max(0.05, until.timeIntervalSinceNow)
+      let wait = max(1, until.timeIntervalSinceNow)
       // Whichever comes first: the time, or a poke (which cancels the sleep).
       let nap = Task<Void, Never> { try? await Task.sleep(for: .seconds(wait)) }
       let poked = timer.withLock { timer -> Bool in
@@ -209,22 +240,30 @@ package final class Courier: Sendable {
   /// The LocalSend devices heard lately, and when.
   package var localSendDevices: [(sighting: LocalSendSighting, lastSeen: Date)] {
     let now = Date()
-    return sightings.withLock { Array($0.values) }
+    return sightings.withLock { $0.values.flatMap(\.values) }
       .filter { now.timeIntervalSince($0.at) < Self.sightingLasts }
       .map { ($0.sighting, $0.at) }
   }
 
-  private func peer(_ fingerprint: String) -> DiscoveredPeer? {
-    browser.withLock { $0 }?.peers.first { $0.info.fingerprint?.hexString == fingerprint }
+  /// The services advertising `fingerprint` now (anyone can advertise a key: each is tried,
+  /// and only the peer holding it passes the pin).
+  private func peers(_ fingerprint: String) -> [DiscoveredPeer] {
+    browser.withLock { $0 }?.peers.filter { $0.info.fingerprint?.hexString == fingerprint } ?? []
+  }
+
+  private func peer(_ fingerprint: String) -> DiscoveredPeer? { peers(fingerprint).first }
+
+  /// The recent announcements of `fingerprint`: proven ones first, then the newest.
+  private func sightings(_ fingerprint: String) -> [LocalSendSighting] {
+    let now = Date()
+    return sightings.withLock { $0[fingerprint] ?? [:] }.values
+      .filter { now.timeIntervalSince($0.at) < Self.sightingLasts }
+      .sorted { ($0.sighting.proven ? 1 : 0, $0.at) > ($1.sighting.proven ? 1 : 0, $1.at) }
+      .map(\.sighting)
   }
 
   private func sighting(_ fingerprint: String) -> LocalSendSighting? {
-    sightings.withLock { sightings in
-      guard let seen = sightings[fingerprint],
-        Date().timeIntervalSince(seen.at) < Self.sightingLasts
-      else { return nil }
-      return seen.sighting
-    }
+    sightings(fingerprint).first
   }
 
   // MARK: Delivering
@@ -235,19 +274,38 @@ package final class Courier: Sendable {
     let key = "\(carrier.rawValue):\(fingerprint)"
     guard running.withLock({ $0.peers.insert(key).inserted }) else { return }
     Task {
-      defer { _ = running.withLock { $0.peers.remove(key) } }
-      while let entry = outbox.due(for: fingerprint, carrier: carrier).first {
+      while true {
+        // Nothing due, or its peer gone: this task ends — deciding so under the same lock a
+        // new start takes, so that a send queued meanwhile is not left waiting.
+        let next = running.withLock { running -> OutboxEntry? in
+          let entry = outbox.due(for: fingerprint, carrier: carrier).first
+          let reachable =
+            switch carrier {
+            case .ferry: peer(fingerprint) != nil
+            case .localsend: sighting(fingerprint) != nil
+            }
+          guard let entry, reachable else {
+            running.peers.remove(key)
+            return nil
+          }
+          return entry
+        }
+        guard let entry = next else { return }
         switch carrier {
         case .ferry:
-          guard let peer = peer(fingerprint), let browser = browser.withLock({ $0 }) else {
-            return
-          }
+          let (peers, browser) = (peers(fingerprint), self.browser.withLock { $0 })
+          guard let browser else { continue }
           await deliver(entry) { session, batch, delivery in
-            await delivery.send(to: peer, browser: browser, pinned: true)
+            var failure: SendFailure?
+            for peer in peers {
+              failure = await delivery.send(to: peer, browser: browser, pinned: entry.byKey)
+              // Another service claiming the key failed the pin: the next one may hold it.
+              guard failure?.kind == .authentication else { break }
+            }
+            return failure
           }
         case .localsend:
-          guard let sighting = sighting(fingerprint) else { return }
-          await deliver(localSend: entry, to: sighting)
+          await deliver(localSend: entry, to: sightings(fingerprint))
         }
       }
     }

@@ -45,17 +45,26 @@ package struct DaemonSends: Sendable {
     -> OutboxEntry
   {
     let requested = request._protocol.map { OutboxEntry.Carrier(rawValue: $0.rawValue)! }
-    let (key, carrier) = try resolve(request.to, carrier: requested)
+    if let seconds = request.expiresIn, !(60...31_536_000).contains(seconds) {
+      throw APIProblem.badRequest("expiresIn is 60 to 31536000 seconds")
+    }
+    guard request.to.utf8.count <= 256 else { throw APIProblem.badRequest("to is too long") }
+    let target = try resolve(request.to, carrier: requested)
     let when: OutboxEntry.When = request.when == .now ? .now : .seen
-    let files = try OutboxFiles.snapshot(request.paths)
+    // The disk is walked off the daemon's tasks (a slow mount would hold them).
+    let paths = request.paths
+    let files = try await OutboxFiles.offThread { () throws(APIProblem) in
+      try OutboxFiles.snapshot(paths)
+    }
     let now = Date()
     let expires =
       when == .now
       ? now.addingTimeInterval(Double(Outbox.nowWindow.components.seconds))
       : now.addingTimeInterval(request.expiresIn.map(Double.init) ?? defaultExpiry)
     let entry = OutboxEntry(
-      id: OutboxEntry.newID(), to: request.to, fingerprint: key.hexString, carrier: carrier,
-      paths: request.paths, when: when, created: now, expires: expires, files: files)
+      id: OutboxEntry.newID(), to: request.to, fingerprint: target.key.hexString,
+      byKey: target.byKey, carrier: target.carrier, paths: request.paths, when: when,
+      created: now, expires: expires, files: files)
     try outbox.add(entry)
     courier.poke()
     return entry
@@ -70,12 +79,21 @@ package struct DaemonSends: Sendable {
   /// Cancels send `id` (``Courier/cancel(_:)``).
   package func cancel(_ id: String) async -> OutboxEntry? { await courier.cancel(id) }
 
+  /// What a send's `to` resolved to.
+  struct Target {
+    let key: Fingerprint
+    let carrier: OutboxEntry.Carrier
+    /// Whether `to` named the key itself (digits, or a trusted peer's name).
+    let byKey: Bool
+  }
+
   /// The key (and how to reach it) that `text` names: a fingerprint, a prefix of one known or
-  /// around, a trusted peer's name, or the name of a peer around now (its key is queued).
+  /// around, a trusted peer's name, or the name of a peer around now (its key is queued —
+  /// unless that peer's name is a trusted peer's with another key, or looks like one).
   ///
-  /// - Throws: ``APIProblem``: nothing named, or several keys.
+  /// - Throws: ``APIProblem``: nothing named, several keys, or a look-alike.
   func resolve(_ text: String, carrier requested: OutboxEntry.Carrier?) throws(APIProblem)
-    -> (Fingerprint, OutboxEntry.Carrier)
+    -> Target
   {
     let reference: PeerReference
     do {
@@ -86,6 +104,7 @@ package struct DaemonSends: Sendable {
     }
     let around = self.around().filter { requested == nil || $0.carrier == requested }
     var keys: [Fingerprint]
+    var byKey = true
     switch reference {
     case .fingerprint(let key):
       keys = [key]
@@ -94,9 +113,30 @@ package struct DaemonSends: Sendable {
     case .name(_, let known?):
       keys = [known]
     case .prefix, .name(_, nil):
-      keys = around.filter {
+      let matching = around.filter {
         reference.matchesFingerprint($0.fingerprint) || reference.matchesName($0.name)
-      }.map(\.fingerprint)
+      }
+      keys = matching.map(\.fingerprint)
+      if case .name = reference {
+        byKey = false
+        // A name announced around is no proof: one that is a trusted peer's with another
+        // key, or looks like one, is refused here, as ferry send refuses it in a script.
+        for peer in matching {
+          guard let id = try? PeerID(displayName: peer.name, fingerprint: peer.fingerprint),
+            let status = try? knownPeers.status(of: id)
+          else { continue }
+          switch status {
+          case .changedKey, .similarName:
+            throw APIProblem(
+              409, "key-changed",
+              "'\(DisplayText.escaping(peer.name))' around now is not the trusted peer its name "
+                + "says (its key is \(peer.fingerprint.shortDescription)): queue by fingerprint "
+                + "if it is the one you mean")
+          case .known, .new:
+            break
+          }
+        }
+      }
     }
     keys = Array(Set(keys))
     let shown = DisplayText.escaping(text)
@@ -113,7 +153,7 @@ package struct DaemonSends: Sendable {
     }
     let carriers = Set(self.around().filter { $0.fingerprint == key }.map(\.carrier))
     let carrier = requested ?? (carriers == [.localsend] ? .localsend : .ferry)
-    return (key, carrier)
+    return Target(key: key, carrier: carrier, byKey: byKey)
   }
 }
 

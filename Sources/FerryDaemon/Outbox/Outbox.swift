@@ -55,7 +55,14 @@ package final class Outbox: Sendable {
     let now = Date()
     for var entry in loaded.entries {
       if case .delivering = entry.state {
-        entry.state = .queued(retryAt: nil)
+        // Stopped in the middle of an attempt (a crash, SIGKILL): tried again — unless it
+        // was tried as often as any send is (a send that crashes the daemon would loop).
+        entry.state =
+          entry.attempts >= Courier.maximumAttempts
+          ? .failed(
+            at: now,
+            problem: .init(code: "transfer-failed", message: "its last attempt never ended"))
+          : .queued(retryAt: nil)
         persist(entry)
       }
       if let ended = entry.state.endedAt, now.timeIntervalSince(ended) > keepEnded {
@@ -70,7 +77,13 @@ package final class Outbox: Sendable {
   ///
   /// - Throws: ``APIProblem`` when too many sends wait, or it cannot be written.
   package func add(_ entry: OutboxEntry) throws(APIProblem) {
-    let waiting = entries.withLock { $0.values.filter { !$0.state.ended }.count }
+    let (waiting, ended) = entries.withLock { entries in
+      entries.values.reduce(into: (0, 0)) {
+        $0 = $1.state.ended ? ($0.0, $0.1 + 1) : ($0.0 + 1, $0.1)
+      }
+    }
+    // Ended sends are listed for a while, the newest 1000 at most.
+    if ended >= Self.maximumWaiting { forgetOldestEnded() }
     guard waiting < Self.maximumWaiting else {
       throw APIProblem(
         429, "outbox-full",
@@ -133,9 +146,11 @@ package final class Outbox: Sendable {
   /// (`when: now`); forgets ended ones listed long enough. Returns when to look again (nil:
   /// nothing waits).
   package func expire(now: Date = Date()) -> Date? {
-    for entry in all where !entry.state.ended && entry.expires <= now {
-      if case .delivering = entry.state { continue }
+    for entry in all where entry.expires <= now {
+      guard case .queued = entry.state else { continue }
       update(entry.id) { entry in
+        // Only a send still waiting expires (one that began meanwhile is under way).
+        guard case .queued = entry.state, entry.expires <= now else { return false }
         if entry.when == .now {
           entry.state = .failed(
             at: now,
@@ -157,15 +172,17 @@ package final class Outbox: Sendable {
       return old
     }
     for id in forgotten { store.remove(id) }
+    // Only times to come: a send due already waits for its peer to be seen (which wakes the
+    // courier), and one under way ends by itself.
     return entries.withLock { entries in
       entries.values.flatMap { entry -> [Date] in
         switch entry.state {
         case .queued(let retryAt): [entry.expires] + (retryAt.map { [$0] } ?? [])
-        case .delivering: [entry.expires]
+        case .delivering: []
         case .delivered(let at), .failed(let at, _), .cancelled(let at), .expired(let at):
           [at.addingTimeInterval(keepEnded)]
         }
-      }.min()
+      }.filter { $0 > now }.min()
     }
   }
 
@@ -206,6 +223,17 @@ package final class Outbox: Sendable {
         }
       }
     }
+  }
+
+  /// Forgets the oldest tenth of the ended sends.
+  private func forgetOldestEnded() {
+    let old = entries.withLock { entries -> [String] in
+      let ended = entries.values.filter(\.state.ended).sorted { $0.created < $1.created }
+      let old = ended.prefix(max(1, ended.count / 10)).map(\.id)
+      for id in old { entries[id] = nil }
+      return old
+    }
+    for id in old { store.remove(id) }
   }
 
   private func persist(_ entry: OutboxEntry) {

@@ -110,6 +110,10 @@ package struct OutboxEntry: Codable, Sendable, Equatable {
   package let to: String
   /// The receiver's key (64 upper-case hex digits): only a peer that proves it is sent to.
   package let fingerprint: String
+  /// Whether `to` named the key (digits of it, or a trusted peer's name): the user's consent
+  /// to that key. A key found by a name announced around is not: its peer is checked against
+  /// the trusted names it looks like, as `ferry send --to NAME` checks it.
+  package let byKey: Bool
   /// How it is delivered.
   package let carrier: Carrier
   /// The paths as they were given.
@@ -131,18 +135,43 @@ package struct OutboxEntry: Codable, Sendable, Equatable {
 
   /// A new entry, queued.
   package init(
-    id: String, to: String, fingerprint: String, carrier: Carrier, paths: [String], when: When,
-    created: Date, expires: Date, files: [File]
+    id: String, to: String, fingerprint: String, byKey: Bool, carrier: Carrier, paths: [String],
+    when: When, created: Date, expires: Date, files: [File]
   ) {
-    (self.id, self.to, self.fingerprint, self.carrier, self.paths, self.when) = (
-      id, to, fingerprint, carrier, paths, when
+    (self.id, self.to, self.fingerprint, self.byKey, self.carrier, self.paths, self.when) = (
+      id, to, fingerprint, byKey, carrier, paths, when
     )
-    (self.created, self.expires, self.files) = (created, expires, files)
+    // Whole seconds: what the outbox's file (ISO 8601) and the API keep of a time.
+    (self.created, self.expires, self.files) = (
+      Date(timeIntervalSince1970: created.timeIntervalSince1970.rounded(.down)),
+      Date(timeIntervalSince1970: expires.timeIntervalSince1970.rounded(.down)), files
+    )
     state = .queued(retryAt: nil)
   }
 
   /// Its bytes in all.
-  package var total: UInt64 { files.reduce(0) { $0 + $1.size } }
+  package var total: UInt64 {
+    // Saturating: a file's size is what the disk said, never trusted to add up.
+    files.reduce(0) { sum, file in
+      let (total, overflow) = sum.addingReportingOverflow(file.size)
+      return overflow ? .max : total
+    }
+  }
+
+  /// Whether it holds what this daemon writes: its numbers in their ranges (sizes that add
+  /// up within 2^62, at most ``Outbox/maximumFiles`` files, a 64-digit key), so that a file
+  /// changed by hand cannot trap the daemon that reads it.
+  package var isWellFormed: Bool {
+    var sum: UInt64 = 0
+    for file in files {
+      let (next, overflow) = sum.addingReportingOverflow(file.size)
+      guard !overflow else { return false }
+      sum = next
+    }
+    return sum <= OutboxFiles.maximumBytes && files.count <= Outbox.maximumFiles
+      && attempts >= 0 && fingerprint.utf8.count == 64
+      && fingerprint.utf8.allSatisfy { (48...57).contains($0) || (65...70).contains($0) }
+  }
 
   /// A new identifier: 16 random lower-case hex digits.
   package static func newID() -> String {

@@ -41,13 +41,17 @@ package struct OutboxStore: Sendable {
     }
     let decoder = JSONDecoder()
     decoder.dateDecodingStrategy = .iso8601
+    // Half-written files of a daemon stopped in the middle of a write (AtomicFile's).
+    for name in names where name.hasPrefix(".") && name.contains(".json.tmp-") {
+      unlink(folder.appendingPathComponent(name).path)
+    }
     for name in names.sorted() where name.hasSuffix(".json") {
       let path = folder.appendingPathComponent(name).path
       let id = name.dropLast(5)
       do {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         let entry = try decoder.decode(OutboxEntry.self, from: data)
-        guard entry.id == id, OutboxEntry.isID(id) else {
+        guard entry.id == id, OutboxEntry.isID(id), entry.isWellFormed else {
           throw CocoaError(.fileReadCorruptFile)
         }
         guard entry.format <= OutboxEntry.format else {

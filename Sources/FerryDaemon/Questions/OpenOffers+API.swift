@@ -20,6 +20,7 @@ extension OpenOffers {
     var bytes: UInt64?
     var names: [String] = []
     var text = false
+    var reason: Components.Schemas.Offer.reasonPayload?
     switch question.subject {
     case .invitation(let summary):
       kind = .invitation
@@ -31,8 +32,13 @@ extension OpenOffers {
           names = Array(summary.names.prefix(shownNames))
         }
       }
-    case .offer(let facts, _):
+    case .offer(let facts, let because):
       kind = .offer
+      switch because {
+      case .differsFrom: reason = .differs
+      case .unannounced: reason = .unannounced
+      case .later: reason = .later
+      }
       (files, folders, bytes) = (facts.files.count, facts.folders.count, facts.totalBytes)
       names = facts.files.prefix(shownNames).map(\.path)
     case .localSendFiles(let facts, let sender):
@@ -56,8 +62,18 @@ extension OpenOffers {
         name: peer.displayName, fingerprint: fingerprint, status: status(question.sender.status),
         verified: question.sender.verified, _protocol: protocolName, address: address),
       files: files, folders: folders, bytes: bytes.map { Int(clamping: $0) }, names: names,
-      text: text, code: question.code.map { "\($0)" },
+      text: text, reason: reason,
+      previousFingerprint: previous(question.sender.status)?.hexString,
+      code: question.code.map { "\($0)" },
       expires: Date(timeIntervalSinceNow: seconds(question.deadline - .now)))
+  }
+
+  /// The key a changed or look-alike name belongs to here.
+  static func previous(_ status: KnownPeers.Status) -> Fingerprint? {
+    switch status {
+    case .changedKey(let previous), .similarName(_, let previous): previous
+    case .new, .known: nil
+    }
   }
 
   /// The words the prompt uses for what this machine knows of a key.

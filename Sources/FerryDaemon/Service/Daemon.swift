@@ -61,8 +61,9 @@ package final class Daemon: Sendable {
   package let started = Date()
   private let notifier = NotifierSlot()
   private let server = Mutex<APIServer?>(nil)
-  /// The protocol each sender let in came by (for the history), by key.
-  private let protocols = Mutex<[Fingerprint: String]>([:])
+  /// The protocol each sender let in came by, and whether it proved its key (for the
+  /// history), by key.
+  private let protocols = Mutex<[Fingerprint: (name: String, verified: Bool)]>([:])
 
   /// The daemon's parts, its events kept in `events`; `sendEvents` reports what deliveries do, `outboxEvents` what happens
   /// to sends, `questionEvents` the questions waiting for a person (each also goes to the
@@ -164,7 +165,7 @@ package final class Daemon: Sendable {
       }
       protocols.withLock { protocols in
         if protocols.count > 1024 { protocols.removeAll() }
-        protocols[sender.peer.fingerprint] = name
+        protocols[sender.peer.fingerprint] = (name, sender.verified)
       }
     case .declined(let sender, _, _):
       history.add(received(sender.peer, verified: sender.verified, files: 0, bytes: 0, .declined))
@@ -173,22 +174,25 @@ package final class Daemon: Sendable {
     case .transferEnded(let transfer, let error):
       history.add(
         received(
-          transfer.peer, verified: true, files: transfer.files.count, bytes: transfer.totalBytes,
+          transfer.peer, verified: nil, files: transfer.files.count, bytes: transfer.totalBytes,
           error == nil ? .done : .failed))
     case .interrupted(let transfer):
       history.add(
         received(
-          transfer.peer, verified: true, files: transfer.files.count, bytes: transfer.totalBytes,
+          transfer.peer, verified: nil, files: transfer.files.count, bytes: transfer.totalBytes,
           .cancelled))
     default:
       break
     }
   }
 
+  /// A received transfer's entry; `verified` nil: as the sender was let in.
   private func received(
-    _ peer: PeerID, verified: Bool, files: Int, bytes: UInt64, _ outcome: History.Entry.Outcome
+    _ peer: PeerID, verified: Bool?, files: Int, bytes: UInt64, _ outcome: History.Entry.Outcome
   ) -> History.Entry {
-    let protocolName = protocols.withLock { $0[peer.fingerprint] } ?? "ferry"
+    let known = protocols.withLock { $0[peer.fingerprint] }
+    let verified = verified ?? known?.verified ?? true
+    let protocolName = known?.name ?? "ferry"
     return History.Entry(
       direction: .received, peer: peer.displayName,
       fingerprint: verified && protocolName != "web" ? peer.fingerprint.hexString : nil,

@@ -177,8 +177,16 @@ final class HTTPConnectionHandler<Endpoints: HTTPEndpoints>: ChannelDuplexHandle
       closing: closing, context: context)
     if settles { done.whenComplete { [endpoints] _ in endpoints.requestAnswered() } }
     guard closing else { return }
+    // A lingering close, as web servers do: once the answer is out, this side's output is
+    // closed, and what the peer still sends (a refused body) is read and dropped until it
+    // closes too — closing at once with its bytes unread would reset the connection, and
+    // the peer would lose the answer ("connection reset" instead of 413). Five seconds at
+    // most, for a peer that keeps sending or reads nothing; a channel that cannot close only
+    // its output (TLS) is closed whole.
     let channel = context.channel
-    done.whenComplete { _ in channel.close(promise: nil) }
+    done.whenComplete { _ in
+      channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
+    }
     channel.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
   }
 

@@ -52,6 +52,12 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
 
   func run() async throws {
     let config = try ReceiveConfig.load(explicit: self.config)
+    // One daemon per home, before anything listens or reads the outbox.
+    do {
+      try DaemonLock.take(in: FerryHome.defaultDirectory)
+    } catch {
+      throw CLIFailure(status: .usage, message: "\(error)", code: .cannotListen)
+    }
     let settings = try ReceiveSettings(ReceiveCommand.parse([]), config: config, canAsk: true)
     let folder = try ReceiveDestination(
       settings.dir, create: settings.mkdir, origin: settings.dirOrigin)
@@ -63,7 +69,7 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
     let socket = self.socket ?? config.daemon.socket ?? APIServer.defaultPath()
     let log = EventLog()
     var output = EventWriter(json: false)
-    output.sink = { log.append($0) }
+    output.sink = { log.append($0, kept: !$0.hasPrefix(#"{"event":"progress""#)) }
     let sendReporter = SendReporter(output: output, bar: ProgressBar(enabled: false))
     let daemon = Daemon(
       Daemon.Configuration(

@@ -64,6 +64,8 @@ struct EventsCommand: LoggingCommand, AsyncParsableCommand {
     let fields = object.keys.sorted().filter { !["event", "timestamp", "id"].contains($0) }
       .compactMap { key -> String? in
         guard let value = object[key], !(value is NSNull) else { return nil }
+        // Text from peers is quoted: a name cannot pass for another field.
+        if let text = value as? String { return "\(key)=\(DisplayText.quoted(text))" }
         return "\(key)=\(value)"
       }
     return ([time, name] + fields).joined(separator: " ")

@@ -67,6 +67,15 @@ struct OffersCommand: LoggingCommand, AsyncParsableCommand {
     var line =
       "\(offer.id)  \(DisplayText.quoted(offer.sender.name)) [\(key)] \(offer.sender.status.rawValue), \(offer.sender._protocol.rawValue): \(what)"
     if let code = offer.code { line += ", code \(code)" }
+    switch offer.reason {
+    case .differs?: line += ", not the files it announced"
+    case .unannounced?: line += ", it did not say what before"
+    case .later?: line += ", more files after the first"
+    case nil: break
+    }
+    if let previous = offer.previousFingerprint.flatMap({ try? Fingerprint(parsing: $0) }) {
+      line += "\n    the name is known here with another key: \(previous.shortDescription)"
+    }
     line += ", \(left) s left"
     for name in offer.names.prefix(5) { line += "\n    \(printable(name))" }
     return line

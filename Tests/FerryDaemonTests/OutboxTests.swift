@@ -1,0 +1,118 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import FerryDaemon
+
+/// The outbox's bookkeeping, on a folder of its own: durable before it answers, what is due,
+/// when to wake, what a hand-edited file does.
+@Suite("The outbox")
+struct OutboxTests {
+  static func folder() -> URL {
+    let url = URL(fileURLWithPath: NSTemporaryDirectory())
+      .appendingPathComponent("ferry-outbox-\(UUID().uuidString)")
+    return url
+  }
+
+  static func entry(
+    id: String = OutboxEntry.newID(), expires: Date = Date(timeIntervalSinceNow: 3600),
+    size: UInt64 = 10
+  ) -> OutboxEntry {
+    OutboxEntry(
+      id: id, to: "peer", fingerprint: String(repeating: "AB", count: 32), byKey: true,
+      carrier: .ferry, paths: ["/x"], when: .seen, created: Date(), expires: expires,
+      files: [
+        .init(
+          path: "x", source: "/x", folder: false, size: size, modified: 0, device: 1, inode: 2,
+          status: .pending)
+      ])
+  }
+
+  @Test("a send is on disk (0600) when add returns, and read back as it was")
+  func durable() throws {
+    let folder = Self.folder()
+    let outbox = Outbox(folder: folder, keepEnded: 86_400) { _ in }
+    let entry = Self.entry()
+    try outbox.add(entry)
+    let path = folder.appendingPathComponent(entry.id + ".json").path
+    let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+    #expect(mode == 0o600)
+    let again = Outbox(folder: folder, keepEnded: 86_400) { _ in }
+    try again.load()
+    #expect(again.entry(entry.id) == entry)
+  }
+
+  @Test("the timer wakes only for times to come: a retry whose time is past waits for its peer")
+  func wakesOnlyForTheFuture() throws {
+    let outbox = Outbox(folder: Self.folder(), keepEnded: 86_400) { _ in }
+    let entry = Self.entry()
+    try outbox.add(entry)
+    outbox.update(entry.id) {
+      $0.state = .queued(retryAt: Date(timeIntervalSinceNow: -30))
+      return true
+    }
+    let now = Date()
+    let next = try #require(outbox.expire(now: now))
+    #expect(next > now, "woke for a time already past: \(next)")
+    #expect(outbox.due(for: entry.fingerprint, carrier: .ferry, now: now).count == 1)
+  }
+
+  @Test("a send being delivered is not expired under it, and one that ended stays ended")
+  func expiryTakesOnlyWaitingSends() throws {
+    let reported = Mutex<[String]>([])
+    let outbox = Outbox(folder: Self.folder(), keepEnded: 86_400) { event in
+      if case .ended(let entry) = event {
+        reported.withLock { $0.append(entry.state.word) }
+      }
+    }
+    let delivering = Self.entry(expires: Date(timeIntervalSinceNow: -1))
+    let waiting = Self.entry(expires: Date(timeIntervalSinceNow: -1))
+    try outbox.add(delivering)
+    try outbox.add(waiting)
+    outbox.update(delivering.id) {
+      $0.state = .delivering(since: Date())
+      return true
+    }
+    _ = outbox.expire()
+    #expect(outbox.entry(delivering.id)?.state.word == "delivering")
+    #expect(outbox.entry(waiting.id)?.state.word == "expired")
+    _ = outbox.expire()
+    #expect(reported.withLock { $0 } == ["expired"], "ended once")
+  }
+
+  @Test("a file that is not a send, or one whose sizes do not add up, is moved aside")
+  func corruptMovedAside() throws {
+    let folder = Self.folder()
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    try Data("{\"not\": \"a send\"".utf8).write(
+      to: folder.appendingPathComponent("0123456789abcdef.json"))
+    // Sizes that overflow 64 bits: written by hand, never by the daemon.
+    var huge = Self.entry(id: "fedcba9876543210", size: UInt64.max)
+    huge.files.append(huge.files[0])
+    let encoder = JSONEncoder()
+    encoder.dateEncodingStrategy = .iso8601
+    try encoder.encode(huge).write(to: folder.appendingPathComponent("fedcba9876543210.json"))
+    try Data("half".utf8).write(to: folder.appendingPathComponent(".x.json.tmp-1-2"))
+    let problems = Mutex<[String]>([])
+    let outbox = Outbox(folder: folder, keepEnded: 86_400) { event in
+      if case .corrupt(let path, _) = event { problems.withLock { $0.append(path) } }
+    }
+    try outbox.load()
+    #expect(outbox.all.isEmpty)
+    #expect(problems.withLock { $0.count } == 2)
+    let aside = try FileManager.default.contentsOfDirectory(
+      atPath: folder.appendingPathComponent("corrupt").path)
+    #expect(aside.count == 2)
+    #expect(
+      !FileManager.default.fileExists(atPath: folder.appendingPathComponent(".x.json.tmp-1-2").path)
+    )
+  }
+
+  @Test("a total is saturated, never a trap")
+  func saturatingTotal() {
+    var entry = Self.entry(size: UInt64.max)
+    entry.files.append(entry.files[0])
+    #expect(entry.total == UInt64.max)
+    #expect(!entry.isWellFormed)
+  }
+}
