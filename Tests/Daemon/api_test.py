@@ -573,8 +573,14 @@ def test_changed_since_queued(daemon):
                            "tree/gone.txt": "missing", "tree/empty": "changed"},
               "each file's verdict: stored, changed, missing, and the folder filled since (%s)"
               % verdicts)
-        check(one["state"] == "failed" and one["error"]["code"] == "changed",
-              "the send says some files were not sent (%s)" % one.get("error"))
+        check(one["state"] == "delivered" and "error" not in one,
+              "the rest is delivered: the send is delivered, its verdicts say what was not (%s)"
+              % one["state"])
+        status, raw_events = daemon.request("GET", "/v1/events?since=0&follow=false")[0::2]
+        ended = [json.loads(l) for l in raw_events.decode().splitlines()
+                 if '"send-ended"' in l and send["id"] in l]
+        check(len(ended) == 1 and ended[0]["changed"] == 3 and ended[0]["delivered"] == 1,
+              "its send-ended event counts what changed (%s)" % ended)
         check(os.path.exists(os.path.join(inbox, "tree", "kept.txt"))
               and not os.path.exists(os.path.join(inbox, "tree", "empty", "secret.txt"))
               and not os.path.exists(os.path.join(inbox, "tree", "changed.txt")),
@@ -635,8 +641,12 @@ def test_schemathesis(daemon):
          "run", DOCUMENT_PATH, "--url", "http://127.0.0.1:%d" % forwarder.port,
          "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
          "response_schema_conformance",
-         "--max-examples", "25", "--request-timeout", "15", "--workers", "2",
+         "--max-examples", "100", "--request-timeout", "15", "--workers", "2",
          "--exclude-path", "/v1/events", "--suppress-health-check", "all",
+         # Its coverage phase trips over a CPython 3.11 bug in its own code (the ast module's
+         # "AST constructor recursion depth mismatch", now and then): the fuzzing phase, in
+         # positive and negative modes, and the stateful one do the work here.
+         "--phases", "examples,fuzzing,stateful", "--mode", "all",
          "--no-color"],
         capture_output=True, text=True, timeout=900, cwd=WORK,
         env=dict(os.environ, SCHEMATHESIS_HOOKS=""))

@@ -31,7 +31,7 @@ extension Components {
         package struct _Error: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/Error/error`.
             package struct errorPayload: Codable, Hashable, Sendable {
-                /// Stable (bad-request, not-found, method-not-allowed, too-large, unknown-peer, ambiguous-peer, cannot-read, unsafe-path, too-many-files, outbox-full, not-pending, unavailable, internal).
+                /// Stable: bad-request, not-found, method-not-allowed, too-large, forbidden, unknown-peer, ambiguous-peer, key-changed, no-localsend, cannot-read, unsafe-path, too-many-files, outbox-full, unwritable, not-pending, unavailable, internal (docs/DAEMON.md lists each with its status).
                 ///
                 /// - Remark: Generated from `#/components/schemas/Error/error/code`.
                 package var code: Swift.String
@@ -40,7 +40,7 @@ extension Components {
                 /// Creates a new `errorPayload`.
                 ///
                 /// - Parameters:
-                ///   - code: Stable (bad-request, not-found, method-not-allowed, too-large, unknown-peer, ambiguous-peer, cannot-read, unsafe-path, too-many-files, outbox-full, not-pending, unavailable, internal).
+                ///   - code: Stable: bad-request, not-found, method-not-allowed, too-large, forbidden, unknown-peer, ambiguous-peer, key-changed, no-localsend, cannot-read, unsafe-path, too-many-files, outbox-full, unwritable, not-pending, unavailable, internal (docs/DAEMON.md lists each with its status).
                 ///   - message:
                 package init(
                     code: Swift.String,

@@ -280,10 +280,12 @@ package enum Operations {
     ///
     /// One JSON object a line: exactly the record `ferry receive --json` or `ferry send
     /// --json` writes (the same `event` names and fields, docs/CLI.md), with the event's `id`
-    /// first. The daemon keeps the last 1000 events: `since` replays those after that id (a
-    /// client that reconnects passes the last id it read); without it, only new events come.
-    /// With `follow=false` the answer ends after the replay. A client that does not read is
-    /// let go (its connection closed) once 1 MiB waits for it.
+    /// first. The daemon keeps the last 1000 events but `progress` (which the next one says all
+    /// of): `since` replays those after that id (a client that reconnects passes the last id it
+    /// read); without it, only new events come. With `follow=false` the answer ends after the
+    /// replay (of every event kept, without `since`). Ids start at 1 each time the daemon
+    /// starts (`started` in /v1/status says when). A client that does not read is let go (its
+    /// connection closed) once 1 MiB waits for it; 8 clients may follow at once.
     ///
     ///
     /// - Remark: HTTP `GET /v1/events`.
@@ -1084,7 +1086,7 @@ package enum Operations {
                     self.body = body
                 }
             }
-            /// The open questions, oldest first.
+            /// The open questions, the one declined soonest first.
             ///
             /// - Remark: Generated from `#/paths//v1/offers/get(listOffers)/responses/200`.
             ///
@@ -1451,7 +1453,7 @@ package enum Operations {
             }
         }
     }
-    /// What was received and sent, newest first (the last 500, kept across restarts).
+    /// What was received and sent, newest first (kept across restarts; `limit` of them, at most 500).
     ///
     /// - Remark: HTTP `GET /v1/history`.
     /// - Remark: Generated from `#/paths//v1/history/get(getHistory)`.

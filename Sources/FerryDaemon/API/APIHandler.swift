@@ -56,25 +56,30 @@ package struct APIHandler: APIProtocol {
     let since = input.query.since
     if let since, since < 0 { throw APIProblem.badRequest("since is a record id, 0 or more") }
     guard input.query.follow ?? true else {
-      let lines = parts.events.records(after: since ?? parts.events.nextID - 1).map(\.line)
+      // A replay: everything kept when no cursor is given.
+      let lines = parts.events.records(after: since ?? 0).map(\.line)
       return .ok(.init(body: .application_x_hyphen_ndjson(HTTPBody(Array(lines.joined().utf8)))))
     }
     guard let reader = parts.events.follow(since: since) else {
       throw APIProblem(503, "unavailable", "too many clients follow the events; try again later")
     }
-    let chunks = reader.stream.map { delivery -> ArraySlice<UInt8> in
-      switch delivery {
-      case .record(let record):
-        reader.consumed(record.line.utf8.count)
-        return ArraySlice(record.line.utf8)
-      case .overrun:
-        return []
+    // A reader the log let go (1 MiB behind) ends with an error: its connection is closed,
+    // never ended as if the daemon had stopped.
+    let (chunks, sink) = AsyncThrowingStream<ArraySlice<UInt8>, any Error>.makeStream()
+    let pump = Task {
+      for await delivery in reader.stream {
+        switch delivery {
+        case .record(let record):
+          reader.consumed(record.line.utf8.count)
+          sink.yield(ArraySlice(record.line.utf8))
+        case .overrun:
+          return sink.finish(throwing: APIProblem(503, "overrun", "the reader fell behind"))
+        }
       }
+      sink.finish()
     }
-    return .ok(
-      .init(
-        body: .application_x_hyphen_ndjson(
-          HTTPBody(chunks, length: .unknown, iterationBehavior: .single))))
+    sink.onTermination = { _ in pump.cancel() }
+    return .ok(.init(body: .application_x_hyphen_ndjson(HTTPBody(chunks, length: .unknown))))
   }
 
   package func listSends(_ input: Operations.listSends.Input) async throws

@@ -68,7 +68,10 @@ extension Courier {
         knownPeers: configuration.knownPeers, decider: RefusingSendDecider(),
         events: track(entry.id, base: base))
       failure = await delivery.send(batch: batch, text: nil)
-      guard failure?.kind == .authentication || failure?.kind == .noPeer else { break }
+      // Another device at that address (its certificate is not the key: the request fails),
+      // or nobody: the next address may be the device's.
+      guard let kind = failure?.kind, [.authentication, .noPeer, .transferFailed].contains(kind)
+      else { break }
     }
     end(entry.id, failure)
   }
@@ -131,6 +134,15 @@ extension Courier {
         outbox.update(id, persist: false) { entry in
           Self.settle(&entry, path: result.path, status: result.status)
         }
+      case .foldersLeftOut:
+        // LocalSend has no folders: its empty ones are left out, said once.
+        outbox.update(id, persist: false) { entry in
+          for index in entry.files.indices
+          where entry.files[index].folder && entry.files[index].status == .pending {
+            entry.files[index].status = .skipped
+          }
+          return true
+        }
       case .localSendFile(_, let file, let status):
         outbox.update(id, persist: false) { entry in
           Self.settle(&entry, path: file.path, status: status)
@@ -175,19 +187,17 @@ extension Courier {
         entry.state = .cancelled(at: now)
       } else if let failure {
         let problem = OutboxEntry.Problem(code: Self.code(failure.kind), message: failure.message)
-        if Self.passes(failure.kind) && entry.attempts < Self.maximumAttempts {
+        // A send for now is tried once: its peer was there, and did not take it.
+        if Self.passes(failure.kind) && entry.attempts < Self.maximumAttempts
+          && entry.when == .seen
+        {
           entry.state = .queued(retryAt: now.addingTimeInterval(Self.backoff(entry.attempts)))
         } else {
           entry.state = .failed(at: now, problem: problem)
         }
-      } else if entry.files.contains(where: { $0.status == .changed || $0.status == .missing }) {
-        let left = entry.files.filter { $0.status == .changed || $0.status == .missing }.count
-        entry.state = .failed(
-          at: now,
-          problem: .init(
-            code: "changed",
-            message: "delivered, but for \(left) file(s) changed or gone since it was queued"))
       } else {
+        // Delivered: what changed or went away since it was queued is in its files' verdicts
+        // (`changed`, `missing`) and its send-ended event, not sent.
         entry.state = .delivered(at: now)
       }
       return true

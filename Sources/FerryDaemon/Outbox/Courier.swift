@@ -148,6 +148,15 @@ package final class Courier: Sendable {
     return outbox.entry(id)
   }
 
+  /// Stops every delivery under way on both ends (the daemon is stopping): each send is
+  /// queued again, for its peer to resume what it staged at the next start.
+  package func stopDeliveries() async {
+    let stops = running.withLock { Array($0.stops.values) }
+    await withTaskGroup(of: Void.self) { group in
+      for stop in stops { group.addTask { await stop() } }
+    }
+  }
+
   /// Whether send `id` was cancelled while it was being delivered.
   func isCancelled(_ id: String) -> Bool {
     cancelled.withLock { $0.contains(id) }

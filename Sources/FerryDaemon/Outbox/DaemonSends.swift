@@ -25,15 +25,20 @@ package struct DaemonSends: Sendable {
   let around: @Sendable () -> [Around]
   /// How long a queued send waits for its peer by default.
   let defaultExpiry: TimeInterval
+  /// Whether this daemon hears LocalSend devices' announcements (`localsend = true`): without
+  /// them, a send to one could never go.
+  let hearsLocalSend: Bool
 
   /// Sends through `outbox` and `courier`; names resolved among `around` and `knownPeers`.
   package init(
     outbox: Outbox, courier: Courier, knownPeers: KnownPeers,
-    around: @escaping @Sendable () -> [Around], defaultExpiry: TimeInterval
+    around: @escaping @Sendable () -> [Around], defaultExpiry: TimeInterval,
+    hearsLocalSend: Bool
   ) {
     (self.outbox, self.courier, self.knownPeers, self.around, self.defaultExpiry) = (
       outbox, courier, knownPeers, around, defaultExpiry
     )
+    self.hearsLocalSend = hearsLocalSend
   }
 
   /// Queues `request` (written to the outbox before it returns), and delivers it at once if
@@ -50,6 +55,12 @@ package struct DaemonSends: Sendable {
     }
     guard request.to.utf8.count <= 256 else { throw APIProblem.badRequest("to is too long") }
     let target = try resolve(request.to, carrier: requested)
+    guard target.carrier == .ferry || hearsLocalSend else {
+      throw APIProblem(
+        409, "no-localsend",
+        "this daemon does not hear LocalSend devices, so a send to one would never go: set "
+          + "localsend = true in the config's [receive] table and restart it")
+    }
     let when: OutboxEntry.When = request.when == .now ? .now : .seen
     // The disk is walked off the daemon's tasks (a slow mount would hold them).
     let paths = request.paths

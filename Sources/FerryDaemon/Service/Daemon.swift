@@ -31,11 +31,14 @@ package final class Daemon: Sendable {
     package let historyLimit: Int
     /// Whether to raise desktop notifications (when there is a session bus).
     package let notify: Bool
+    /// Whether it hears LocalSend devices (its receiver answers LocalSend apps).
+    package let localSend: Bool
 
     /// A configuration.
     package init(
       identity: Identity, name: String, serviceType: ServiceType, knownPeers: KnownPeers,
-      home: URL, socket: String, outboxDays: Double, historyLimit: Int, notify: Bool
+      home: URL, socket: String, outboxDays: Double, historyLimit: Int, notify: Bool,
+      localSend: Bool
     ) {
       (self.identity, self.name, self.serviceType, self.knownPeers) = (
         identity, name, serviceType, knownPeers
@@ -43,6 +46,7 @@ package final class Daemon: Sendable {
       (self.home, self.socket, self.outboxDays, self.historyLimit, self.notify) = (
         home, socket, outboxDays, historyLimit, notify
       )
+      self.localSend = localSend
     }
   }
 
@@ -123,7 +127,8 @@ package final class Daemon: Sendable {
         sends: DaemonSends(
           outbox: outbox, courier: courier, knownPeers: configuration.knownPeers,
           around: { [courier] in Daemon.around(courier) },
-          defaultExpiry: configuration.outboxDays * 86_400),
+          defaultExpiry: configuration.outboxDays * 86_400,
+          hearsLocalSend: configuration.localSend),
         offers: offers, history: history, events: events))
     try handler.registerHandlers(on: routes)
     let started = try await APIServer.start(at: configuration.socket, routes: routes)
@@ -142,6 +147,7 @@ package final class Daemon: Sendable {
   /// still open are withdrawn.
   package func stop() async {
     offers.withdrawAll()
+    await courier.stopDeliveries()
     let server = self.server.withLock { server in
       defer { server = nil }
       return server

@@ -26,6 +26,22 @@ package enum DaemonLock {
     }
   }
 
+  /// The pid of the daemon that holds the lock of `home`, if one does (0 when its file does
+  /// not say). Blocking file I/O.
+  package static func holder(in home: URL) -> Int32? {
+    let path = home.appendingPathComponent("daemon.lock").path
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    guard flock(fd, LOCK_SH | LOCK_NB) != 0 else {
+      flock(fd, LOCK_UN)
+      return nil
+    }
+    var bytes = [UInt8](repeating: 0, count: 32)
+    let count = pread(fd, &bytes, bytes.count, 0)
+    return count > 0 ? Int32(String(decoding: bytes[..<count], as: UTF8.self)) ?? 0 : 0
+  }
+
   /// Takes the lock of `home` for the rest of the process.
   ///
   /// - Throws: ``Failure``.

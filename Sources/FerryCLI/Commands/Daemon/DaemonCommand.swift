@@ -76,7 +76,7 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
         identity: identity, name: settings.name, serviceType: settings.service,
         knownPeers: knownPeers, home: FerryHome.defaultDirectory, socket: socket,
         outboxDays: config.daemon.outboxDays, historyLimit: config.daemon.history,
-        notify: config.daemon.notify),
+        notify: config.daemon.notify, localSend: settings.localsend),
       events: log, sendEvents: sendReporter.report,
       outboxEvents: { [output] event in DaemonReporter.report(event, to: output) },
       questionEvents: { [output] change in DaemonReporter.report(change, to: output) })
@@ -111,8 +111,8 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
         code: .cannotListen)
     }
     output.note(
-      "ferry daemon: receiving into \(folder.url.path) (\(policy.banner)); API at \(socket)"
-        + (daemon.notifies ? "; desktop notifications on" : "") + ".")
+      "ferry daemon: receiving into \(folder.url.path); API at \(socket)"
+        + (daemon.notifies ? "; desktop notifications on" : "") + ". \(policy.banner)")
     var logger = Logger(label: "ferry.daemon")
     logger.logLevel = .critical
     let services = ServiceGroup(

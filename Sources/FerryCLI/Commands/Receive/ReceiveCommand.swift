@@ -1,6 +1,7 @@
 import ArgumentParser
 import Ferry
 import FerryAgent
+import FerryDaemon
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -162,6 +163,10 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     // with it for them and for its ports. (A web link is a receive of its own.)
     if !web.enabled, let status = await DaemonProbe.running(socket: nil) {
       throw DaemonProbe.receivingAlready(status)
+    }
+    // (Its socket may be elsewhere — a system unit's — but its home is this one.)
+    if !web.enabled, let pid = DaemonLock.holder(in: FerryHome.defaultDirectory) {
+      throw DaemonProbe.receivingAlready(pid: pid)
     }
     var output = self.output.writer
     output.dataOnStandardOutput = toStandardOutput

@@ -14,6 +14,18 @@ enum DaemonProbe {
     return try? ok.body.json
   }
 
+  /// What `ferry receive` says when a daemon holds this home (`pid`; 0: unknown), its socket
+  /// not found.
+  static func receivingAlready(pid: Int32) -> CLIFailure {
+    CLIFailure(
+      status: .usage,
+      message: "ferry daemon" + (pid > 0 ? " (pid \(pid))" : "") + " runs for this ferry "
+        + "home already, and receives: senders reach it. To run ferry receive instead, stop it "
+        + "first ('systemctl --user stop ferry', 'systemctl stop ferry', or 'kill "
+        + (pid > 0 ? "\(pid)" : "PID") + "')",
+      code: .cannotListen)
+  }
+
   /// What `ferry receive` says when a daemon receives already.
   static func receivingAlready(_ status: Components.Schemas.Status) -> CLIFailure {
     CLIFailure(
