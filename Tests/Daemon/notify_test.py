@@ -185,6 +185,17 @@ def test_accept_and_decline(bus, env):
             check(sender.returncode == 4, "Decline in the notification declines it: exit 4 (%s)" % sender.returncode)
         menu = open(os.path.join(WORK, "menu.txt")).read()
         check("Accept" in menu and "Decline" in menu, "dunst's menu showed both actions")
+    # A queued send that ends says so too (here: cancelled).
+    before = len(notify_calls(watched))
+    queued = subprocess.run([FERRY, "send", "--later", "--to", "CD" * 32, path],
+                            env=daemon_env, capture_output=True, text=True, timeout=30)
+    send_id = queued.stdout.strip()
+    subprocess.run([FERRY, "outbox", "cancel", send_id], env=daemon_env, capture_output=True,
+                   timeout=30)
+    call = wait_for(lambda: notify_calls(watched)[before:] or None)
+    check(call is not None and "cancelled" in call[0] and send_id in call[0]
+          and 'string "accept"' not in call[0],
+          "a queued send that ends raises a notification of its own, with its id")
     process.send_signal(signal.SIGTERM)
     check(process.wait(timeout=30) == 0, "the daemon stops: exit 0")
 
