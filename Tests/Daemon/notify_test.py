@@ -228,6 +228,43 @@ def test_look_alike_gets_no_accept(bus, env):
     process.wait(timeout=30)
 
 
+def test_spoofed_action_ignored(bus, env):
+    """Another client of the session bus sends ActionInvoked(accept) straight to the daemon's
+    connection: it is not the notification server, and is not heard."""
+    watched = monitor(bus, "spoof")
+    process, daemon_env, inbox, log = daemon("guarded", bus)
+    before = len(notify_calls(watched))
+    sender, path = send("guarded", "note-spoof.txt", "sender-spoof")
+    call = wait_for(lambda: notify_calls(watched)[before:] or None)
+    check(call is not None, "the spoof's target notification is shown")
+    if call is not None:
+        daemon_name = call[0].split("sender=", 1)[1].split(" ", 1)[0]
+        # The notification's id: the server's answer to that Notify.
+        text = open(watched).read()
+        ids = [line.split("uint32 ")[1] for line in text.splitlines()
+               if line.strip().startswith("uint32 ") and "reply_serial" not in line]
+        for number in set(ids[-3:] + ["1", "2", "3", "4", "5", "6"]):
+            subprocess.run(["dbus-send", "--bus=" + bus, "--type=signal", "--dest=" + daemon_name,
+                            "/org/freedesktop/Notifications",
+                            "org.freedesktop.Notifications.ActionInvoked",
+                            "uint32:" + number.strip(), "string:accept"],
+                           capture_output=True, timeout=10)
+        time.sleep(3)
+        check(sender.poll() is None and not os.path.exists(os.path.join(inbox, "note-spoof.txt")),
+              "a forged ActionInvoked from another bus client accepts nothing")
+        with open(os.path.join(WORK, "choice"), "w") as f:
+            f.write("Decline")
+        subprocess.run(["dunstctl", "context"], env=env, timeout=30)
+    try:
+        sender.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        sender.kill()
+        sender.communicate()
+    check(sender.returncode == 4, "the server's own Decline still answers it (exit %s)" % sender.returncode)
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=30)
+
+
 def test_no_session_bus():
     process, env, inbox, log = daemon("busless", None)
     check(process.poll() is None and "desktop notifications on" not in open(log).read(),
@@ -250,7 +287,8 @@ def main():
         env = dunst(bus)
         time.sleep(1)
         for test in [lambda: test_accept_and_decline(bus, env),
-                     lambda: test_look_alike_gets_no_accept(bus, env), test_no_session_bus]:
+                     lambda: test_look_alike_gets_no_accept(bus, env),
+                     lambda: test_spoofed_action_ignored(bus, env), test_no_session_bus]:
             try:
                 test()
             except Exception as error:  # noqa: BLE001 - a test that raises is one failure

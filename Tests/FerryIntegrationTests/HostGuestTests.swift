@@ -199,12 +199,20 @@ struct HostGuestTests {
         outcome = "\(error)"
         #expect(RetryPolicy.isRetryable(error), "after \(bytes) bytes: \(error)")
       }
-      // Noticed from the reset itself, not from the 5 s handshake deadline.
-      let took = ContinuousClock.now - started
-      #expect(
-        took < .seconds(5),
-        "after \(bytes) of \(handshake) bytes: \(outcome) after \(took); proxy accepted \(proxy.accepted)"
-      )
+      // Noticed from the reset itself, not from the 5 s handshake deadline: within 4 s of the
+      // proxy's reset (a failure from the deadline, 5 s after the start, comes more than 4 s
+      // after a reset made at once). On a loaded machine the proxy's own thread may reset late
+      // — past 4 s, when the deadline may come first: then nothing tells the two apart, and
+      // only the outcome (a retryable error) is checked.
+      let ended = ContinuousClock.now
+      let took = ended - started
+      if let reset = proxy.lastReset, reset >= started, reset - started < .seconds(4) {
+        let sinceReset = ended - reset
+        #expect(
+          sinceReset < .seconds(4),
+          "after \(bytes) of \(handshake) bytes: \(outcome) after \(took), \(sinceReset) after the reset; proxy accepted \(proxy.accepted)"
+        )
+      }
       proxy.resetAfter(bytes: nil)
       // The whole flow again, through the same path: it works.
       let peer = try await host.invite(

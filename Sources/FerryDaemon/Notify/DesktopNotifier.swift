@@ -18,9 +18,13 @@ package final class DesktopNotifier: Sendable {
   private let offers: OpenOffers
   /// Whether the server reads markup in bodies (then `&`, `<` and `>` are escaped).
   private let markup = Mutex(true)
-  /// Notification ids by question id, and back.
-  private let shown = Mutex<(byQuestion: [String: UInt32], byNotification: [UInt32: String])>(
-    ([:], [:]))
+  /// The notification server's unique name on the bus (who owns
+  /// org.freedesktop.Notifications): the only sender whose actions are heard.
+  private let server = Mutex<String?>(nil)
+  /// Notification ids by question id, and back; those shown with Decline only.
+  private let shown = Mutex<
+    (byQuestion: [String: UInt32], byNotification: [UInt32: String], declineOnly: Set<UInt32>)
+  >(([:], [:], []))
 
   /// Notifications on the session bus at `address` (nil: `DBUS_SESSION_BUS_ADDRESS`),
   /// answering `offers`; nil when there is no session bus.
@@ -39,6 +43,15 @@ package final class DesktopNotifier: Sendable {
       guard case .values(let values) = reply, case .strings(let capabilities)? = values.first
       else { return }
       self?.markup.withLock { $0 = capabilities.contains("body-markup") }
+    }
+    bus.call(
+      "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+      [.string(Self.service)]
+    ) { [weak self] reply in
+      guard case .values(let values) = reply, case .string(let owner)? = values.first else {
+        return
+      }
+      self?.server.withLock { $0 = owner }
     }
     Task { [weak self] in
       for await signal in bus.signals {
@@ -65,6 +78,7 @@ package final class DesktopNotifier: Sendable {
       let notification = shown.withLock { shown -> UInt32? in
         guard let notification = shown.byQuestion.removeValue(forKey: id) else { return nil }
         shown.byNotification[notification] = nil
+        shown.declineOnly.remove(notification)
         return notification
       }
       if let notification {
@@ -129,6 +143,7 @@ package final class DesktopNotifier: Sendable {
       self.shown.withLock {
         $0.byQuestion[question.id] = id
         $0.byNotification[id] = question.id
+        if suspicious { $0.declineOnly.insert(id) }
       }
     }
   }
@@ -152,7 +167,25 @@ package final class DesktopNotifier: Sendable {
     }
   }
 
+  /// A signal: acted on only when the notification server sent it — a signal addressed to
+  /// this connection by any client of the bus arrives whatever the match rule says, and must
+  /// not answer a question. (A sender that is not the owner known so far is checked against
+  /// the bus: the server may have restarted.)
   private func heard(_ signal: SessionBus.Signal) {
+    guard signal.interface == Self.service, signal.path == Self.path else { return }
+    if server.withLock({ $0 }) == signal.sender { return act(on: signal) }
+    bus.call(
+      "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+      [.string(Self.service)]
+    ) { [weak self] reply in
+      guard let self, case .values(let values) = reply, case .string(let owner)? = values.first
+      else { return }
+      self.server.withLock { $0 = owner }
+      if owner == signal.sender { self.act(on: signal) }
+    }
+  }
+
+  private func act(on signal: SessionBus.Signal) {
     switch signal.member {
     case "ActionInvoked":
       guard signal.values.count >= 2, case .uint32(let id) = signal.values[0],
@@ -160,7 +193,8 @@ package final class DesktopNotifier: Sendable {
         let question = shown.withLock({ $0.byNotification[id] })
       else { return }
       switch action {
-      case "accept": _ = offers.answer(question, accept: true)
+      case "accept" where !shown.withLock({ $0.declineOnly.contains(id) }):
+        _ = offers.answer(question, accept: true)
       case "decline": _ = offers.answer(question, accept: false)
       default: break
       }
@@ -171,6 +205,7 @@ package final class DesktopNotifier: Sendable {
         if let question = shown.byNotification.removeValue(forKey: id) {
           shown.byQuestion[question] = nil
         }
+        shown.declineOnly.remove(id)
       }
     default:
       break

@@ -41,8 +41,12 @@ final class SessionBus: @unchecked Sendable {
     }
   }
 
-  /// A signal the connection matched: its interface, member and arguments.
+  /// A signal the connection received: who sent it (its unique name), from which object,
+  /// its interface, member and arguments. A signal addressed to this connection arrives
+  /// whatever the match rule says: check who sent it.
   struct Signal: Sendable {
+    let sender: String
+    let path: String
     let interface: String
     let member: String
     let values: [Reply.Value]
@@ -211,10 +215,13 @@ final class SessionBus: @unchecked Sendable {
       pending.removeValue(forKey: serial)?(.error(name))
     case DBUS_MESSAGE_TYPE_SIGNAL:
       guard let interface = dbus_message_get_interface(message),
-        let member = dbus_message_get_member(message)
+        let member = dbus_message_get_member(message),
+        let sender = dbus_message_get_sender(message),
+        let path = dbus_message_get_path(message)
       else { return }
       signalsContinuation.yield(
         Signal(
+          sender: String(cString: sender), path: String(cString: path),
           interface: String(cString: interface), member: String(cString: member),
           values: Self.values(of: message)))
     default:

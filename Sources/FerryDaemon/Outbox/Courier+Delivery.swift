@@ -176,10 +176,11 @@ extension Courier {
   /// good, cancelled, or queued again for the next time its peer is seen.
   private func end(_ id: String, _ failure: SendFailure?) {
     running.withLock { _ = $0.stops.removeValue(forKey: id) }
-    let wasCancelled = cancelled.withLock { $0.remove(id) != nil }
+    let cancelledHere = cancelled.withLock { $0.remove(id) != nil }
     outbox.update(id) { entry in
       // Only an attempt under way ends here (an expiry or a cancel may have ended it first).
       guard case .delivering = entry.state else { return false }
+      let wasCancelled = cancelledHere || entry.cancelRequested
       let now = Date()
       entry.bytes = entry.files.filter { $0.status != .pending && $0.status != .failed }
         .reduce(0) { $0 &+ $1.size }

@@ -130,8 +130,10 @@ package final class Courier: Sendable {
         entry.state = .cancelled(at: Date())
         return true
       case .delivering:
+        // Written down: the cancel holds should the daemon stop before the attempt ends.
         delivering = true
-        return false
+        entry.cancelRequested = true
+        return true
       case .delivered, .failed, .cancelled, .expired:
         return false
       }
@@ -308,8 +310,11 @@ package final class Courier: Sendable {
             var failure: SendFailure?
             for peer in peers {
               failure = await delivery.send(to: peer, browser: browser, pinned: entry.byKey)
-              // Another service claiming the key failed the pin: the next one may hold it.
-              guard failure?.kind == .authentication else { break }
+              // Another service claiming the key failed the pin, or did not answer: the next
+              // one may be the key's holder.
+              guard let kind = failure?.kind, kind == .authentication || kind == .noPeer else {
+                break
+              }
             }
             return failure
           }

@@ -56,13 +56,16 @@ package final class Outbox: Sendable {
     for var entry in loaded.entries {
       if case .delivering = entry.state {
         // Stopped in the middle of an attempt (a crash, SIGKILL): tried again — unless it
-        // was tried as often as any send is (a send that crashes the daemon would loop).
+        // was cancelled meanwhile, or tried as often as any send is (a send that crashes the
+        // daemon would loop).
         entry.state =
-          entry.attempts >= Courier.maximumAttempts
-          ? .failed(
-            at: now,
-            problem: .init(code: "transfer-failed", message: "its last attempt never ended"))
-          : .queued(retryAt: nil)
+          entry.cancelRequested
+          ? .cancelled(at: now)
+          : entry.attempts >= Courier.maximumAttempts
+            ? .failed(
+              at: now,
+              problem: .init(code: "transfer-failed", message: "its last attempt never ended"))
+            : .queued(retryAt: nil)
         persist(entry)
       }
       if let ended = entry.state.endedAt, now.timeIntervalSince(ended) > keepEnded {
@@ -172,6 +175,9 @@ package final class Outbox: Sendable {
       return old
     }
     for id in forgotten { store.remove(id) }
+    if entries.withLock({ $0.values.filter(\.state.ended).count }) > Self.maximumWaiting {
+      forgetOldestEnded()
+    }
     // Only times to come: a send due already waits for its peer to be seen (which wakes the
     // courier), and one under way ends by itself.
     return entries.withLock { entries in

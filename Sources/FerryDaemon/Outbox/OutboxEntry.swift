@@ -128,6 +128,9 @@ package struct OutboxEntry: Codable, Sendable, Equatable {
   package var state: State
   /// Attempts made so far.
   package var attempts = 0
+  /// Whether it was cancelled while being delivered: it ends cancelled when the attempt does —
+  /// or, should the daemon stop first, when it starts again.
+  package var cancelRequested = false
   /// Bytes settled so far (delivered, or left out).
   package var bytes: UInt64 = 0
   /// Its files.

@@ -64,7 +64,7 @@ extension OpenOffers {
       files: files, folders: folders, bytes: bytes.map { Int(clamping: $0) }, names: names,
       text: text, reason: reason,
       previousFingerprint: previous(question.sender.status)?.hexString,
-      code: question.code.map { "\($0)" },
+      code: question.code?.digits,
       expires: Date(timeIntervalSinceNow: seconds(question.deadline - .now)))
   }
 

@@ -3,6 +3,7 @@ import FerryAPI
 import FerryAgent
 import FerryLocalSend
 import Foundation
+import OpenAPIRuntime
 import Synchronization
 
 /// `ferry daemon`'s parts around the receiver its command runs: the control API on its Unix
@@ -130,7 +131,9 @@ package final class Daemon: Sendable {
           defaultExpiry: configuration.outboxDays * 86_400,
           hearsLocalSend: configuration.localSend),
         offers: offers, history: history, events: events))
-    try handler.registerHandlers(on: routes)
+    var encoding = OpenAPIRuntime.Configuration()
+    encoding.jsonEncodingOptions = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+    try handler.registerHandlers(on: routes, configuration: encoding)
     let started = try await APIServer.start(at: configuration.socket, routes: routes)
     server.withLock { $0 = started }
   }

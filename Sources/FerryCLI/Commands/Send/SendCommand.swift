@@ -169,8 +169,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
           "--later sends files and folders named here: --text, standard input (-), "
             + "--files-from, --address and --web do not go with it")
       }
-      if let waitDays, !(waitDays > 0 && waitDays <= 365) {
-        throw ValidationError("--wait-days must be more than 0 and at most 365")
+      if let waitDays, !(waitDays * 86_400 >= 60 && waitDays <= 365) {
+        throw ValidationError("--wait-days must be a minute (0.0007) to 365 days")
       }
     } else if waitDays != nil {
       throw ValidationError("--wait-days goes with --later")
