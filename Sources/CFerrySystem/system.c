@@ -76,3 +76,5 @@ int ferry_tune_allocator(void) {
   int arenas = mallopt(M_ARENA_MAX, 2);
   return threshold == 1 && arenas == 1;
 }
+
+int ferry_trim_allocator(void) { return malloc_trim(0); }

@@ -115,4 +115,60 @@ struct OutboxTests {
     #expect(entry.total == UInt64.max)
     #expect(!entry.isWellFormed)
   }
+
+  @Test("a send written before cancels were kept (no cancelRequested) still reads")
+  func olderFileReads() throws {
+    let folder = Self.folder()
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let entry = Self.entry(id: "00112233445566ff")
+    let encoder = JSONEncoder()
+    encoder.dateEncodingStrategy = .iso8601
+    var object = try #require(
+      JSONSerialization.jsonObject(with: encoder.encode(entry)) as? [String: Any])
+    object["cancelRequested"] = nil
+    try JSONSerialization.data(withJSONObject: object).write(
+      to: folder.appendingPathComponent("00112233445566ff.json"))
+    let outbox = Outbox(folder: folder, keepEnded: 86_400) { _ in }
+    try outbox.load()
+    #expect(outbox.entry("00112233445566ff") == entry)
+  }
+
+  @Test("attempts past the most a send has (written by hand) are a corrupt file, not a trap")
+  func attemptsInRange() {
+    var entry = Self.entry()
+    entry.attempts = Courier.maximumAttempts
+    #expect(entry.isWellFormed)
+    entry.attempts = .max
+    #expect(!entry.isWellFormed)
+    entry.attempts = -1
+    #expect(!entry.isWellFormed)
+  }
+
+  @Test(
+    "a send cancelled while delivering, the daemon stopped before the attempt ended: cancelled at the next start, and said once"
+  )
+  func cancelHoldsAcrossRestart() throws {
+    let folder = Self.folder()
+    let first = Outbox(folder: folder, keepEnded: 86_400) { _ in }
+    let entry = Self.entry()
+    try first.add(entry)
+    first.update(entry.id) {
+      $0.state = .delivering(since: Date())
+      $0.attempts = 1
+      $0.cancelRequested = true
+      return true
+    }
+    let ended = Mutex<[String]>([])
+    let again = Outbox(folder: folder, keepEnded: 86_400) { event in
+      if case .ended(let entry) = event { ended.withLock { $0.append(entry.state.word) } }
+    }
+    try again.load()
+    #expect(again.entry(entry.id)?.state.word == "cancelled")
+    #expect(ended.withLock { $0 } == ["cancelled"])
+    let third = Outbox(folder: folder, keepEnded: 86_400) { event in
+      if case .ended = event { Issue.record("reported again at the next start") }
+    }
+    try third.load()
+    #expect(third.entry(entry.id)?.state.word == "cancelled")
+  }
 }

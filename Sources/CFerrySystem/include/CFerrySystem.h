@@ -39,6 +39,10 @@ off_t ferry_seek_hole(int fd, off_t offset);
 /// not reused by the others). Returns 1 when both were taken.
 int ferry_tune_allocator(void);
 
+/// malloc_trim(3): gives the free memory at the top of each arena, and free whole pages inside
+/// them, back to the system. Returns 1 when some was given back.
+int ferry_trim_allocator(void);
+
 /// The credentials of a Unix socket's peer as SO_PEERCRED gives them: struct ucred, spelled
 /// out here because Swift's Glibc module leaves it out (it needs _GNU_SOURCE); system.c checks
 /// that the two agree.

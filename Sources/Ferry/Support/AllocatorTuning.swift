@@ -11,4 +11,11 @@ package enum AllocatorTuning {
   package static func apply() -> Bool {
     ferry_tune_allocator() == 1
   }
+
+  /// Gives the memory freed since back to the system (malloc_trim(3)): for a process that
+  /// stays up idle after a burst of work (a daemon after a transfer). Takes a few
+  /// milliseconds; any thread.
+  package static func trim() {
+    _ = ferry_trim_allocator()
+  }
 }

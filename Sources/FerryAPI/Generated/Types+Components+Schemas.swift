@@ -579,7 +579,7 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/SendRequest/paths`.
             package var paths: [Swift.String]
-            /// The receiver — a fingerprint (16 hex digits or more, or the start of a known peer's), the name of a peer trusted with `ferry trust`, or the name a Ferry peer or LocalSend device around now announces (its key is what is queued).
+            /// The receiver — a fingerprint (16 hex digits or more of a known peer's or one around now, or fewer of a trusted peer's), the name of a peer trusted with `ferry trust`, or the name a Ferry peer or LocalSend device around now announces (its key is what is queued).
             ///
             /// - Remark: Generated from `#/components/schemas/SendRequest/to`.
             package var to: Swift.String
@@ -613,7 +613,7 @@ extension Components {
             ///
             /// - Parameters:
             ///   - paths: Absolute paths of files and folders the daemon's user can read.
-            ///   - to: The receiver — a fingerprint (16 hex digits or more, or the start of a known peer's), the name of a peer trusted with `ferry trust`, or the name a Ferry peer or LocalSend device around now announces (its key is what is queued).
+            ///   - to: The receiver — a fingerprint (16 hex digits or more of a known peer's or one around now, or fewer of a trusted peer's), the name of a peer trusted with `ferry trust`, or the name a Ferry peer or LocalSend device around now announces (its key is what is queued).
             ///   - _protocol: How to deliver (default ferry; localsend for a LocalSend device, which `to` naming one around implies).
             ///   - when: Deliver now, or when the peer is seen (the default).
             ///   - expiresIn: Seconds a queued send waits for its peer (default 604800, 7 days).

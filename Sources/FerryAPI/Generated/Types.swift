@@ -55,8 +55,8 @@ package protocol APIProtocol: Sendable {
     func listSends(_ input: Operations.listSends.Input) async throws -> Operations.listSends.Output
     /// Deliver files to a peer, now or when it is seen.
     ///
-    /// `to` names the receiver by fingerprint (16 hex digits or more, or the start of a known
-    /// peer's), by the name of a peer trusted with `ferry trust`, or by the name a peer around
+    /// `to` names the receiver by fingerprint (16 hex digits or more of a known peer's or one
+    /// around now, or fewer of a trusted peer's), by the name of a peer trusted with `ferry trust`, or by the name a peer around
     /// now announces: what is queued is its key, proven in the TLS handshake whatever address
     /// the peer is found at. The paths are walked now: each file's size and time are kept, and
     /// a file changed or gone by the time of delivery is reported (`changed`, `missing`) and
@@ -160,8 +160,8 @@ extension APIProtocol {
     }
     /// Deliver files to a peer, now or when it is seen.
     ///
-    /// `to` names the receiver by fingerprint (16 hex digits or more, or the start of a known
-    /// peer's), by the name of a peer trusted with `ferry trust`, or by the name a peer around
+    /// `to` names the receiver by fingerprint (16 hex digits or more of a known peer's or one
+    /// around now, or fewer of a trusted peer's), by the name of a peer trusted with `ferry trust`, or by the name a peer around
     /// now announces: what is queued is its key, proven in the TLS handshake whatever address
     /// the peer is found at. The paths are walked now: each file's size and time are kept, and
     /// a file changed or gone by the time of delivery is reported (`changed`, `missing`) and

@@ -129,9 +129,13 @@ package final class DesktopNotifier: Sendable {
         "The name is known here with another key (\(previous.prefix(16))): check before "
           + "accepting with ferry accept \(offer.id).")
     }
+    // Keys that name the question: an action meant for another notification (another
+    // application's, or one of a notification server that restarted and reuses ids) is
+    // not this one's.
+    let (accept, decline) = ("accept:\(question.id)", "decline:\(question.id)")
     notify(
       summary: "Ferry: \(who) wants to send", body: lines.joined(separator: "\n"),
-      actions: suspicious ? ["decline", "Decline"] : ["accept", "Accept", "decline", "Decline"],
+      actions: suspicious ? [decline, "Decline"] : [accept, "Accept", decline, "Decline"],
       resident: true
     ) { [weak self] id in
       guard let self else { return }
@@ -180,7 +184,14 @@ package final class DesktopNotifier: Sendable {
     ) { [weak self] reply in
       guard let self, case .values(let values) = reply, case .string(let owner)? = values.first
       else { return }
-      self.server.withLock { $0 = owner }
+      let previous = self.server.withLock { server in
+        defer { server = owner }
+        return server
+      }
+      // Another server: the notifications shown by the last one are gone with it.
+      if previous != nil && previous != owner {
+        self.shown.withLock { $0 = ([:], [:], []) }
+      }
       if owner == signal.sender { self.act(on: signal) }
     }
   }
@@ -193,9 +204,9 @@ package final class DesktopNotifier: Sendable {
         let question = shown.withLock({ $0.byNotification[id] })
       else { return }
       switch action {
-      case "accept" where !shown.withLock({ $0.declineOnly.contains(id) }):
+      case "accept:\(question)" where !shown.withLock({ $0.declineOnly.contains(id) }):
         _ = offers.answer(question, accept: true)
-      case "decline": _ = offers.answer(question, accept: false)
+      case "decline:\(question)": _ = offers.answer(question, accept: false)
       default: break
       }
     case "NotificationClosed":

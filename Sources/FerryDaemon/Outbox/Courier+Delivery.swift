@@ -4,11 +4,11 @@ import FerryLocalSend
 import Foundation
 
 extension Courier {
-  /// Delivers `entry` to a Ferry peer: `send` runs the ``FerryDelivery`` made for it.
-  func deliver(
-    _ entry: OutboxEntry,
-    send: @Sendable (Session, SendBatch, FerryDelivery) async -> SendFailure?
-  ) async {
+  /// Delivers `entry` to the Ferry peer holding its key: each of `peers` (the services
+  /// advertising the key) in turn, the key pinned in each handshake, past one that fails the
+  /// pin or does not answer (anyone can advertise a key) — each with a deadline of its own,
+  /// so that one that stalls does not use up the holder's time.
+  func deliver(_ entry: OutboxEntry, to peers: [DiscoveredPeer], browser: Browser) async {
     guard let (entry, batch, base) = await begin(entry) else { return }
     let session: Session
     do {
@@ -17,20 +17,32 @@ extension Courier {
     } catch {
       return end(entry.id, SendFailure(.usage, "\(error)"))
     }
-    let delivery = FerryDelivery(
-      session: session, batch: batch, summary: batch.summary,
-      deadline: .now + Self.findTimeout, retry: RetryPolicy(retryFor: .seconds(60)),
-      checksum: .xxh3, knownPeers: configuration.knownPeers, decider: RefusingSendDecider(),
-      events: track(entry.id, base: base))
-    registerStop(entry.id) { _ = await delivery.interrupt() }
-    // Cancelled before its stop was there to call: nothing is sent.
-    guard !isCancelled(entry.id) else {
-      await session.closeAndWait(timeout: .seconds(1))
-      return end(entry.id, SendFailure(.interrupted, "cancelled"))
+    // The list may have emptied since the peer was seen (a goodbye): nothing was sent.
+    var failure: SendFailure? = SendFailure(.noPeer, "\(entry.to) went away")
+    for peer in peers {
+      let delivery = FerryDelivery(
+        session: session, batch: batch, summary: batch.summary,
+        deadline: .now + Self.findTimeout, retry: RetryPolicy(retryFor: .seconds(60)),
+        checksum: .xxh3, knownPeers: configuration.knownPeers, decider: RefusingSendDecider(),
+        events: track(entry.id, base: base))
+      registerStop(entry.id) { _ = await delivery.interrupt() }
+      // Cancelled, or the daemon stopping, before its stop was there to call: nothing is sent.
+      if let halted = halted(entry.id) {
+        failure = halted
+        break
+      }
+      failure = await delivery.send(to: peer, browser: browser, pinned: entry.byKey)
+      guard let kind = failure?.kind, kind == .authentication || kind == .noPeer else { break }
     }
-    let failure = await send(session, batch, delivery)
     await session.closeAndWait(timeout: .seconds(1))
     end(entry.id, failure)
+  }
+
+  /// Why send `id` must not go on: cancelled, or the daemon stopping; nil when it may.
+  private func halted(_ id: String) -> SendFailure? {
+    if isCancelled(id) { return SendFailure(.interrupted, "cancelled") }
+    if stopping.withLock({ $0 }) { return SendFailure(.interrupted, "the daemon stopped") }
+    return nil
   }
 
   /// Delivers `entry` to the LocalSend device announcing its key: at each address it was
@@ -55,8 +67,8 @@ extension Courier {
     var failure: SendFailure? = SendFailure(.noPeer, "the device was not heard from lately")
     // Plain HTTP proves nothing: such an announcement is not tried (another may be the device).
     for sighting in sightings where sighting.device.usesTLS {
-      guard !isCancelled(entry.id) else {
-        failure = SendFailure(.interrupted, "cancelled")
+      if let halted = halted(entry.id) {
+        failure = halted
         break
       }
       let target = LocalSendTarget(
@@ -67,13 +79,21 @@ extension Courier {
         retry: RetryPolicy(retryFor: .seconds(60)), deadline: .now + Self.findTimeout,
         knownPeers: configuration.knownPeers, decider: RefusingSendDecider(),
         events: track(entry.id, base: base))
+      let settledBefore = settledCount(entry.id)
       failure = await delivery.send(batch: batch, text: nil)
       // Another device at that address (its certificate is not the key: the request fails),
-      // or nobody: the next address may be the device's.
-      guard let kind = failure?.kind, [.authentication, .noPeer, .transferFailed].contains(kind)
+      // or nobody: the next address may be the device's — unless files went to this one
+      // (the batch would be offered again in full: a second copy of what it stored).
+      guard let kind = failure?.kind, [.authentication, .noPeer, .transferFailed].contains(kind),
+        settledCount(entry.id) == settledBefore
       else { break }
     }
     end(entry.id, failure)
+  }
+
+  /// How many of send `id`'s files have a verdict.
+  private func settledCount(_ id: String) -> Int {
+    outbox.entry(id)?.files.count { $0.status != .pending } ?? 0
   }
 
   /// How long finding and asking may take in one attempt (a person may be asked).
@@ -144,7 +164,9 @@ extension Courier {
           return true
         }
       case .localSendFile(_, let file, let status):
-        outbox.update(id, persist: false) { entry in
+        // Written at once: a LocalSend app has no resume, and a daemon killed before the
+        // attempt's end must not offer it again what it stored.
+        outbox.update(id) { entry in
           Self.settle(&entry, path: file.path, status: status)
         }
       case .progress(_, let snapshot):
@@ -180,18 +202,30 @@ extension Courier {
     outbox.update(id) { entry in
       // Only an attempt under way ends here (an expiry or a cancel may have ended it first).
       guard case .delivering = entry.state else { return false }
-      let wasCancelled = cancelledHere || entry.cancelRequested
+      let wasCancelled = cancelledHere || entry.cancelRequested == true
       let now = Date()
       entry.bytes = entry.files.filter { $0.status != .pending && $0.status != .failed }
         .reduce(0) { $0 &+ $1.size }
-      if wasCancelled {
+      // Nobody proved the key (a spoofed announcement, a peer gone), or the daemon stopped:
+      // not an attempt the peer had.
+      let unproven = failure.map { [.authentication, .noPeer].contains($0.kind) } ?? false
+      // (A stop may surface as any failure: a LocalSend upload cut off is `transferFailed`.)
+      let stopped = stopping.withLock { $0 } && failure != nil
+      if (unproven || stopped) && !wasCancelled { entry.attempts = max(0, entry.attempts - 1) }
+      if wasCancelled && failure != nil {
         entry.state = .cancelled(at: now)
+      } else if stopped {
+        // Resumed from what the peer staged at the next start.
+        entry.state = .queued(retryAt: nil)
       } else if let failure {
         let problem = OutboxEntry.Problem(code: Self.code(failure.kind), message: failure.message)
-        // A send for now is tried once: its peer was there, and did not take it.
-        if Self.passes(failure.kind) && entry.attempts < Self.maximumAttempts
+        if unproven && entry.when == .now {
+          // A send for now waits out its window (``Outbox/nowWindow``) for the key's holder.
+          entry.state = .queued(retryAt: now.addingTimeInterval(5))
+        } else if Self.passes(failure.kind) && entry.attempts < Self.maximumAttempts
           && entry.when == .seen
         {
+          // A send for now is tried once: its peer was there, and did not take it.
           entry.state = .queued(retryAt: now.addingTimeInterval(Self.backoff(entry.attempts)))
         } else {
           entry.state = .failed(at: now, problem: problem)

@@ -47,6 +47,8 @@ package final class Courier: Sendable {
     ([], [:]))
   /// Sends cancelled while they were being delivered.
   let cancelled = Mutex<Set<String>>([])
+  /// True once the daemon stops: no delivery starts, and those under way are queued again.
+  let stopping = Mutex<Bool>(false)
   /// When each Ferry peer (by fingerprint) was last heard of.
   private let heard = Mutex<[String: Date]>([:])
   /// The last announcements of each LocalSend device (by fingerprint, then address: at most
@@ -153,6 +155,7 @@ package final class Courier: Sendable {
   /// Stops every delivery under way on both ends (the daemon is stopping): each send is
   /// queued again, for its peer to resume what it staged at the next start.
   package func stopDeliveries() async {
+    stopping.withLock { $0 = true }
     let stops = running.withLock { Array($0.stops.values) }
     await withTaskGroup(of: Void.self) { group in
       for stop in stops { group.addTask { await stop() } }
@@ -295,7 +298,7 @@ package final class Courier: Sendable {
             case .ferry: peer(fingerprint) != nil
             case .localsend: sighting(fingerprint) != nil
             }
-          guard let entry, reachable else {
+          guard let entry, reachable, !stopping.withLock({ $0 }) else {
             running.peers.remove(key)
             return nil
           }
@@ -304,20 +307,8 @@ package final class Courier: Sendable {
         guard let entry = next else { return }
         switch carrier {
         case .ferry:
-          let (peers, browser) = (peers(fingerprint), self.browser.withLock { $0 })
-          guard let browser else { continue }
-          await deliver(entry) { session, batch, delivery in
-            var failure: SendFailure?
-            for peer in peers {
-              failure = await delivery.send(to: peer, browser: browser, pinned: entry.byKey)
-              // Another service claiming the key failed the pin, or did not answer: the next
-              // one may be the key's holder.
-              guard let kind = failure?.kind, kind == .authentication || kind == .noPeer else {
-                break
-              }
-            }
-            return failure
-          }
+          guard let browser = self.browser.withLock({ $0 }) else { continue }
+          await deliver(entry, to: peers(fingerprint), browser: browser)
         case .localsend:
           await deliver(localSend: entry, to: sightings(fingerprint))
         }

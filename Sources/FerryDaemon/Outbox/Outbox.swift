@@ -45,21 +45,22 @@ package final class Outbox: Sendable {
   }
 
   /// Reads the stored sends. A send that was delivering when the daemon stopped is queued
-  /// again (its peer resumes what it staged); a file that is not a send is moved aside and
-  /// reported.
+  /// again (its peer resumes what it staged), or ended and reported so (cancelled meanwhile,
+  /// out of attempts); a file that is not a send is moved aside and reported.
   ///
   /// - Throws: When the folder exists and cannot be listed.
   package func load() throws {
     let loaded = try store.load()
     for (path, reason) in loaded.corrupt { report(.corrupt(path: path, reason: reason)) }
     let now = Date()
+    var endedHere: [OutboxEntry] = []
     for var entry in loaded.entries {
       if case .delivering = entry.state {
         // Stopped in the middle of an attempt (a crash, SIGKILL): tried again — unless it
         // was cancelled meanwhile, or tried as often as any send is (a send that crashes the
         // daemon would loop).
         entry.state =
-          entry.cancelRequested
+          entry.cancelRequested == true
           ? .cancelled(at: now)
           : entry.attempts >= Courier.maximumAttempts
             ? .failed(
@@ -67,6 +68,7 @@ package final class Outbox: Sendable {
               problem: .init(code: "transfer-failed", message: "its last attempt never ended"))
             : .queued(retryAt: nil)
         persist(entry)
+        if entry.state.ended { endedHere.append(entry) }
       }
       if let ended = entry.state.endedAt, now.timeIntervalSince(ended) > keepEnded {
         store.remove(entry.id)
@@ -74,6 +76,7 @@ package final class Outbox: Sendable {
       }
       entries.withLock { $0[entry.id] = entry }
     }
+    for entry in endedHere { report(.ended(entry)) }
   }
 
   /// Adds `entry` (queued), written to disk before it returns.
@@ -234,8 +237,9 @@ package final class Outbox: Sendable {
   /// Forgets the oldest tenth of the ended sends.
   private func forgetOldestEnded() {
     let old = entries.withLock { entries -> [String] in
-      let ended = entries.values.filter(\.state.ended).sorted { $0.created < $1.created }
-      let old = ended.prefix(max(1, ended.count / 10)).map(\.id)
+      let ended = entries.values.compactMap { entry in entry.state.endedAt.map { (entry.id, $0) } }
+        .sorted { $0.1 < $1.1 }
+      let old = ended.prefix(max(1, ended.count / 10)).map(\.0)
       for id in old { entries[id] = nil }
       return old
     }

@@ -128,9 +128,10 @@ package struct OutboxEntry: Codable, Sendable, Equatable {
   package var state: State
   /// Attempts made so far.
   package var attempts = 0
-  /// Whether it was cancelled while being delivered: it ends cancelled when the attempt does —
-  /// or, should the daemon stop first, when it starts again.
-  package var cancelRequested = false
+  /// True when it was cancelled while being delivered: it ends cancelled when the attempt
+  /// does — or, should the daemon stop first, when it starts again. (Optional: a file written
+  /// before it was kept has no such field, and still reads.)
+  package var cancelRequested: Bool?
   /// Bytes settled so far (delivered, or left out).
   package var bytes: UInt64 = 0
   /// Its files.
@@ -162,7 +163,8 @@ package struct OutboxEntry: Codable, Sendable, Equatable {
   }
 
   /// Whether it holds what this daemon writes: its numbers in their ranges (sizes that add
-  /// up within 2^62, at most ``Outbox/maximumFiles`` files, a 64-digit key), so that a file
+  /// up within 2^62, at most ``Outbox/maximumFiles`` files and ``Courier/maximumAttempts``
+  /// attempts, a 64-digit key), so that a file
   /// changed by hand cannot trap the daemon that reads it.
   package var isWellFormed: Bool {
     var sum: UInt64 = 0
@@ -172,7 +174,7 @@ package struct OutboxEntry: Codable, Sendable, Equatable {
       sum = next
     }
     return sum <= OutboxFiles.maximumBytes && files.count <= Outbox.maximumFiles
-      && attempts >= 0 && fingerprint.utf8.count == 64
+      && (0...Courier.maximumAttempts).contains(attempts) && fingerprint.utf8.count == 64
       && fingerprint.utf8.allSatisfy { (48...57).contains($0) || (65...70).contains($0) }
   }
 

@@ -65,6 +65,7 @@ package final class Daemon: Sendable {
   /// When the daemon started.
   package let started = Date()
   private let notifier = NotifierSlot()
+  private let trimmer = IdleTrim()
   private let server = Mutex<APIServer?>(nil)
   /// The protocol each sender let in came by, and whether it proved its key (for the
   /// history), by key.
@@ -82,6 +83,7 @@ package final class Daemon: Sendable {
     self.configuration = configuration
     self.events = events
     let notifier = self.notifier
+    let trimmer = self.trimmer
     offers = OpenOffers { change in
       questionEvents(change)
       notifier.current?.changed(change)
@@ -96,6 +98,7 @@ package final class Daemon: Sendable {
     ) { event in
       outboxEvents(event)
       guard case .ended(let entry) = event else { return }
+      trimmer.workEnded()
       history.add(Daemon.historyEntry(entry))
       notifier.current?.sendEnded(
         summary: Daemon.endedSummary(entry), body: Daemon.endedBody(entry))
@@ -117,10 +120,12 @@ package final class Daemon: Sendable {
     status: @escaping @Sendable () -> Components.Schemas.Status,
     peers: @escaping @Sendable () -> Components.Schemas.Peers
   ) async throws {
-    try outbox.load()
+    // Notifications first: a send the outbox ends as it loads (cancelled before a restart,
+    // out of attempts) raises one, as any send's end does.
     if configuration.notify {
       notifier.replace(with: DesktopNotifier(offers: offers))
     }
+    try outbox.load()
     let routes = APIRoutes()
     let handler = APIHandler(
       parts: APIHandler.Parts(
@@ -181,11 +186,13 @@ package final class Daemon: Sendable {
     case .offerDeclined(let peer, _, let files, let bytes):
       history.add(received(peer, verified: true, files: files, bytes: bytes, .declined))
     case .transferEnded(let transfer, let error):
+      trimmer.workEnded()
       history.add(
         received(
           transfer.peer, verified: nil, files: transfer.files.count, bytes: transfer.totalBytes,
           error == nil ? .done : .failed))
     case .interrupted(let transfer):
+      trimmer.workEnded()
       history.add(
         received(
           transfer.peer, verified: nil, files: transfer.files.count, bytes: transfer.totalBytes,

@@ -42,7 +42,8 @@ package enum DaemonLock {
     return count > 0 ? Int32(String(decoding: bytes[..<count], as: UTF8.self)) ?? 0 : 0
   }
 
-  /// Takes the lock of `home` for the rest of the process.
+  /// Takes the lock of `home` for the rest of the process: tried for 200 ms (a `ferry
+  /// receive` looking for a daemon holds it shared for a moment). Blocking.
   ///
   /// - Throws: ``Failure``.
   package static func take(in home: URL) throws(Failure) {
@@ -54,7 +55,12 @@ package enum DaemonLock {
     }
     let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
     guard fd >= 0 else { throw .unusable(path: path, reason: String(cString: strerror(errno))) }
-    guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+    var locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+    for _ in 0..<10 where !locked {
+      usleep(20_000)
+      locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+    }
+    guard locked else {
       var bytes = [UInt8](repeating: 0, count: 32)
       let count = pread(fd, &bytes, bytes.count, 0)
       close(fd)
