@@ -237,6 +237,9 @@ extension Courier {
       }
       return true
     }
+    // The timer sleeps until the next time it knew of: a retry set here may come sooner (a
+    // peer that stays in sight is not "found" again to wake it).
+    poke()
   }
 
   private func end(_ id: String, error: any Error) {

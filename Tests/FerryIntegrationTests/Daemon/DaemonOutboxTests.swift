@@ -189,4 +189,65 @@ struct DaemonOutboxTests {
     #expect(
       try sha256(of: output.appendingPathComponent("for-the-phone.bin")) == sha256(of: file))
   }
+
+  @Test(
+    "a Ferry peer announcing the queued key without holding it gets nothing and costs no attempt; the holder gets the send"
+  )
+  func spoofedKeyCostsNothing() async throws {
+    let daemon = try await daemon("spoof-a")
+    defer { daemon.process.signal(SIGKILL) }
+    let events = try daemon.events()
+    defer { events.signal(SIGKILL) }
+    let homeB = Harness.freshFerryHome()
+    let keyB = try await DaemonProcess.fingerprint(home: homeB)
+    // On host c, a Ferry receiver with a key of its own (it takes anything), announced a
+    // second time under the name and key of b, who is not there.
+    let trap = try temporaryDirectory("spoof-c")
+    let impostor = try await ReceiverProcess.start(
+      ["--yes", "--json", "--dir", trap.path, "--name", "spoof-c"], bus: .harness, on: "c")
+    defer { impostor.process.signal(SIGKILL) }
+    let fake = try ChildProcess(
+      Harness.on!,
+      [
+        "c", "/usr/bin/avahi-publish-service", "spoof-b", "_ferry._tcp", "\(impostor.port)",
+        "v=1", "fp=\(keyB)",
+      ])
+    defer { fake.signal(SIGKILL) }
+    let file = try temporaryDirectory("spoof-src").appendingPathComponent("for-b.bin")
+    try writeFile(file, size: 200_000, seed: 7)
+    let queued = try await daemon.ferry(["send", "--later", "--to", keyB, file.path])
+    #expect(queued.status == 0, "\(queued.stderr)")
+    let id = queued.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    // The impostor's announcement starts an attempt, which fails the pin and waits again.
+    let began = await events.waitForEvent("delivering", timeout: .seconds(60)) {
+      $0["send"] as? String == id
+    }
+    #expect(began != nil, "\(events.stdout)\n\(daemon.process.stderr)")
+    var send: [String: Any]?
+    let deadline = ContinuousClock.now + .seconds(60)
+    while ContinuousClock.now < deadline {
+      let listed = try await daemon.ferry(["outbox", "--json"])
+      send = listed.stdout.split(separator: "\n").compactMap { jsonObject(String($0)) }
+        .first { $0["id"] as? String == id }
+      if send?["state"] as? String != "delivering" { break }
+      try await Task.sleep(for: .milliseconds(200))
+    }
+    #expect(send?["state"] as? String == "queued", "\(String(describing: send))")
+    #expect(send?["attempts"] as? Int == 0, "not counted: \(String(describing: send))")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: trap.path).isEmpty)
+    #expect(impostor.process.events("invitation").isEmpty, "\(impostor.process.stdout)")
+    // b comes: it gets the send when it is tried again (a minute after the failed one).
+    let destination = try temporaryDirectory("spoof-b")
+    let receiver = try await ReceiverProcess.start(
+      ["--yes", "--json", "--dir", destination.path, "--name", "spoof-b-real"], bus: .harness,
+      on: "b", home: homeB)
+    defer { receiver.process.signal(SIGKILL) }
+    let ended = try #require(
+      await events.waitForEvent("send-ended", timeout: .seconds(150)) {
+        $0["send"] as? String == id
+      }, "\(events.stdout)\n\(daemon.process.stderr)")
+    #expect(ended["state"] as? String == "delivered", "\(ended)")
+    #expect(try sha256(of: destination.appendingPathComponent("for-b.bin")) == sha256(of: file))
+    #expect(try FileManager.default.contentsOfDirectory(atPath: trap.path).isEmpty)
+  }
 }
