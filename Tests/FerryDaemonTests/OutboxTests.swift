@@ -171,4 +171,25 @@ struct OutboxTests {
     try third.load()
     #expect(third.entry(entry.id)?.state.word == "cancelled")
   }
+
+  @Test("a send for now whose minute ran out says why its last attempt failed, if it had one")
+  func forNowSaysWhy() throws {
+    let outbox = Outbox(folder: Self.folder(), keepEnded: 86_400) { _ in }
+    let base = Self.entry(expires: Date(timeIntervalSinceNow: -1))
+    let entry = OutboxEntry(
+      id: base.id, to: base.to, fingerprint: base.fingerprint, byKey: true, carrier: .ferry,
+      paths: base.paths, when: .now, created: base.created, expires: base.expires,
+      files: base.files)
+    try outbox.add(entry)
+    outbox.update(entry.id) {
+      $0.lastProblem = .init(code: "authentication", message: "not the key")
+      return true
+    }
+    _ = outbox.expire()
+    guard case .failed(_, let problem) = outbox.entry(entry.id)?.state else {
+      Issue.record("not failed: \(String(describing: outbox.entry(entry.id)))")
+      return
+    }
+    #expect(problem.code == "authentication")
+  }
 }

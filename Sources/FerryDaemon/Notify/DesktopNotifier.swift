@@ -184,14 +184,9 @@ package final class DesktopNotifier: Sendable {
     ) { [weak self] reply in
       guard let self, case .values(let values) = reply, case .string(let owner)? = values.first
       else { return }
-      let previous = self.server.withLock { server in
-        defer { server = owner }
-        return server
-      }
-      // Another server: the notifications shown by the last one are gone with it.
-      if previous != nil && previous != owner {
-        self.shown.withLock { $0 = ([:], [:], []) }
-      }
+      // (Notifications a restarted server reuses the ids of are told apart by their action
+      // keys, which name the question.)
+      self.server.withLock { $0 = owner }
       if owner == signal.sender { self.act(on: signal) }
     }
   }

@@ -19,7 +19,7 @@ extension Courier {
     }
     // The list may have emptied since the peer was seen (a goodbye): nothing was sent.
     var failure: SendFailure? = SendFailure(.noPeer, "\(entry.to) went away")
-    for peer in peers {
+    for peer in peers.prefix(Self.maximumServices) {
       let delivery = FerryDelivery(
         session: session, batch: batch, summary: batch.summary,
         deadline: .now + Self.findTimeout, retry: RetryPolicy(retryFor: .seconds(60)),
@@ -79,21 +79,15 @@ extension Courier {
         retry: RetryPolicy(retryFor: .seconds(60)), deadline: .now + Self.findTimeout,
         knownPeers: configuration.knownPeers, decider: RefusingSendDecider(),
         events: track(entry.id, base: base))
-      let settledBefore = settledCount(entry.id)
       failure = await delivery.send(batch: batch, text: nil)
       // Another device at that address (its certificate is not the key: the request fails),
-      // or nobody: the next address may be the device's — unless files went to this one
-      // (the batch would be offered again in full: a second copy of what it stored).
+      // or nobody: the next address may be the device's — unless the device here accepted
+      // the session (offered again in full elsewhere, what it stored could be stored twice).
       guard let kind = failure?.kind, [.authentication, .noPeer, .transferFailed].contains(kind),
-        settledCount(entry.id) == settledBefore
+        !proven.withLock({ $0.contains(entry.id) })
       else { break }
     }
     end(entry.id, failure)
-  }
-
-  /// How many of send `id`'s files have a verdict.
-  private func settledCount(_ id: String) -> Int {
-    outbox.entry(id)?.files.count { $0.status != .pending } ?? 0
   }
 
   /// How long finding and asking may take in one attempt (a person may be asked).
@@ -148,8 +142,12 @@ extension Courier {
   /// What the delivery of send `id` reports, kept on it (each file's verdict, progress) and
   /// passed on.
   private func track(_ id: String, base: UInt64) -> @Sendable (SendEvent) -> Void {
-    { [outbox, report] event in
+    { [outbox, report, self] event in
       switch event {
+      case .asked, .accepted, .acceptedLocalSend:
+        // The receiver proved the queued key in its TLS handshake (the key is pinned), and
+        // was asked: this attempt counts.
+        self.proven.withLock { _ = $0.insert(id) }
       case .file(_, let result):
         outbox.update(id, persist: false) { entry in
           Self.settle(&entry, path: result.path, status: result.status)
@@ -164,9 +162,7 @@ extension Courier {
           return true
         }
       case .localSendFile(_, let file, let status):
-        // Written at once: a LocalSend app has no resume, and a daemon killed before the
-        // attempt's end must not offer it again what it stored.
-        outbox.update(id) { entry in
+        outbox.update(id, persist: false) { entry in
           Self.settle(&entry, path: file.path, status: status)
         }
       case .progress(_, let snapshot):
@@ -199,43 +195,12 @@ extension Courier {
   private func end(_ id: String, _ failure: SendFailure?) {
     running.withLock { _ = $0.stops.removeValue(forKey: id) }
     let cancelledHere = cancelled.withLock { $0.remove(id) != nil }
+    let provedKey = proven.withLock { $0.remove(id) != nil }
+    let stopping = stopping.withLock { $0 }
     outbox.update(id) { entry in
-      // Only an attempt under way ends here (an expiry or a cancel may have ended it first).
-      guard case .delivering = entry.state else { return false }
-      let wasCancelled = cancelledHere || entry.cancelRequested == true
-      let now = Date()
-      entry.bytes = entry.files.filter { $0.status != .pending && $0.status != .failed }
-        .reduce(0) { $0 &+ $1.size }
-      // Nobody proved the key (a spoofed announcement, a peer gone), or the daemon stopped:
-      // not an attempt the peer had.
-      let unproven = failure.map { [.authentication, .noPeer].contains($0.kind) } ?? false
-      // (A stop may surface as any failure: a LocalSend upload cut off is `transferFailed`.)
-      let stopped = stopping.withLock { $0 } && failure != nil
-      if (unproven || stopped) && !wasCancelled { entry.attempts = max(0, entry.attempts - 1) }
-      if wasCancelled && failure != nil {
-        entry.state = .cancelled(at: now)
-      } else if stopped {
-        // Resumed from what the peer staged at the next start.
-        entry.state = .queued(retryAt: nil)
-      } else if let failure {
-        let problem = OutboxEntry.Problem(code: Self.code(failure.kind), message: failure.message)
-        if unproven && entry.when == .now {
-          // A send for now waits out its window (``Outbox/nowWindow``) for the key's holder.
-          entry.state = .queued(retryAt: now.addingTimeInterval(5))
-        } else if Self.passes(failure.kind) && entry.attempts < Self.maximumAttempts
-          && entry.when == .seen
-        {
-          // A send for now is tried once: its peer was there, and did not take it.
-          entry.state = .queued(retryAt: now.addingTimeInterval(Self.backoff(entry.attempts)))
-        } else {
-          entry.state = .failed(at: now, problem: problem)
-        }
-      } else {
-        // Delivered: what changed or went away since it was queued is in its files' verdicts
-        // (`changed`, `missing`) and its send-ended event, not sent.
-        entry.state = .delivered(at: now)
-      }
-      return true
+      AttemptEnding.endAttempt(
+        &entry, failure: failure, provedKey: provedKey, cancelled: cancelledHere,
+        stopping: stopping, now: Date())
     }
     // The timer sleeps until the next time it knew of: a retry set here may come sooner (a
     // peer that stays in sight is not "found" again to wake it).
@@ -248,49 +213,6 @@ extension Courier {
 
   private func registerStop(_ id: String, _ stop: @escaping @Sendable () async -> Void) {
     running.withLock { $0.stops[id] = stop }
-  }
-
-  /// Whether a failure of this kind may pass (the send waits for its peer again).
-  static func passes(_ kind: SendFailure.Kind) -> Bool {
-    switch kind {
-    // A pin that failed: whoever answered was not the key's holder (anyone can advertise a
-    // key); the holder may be seen later.
-    case .noPeer, .transferFailed, .invitationFailed, .batchChanged, .busy, .interrupted,
-      .authentication:
-      true
-    case .usage, .cannotRead, .invalidPath, .nothingToSend, .declined, .keyChanged, .cancelled,
-      .unreadable, .pin, .integrity:
-      false
-    }
-  }
-
-  /// The wait before a send tried `attempts` times is tried again: 1, 2, 4 … minutes, at
-  /// most an hour.
-  static func backoff(_ attempts: Int) -> TimeInterval {
-    min(3600, 60 * pow(2, Double(max(0, attempts - 1))))
-  }
-
-  /// The `--json` error code for a failure of this kind (as `ferry send` gives it).
-  static func code(_ kind: SendFailure.Kind) -> String {
-    switch kind {
-    case .noPeer: "no-peer"
-    case .usage: "usage"
-    case .cannotRead: "cannot-read"
-    case .invalidPath: "invalid-path"
-    case .nothingToSend: "empty"
-    case .batchChanged: "cannot-read"
-    case .declined: "declined"
-    case .authentication: "authentication"
-    case .keyChanged: "key-changed"
-    case .invitationFailed: "invitation-failed"
-    case .transferFailed: "transfer-failed"
-    case .cancelled: "cancelled"
-    case .interrupted: "interrupted"
-    case .unreadable: "unreadable"
-    case .busy: "busy"
-    case .pin: "pin"
-    case .integrity: "integrity"
-    }
   }
 }
 

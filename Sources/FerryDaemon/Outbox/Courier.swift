@@ -35,6 +35,11 @@ package final class Courier: Sendable {
 
   /// The most attempts a send gets.
   package static let maximumAttempts = 20
+  /// The most misses (attempts nobody proved the key in) kept count of: the wait is an hour
+  /// long well before.
+  package static let maximumMisses = 10_000
+  /// The most services advertising a key tried in one attempt.
+  static let maximumServices = 8
   /// How long a LocalSend device's announcement counts as seeing it.
   static let sightingLasts: TimeInterval = 120
 
@@ -49,6 +54,9 @@ package final class Courier: Sendable {
   let cancelled = Mutex<Set<String>>([])
   /// True once the daemon stops: no delivery starts, and those under way are queued again.
   let stopping = Mutex<Bool>(false)
+  /// Sends whose receiver proved the queued key in the attempt under way (it was asked, or a
+  /// LocalSend device accepted): only such an attempt counts toward ``maximumAttempts``.
+  let proven = Mutex<Set<String>>([])
   /// When each Ferry peer (by fingerprint) was last heard of.
   private let heard = Mutex<[String: Date]>([:])
   /// The last announcements of each LocalSend device (by fingerprint, then address: at most

@@ -158,11 +158,14 @@ package final class Outbox: Sendable {
         // Only a send still waiting expires (one that began meanwhile is under way).
         guard case .queued = entry.state, entry.expires <= now else { return false }
         if entry.when == .now {
+          // Why its last attempt failed, when it had one (nobody proved the key).
           entry.state = .failed(
             at: now,
-            problem: .init(
-              code: "no-peer",
-              message: "\(entry.to) was not seen within \(Self.nowWindow.components.seconds) s"))
+            problem: entry.lastProblem
+              ?? .init(
+                code: "no-peer",
+                message: "\(entry.to) was not seen within \(Self.nowWindow.components.seconds) s"
+              ))
         } else {
           entry.state = .expired(at: now)
         }

@@ -126,8 +126,15 @@ package struct OutboxEntry: Codable, Sendable, Equatable {
   package let expires: Date
   /// Where it stands.
   package var state: State
-  /// Attempts made so far.
+  /// Attempts made so far in which the receiver proved the key (it was asked, or a LocalSend
+  /// device accepted), and the one under way.
   package var attempts = 0
+  /// Attempts since the last counted one in which nobody proved the key (a spoofed
+  /// announcement, a peer gone): not counted, but the wait before the next grows with them.
+  /// (Optional: files written before it was kept have none.)
+  package var misses: Int?
+  /// Why the last attempt failed, for a send for now that then runs out of its minute.
+  package var lastProblem: Problem?
   /// True when it was cancelled while being delivered: it ends cancelled when the attempt
   /// does — or, should the daemon stop first, when it starts again. (Optional: a file written
   /// before it was kept has no such field, and still reads.)
@@ -174,7 +181,8 @@ package struct OutboxEntry: Codable, Sendable, Equatable {
       sum = next
     }
     return sum <= OutboxFiles.maximumBytes && files.count <= Outbox.maximumFiles
-      && (0...Courier.maximumAttempts).contains(attempts) && fingerprint.utf8.count == 64
+      && (0...Courier.maximumAttempts).contains(attempts)
+      && (0...Courier.maximumMisses).contains(misses ?? 0) && fingerprint.utf8.count == 64
       && fingerprint.utf8.allSatisfy { (48...57).contains($0) || (65...70).contains($0) }
   }
 

@@ -229,7 +229,7 @@ struct DaemonOutboxTests {
       let listed = try await daemon.ferry(["outbox", "--json"])
       send = listed.stdout.split(separator: "\n").compactMap { jsonObject(String($0)) }
         .first { $0["id"] as? String == id }
-      if send?["state"] as? String != "delivering" { break }
+      if let state = send?["state"] as? String, state != "delivering" { break }
       try await Task.sleep(for: .milliseconds(200))
     }
     #expect(send?["state"] as? String == "queued", "\(String(describing: send))")
