@@ -102,6 +102,9 @@ struct AttemptEndingTests {
     Self.end(&cut, SendFailure(.interrupted, "stopped"), proved: true, stopping: true)
     #expect(Self.retryAt(cut) == nil && cut.state.word == "queued")
     #expect(cut.attempts == 2)
+    var reinviting = Self.underWay(attempts: 3)
+    Self.end(&reinviting, SendFailure(.invitationFailed, "closed"), proved: true, stopping: true)
+    #expect(Self.retryAt(reinviting) == nil && reinviting.attempts == 2)
     var declined = Self.underWay(attempts: 3)
     Self.end(&declined, SendFailure(.declined, "no"), proved: true, stopping: true)
     #expect(declined.state.word == "failed")
@@ -126,5 +129,24 @@ struct AttemptEndingTests {
       !AttemptEnding.endAttempt(
         &entry, failure: nil, provedKey: true, cancelled: false, stopping: false, now: Self.now))
     #expect(entry.state.word == "cancelled")
+  }
+
+  @Test(
+    "the rule is who proved the key, not the failure's kind: a LocalSend address failing its request unproven is a miss; a proven no-answer fails a send for now; a device's busy answer counts"
+  )
+  func provenNotKind() {
+    var spoofed = Self.underWay(attempts: 2)
+    Self.end(&spoofed, SendFailure(.transferFailed, "certificate is not the key"), proved: false)
+    #expect(spoofed.attempts == 1)
+    #expect(spoofed.misses == 1)
+    var ignored = Self.underWay(when: .now)
+    Self.end(&ignored, SendFailure(.noPeer, "nobody answered"), proved: true)
+    #expect(ignored.state.word == "failed")
+    var busy = Self.underWay(attempts: 2)
+    busy.misses = 2
+    Self.end(&busy, SendFailure(.busy, "busy"), proved: false)
+    #expect(busy.attempts == 2)
+    #expect(busy.misses == nil)
+    #expect(Self.retryAt(busy) == Self.now.addingTimeInterval(120))
   }
 }

@@ -21,13 +21,13 @@ enum AttemptEnding {
       .reduce(0) { $0 &+ $1.size }
     // Cut off by the daemon stopping (a LocalSend upload cut off is `transferFailed`): not an
     // attempt the peer had. An answer that came meanwhile (declined, …) still stands.
-    let stopped =
-      stopping
-      && failure.map { [.interrupted, .transferFailed, .noPeer].contains($0.kind) } ?? false
-    // Nobody proved the key: a spoofed announcement, a peer gone, no answer.
-    let unproven = failure != nil && !provedKey
+    let stopped = stopping && failure.map { passes($0.kind) } ?? false
+    // Nobody proved the key: a spoofed announcement, a peer gone, no answer. (A LocalSend
+    // device's busy, decline or PIN answer comes after its pinned handshake: proof enough.)
+    let answered = failure.map { [.busy, .declined, .pin].contains($0.kind) } ?? false
+    let unproven = failure != nil && !provedKey && !answered
     if !wasCancelled && (stopped || unproven) { entry.attempts = max(0, entry.attempts - 1) }
-    if provedKey { entry.misses = nil }
+    if provedKey || answered { entry.misses = nil }
     if wasCancelled && failure != nil {
       entry.state = .cancelled(at: now)
     } else if stopped {

@@ -19,7 +19,9 @@ extension Courier {
     }
     // The list may have emptied since the peer was seen (a goodbye): nothing was sent.
     var failure: SendFailure? = SendFailure(.noPeer, "\(entry.to) went away")
-    for peer in peers.prefix(Self.maximumServices) {
+    // In a random order: whoever announces the key under names that sort first does not go
+    // first every time.
+    for peer in peers.shuffled() {
       let delivery = FerryDelivery(
         session: session, batch: batch, summary: batch.summary,
         deadline: .now + Self.findTimeout, retry: RetryPolicy(retryFor: .seconds(60)),
@@ -32,7 +34,11 @@ extension Courier {
         break
       }
       failure = await delivery.send(to: peer, browser: browser, pinned: entry.byKey)
-      guard let kind = failure?.kind, kind == .authentication || kind == .noPeer else { break }
+      // Past a service that failed the pin or did not answer — not past the holder, once it
+      // was asked (its person is not asked twice in one attempt).
+      guard let kind = failure?.kind, kind == .authentication || kind == .noPeer,
+        !proven.withLock({ $0.contains(entry.id) })
+      else { break }
     }
     await session.closeAndWait(timeout: .seconds(1))
     end(entry.id, failure)
@@ -118,6 +124,8 @@ extension Courier {
           return true
         })
     else { return nil }
+    // A fresh attempt: nobody has proved the key in it yet.
+    proven.withLock { _ = $0.remove(entry.id) }
     let settled = started.files.filter { $0.status != .pending && $0.status != .failed }
     let base = settled.reduce(UInt64(0)) { $0 &+ $1.size }
     guard !items.isEmpty else {

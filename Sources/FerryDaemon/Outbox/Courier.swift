@@ -38,8 +38,6 @@ package final class Courier: Sendable {
   /// The most misses (attempts nobody proved the key in) kept count of: the wait is an hour
   /// long well before.
   package static let maximumMisses = 10_000
-  /// The most services advertising a key tried in one attempt.
-  static let maximumServices = 8
   /// How long a LocalSend device's announcement counts as seeing it.
   static let sightingLasts: TimeInterval = 120
 
