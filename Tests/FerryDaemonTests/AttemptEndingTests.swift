@@ -108,6 +108,10 @@ struct AttemptEndingTests {
     var declined = Self.underWay(attempts: 3)
     Self.end(&declined, SendFailure(.declined, "no"), proved: true, stopping: true)
     #expect(declined.state.word == "failed")
+    var busy = Self.underWay(attempts: 3)
+    Self.end(&busy, SendFailure(.busy, "busy"), proved: true, stopping: true)
+    #expect(busy.attempts == 3, "a busy answer during a stop is an answer")
+    #expect(Self.retryAt(busy) == Self.now.addingTimeInterval(240))
   }
 
   @Test("a cancel ends it cancelled, unless everything was delivered first")
@@ -132,7 +136,7 @@ struct AttemptEndingTests {
   }
 
   @Test(
-    "the rule is who proved the key, not the failure's kind: a LocalSend address failing its request unproven is a miss; a proven no-answer fails a send for now; a device's busy answer counts"
+    "the rule is who proved the key, not the failure's kind: a LocalSend address failing its request unproven is a miss; a proven no-answer fails a send for now; a device's busy answer is a miss, its decline ends the send"
   )
   func provenNotKind() {
     var spoofed = Self.underWay(attempts: 2)
@@ -145,8 +149,13 @@ struct AttemptEndingTests {
     var busy = Self.underWay(attempts: 2)
     busy.misses = 2
     Self.end(&busy, SendFailure(.busy, "busy"), proved: false)
-    #expect(busy.attempts == 2)
-    #expect(busy.misses == nil)
-    #expect(Self.retryAt(busy) == Self.now.addingTimeInterval(120))
+    #expect(busy.attempts == 1)
+    #expect(busy.misses == 3)
+    #expect(Self.retryAt(busy) == Self.now.addingTimeInterval(480))
+    var declined = Self.underWay(attempts: 2)
+    declined.misses = 2
+    Self.end(&declined, SendFailure(.declined, "no"), proved: false)
+    #expect(declined.state.word == "failed")
+    #expect(declined.misses == nil)
   }
 }

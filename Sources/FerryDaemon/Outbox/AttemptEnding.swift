@@ -6,8 +6,9 @@ import Foundation
 enum AttemptEnding {
   /// How an attempt of `entry` ends (`failure` nil: everything delivered): delivered, failed
   /// for good, cancelled, or queued again — and whether it counts. An attempt counts only if
-  /// the receiver proved the key (`provedKey`: it was asked, or a LocalSend device accepted);
-  /// one nobody proved it in is a miss, which only makes the next wait longer. `cancelled`:
+  /// the receiver proved the key (`provedKey`: a Ferry receiver was asked or accepted, a
+  /// LocalSend device accepted; or a LocalSend device declined or wanted a PIN, which ends the
+  /// send anyway); one nobody proved it in is a miss, which only makes the next wait longer. `cancelled`:
   /// cancelled while under way; `stopping`: the daemon is stopping. False (nothing changed)
   /// unless `entry` is under way. Pure: any thread.
   static func endAttempt(
@@ -19,13 +20,16 @@ enum AttemptEnding {
     let wasCancelled = cancelled || entry.cancelRequested == true
     entry.bytes = entry.files.filter { $0.status != .pending && $0.status != .failed }
       .reduce(0) { $0 &+ $1.size }
-    // Cut off by the daemon stopping (a LocalSend upload cut off is `transferFailed`): not an
-    // attempt the peer had. An answer that came meanwhile (declined, …) still stands.
-    let stopped = stopping && failure.map { passes($0.kind) } ?? false
-    // Nobody proved the key: a spoofed announcement, a peer gone, no answer. (A LocalSend
-    // device's busy, decline or PIN answer comes after its pinned handshake: proof enough.)
-    let answered = failure.map { [.busy, .declined, .pin].contains($0.kind) } ?? false
+    // A LocalSend device's decline or PIN answer comes after its pinned handshake: proof
+    // enough. (Not a busy answer: a prompt of an earlier attempt the person left open makes
+    // it too, and it would use up the attempts of a send nobody refused.)
+    let answered = failure.map { [.declined, .pin].contains($0.kind) } ?? false
+    // Nobody proved the key: a spoofed announcement, a peer gone, no answer.
     let unproven = failure != nil && !provedKey && !answered
+    // Cut off by the daemon stopping (a LocalSend upload cut off is `transferFailed`): not an
+    // attempt the peer had. An answer that came meanwhile (declined, busy, …) still stands.
+    let stopped =
+      stopping && failure.map { passes($0.kind) && $0.kind != .busy } ?? false
     if !wasCancelled && (stopped || unproven) { entry.attempts = max(0, entry.attempts - 1) }
     if provedKey || answered { entry.misses = nil }
     if wasCancelled && failure != nil {
