@@ -8,9 +8,9 @@ enum AttemptEnding {
   /// for good, cancelled, or queued again — and whether it counts. An attempt counts only if
   /// the receiver proved the key (`provedKey`: a Ferry receiver was asked or accepted, a
   /// LocalSend device accepted; or a LocalSend device declined or wanted a PIN, which ends the
-  /// send anyway); one nobody proved it in is a miss, which only makes the next wait longer. `cancelled`:
-  /// cancelled while under way; `stopping`: the daemon is stopping. False (nothing changed)
-  /// unless `entry` is under way. Pure: any thread.
+  /// send anyway); one nobody proved it in is a miss, which only makes the next wait longer.
+  /// `cancelled`: cancelled while under way; `stopping`: the daemon is stopping. False
+  /// (nothing changed) unless `entry` is under way. Pure: any thread.
   static func endAttempt(
     _ entry: inout OutboxEntry, failure: SendFailure?, provedKey: Bool, cancelled: Bool,
     stopping: Bool, now: Date
