@@ -18,8 +18,7 @@ enum AttemptEnding {
     // Only an attempt under way ends here (an expiry or a cancel may have ended it first).
     guard case .delivering = entry.state else { return false }
     let wasCancelled = cancelled || entry.cancelRequested == true
-    entry.bytes = entry.files.filter { $0.status != .pending && $0.status != .failed }
-      .reduce(0) { $0 &+ $1.size }
+    entry.bytes = entry.settledBytes
     // A LocalSend device's decline or PIN answer comes after its pinned handshake: proof
     // enough. (Not a busy answer: a prompt of an earlier attempt the person left open makes
     // it too, and it would use up the attempts of a send nobody refused.)

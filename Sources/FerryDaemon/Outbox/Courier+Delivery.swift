@@ -126,10 +126,11 @@ extension Courier {
     else { return nil }
     // A fresh attempt: nobody has proved the key in it yet.
     proven.withLock { _ = $0.remove(entry.id) }
-    let settled = started.files.filter { $0.status != .pending && $0.status != .failed }
-    let base = settled.reduce(UInt64(0)) { $0 &+ $1.size }
+    let base = started.settledBytes
     guard !items.isEmpty else {
-      let delivered = settled.contains { [.stored, .identical, .skipped].contains($0.status) }
+      let delivered = started.files.contains {
+        [.stored, .identical, .skipped].contains($0.status)
+      }
       end(
         entry.id,
         delivered

@@ -97,6 +97,9 @@ package struct OutboxEntry: Codable, Sendable, Equatable {
     package let inode: UInt64
     /// What happened to it.
     package var status: Status
+
+    /// Whether it is settled: delivered, or not to be sent (anything but pending or failed).
+    package var isSettled: Bool { status != .pending && status != .failed }
   }
 
   /// The outbox file's format.
@@ -158,6 +161,11 @@ package struct OutboxEntry: Codable, Sendable, Equatable {
       Date(timeIntervalSince1970: expires.timeIntervalSince1970.rounded(.down)), files
     )
     state = .queued(retryAt: nil)
+  }
+
+  /// The bytes of its settled files (delivered, or not to be sent).
+  package var settledBytes: UInt64 {
+    files.filter(\.isSettled).reduce(0) { $0 &+ $1.size }
   }
 
   /// Its bytes in all.
