@@ -13,7 +13,7 @@ struct AttemptEndingTests {
   /// A send under way, on its `attempts`-th attempt.
   static func underWay(when: OutboxEntry.When = .seen, attempts: Int = 1) -> OutboxEntry {
     var entry = OutboxEntry(
-      id: OutboxEntry.newID(), to: "peer", fingerprint: String(repeating: "AB", count: 32),
+      id: DaemonID.new(), to: "peer", fingerprint: String(repeating: "AB", count: 32),
       byKey: true, carrier: .ferry, paths: ["/x"], when: when, created: now,
       expires: now.addingTimeInterval(3600),
       files: [

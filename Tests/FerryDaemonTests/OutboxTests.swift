@@ -15,7 +15,7 @@ struct OutboxTests {
   }
 
   static func entry(
-    id: String = OutboxEntry.newID(), expires: Date = Date(timeIntervalSinceNow: 3600),
+    id: String = DaemonID.new(), expires: Date = Date(timeIntervalSinceNow: 3600),
     size: UInt64 = 10
   ) -> OutboxEntry {
     OutboxEntry(

@@ -35,7 +35,7 @@ package final class History: Sendable {
     /// An entry.
     package init(
       direction: Direction, peer: String, fingerprint: String?, protocol: String, files: Int,
-      bytes: UInt64, outcome: Outcome, at: Date = Date(), id: String = OutboxEntry.newID()
+      bytes: UInt64, outcome: Outcome, at: Date = Date(), id: String = DaemonID.new()
     ) {
       (self.id, self.direction, self.peer, self.fingerprint, self.protocol) = (
         id, direction, peer, fingerprint, `protocol`

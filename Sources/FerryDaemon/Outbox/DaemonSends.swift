@@ -73,7 +73,7 @@ package struct DaemonSends: Sendable {
       ? now.addingTimeInterval(Double(Outbox.nowWindow.components.seconds))
       : now.addingTimeInterval(request.expiresIn.map(Double.init) ?? defaultExpiry)
     let entry = OutboxEntry(
-      id: OutboxEntry.newID(), to: request.to, fingerprint: target.key.hexString,
+      id: DaemonID.new(), to: request.to, fingerprint: target.key.hexString,
       byKey: target.byKey, carrier: target.carrier, paths: request.paths, when: when,
       created: now, expires: expires, files: files)
     try outbox.add(entry)

@@ -193,18 +193,4 @@ package struct OutboxEntry: Codable, Sendable, Equatable {
       && (0...Courier.maximumMisses).contains(misses ?? 0) && fingerprint.utf8.count == 64
       && fingerprint.utf8.allSatisfy { (48...57).contains($0) || (65...70).contains($0) }
   }
-
-  /// A new identifier: 16 random lower-case hex digits.
-  package static func newID() -> String {
-    var generator = SystemRandomNumberGenerator()
-    let value = generator.next() as UInt64
-    let digits = String(value, radix: 16)
-    return String(repeating: "0", count: 16 - digits.count) + digits
-  }
-
-  /// Whether `text` is an identifier's form (so that it can name a file).
-  package static func isID(_ text: some StringProtocol) -> Bool {
-    text.utf8.count == 16
-      && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
-  }
 }

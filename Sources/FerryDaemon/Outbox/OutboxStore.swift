@@ -51,7 +51,7 @@ package struct OutboxStore: Sendable {
       do {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         let entry = try decoder.decode(OutboxEntry.self, from: data)
-        guard entry.id == id, OutboxEntry.isID(id), entry.isWellFormed else {
+        guard entry.id == id, DaemonID.isValid(id), entry.isWellFormed else {
           throw CocoaError(.fileReadCorruptFile)
         }
         guard entry.format <= OutboxEntry.format else {

@@ -59,7 +59,7 @@ package final class OpenOffers: ReceiveDecider {
 
   /// Waits for the answer to `question` (``ReceiveDecider``).
   package func decide(_ question: ConsentQuestion) async -> ConsentAnswer {
-    let id = OutboxEntry.newID()
+    let id = DaemonID.new()
     let open = Question(
       id: id, offer: Self.offer(question, id: id), deadline: question.deadline)
     let answer = await withCheckedContinuation { continuation in

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FerryAPI
 import FerryAgent
+import FerryDaemon
 import Foundation
 
 /// `ferry accept ID`: says yes to a question the daemon holds.
@@ -52,9 +53,7 @@ enum AnswerCommands {
   /// - Throws: ``CLIFailure``: no daemon (exit 2), no such question open (exit 3).
   static func answer(_ id: String, accept: Bool, daemon: DaemonSocketOption) async throws {
     let id = id.lowercased()
-    guard id.utf8.count == 16,
-      id.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
-    else {
+    guard DaemonID.isValid(id) else {
       throw CLIFailure(
         status: .usage,
         message: "'\(printable(id))' is not a question's id (16 hex digits: ferry offers)",
