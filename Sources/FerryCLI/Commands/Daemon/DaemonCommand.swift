@@ -4,7 +4,6 @@ import FerryAPI
 import FerryAgent
 import FerryDaemon
 import Foundation
-import Logging
 import ServiceLifecycle
 import Synchronization
 
@@ -113,15 +112,7 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
     output.note(
       "ferry daemon: receiving into \(folder.url.path); API at \(socket)"
         + (daemon.notifies ? "; desktop notifications on" : "") + ". \(policy.banner)")
-    var logger = Logger(label: "ferry.daemon")
-    logger.logLevel = .critical
-    let services = ServiceGroup(
-      configuration: ServiceGroupConfiguration(
-        services: [
-          .init(
-            service: receiver, successTerminationBehavior: .gracefullyShutdownGroup,
-            failureTerminationBehavior: .gracefullyShutdownGroup)
-        ], logger: logger))
+    let services = ServiceGroup.receiving(receiver, label: "ferry.daemon")
     let courier = Task { await daemon.run() }
     let reported = Latch()
     // Stopped by its service manager (SIGTERM) or Ctrl-C: its normal end, exit 0.

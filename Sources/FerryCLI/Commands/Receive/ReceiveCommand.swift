@@ -3,7 +3,6 @@ import Ferry
 import FerryAgent
 import FerryDaemon
 import Foundation
-import Logging
 import ServiceLifecycle
 
 /// `ferry receive`: advertises this machine and receives files, asking first.
@@ -265,15 +264,7 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
     // The receiver is a service of its own group, shut down gracefully on SIGINT and SIGTERM
     // (Interrupts catches them: a signal before the group's own handlers were armed would be
     // lost) — and it ends the group when it ends (--once, a web link's end).
-    var logger = Logger(label: "ferry.receive")
-    logger.logLevel = .critical
-    let services = ServiceGroup(
-      configuration: ServiceGroupConfiguration(
-        services: [
-          .init(
-            service: receiver, successTerminationBehavior: .gracefullyShutdownGroup,
-            failureTerminationBehavior: .gracefullyShutdownGroup)
-        ], logger: logger))
+    let services = ServiceGroup.receiving(receiver, label: "ferry.receive")
     let reported = Latch()
     Interrupts.onInterrupt {
       // What had arrived stays on screen; the cancels below draw nothing over it.
