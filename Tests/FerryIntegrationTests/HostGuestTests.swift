@@ -163,7 +163,12 @@ struct HostGuestTests {
   func resetMidHandshake() async throws {
     // One pending invitation at most: one the reset left behind would make the next "busy".
     let guest = try await Node("guest", maximumPending: 1)
-    let host = try Session(identity: Identity.generate(), displayName: "host")
+    // The inviter's handshake deadline is 30 s, far from any reset: a failure that comes from
+    // the reset itself is then told from one that comes from the deadline by its kind, not by
+    // timing it (a loaded machine stalled the event loop past the default 5 s once, in CI).
+    var slow = ConnectionTimeouts()
+    slow.handshake = .seconds(30)
+    let host = try Session(identity: Identity.generate(), displayName: "host", timeouts: slow)
     let proxy = CuttableProxy(to: guest.port)
     defer {
       proxy.stop()
@@ -188,29 +193,20 @@ struct HostGuestTests {
     for bytes in cuts {
       proxy.resetAfter(bytes: bytes)
       let started = ContinuousClock.now
-      var outcome = "connected"
       do {
         let peer = try await host.invite(
           host: "127.0.0.1", port: proxy.port, expecting: guest.fingerprint,
-          timeout: .seconds(10))
+          timeout: .seconds(60))
         Issue.record("connected through a connection reset after \(bytes) of \(handshake) bytes")
         host.disconnect(peer)
       } catch {
-        outcome = "\(error)"
         #expect(RetryPolicy.isRetryable(error), "after \(bytes) bytes: \(error)")
-      }
-      // Noticed from the reset itself, not from the 5 s handshake deadline: within 4 s of the
-      // proxy's reset (a failure from the deadline, 5 s after the start, comes more than 4 s
-      // after a reset made at once). On a loaded machine the proxy's own thread may reset late
-      // — past 4 s, when the deadline may come first: then nothing tells the two apart, and
-      // only the outcome (a retryable error) is checked.
-      let ended = ContinuousClock.now
-      let took = ended - started
-      if let reset = proxy.lastReset, reset >= started, reset - started < .seconds(4) {
-        let sinceReset = ended - reset
+        // Noticed from the reset itself: not the 30 s handshake deadline (nor the 60 s
+        // invitation's), whatever the machine's load.
+        let took = ContinuousClock.now - started
         #expect(
-          sinceReset < .seconds(4),
-          "after \(bytes) of \(handshake) bytes: \(outcome) after \(took), \(sinceReset) after the reset; proxy accepted \(proxy.accepted)"
+          error != .timedOut,
+          "after \(bytes) of \(handshake) bytes: \(error) after \(took); proxy accepted \(proxy.accepted)"
         )
       }
       proxy.resetAfter(bytes: nil)

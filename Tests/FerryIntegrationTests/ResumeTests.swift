@@ -113,20 +113,19 @@ struct ResumeTests {
       ReceiveOptions(destination: try temporaryDirectory("large-dst")))
     let transfer = try pair.inviter.sendResource(
       at: big, named: "large.bin", to: pair.advertiserPeer)
-    let started = ContinuousClock.now
     for await snapshot in transfer.progress.snapshots where snapshot.bytes > 8 << 20 { break }
-    let sentAt = ContinuousClock.now
+    let sentAt = transfer.bytesSent
     try await pair.inviter.send(Array("still there?".utf8), to: [pair.advertiserPeer])
     var messages = pair.advertiser.messages.makeAsyncIterator()
     let message = try await messages.next()
-    let messageTime = ContinuousClock.now - sentAt
+    let passed = transfer.bytesSent - sentAt
     #expect(message?.data == Array("still there?".utf8))
     _ = try await transfer.result()
-    let total = ContinuousClock.now - started
-    print("message took \(seconds(messageTime)) s; the 256 MiB resource took \(seconds(total)) s")
-    // At once, not behind the 256 MiB: the relative bound below is the claim; this one only
-    // allows what a loaded machine adds.
-    #expect(messageTime < Harness.margin)
-    #expect(messageTime * 4 < total)
+    print("\(passed >> 20) MiB of the 256 MiB resource were sent while the message was on its way")
+    // Counted in bytes, not seconds: ahead of the resource, the message waits only for what is
+    // already in the link's buffers and the resource's 8 MiB window (about 20 MiB in all).
+    // Queued behind the resource, it would wait for the 248 MiB left. The bound, half the file,
+    // leaves the rest for a loaded machine that wakes this task late while the transfer goes on.
+    #expect(passed < 128 << 20)
   }
 }

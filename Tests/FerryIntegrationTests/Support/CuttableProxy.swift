@@ -26,8 +26,6 @@ final class CuttableProxy: Sendable {
     var accepted = 0
     /// Bytes from clients, all connections together.
     var fromClients = 0
-    /// When the proxy last reset a connection.
-    var lastReset: ContinuousClock.Instant?
   }
 
   /// Forwards 127.0.0.1:`port` (chosen by the kernel) to 127.0.0.1:`target`.
@@ -45,9 +43,6 @@ final class CuttableProxy: Sendable {
 
   /// Bytes clients sent through it so far.
   var bytesFromClients: Int { state.withLock { $0.fromClients } }
-
-  /// When the proxy last reset a connection (on a loaded machine its thread may do it late).
-  var lastReset: ContinuousClock.Instant? { state.withLock { $0.lastReset } }
 
   /// Resets (RST, no FIN, no TLS close) each connection once its client sent `bytes`; nil
   /// forwards everything again.
@@ -163,7 +158,6 @@ final class CuttableProxy: Sendable {
     forget(client)
     Self.reset(client)
     Self.reset(upstream)
-    state.withLock { $0.lastReset = .now }
   }
 
   /// No longer lists the connection of `client` (its sockets are about to close).
