@@ -175,17 +175,30 @@ public final class Advertiser: Sendable {
   ///   ``DiscoveryError/stopped`` when ``stop()`` is called meanwhile.
   @discardableResult
   public func listen() async throws(DiscoveryError) -> UInt16 {
+    try await listen(preferring: nil)
+  }
+
+  /// ``listen()``, but an advertiser made to listen on any free port (port 0) tries
+  /// `preferred` first — the port an earlier process listened on, so that peers that remember
+  /// its address reach this one — and takes any free port when `preferred` is taken.
+  ///
+  /// - Returns: The bound TCP port (0 for a publish-only advertiser).
+  /// - Throws: As ``listen()``.
+  @discardableResult
+  public func listen(preferring preferred: UInt16?) async throws(DiscoveryError) -> UInt16 {
     let restartedFrom = restartIfStopped()
     let (listener, requested, listening, generation) = core.state.withLock {
       ($0.run.listener, $0.port, $0.listening, $0.run.generation)
     }
     guard let listener else { return 0 }
     if listening { return requested }
+    // The last run's port, so that peers holding its address still reach this one; or the
+    // port asked for.
+    let again = restartedFrom ?? (requested == 0 ? preferred : nil)
     do {
       let bound: UInt16
-      if let restartedFrom, restartedFrom != 0 {
-        // The last run's port, so that peers holding its address still reach this one.
-        if let again = try? await listener.start(port: restartedFrom) {
+      if let again, again != 0 {
+        if let again = try? await listener.start(port: again) {
           bound = again
         } else {
           bound = try await listener.start(port: 0)

@@ -28,6 +28,27 @@ public final class KnownPeers: Sendable {
     public var lastSeen: Date
     /// Whether the user marked it trusted (`ferry trust`).
     public var trusted: Bool
+    /// Where this machine last reached it as a receiver (`HOST:PORT`, `[IPv6]:PORT`), most
+    /// recent first, at most ``KnownPeers/maximumAddresses``; nil when never reached
+    /// (``recordReached(_:at:on:)``). Tried when discovery does not find it: the TLS
+    /// handshake still pins its key.
+    public var addresses: [String]?
+    /// When it was last reached at ``addresses``.
+    public var reachedAt: Date?
+
+    /// An entry with no remembered address.
+    public init(
+      fingerprint: String, name: String, firstSeen: Date, lastSeen: Date, trusted: Bool,
+      addresses: [String]? = nil, reachedAt: Date? = nil
+    ) {
+      self.fingerprint = fingerprint
+      self.name = name
+      self.firstSeen = firstSeen
+      self.lastSeen = lastSeen
+      self.trusted = trusted
+      self.addresses = addresses
+      self.reachedAt = reachedAt
+    }
   }
 
   /// What Ferry knows about a peer presenting itself.
@@ -52,9 +73,11 @@ public final class KnownPeers: Sendable {
   /// are forgotten (trusted peers never are).
   public static let maximumSeenPeers = 256
 
-  private struct File: Codable {
+  struct File: Codable {
     var version = 1
     var peers: [Entry] = []
+    /// Addresses the user named (`ferry peers add`); nil when there are none.
+    var named: [NamedAddress]?
   }
 
   /// The peers file.
@@ -174,14 +197,14 @@ public final class KnownPeers: Sendable {
 
   /// The file's content: the cached snapshot while the file on disk is the one it was made
   /// from, read and parsed again otherwise.
-  private func load() throws(IdentityError) -> Snapshot {
+  func load() throws(IdentityError) -> Snapshot {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else {
       let failure = errno
       guard failure == ENOENT else {
         throw .unreadable(path: path, reason: String(cString: strerror(failure)))
       }
-      let empty = Snapshot(stamp: nil, peers: [])
+      let empty = Snapshot(stamp: nil, peers: [], named: nil)
       cache.withLock { $0 = empty }
       return empty
     }
@@ -206,22 +229,29 @@ public final class KnownPeers: Sendable {
     } catch {
       throw .corrupted(path: path, reason: "not a Ferry peers file")
     }
-    let snapshot = Snapshot(stamp: stamp, peers: file.peers)
+    let snapshot = Snapshot(stamp: stamp, peers: file.peers, named: file.named)
     cache.withLock { $0 = snapshot }
     return snapshot
   }
 
   /// Changes the peers under the file lock (given the file as it is, and what is known of
   /// it), bounds them and writes them back.
-  private func update(_ change: (inout [Entry], Snapshot) -> Void) throws(IdentityError) {
+  func update(_ change: (inout [Entry], Snapshot) -> Void) throws(IdentityError) {
+    try updateFile { file, snapshot in change(&file.peers, snapshot) }
+  }
+
+  /// Changes the whole file under the lock (its peers and named addresses), bounds it and
+  /// writes it back.
+  func updateFile(_ change: (inout File, Snapshot) -> Void) throws(IdentityError) {
     let directory = URL(fileURLWithPath: (path as NSString).deletingLastPathComponent)
     try FerryHome.prepare(directory)
     do {
       try AtomicFile.withLock(lockPath) {
         let snapshot = try load()
-        var peers = snapshot.peers
-        change(&peers, snapshot)
-        let file = File(peers: Self.bounded(peers))
+        var file = File(peers: snapshot.peers, named: snapshot.named)
+        change(&file, snapshot)
+        file.peers = Self.bounded(file.peers)
+        if file.named?.isEmpty == true { file.named = nil }
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -229,7 +259,7 @@ public final class KnownPeers: Sendable {
         // What was written is what the next read would find (nobody else writes under the lock).
         var info = stat()
         let stamp = stat(path, &info) == 0 ? Stamp(info) : nil
-        let written = stamp.map { Snapshot(stamp: $0, peers: file.peers) }
+        let written = stamp.map { Snapshot(stamp: $0, peers: file.peers, named: file.named) }
         cache.withLock { $0 = written }
       }
     } catch let error as IdentityError {
@@ -243,7 +273,7 @@ public final class KnownPeers: Sendable {
 extension KnownPeers {
   /// What identifies one version of the file on disk: it is replaced (a new inode) at every
   /// write, and its size or modification time change with it.
-  fileprivate struct Stamp: Equatable, Sendable {
+  struct Stamp: Equatable, Sendable {
     var device: UInt64
     var inode: UInt64
     var size: Int64
@@ -268,15 +298,17 @@ extension KnownPeers {
   }
 
   /// The file's peers, indexed by fingerprint, with the pinned names.
-  fileprivate struct Snapshot: Sendable {
+  struct Snapshot: Sendable {
     let stamp: Stamp?
     let peers: [Entry]
+    let named: [NamedAddress]?
     let index: [String: Int]
-    let pins: [Pin]
+    fileprivate let pins: [Pin]
 
-    init(stamp: Stamp?, peers: [Entry]) {
+    init(stamp: Stamp?, peers: [Entry], named: [NamedAddress]?) {
       self.stamp = stamp
       self.peers = peers
+      self.named = named
       var index: [String: Int] = [:]
       for (position, entry) in peers.enumerated() where index[entry.fingerprint] == nil {
         index[entry.fingerprint] = position

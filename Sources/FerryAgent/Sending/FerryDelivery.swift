@@ -101,7 +101,14 @@ public struct FerryDelivery: Sendable {
     }
     // The code is the connection's: shown once the receiver is asked, whatever it answers.
     let shown = codeShower(label: target.name, at: nil)
-    return await deliver(label: target.name) { () async throws(InvitationError) -> PeerID in
+    // Remembered for when discovery does not reach it: not a link-local address (an IPv6
+    // one's zone names an interface of this machine, and neither crosses a router).
+    let routable = answering.filter {
+      !$0.ip.lowercased().hasPrefix("fe80:") && !$0.ip.hasPrefix("169.254.")
+    }
+    let addresses = routable.map { $0.hostPortString(port: target.port) }
+    return await deliver(label: target.name, reachedAt: addresses) {
+      () async throws(InvitationError) -> PeerID in
       try await browser.invite(
         reachable, to: session, context: summary.encoded, timeout: remaining,
         onVerificationCode: shown)
@@ -130,7 +137,8 @@ public struct FerryDelivery: Sendable {
     // Shown as soon as the receiver is asked, before its answer: also when it declines, and
     // before any check of who it is (the code is what the user checks it with).
     let shown = codeShower(label: address, at: address)
-    return await deliver(label: address, checkKey: !pinsKey) {
+    let reached = HostPort(host: host, port: port).description
+    return await deliver(label: address, checkKey: !pinsKey, reachedAt: [reached]) {
       () async throws(InvitationError) -> PeerID in
       let peer: PeerID
       switch to?.reference {
@@ -175,9 +183,11 @@ public struct FerryDelivery: Sendable {
   }
 
   /// Gets the invitation accepted, then sends the offer and reports it. `checkKey`: confirm a
-  /// changed key (``KeyCheck``) once the peer is known, before sending.
+  /// changed key (``KeyCheck``) once the peer is known, before sending. `reachedAt`: the
+  /// addresses it was invited at, remembered once it accepted.
   private func deliver(
-    label: String, checkKey: Bool = false, invite: () async throws(InvitationError) -> PeerID,
+    label: String, checkKey: Bool = false, reachedAt: [String],
+    invite: () async throws(InvitationError) -> PeerID,
     reconnect: @escaping @Sendable (Fingerprint, Duration) async throws(InvitationError) -> PeerID
   ) async -> SendFailure? {
     let peer: PeerID
@@ -194,7 +204,7 @@ public struct FerryDelivery: Sendable {
       session.disconnect(peer)
       return refused
     }
-    keys.remember(peer)
+    keys.remember(peer, reachedAt: reachedAt)
     if let text = summary.text {
       // The text travelled in the invitation; accepted is delivered.
       events(.textDelivered(peer, text: text, localSend: nil))

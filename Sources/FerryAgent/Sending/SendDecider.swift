@@ -61,8 +61,10 @@ package struct KeyCheck: Sendable {
         + "'ferry trust \(newPrefix) --name NAME'")
   }
 
-  /// Remembers a receiver that accepted (name and key), for the next check.
-  package func remember(_ peer: PeerID) {
+  /// Remembers a receiver that accepted (name and key), for the next check, and the
+  /// addresses it was reached at (`HOST:PORT`), for when discovery does not find it.
+  package func remember(_ peer: PeerID, reachedAt addresses: [String] = []) {
     try? knownPeers.recordSeen(peer)
+    try? knownPeers.recordReached(peer.fingerprint, at: addresses)
   }
 }
