@@ -53,6 +53,29 @@ struct ConfigFileTests {
     #expect(config.service == "ferry-test")
   }
 
+  @Test("[peers.NAME] tables name addresses, with or without a key, in their order")
+  func namedPeers() throws {
+    let key = String(repeating: "AB", count: 32)
+    let config = try Self.parse(
+      """
+      [receive]
+      port = 53000
+      [peers.office]
+      address = "nas.example.org:53000"
+      [peers.desk-6]
+      fingerprint = "\(key)"
+      address = "[2001:db8::20]:53000"
+      """)
+    #expect(config.port == 53000)
+    #expect(config.peers.map(\.name) == ["office", "desk-6"])
+    #expect(
+      config.peers.map(\.address.description) == [
+        "nas.example.org:53000", "[2001:db8::20]:53000",
+      ])
+    #expect(config.peers[0].fingerprint == nil)
+    #expect(config.peers[1].fingerprint?.hexString == key)
+  }
+
   @Test("an empty file, or only comments, is no settings at all")
   func empty() throws {
     #expect(
@@ -92,6 +115,16 @@ struct ConfigFileTests {
       ("[receive\n", 1, "']'"),
       ("[receive]\n= 3\n", 2, "cannot start a key"),
       ("[receive]\ndir =\n", 2, "value is missing"),
+      ("[peers.office]\nfingerprint = \"AB\"\n", 2, "64 hexadecimal digits"),
+      ("[peers.office]\nport = 5\n", 2, "unknown key 'port' in [peers.office]"),
+      ("[peers.office]\n", 1, "needs an address"),
+      ("[peers.office]\naddress = \"nas\"\n", 2, "HOST:PORT"),
+      ("[peers.office]\naddress = \"[::1]:0\"\n", 2, "HOST:PORT"),
+      ("[peers.office]\naddress = 53000\n", 2, "a string in quotes"),
+      ("[peers.cafe]\naddress = \"nas:1\"\n", 1, "reads as a fingerprint"),
+      ("[peers.]\n", 1, "cannot start a key"),
+      ("[other.x]\n", 1, "unknown table [other.x]"),
+      ("[peers.x]\naddress = \"n:1\"\n[peers.x]\n", 3, "given twice"),
     ])
   func mistakes(text: String, line: Int, words: String) {
     let error = Self.error(text)

@@ -10,7 +10,9 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
     discussion: """
       Each peer is printed when it is found ('+'), when its addresses or records change ('~') \
       and when it leaves ('-'): when its records are withdrawn or expire, or when its port has \
-      not answered twice in a row (tried every 10 s). Without --timeout, browsing goes on \
+      not answered twice in a row (tried every 10 s). Beyond mDNS, after 2 s: known peers that \
+      answer where they were last reached and named addresses ('ferry peers') that answer, \
+      which mDNS does not find (another subnet), each said once, with where it was found. Without --timeout, browsing goes on \
       until Ctrl-C (exit 130).
       With --timeout, ferry exits 0 if it found at least one peer and 3 if it found none.
 
@@ -96,6 +98,15 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
       }
     }
     defer { probing.cancel() }
+    // Beyond mDNS: known peers answering where they were last reached, named addresses.
+    let timeout = self.timeout
+    let remembered =
+      serviceType == .ferry
+      ? Task {
+        await BrowseRemembered.list(
+          browser: browser, output: output, json: json, until: timeout.map { .seconds($0) })
+      } : nil
+    defer { remembered?.cancel() }
     var foundAny = false
     do {
       for try await event in browser.events {
@@ -121,7 +132,11 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
     } catch let error as DiscoveryError {
       throw cliFailure(error)
     }
-    try finish(foundAny: foundAny || (localSend?.found ?? 0) > 0, serviceType: serviceType)
+    // Ctrl-C: what is being tried is not waited for.
+    if Interrupts.wasInterrupted { remembered?.cancel() }
+    let listed = await remembered?.value ?? 0
+    try finish(
+      foundAny: foundAny || listed > 0 || (localSend?.found ?? 0) > 0, serviceType: serviceType)
   }
 
   /// With `--timeout`, exit 3 when nothing was found.

@@ -2,17 +2,32 @@ import ArgumentParser
 import Ferry
 import Foundation
 
-/// `ferry peers`: lists the peers this machine knows.
-struct PeersCommand: LoggingCommand, AsyncParsableCommand {
+/// `ferry peers`: the peers this machine knows, and the addresses the user named.
+struct PeersCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "peers",
-    abstract: "List the peers this machine has met or trusts.",
+    abstract: "List the peers this machine has met or trusts; name a receiver's address.",
+    subcommands: [PeersListCommand.self, PeersAddCommand.self, PeersRemoveCommand.self],
+    defaultSubcommand: PeersListCommand.self)
+}
+
+/// `ferry peers [list]`.
+struct PeersListCommand: LoggingCommand, AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "list",
+    abstract: "List the peers this machine has met or trusts, and the addresses named.",
     discussion: """
       Peers are recorded by fingerprint when a connection with them is accepted (the \
       \(KnownPeers.maximumSeenPeers) seen most recently are kept), and marked trusted with \
       'ferry trust', which pins their name: a trusted peer's name arriving with another \
       fingerprint is reported as KEY CHANGED. Two machines that merely share a name are two \
       peers.
+
+      A receiver this machine sent to is listed with the addresses it was reached at (at most \
+      \(KnownPeers.maximumAddresses)): 'ferry send --to' tries them when discovery does not find \
+      it within \(RememberedRoute.wait.components.seconds) s (another subnet, a VLAN, a tunnel), \
+      and forgets one where another key answers. 'ferry forget' clears them with the peer. \
+      Addresses named with 'ferry peers add' are listed after the peers.
 
       Examples:
         ferry peers
@@ -26,9 +41,12 @@ struct PeersCommand: LoggingCommand, AsyncParsableCommand {
 
   func run() async throws {
     let output = EventWriter(json: json)
+    let store = KnownPeers()
     let peers: [KnownPeers.Entry]
+    let named: [KnownPeers.NamedAddress]
     do {
-      peers = try KnownPeers().all()
+      peers = try store.all()
+      named = try store.namedAddresses()
     } catch {
       throw CLIFailure(status: .transferFailed, message: error.description, code: .peersFile)
     }
@@ -37,25 +55,133 @@ struct PeersCommand: LoggingCommand, AsyncParsableCommand {
         KnownPeer(
           name: peer.name, fingerprint: peer.fingerprint, trusted: peer.trusted,
           firstSeen: EventWriter.timestamp(peer.firstSeen),
-          lastSeen: EventWriter.timestamp(peer.lastSeen)))
+          lastSeen: EventWriter.timestamp(peer.lastSeen), addresses: peer.addresses ?? [],
+          reachedAt: peer.reachedAt.map(EventWriter.timestamp)))
       if !json {
         let fingerprint =
           (try? Fingerprint(parsing: peer.fingerprint))?.shortDescription ?? peer.fingerprint
-        // Local time, the same in every locale: Foundation's own styles put a narrow
-        // no-break space (U+202F) before "PM", which the terminal-safe printer escapes.
-        let seen = peer.lastSeen.formatted(
-          Date.ISO8601FormatStyle(
-            dateSeparator: .dash, dateTimeSeparator: .space, timeZone: .current
-          )
-          .year().month().day().time(includingFractionalSeconds: false))
+        let reached = peer.addresses.map { "; reached at " + $0.joined(separator: ", ") } ?? ""
         output.say(
-          "\(peer.trusted ? "trusted" : "known  ")  \(fingerprint)  \(peer.name)  (last seen \(seen))"
-        )
+          "\(peer.trusted ? "trusted" : "known  ")  \(fingerprint)  \(peer.name)  "
+            + "(last seen \(Self.localTime(peer.lastSeen))\(reached))")
       }
     }
-    if peers.isEmpty && !json {
+    // The config's [peers.NAME] tables, but for names peers.json holds (those go first).
+    let taken = Set(named.map { $0.name.lowercased() })
+    let configured = RememberedRoute.configured.filter { !taken.contains($0.name.lowercased()) }
+    for (entry, source) in named.map({ ($0, "peers") }) + configured.map({ ($0.named, "config") }) {
+      output.emit(
+        NamedPeer(
+          name: entry.name, address: entry.address, fingerprint: entry.fingerprint,
+          source: source))
+      if !json {
+        let key =
+          entry.fingerprint.flatMap { try? Fingerprint(parsing: $0) }?.shortDescription
+          ?? "key learnt at the first contact"
+        output.say(
+          "named    \(entry.name)  \(entry.address)  [\(key)]"
+            + (source == "config" ? "  (config)" : ""))
+      }
+    }
+    if peers.isEmpty && named.isEmpty && configured.isEmpty && !json {
       output.note("No known peers yet.")
     }
+  }
+
+  /// Local time, the same in every locale: Foundation's own styles put a narrow no-break
+  /// space (U+202F) before "PM", which the terminal-safe printer escapes.
+  private static func localTime(_ date: Date) -> String {
+    date.formatted(
+      Date.ISO8601FormatStyle(dateSeparator: .dash, dateTimeSeparator: .space, timeZone: .current)
+        .year().month().day().time(includingFractionalSeconds: false))
+  }
+}
+
+/// `ferry peers add NAME HOST:PORT [--fingerprint FPR]`.
+struct PeersAddCommand: LoggingCommand, AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "add",
+    abstract: "Name a receiver's address, for 'ferry send --to NAME' where discovery does not go.",
+    discussion: """
+      For a receiver behind a router, in another VLAN or through a tunnel, which mDNS does not \
+      reach: run it with a fixed port ('ferry receive --port 53000', or port in its config), \
+      and name its address here. 'ferry send --to NAME' then connects there at once. HOST is a \
+      host name (resolved by the system resolver, IPv4 and IPv6) or an IP address, IPv6 in \
+      brackets.
+
+      With --fingerprint (its 'ferry identity'), the receiver must prove that key in the TLS \
+      handshake. Without it, the first send is a first contact: compare the verification code \
+      both ends show; the key that answered is then the name's, and later sends must meet it.
+
+      Examples:
+        ferry peers add office nas.example.org:53000
+        ferry peers add desk '[2001:db8::20]:53000' --fingerprint 87CB4D07A2350185
+      """)
+
+  @OptionGroup var logging: LogOptions
+
+  @Argument(help: "The name to send to it by.")
+  var name: String
+
+  @Argument(help: "HOST:PORT ([IPv6]:PORT).")
+  var address: String
+
+  @Option(
+    help: "The receiver's fingerprint, or a known peer's unique prefix.",
+    completion: PeerCompletion.fingerprints)
+  var fingerprint: String?
+
+  func run() async throws {
+    let store = KnownPeers()
+    let key = try fingerprint.map { text throws(CLIFailure) in
+      try resolveFingerprint(text, in: store, allowUnknown: true)
+    }
+    let entry: KnownPeers.NamedAddress
+    do {
+      entry = try store.addNamed(name, address: address, fingerprint: key)
+    } catch let error as NamedAddressError {
+      let code: ErrorCode =
+        if case .invalidAddress = error { .invalidAddress } else { .invalidName }
+      throw CLIFailure(status: .usage, message: error.description, code: code)
+    } catch {
+      throw CLIFailure(status: .transferFailed, message: "\(error)", code: .peersFile)
+    }
+    let pinned =
+      key.map { " (key \($0.shortDescription))" } ?? " (its key is learnt at the first send)"
+    EventWriter(json: false).note(
+      "Named \(entry.address) '\(DisplayText.escaping(entry.name))'\(pinned): "
+        + "ferry send --to '\(DisplayText.escaping(entry.name))' FILE")
+  }
+}
+
+/// `ferry peers remove NAME`.
+struct PeersRemoveCommand: LoggingCommand, AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "remove",
+    abstract: "Remove a named address.",
+    discussion: """
+      Examples:
+        ferry peers remove office
+      """)
+
+  @OptionGroup var logging: LogOptions
+
+  @Argument(help: "The name given with 'ferry peers add'.")
+  var name: String
+
+  func run() async throws {
+    let removed: Bool
+    do {
+      removed = try KnownPeers().removeNamed(name)
+    } catch {
+      throw CLIFailure(status: .transferFailed, message: error.description, code: .peersFile)
+    }
+    guard removed else {
+      throw CLIFailure(
+        status: .usage, message: "no address is named '\(DisplayText.escaping(name))'",
+        code: .unknownPeer)
+    }
+    EventWriter(json: false).note("Removed '\(DisplayText.escaping(name))'.")
   }
 }
 

@@ -31,10 +31,17 @@ struct ConfigParser {
       let start = line
       index += 1
       skipSpaces()
-      let name = try key()
+      // A dotted name (`[peers.office]`) is one table of Ferry's, named with its dots.
+      var parts = [try key()]
       skipSpaces()
+      while peek() == UInt8(ascii: ".") {
+        index += 1
+        skipSpaces()
+        parts.append(try key())
+        skipSpaces()
+      }
       try expect("]", "']' to end the table name")
-      item = .table(name, line: start)
+      item = .table(parts.joined(separator: "."), line: start)
     } else {
       var parts = [try key()]
       skipSpaces()

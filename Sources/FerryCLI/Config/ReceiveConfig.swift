@@ -33,6 +33,8 @@ struct ReceiveConfig: Sendable, Equatable {
   var localsend: Bool?
   /// The `[daemon]` table: what only `ferry daemon` reads.
   var daemon = DaemonSettings()
+  /// The `[peers.NAME]` tables: addresses named in the config, for `ferry send --to NAME`.
+  var peers: [ConfigPeer] = []
 
   /// No file: every option takes its flag or its default.
   init() {}
@@ -43,14 +45,17 @@ struct ReceiveConfig: Sendable, Equatable {
   /// - Throws: ``ConfigError`` for an unknown table or key, or a value of the wrong kind.
   init(_ file: ConfigFile, path: String) throws(ConfigError) {
     self.path = path
-    for (table, pairs) in file.tables where table != "receive" && table != "daemon" {
+    peers = try ConfigPeer.all(in: file)
+    for (table, pairs) in file.tables
+    where table != "receive" && table != "daemon" && !table.hasPrefix(ConfigPeer.tablePrefix) {
       guard pairs.isEmpty, table.isEmpty else {
         let line = file.tableLines[table] ?? pairs.values.map(\.line).min() ?? 0
         throw ConfigError(
           line: line,
           message: table.isEmpty
             ? "settings go in a table: put [receive] above them"
-            : "unknown table [\(table)] (this version of ferry reads [receive] and [daemon])")
+            : "unknown table [\(table)] (this version of ferry reads [receive], [daemon] and "
+              + "[peers.NAME])")
       }
     }
     for (key, value) in (file.tables["daemon"] ?? [:]).sorted(by: { $0.value.line < $1.value.line })

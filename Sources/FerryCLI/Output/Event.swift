@@ -5,6 +5,7 @@ enum Event: String, CaseIterable, Sendable {
   case peerFound = "peer-found"
   case peerUpdated = "peer-updated"
   case peerLost = "peer-lost"
+  case peerRemembered = "peer-remembered"
   case advertising
   case webLink = "web-link"
   case webDownload = "web-download"
@@ -33,6 +34,7 @@ enum Event: String, CaseIterable, Sendable {
   case error
   case identity
   case peer
+  case namedAddress = "named-address"
   case queued
   case delivering
   case sendEnded = "send-ended"
@@ -41,7 +43,8 @@ enum Event: String, CaseIterable, Sendable {
 
   /// Every event record, by the events it is: what each event's fields are read from.
   static let records: [any EventRecord.Type] = [
-    PeerSeen.self, PeerLost.self, Advertising.self, WebLink.self, WebDownload.self,
+    PeerSeen.self, PeerLost.self, PeerRemembered.self, Advertising.self, WebLink.self,
+    WebDownload.self,
     DiscoveryOutage.self,
     DiscoveryFailed.self,
     Renamed.self, Invited.self, InvitationAsked.self, KeyChanged.self, SendAccepted.self,
@@ -49,7 +52,7 @@ enum Event: String, CaseIterable, Sendable {
     OfferDeclined.self, SenderRefused.self, Withdrawn.self, TextReceived.self,
     OfferStarted.self, OfferRefused.self, TransferProgressed.self, FileDone.self, LeftOut.self,
     SendDone.self, ReceiveDone.self, Retrying.self, Resumed.self, StagingCleaned.self,
-    Failure.self, Check.self, IdentityShown.self, KnownPeer.self, SendQueued.self,
+    Failure.self, Check.self, IdentityShown.self, KnownPeer.self, NamedPeer.self, SendQueued.self,
     SendDelivering.self, SendEnded.self, OutboxProblem.self, QuestionAsked.self,
   ]
 

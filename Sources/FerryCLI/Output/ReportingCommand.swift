@@ -31,7 +31,7 @@ extension IdentityCommand: ReportingCommand {
   var reportsJSON: Bool { json }
 }
 
-extension PeersCommand: ReportingCommand {
+extension PeersListCommand: ReportingCommand {
   var reportsJSON: Bool { json }
 }
 

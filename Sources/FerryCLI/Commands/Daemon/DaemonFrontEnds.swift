@@ -40,7 +40,8 @@ struct DaemonFrontEnds: Sendable {
         ReceiveCommand.defaultLocalSendOptions, identity: identity,
         displayName: settings.name, output: output) : nil
     do {
-      _ = try await advertiser.listen()
+      let preferred = settings.port == 0 ? LastPort.read() : nil
+      LastPort.record(try await advertiser.listen(preferring: preferred), preferred: preferred)
     } catch {
       localSend?.stopListening()
       throw cliFailure(error)

@@ -6,7 +6,7 @@ struct DoctorCheck: Sendable {
   }
 
   /// Its stable name: `bus`, `avahi`, `interfaces`, `advertisement`, `firewall`, `home`,
-  /// `destination`.
+  /// `destination`, `multicast`, and LocalSend's and the web page's.
   let name: String
   let status: Status
   /// What was found, in words.

@@ -12,7 +12,9 @@ struct DoctorCommand: LoggingCommand, AsyncParsableCommand {
     discussion: """
       Checks, and explains with the fix for each: the D-Bus system bus and avahi-daemon; the \
       interfaces avahi-daemon uses (and those it was told to avoid); whether this machine's \
-      own advertisement comes back through avahi-daemon; nftables and iptables rules that drop \
+      own advertisement comes back through avahi-daemon; whether peers reached before answer \
+      at their remembered addresses while mDNS does not find them (multicast stops at a \
+      router); nftables and iptables rules that drop \
       mDNS (UDP 5353) or the receiver's TCP port (--port, or the config's port); Ferry's home \
       and identity files and their modes; the destination folder and its free space; with \
       --localsend (or the config's localsend = true), LocalSend's UDP and TCP 53317 through the \
@@ -107,7 +109,9 @@ struct DoctorCommand: LoggingCommand, AsyncParsableCommand {
     let destination = SystemChecks.destination(
       dir ?? config.dir ?? ".", mkdir: dir == nil && config.mkdir == true)
     report(destination)
-    checks += [bus, avahi, interfaces, advertisement, firewall, home, destination]
+    let multicast = await ReachChecks.multicast(serviceType, avahiUp: avahi.status == .ok)
+    report(multicast)
+    checks += [bus, avahi, interfaces, advertisement, firewall, home, destination, multicast]
     if localsend || config.localsend == true {
       let local = [
         await LocalSendChecks.firewall(port: localsendPort), LocalSendChecks.port(localsendPort),

@@ -93,7 +93,8 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         """))
   var toStandardOutput = false
 
-  @Option(help: "The TCP port to listen on (default: any free port).")
+  @Option(
+    help: "The TCP port to listen on (default: the last receiver's port when free, else any).")
   var port: UInt16?
 
   @Option(
@@ -223,7 +224,9 @@ struct ReceiveCommand: LoggingCommand, AsyncParsableCommand {
         web, identity: identity, displayName: displayName, output: output) : nil
     if let ferry {
       do {
-        _ = try await ferry.advertiser.listen()
+        let preferred = port == 0 ? LastPort.read() : nil
+        LastPort.record(
+          try await ferry.advertiser.listen(preferring: preferred), preferred: preferred)
       } catch {
         localSend?.stopListening()
         throw cliFailure(error)

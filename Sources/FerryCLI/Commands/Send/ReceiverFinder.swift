@@ -109,6 +109,10 @@ struct ReceiverFinder: Sendable {
         if settled(since: seen) { return (byName[0], false) }
       }
       if firstSeen == nil { hint(wanted, since: started, said: &hinted) }
+      // Found elsewhere (at a remembered address): this look ends.
+      if Task.isCancelled {
+        throw CLIFailure(status: .noPeer, message: "no longer looked for", code: .noPeer)
+      }
       guard ContinuousClock.now < deadline else {
         let message =
           "no receiver '\(DisplayText.escaping(wanted))' found among Ferry receivers on this "

@@ -231,7 +231,10 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         cleanup: { spool?.remove() })
       // --localsend --to NAME: whichever protocol NAME answers by (--protocol chooses one).
       var found: LocalSendTargets.Found?
-      if localSend.chosen == nil, address == nil, let wanted = to.first {
+      // (A named address is a Ferry receiver's.)
+      if localSend.chosen == nil, address == nil, let wanted = to.first,
+        try RememberedRoute.named(wanted, in: knownPeers) == nil
+      {
         let chooser = ProtocolChooser(
           targets: sending.targets, serviceType: serviceType, output: events)
         switch try await chooser.choose(wanted, as: references[0], until: sending.deadline) {
@@ -256,12 +259,16 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     }
     let bar = ProgressBar(enabled: output.showsProgress)
     let reporter = SendReporter(output: events, bar: bar)
+    let accepted = AcceptedKeys()
     let delivery = FerryDelivery(
       session: session, batch: batch, summary: batch?.summary ?? OfferSummary(text: text ?? ""),
       deadline: .now + .seconds(timeout), retry: RetryPolicy(retryFor: .seconds(retryFor)),
       checksum: checksum.algorithm, knownPeers: knownPeers,
       decider: TerminalSendDecider(output: events, bar: bar, interactive: Self.canAsk),
-      events: reporter.report)
+      events: { event in
+        accepted.record(event)
+        reporter.report(event)
+      })
     let interruption = Mutex("interrupted")
     Interrupts.onInterrupt(
       reportingTo: events, message: { interruption.withLock { $0 } },
@@ -279,10 +286,23 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
           to: to.first.map { ($0, references[0]) }
         ).map(CLIFailure.init)
       ]
+    } else if let named = try namedOnly(knownPeers) {
+      // Every --to is a named address: no discovery (none may be running here).
+      let claimed = ClaimedReceivers()
+      outcomes = await withTaskGroup(of: CLIFailure?.self) { group in
+        for (entry, address) in named {
+          group.addTask {
+            await Self.send(
+              delivery, toNamed: entry, at: address, knownPeers: knownPeers, claimed: claimed,
+              accepted: accepted, output: events)
+          }
+        }
+        return await group.reduce(into: []) { $0.append($1) }
+      }
     } else {
       outcomes = try await discoverAndSend(
         delivery, output: events, serviceType: serviceType, references: references,
-        streamed: batch?.entries.contains(where: \.isStreamed) == true)
+        accepted: accepted, streamed: batch?.entries.contains(where: \.isStreamed) == true)
     }
     bar.finish()
     // What was sent last (a RESET, the GOODBYE) leaves before the process exits.
@@ -294,7 +314,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
   /// as it is found.
   private func discoverAndSend(
     _ delivery: FerryDelivery, output: EventWriter, serviceType: ServiceType,
-    references: [PeerReference], streamed: Bool
+    references: [PeerReference], accepted: AcceptedKeys, streamed: Bool
   ) async throws -> [CLIFailure?] {
     let browser: Browser
     do {
@@ -330,18 +350,9 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
     return await withTaskGroup(of: CLIFailure?.self) { group in
       for (name, reference) in zip(wanted, references) {
         group.addTask {
-          let target: DiscoveredPeer
-          let pinned: Bool
-          do throws(CLIFailure) {
-            (target, pinned) = try await finder.find(name, as: reference, ask: ask)
-          } catch {
-            output.emit(Failure(code: error.code, message: error.message, peer: name))
-            return error
-          }
-          // Two --to naming the same receiver: it gets the files once.
-          guard claimed.claim(target.info.fingerprint!) else { return nil }
-          return await delivery.send(to: target, browser: browser, pinned: pinned)
-            .map(CLIFailure.init)
+          await Self.send(
+            delivery, to: name, as: reference, finder: finder, browser: browser,
+            claimed: claimed, accepted: accepted, ask: ask, output: output)
         }
       }
       return await group.reduce(into: []) { $0.append($1) }

@@ -47,4 +47,19 @@ struct KnownPeer: EventRecord {
   let trusted: Bool
   let firstSeen: String
   let lastSeen: String
+  /// Where it was last reached as a receiver, most recent first.
+  let addresses: [String]
+  /// When it was last reached there (null: never).
+  let reachedAt: String?
+}
+
+/// `ferry peers --json`: an address the user named (`ferry peers add`).
+struct NamedPeer: EventRecord {
+  static let events: [Event] = [.namedAddress]
+  let name: String
+  let address: String
+  /// Its key, once given or learnt at the first contact (null before).
+  let fingerprint: String?
+  /// "peers" (`ferry peers add`, in peers.json) or "config" (a `[peers.NAME]` table).
+  let source: String
 }

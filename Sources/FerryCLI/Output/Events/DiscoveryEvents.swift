@@ -121,3 +121,17 @@ struct Renamed: EventRecord {
   let from: String
   let to: String
 }
+
+/// `peer-remembered` (browse): a known peer answering where it was last reached, or a named
+/// address answering, that mDNS does not find.
+struct PeerRemembered: EventRecord {
+  static let events: [Event] = [.peerRemembered]
+  let name: String
+  /// Its key (null: a named address whose key is learnt at the first contact). Not proven by
+  /// the answer: checked in the TLS handshake when it is sent to.
+  let fingerprint: String?
+  /// `HOST:PORT`.
+  let address: String
+  /// "remembered" or "named".
+  let source: String
+}
