@@ -67,6 +67,8 @@ struct ConfigFileTests {
       address = "[2001:db8::20]:53000"
       """)
     #expect(config.port == 53000)
+    let domains = try Self.parse("[discovery]\ndomains = [\"Example.test\", \"b.test\"]\n").domains
+    #expect(domains.map(\.name) == ["example.test", "b.test"])
     #expect(config.peers.map(\.name) == ["office", "desk-6"])
     #expect(
       config.peers.map(\.address.description) == [
@@ -124,6 +126,9 @@ struct ConfigFileTests {
       ("[peers.cafe]\naddress = \"nas:1\"\n", 1, "reads as a fingerprint"),
       ("[peers.]\n", 1, "cannot start a key"),
       ("[other.x]\n", 1, "unknown table [other.x]"),
+      ("[discovery]\ndomains = [\"bad..test\"]\n", 2, "not a DNS domain"),
+      ("[discovery]\ndomains = \"a.test\"\n", 2, "a list of strings"),
+      ("[discovery]\nbrowse = [\"a.test\"]\n", 2, "unknown key 'browse' in [discovery]"),
       ("[peers.x]\naddress = \"n:1\"\n[peers.x]\n", 3, "given twice"),
     ])
   func mistakes(text: String, line: Int, words: String) {

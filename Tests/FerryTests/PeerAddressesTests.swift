@@ -30,6 +30,28 @@ struct PeerAddressesTests {
     #expect(HostPort(String(repeating: "a", count: 253) + ":80") != nil)
   }
 
+  @Test("a browse domain is a DNS name, checked as bytes; 'local' and a trailing dot are folded")
+  func browseDomains() throws {
+    #expect(try BrowseDomain("Example.TEST.").name == "example.test")
+    #expect(try BrowseDomain("a-b_c.example.org").name == "a-b_c.example.org")
+    #expect(try BrowseDomain(String(repeating: "a", count: 63) + ".org").name.count == 67)
+    let refused = [
+      "", ".", "bad..domain", ".lead", "sp ace.org", "ex\u{0}ample.org", "bücher.de",
+      String(repeating: "a", count: 64) + ".org",
+      String(repeating: "abcdefghi.", count: 26) + "org", "a/b", "a\n.org",
+    ]
+    for text in refused {
+      #expect(throws: BrowseDomainError.self, "\(text.debugDescription)") {
+        try BrowseDomain(text)
+      }
+    }
+    let browser = try? Browser(
+      serviceType: .ferry,
+      domains: [try BrowseDomain("local"), try BrowseDomain("x.test"), try BrowseDomain("X.test")])
+    defer { browser?.stop() }
+    if let browser { #expect(browser.domains.map(\.name) == ["x.test"]) }
+  }
+
   @Test("reached addresses: most recent first, deduplicated, at most four, only for known keys")
   func reached() throws {
     let (store, directory) = store()

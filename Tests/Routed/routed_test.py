@@ -12,7 +12,9 @@ with its own avahi-daemon. Real `ferry` processes in the hosts' namespaces, file
     fingerprint: a first contact whose key is then the name's, and another key there refused;
   - a named IPv6 address with a fingerprint; the wrong fingerprint refused;
   - ferry doctor says when a remembered peer answers but mDNS does not find it, and ferry
-    browse lists it with where it was found.
+    browse lists it with where it was found;
+  - unicast DNS-SD: the receiver registered in a real DNS server (dnsmasq at the router) is
+    found by ferry browse --domain and sent to by ferry send --domain.
 
 usage: routed_test.py FERRY_BINARY   (inside scripts/harness/routed.sh)
 """
@@ -244,7 +246,59 @@ def main():
                            "--json", payload("six-wrong.bin"))
     check(status == 5 and not desk.holds("six-wrong.bin"),
           "a named address whose receiver lacks the named key: exit 5, nothing sent", err)
+
+    # Unicast DNS-SD: what desk advertises by mDNS, registered by an administrator in
+    # example.test on a real DNS server (dnsmasq) at the router; host c browses it.
+    unicast_dns_sd(desk, desk_key)
     desk.stop()
+
+
+def unicast_dns_sd(desk, desk_key):
+    browsed = subprocess.run(
+        [ON, "a", "avahi-browse", "-r", "-p", "-t", "_ferry._tcp"], capture_output=True,
+        text=True, timeout=30).stdout
+    txt = None
+    for line in browsed.splitlines():
+        fields = line.split(";")
+        if fields[0] == "=" and fields[2] == "IPv4" and fields[3] in ("desk a", "desk\\032a"):
+            txt = [item.strip('"') for item in fields[9].split('" "')]
+    check(txt is not None and any(item == "fp=" + desk_key for item in txt),
+          "desk's TXT record read by avahi-browse", browsed)
+    if txt is None:
+        return
+    conf = os.path.join(WORK, "dnsmasq.conf")
+    with open(conf, "w") as out:
+        out.write("\n".join([
+            "no-resolv", "no-hosts", "bind-interfaces", "listen-address=10.215.2.254",
+            "port=53", "local=/example.test/",
+            "ptr-record=_ferry._tcp.example.test,deskdns._ferry._tcp.example.test",
+            "srv-host=deskdns._ferry._tcp.example.test,desk.example.test,%d" % desk.port,
+            "txt-record=deskdns._ferry._tcp.example.test," + ",".join(
+                '"%s"' % item for item in txt),
+            "host-record=desk.example.test,%s" % HOSTS["a"], ""]))
+    dns = subprocess.Popen(
+        ["ip", "netns", "exec", os.environ["FERRY_TEST_ROUTER"], "dnsmasq", "-k", "-C", conf,
+         "--pid-file=" + os.path.join(WORK, "dnsmasq.pid"), "--log-facility=-"],
+        stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, "dnsmasq.log"), "w"))
+    try:
+        time.sleep(0.5)
+        status, events, err = ferry("c", home("dns-sd"), "browse", "--domain", "example.test",
+                                    "--timeout", "6", "--json")
+        found = [e for e in events if e.get("event") == "peer-found"
+                 and e.get("domain") == "example.test"]
+        check(status == 0 and len(found) == 1 and found[0]["fingerprint"] == desk_key
+              and found[0]["port"] == desk.port,
+              "ferry browse --domain finds the receiver registered in a DNS server", events)
+        status, _, err = ferry("c", home("dns-sd"), "send", "--domain", "example.test",
+                               "--to", desk_key[:16], "--json", payload("dns.bin"))
+        check(status == 0 and desk.holds("dns.bin"),
+              "ferry send --domain reaches it by its key through unicast DNS-SD", err)
+        status, _, err = ferry("c", home("dns-sd"), "send", "--domain", "bad..domain",
+                               "--to", desk_key[:16], payload("bad.bin"))
+        check(status == 2 and "not a DNS domain" in err, "a domain that is not one: exit 2", err)
+    finally:
+        dns.terminate()
+        dns.wait(10)
 
 
 def terminated(signum, frame):

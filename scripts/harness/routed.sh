@@ -10,10 +10,14 @@
 #   their subnet. Each host has its own D-Bus system bus and avahi-daemon restricted to its
 #   veth 'mdns0'; the router has none.
 #   Host c's resolver (/etc/hosts, through ip netns exec's /etc/netns) knows office.test as
-#   host a (IPv4 and IPv6), so that a name is resolved by the system resolver.
+#   host a (IPv4 and IPv6), so that a name is resolved by the system resolver; its DNS server
+#   is the router (10.215.2.254, where a test may start dnsmasq), and its avahi-daemon has
+#   wide-area lookups on, for unicast DNS-SD there: the only DNS server it can reach is the
+#   test's own.
 # Exported to CMD:
 #   FERRY_TEST_ON      "$FERRY_TEST_ON c prog args..." runs prog inside host c's namespace
 #   FERRY_TEST_HOSTS   "a=10.215.1.1 b=10.215.1.2 c=10.215.2.1"
+#   FERRY_TEST_ROUTER  the router's namespace (a test starts its DNS server there)
 # Everything started is torn down when CMD ends (or this script is interrupted).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -81,8 +85,10 @@ for h in "${HOSTS[@]}"; do
   start_bus "$BASE/$h" "$ns" || exit 1
   write_avahi_config "$BASE/$h" "routed$h" mdns0 yes
 done
+sed -i 's/^enable-wide-area=no$/enable-wide-area=yes/' "$BASE/c/avahi.conf"
 if ! mkdir -p "/etc/netns/$P-c" || ! printf '127.0.0.1 localhost\n::1 localhost\n%s office.test\n%s office.test\n' \
-  "${ADDR4[a]}" "${ADDR6[a]}" >"/etc/netns/$P-c/hosts"; then
+  "${ADDR4[a]}" "${ADDR6[a]}" >"/etc/netns/$P-c/hosts" \
+  || ! echo "nameserver 10.215.2.254" >"/etc/netns/$P-c/resolv.conf"; then
   log "cannot write host c's /etc/hosts (/etc/netns/$P-c)"
   exit 1
 fi
@@ -99,5 +105,6 @@ X
 chmod 755 "$BASE/on"
 export FERRY_TEST_ON="$BASE/on"
 export FERRY_TEST_HOSTS="a=${ADDR4[a]} b=${ADDR4[b]} c=${ADDR4[c]}"
+export FERRY_TEST_ROUTER="$P-r"
 "$@"
 exit $?

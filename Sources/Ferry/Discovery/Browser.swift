@@ -39,14 +39,30 @@ public final class Browser: Sendable {
 
   private let run: Mutex<Run>
 
+  /// The wide-area DNS-SD domains browsed besides the local network (`local`).
+  public let domains: [BrowseDomain]
+
   /// Connects to avahi-daemon and starts browsing.
   ///
-  /// - Parameter serviceType: The service type, `_ferry._tcp` by default.
+  /// - Parameters:
+  ///   - serviceType: The service type, `_ferry._tcp` by default.
+  ///   - domains: Unicast DNS-SD domains to browse as well (`example.org`: the PTR, SRV, TXT
+  ///     and address records an administrator or a DNS UPDATE put there), through
+  ///     avahi-daemon's wide-area lookups (its `enable-wide-area`, and the DNS servers it
+  ///     reads from /etc/resolv.conf). A peer found in several domains is listed once per
+  ///     domain (``DiscoveredPeer/domain``).
   /// - Throws: ``DiscoveryError/discoveryUnavailable(reason:)`` when avahi-daemon or the system
   ///   bus is not running.
-  public init(serviceType: ServiceType = .ferry) throws(DiscoveryError) {
+  public init(serviceType: ServiceType = .ferry, domains: [BrowseDomain] = [])
+    throws(DiscoveryError)
+  {
     self.serviceType = serviceType
-    self.run = Mutex(try Self.begin(serviceType))
+    var unique: [BrowseDomain] = []
+    for domain in domains where !unique.contains(domain) && domain.name != "local" {
+      unique.append(domain)
+    }
+    self.domains = unique
+    self.run = Mutex(try Self.begin(serviceType, domains: unique))
   }
 
   deinit {
@@ -54,10 +70,12 @@ public final class Browser: Sendable {
   }
 
   /// Connects to avahi-daemon and browses `serviceType`: a new run.
-  private static func begin(_ serviceType: ServiceType) throws(DiscoveryError) -> Run {
+  private static func begin(_ serviceType: ServiceType, domains: [BrowseDomain])
+    throws(DiscoveryError) -> Run
+  {
     let (events, continuation) = AsyncThrowingStream<BrowserEvent, any Error>.makeStream()
     let engine = AvahiServiceBrowser(
-      serviceType: serviceType,
+      serviceType: serviceType, domains: domains.map(\.name),
       report: { event in
         FerryLogging.logger.debug("\(serviceType): \(event)")
         continuation.yield(event)
@@ -103,7 +121,7 @@ public final class Browser: Sendable {
   ///   bus is not running (it stays stopped).
   public func start() throws(DiscoveryError) {
     guard !isBrowsing else { return }
-    let next = try Self.begin(serviceType)
+    let next = try Self.begin(serviceType, domains: domains)
     // A start racing another: the first one's run stays, the second one's is let go.
     let extra = run.withLock { run -> Run? in
       guard run.connection == nil else { return next }

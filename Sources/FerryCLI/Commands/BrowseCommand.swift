@@ -20,10 +20,13 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
         ferry browse
         ferry browse --timeout 3 --json | jq -r 'select(.event=="peer-found")|.name'
         ferry browse --service my-app
+        ferry browse --domain example.org   # and a unicast DNS-SD domain
         ferry browse --localsend --timeout 5   # LocalSend apps too (phones, laptops)
       """)
 
   @OptionGroup var logging: LogOptions
+
+  @OptionGroup var domainOptions: DiscoveryOptions
 
   @Option(
     parsing: .unconditional,
@@ -58,9 +61,10 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
     let discovery = try await localSend?.start(
       identity: try loadIdentity(), name: ProcessInfo.processInfo.hostName)
     defer { discovery?.stop() }
+    let domains = try domainOptions.resolved()
     let browser: Browser
     do {
-      browser = try Browser(serviceType: serviceType)
+      browser = try Browser(serviceType: serviceType, domains: domains)
     } catch {
       guard localSend != nil else { throw cliFailure(error) }
       // LocalSend needs no avahi-daemon: its devices are still listed.

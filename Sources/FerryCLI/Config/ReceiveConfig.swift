@@ -35,6 +35,9 @@ struct ReceiveConfig: Sendable, Equatable {
   var daemon = DaemonSettings()
   /// The `[peers.NAME]` tables: addresses named in the config, for `ferry send --to NAME`.
   var peers: [ConfigPeer] = []
+  /// `[discovery] domains`: unicast DNS-SD domains `send` and `browse` look in besides the
+  /// local network.
+  var domains: [BrowseDomain] = []
 
   /// No file: every option takes its flag or its default.
   init() {}
@@ -47,15 +50,30 @@ struct ReceiveConfig: Sendable, Equatable {
     self.path = path
     peers = try ConfigPeer.all(in: file)
     for (table, pairs) in file.tables
-    where table != "receive" && table != "daemon" && !table.hasPrefix(ConfigPeer.tablePrefix) {
+    where table != "receive" && table != "daemon" && table != "discovery"
+      && !table.hasPrefix(ConfigPeer.tablePrefix)
+    {
       guard pairs.isEmpty, table.isEmpty else {
         let line = file.tableLines[table] ?? pairs.values.map(\.line).min() ?? 0
         throw ConfigError(
           line: line,
           message: table.isEmpty
             ? "settings go in a table: put [receive] above them"
-            : "unknown table [\(table)] (this version of ferry reads [receive], [daemon] and "
-              + "[peers.NAME])")
+            : "unknown table [\(table)] (this version of ferry reads [receive], [daemon], "
+              + "[discovery] and [peers.NAME])")
+      }
+    }
+    for (key, value) in file.tables["discovery"] ?? [:] {
+      guard key == "domains" else {
+        throw ConfigError(
+          line: value.line, message: "unknown key '\(key)' in [discovery] (known: domains)")
+      }
+      for text in try value.strings(key) {
+        do {
+          domains.append(try BrowseDomain(text))
+        } catch {
+          throw ConfigError(line: value.line, message: error.description)
+        }
       }
     }
     for (key, value) in (file.tables["daemon"] ?? [:]).sorted(by: { $0.value.line < $1.value.line })

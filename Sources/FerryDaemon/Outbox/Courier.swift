@@ -22,14 +22,18 @@ package final class Courier: Sendable {
     package let serviceType: ServiceType
     /// What this machine knows of keys.
     package let knownPeers: KnownPeers
+    /// Unicast DNS-SD domains browsed besides the local network.
+    package let domains: [BrowseDomain]
 
     /// A configuration.
     package init(
-      identity: Identity, name: String, serviceType: ServiceType, knownPeers: KnownPeers
+      identity: Identity, name: String, serviceType: ServiceType, knownPeers: KnownPeers,
+      domains: [BrowseDomain] = []
     ) {
       (self.identity, self.name, self.serviceType, self.knownPeers) = (
         identity, name, serviceType, knownPeers
       )
+      self.domains = domains
     }
   }
 
@@ -179,7 +183,8 @@ package final class Courier: Sendable {
     var wait: Duration = .seconds(1)
     while !Task.isCancelled {
       do {
-        let current = try Browser(serviceType: configuration.serviceType)
+        let current = try Browser(
+          serviceType: configuration.serviceType, domains: configuration.domains)
         browser.withLock { $0 = current }
         wait = .seconds(1)
         for try await event in current.events {

@@ -34,12 +34,14 @@ package final class Daemon: Sendable {
     package let notify: Bool
     /// Whether it hears LocalSend devices (its receiver answers LocalSend apps).
     package let localSend: Bool
+    /// Unicast DNS-SD domains the outbox looks for receivers in besides the local network.
+    package let domains: [BrowseDomain]
 
     /// A configuration.
     package init(
       identity: Identity, name: String, serviceType: ServiceType, knownPeers: KnownPeers,
       home: URL, socket: String, outboxDays: Double, historyLimit: Int, notify: Bool,
-      localSend: Bool
+      localSend: Bool, domains: [BrowseDomain] = []
     ) {
       (self.identity, self.name, self.serviceType, self.knownPeers) = (
         identity, name, serviceType, knownPeers
@@ -48,6 +50,7 @@ package final class Daemon: Sendable {
         home, socket, outboxDays, historyLimit, notify
       )
       self.localSend = localSend
+      self.domains = domains
     }
   }
 
@@ -107,7 +110,8 @@ package final class Daemon: Sendable {
       outbox: outbox,
       configuration: Courier.Configuration(
         identity: configuration.identity, name: configuration.name,
-        serviceType: configuration.serviceType, knownPeers: configuration.knownPeers),
+        serviceType: configuration.serviceType, knownPeers: configuration.knownPeers,
+        domains: configuration.domains),
       report: sendEvents)
   }
 

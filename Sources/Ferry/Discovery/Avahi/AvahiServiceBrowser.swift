@@ -5,7 +5,8 @@ import Synchronization
   import Glibc
 #endif
 
-/// Browses one service type through an ``AvahiConnection`` and resolves every instance it sees,
+/// Browses one service type through an ``AvahiConnection``, on the local network and in any
+/// wide-area domains asked for (one Avahi browser each), and resolves every instance it sees,
 /// keeping each resolver open so that address and TXT changes are reported too.
 ///
 /// Poll-thread confined, like ``AvahiPublication``.
@@ -14,7 +15,14 @@ final class AvahiServiceBrowser: @unchecked Sendable {
   private let report: (BrowserEvent) -> Void
   private let failed: (String) -> Void
   private var aggregator: PeerAggregator
-  private var browser: OpaquePointer?
+  /// The domains browsed besides the default (`local`).
+  private let domains: [String]
+  /// One Avahi browser per domain, the default first; empty before the client runs.
+  private var browsers: [OpaquePointer] = []
+  /// While the browsers are being made: their first events may come before they are listed.
+  private var creating = false
+  /// The browsers that said ALL_FOR_NOW.
+  private var heard: Set<OpaquePointer> = []
   private var resolvers: [PeerAggregator.InstanceKey: OpaquePointer] = [:]
   /// Instances whose resolver has not reported yet.
   private var unresolved: Set<PeerAggregator.InstanceKey> = []
@@ -31,8 +39,8 @@ final class AvahiServiceBrowser: @unchecked Sendable {
   /// every ``reresolveMilliseconds`` until they answer or their PTR goes.
   private var expired: Set<PeerAggregator.InstanceKey> = []
   /// Whether avahi-daemon said it has listed every instance it knows of for now
-  /// (ALL_FOR_NOW), in this connection.
-  private var heardAll = false
+  /// (ALL_FOR_NOW), in this connection, in every domain.
+  private var heardAll: Bool { !browsers.isEmpty && heard.count == browsers.count }
   private var stopped = false
 
   /// How long a newly found peer is held while its other instances resolve, so that the first
@@ -46,10 +54,11 @@ final class AvahiServiceBrowser: @unchecked Sendable {
   weak var connection: AvahiConnection?
 
   init(
-    serviceType: ServiceType, report: @escaping (BrowserEvent) -> Void,
+    serviceType: ServiceType, domains: [String] = [], report: @escaping (BrowserEvent) -> Void,
     failed: @escaping (String) -> Void
   ) {
     self.type = serviceType.dnsSDType
+    self.domains = domains
     self.aggregator = PeerAggregator(serviceType: serviceType)
     self.report = report
     self.failed = failed
@@ -79,23 +88,37 @@ final class AvahiServiceBrowser: @unchecked Sendable {
     guard !stopped else { return }
     switch event {
     case .running(let client):
-      guard browser == nil else { return }
-      browser = avahi_service_browser_new(
-        client, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(AVAHI_PROTO_UNSPEC), type, nil,
-        AvahiLookupFlags(0), serviceBrowserCallback, Unmanaged.passUnretained(self).toOpaque())
-      if browser == nil {
-        failed(avahiErrorMessage(avahi_client_errno(client)))
+      guard browsers.isEmpty else { return }
+      creating = true
+      defer { creating = false }
+      for domain in [nil] + domains.map(Optional.some) {
+        let browser = withOptionalCString(domain) { domain in
+          avahi_service_browser_new(
+            client, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(AVAHI_PROTO_UNSPEC), type,
+            domain, AvahiLookupFlags(0), serviceBrowserCallback,
+            Unmanaged.passUnretained(self).toOpaque())
+        }
+        guard let browser else {
+          let reason = avahiErrorMessage(avahi_client_errno(client))
+          // A wide-area domain avahi-daemon cannot browse costs that domain only.
+          guard domain == nil else {
+            FerryLogging.logger.notice("cannot browse domain \(domain!): \(reason)")
+            continue
+          }
+          return failed(reason)
+        }
+        browsers.append(browser)
       }
     case .registering:
       break
     case .disconnected:
-      // The old client freed the browser and resolvers with itself.
-      browser = nil
+      // The old client freed the browsers and resolvers with itself.
+      browsers = []
+      heard = []
       resolvers = [:]
       unresolved = []
       resolvingAnyFamily = []
       expired = []
-      heardAll = false
       let lost = aggregator.removeAll().filter { !held.contains(aggregator.peerKey(of: $0.peer)) }
       publishPeers()
       held = []
@@ -114,17 +137,18 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       avahi_service_resolver_free(resolver)
     }
     resolvers = [:]
-    if let browser {
+    for browser in browsers {
       avahi_service_browser_free(browser)
-      self.browser = nil
     }
+    browsers = []
+    heard = []
   }
 
   fileprivate func browserEvent(
     _ changed: OpaquePointer, event: AvahiBrowserEvent, interface: AvahiIfIndex,
     protocol family: AvahiProtocol, name: UnsafePointer<CChar>?, domain: UnsafePointer<CChar>?
   ) {
-    guard !stopped, changed == browser || browser == nil else { return }
+    guard !stopped, creating || browsers.contains(changed) else { return }
     switch event {
     case AVAHI_BROWSER_NEW:
       guard let name, let domain else { return }
@@ -152,9 +176,18 @@ final class AvahiServiceBrowser: @unchecked Sendable {
       // Reported gone already if its resolution had expired.
       if expired.remove(key) == nil { instanceGone(key) }
     case AVAHI_BROWSER_FAILURE:
-      failed(avahiErrorMessage(avahi_client_errno(avahi_service_browser_get_client(changed))))
+      let reason = avahiErrorMessage(avahi_client_errno(avahi_service_browser_get_client(changed)))
+      guard changed == browsers.first else {
+        // A wide-area domain that fails (its DNS server does not answer, wide-area lookups
+        // are off in avahi-daemon) costs that domain only: it has said all it will.
+        FerryLogging.logger.notice("browsing a wide-area domain failed: \(reason)")
+        heard.insert(changed)
+        publishPeers()
+        return
+      }
+      failed(reason)
     case AVAHI_BROWSER_ALL_FOR_NOW:
-      heardAll = true
+      heard.insert(changed)
       publishPeers()
     default:  // CACHE_EXHAUSTED
       break
@@ -265,7 +298,7 @@ final class AvahiServiceBrowser: @unchecked Sendable {
   ) {
     connection?.schedule(afterMilliseconds: Self.reresolveMilliseconds) { [weak self] in
       guard let self, !self.stopped, self.expired.contains(key), self.resolvers[key] == nil,
-        let browser = self.browser,
+        let browser = self.browsers.first,
         let resolver = name.withCString({ name in
           domain.withCString { domain in
             self.newResolver(
@@ -382,4 +415,12 @@ private let serviceResolverCallback: AvahiServiceResolverCallback = {
 /// The text before the first NUL of a C buffer.
 private func decodeCString(_ buffer: [CChar]) -> String {
   String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+/// Calls `body` with `text` as a C string, or with nil.
+private func withOptionalCString<Result>(
+  _ text: String?, _ body: (UnsafePointer<CChar>?) -> Result
+) -> Result {
+  guard let text else { return body(nil) }
+  return text.withCString { body($0) }
 }

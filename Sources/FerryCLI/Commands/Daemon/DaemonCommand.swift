@@ -75,7 +75,7 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
         identity: identity, name: settings.name, serviceType: settings.service,
         knownPeers: knownPeers, home: FerryHome.defaultDirectory, socket: socket,
         outboxDays: config.daemon.outboxDays, historyLimit: config.daemon.history,
-        notify: config.daemon.notify, localSend: settings.localsend),
+        notify: config.daemon.notify, localSend: settings.localsend, domains: config.domains),
       events: log, sendEvents: sendReporter.report,
       outboxEvents: { [output] event in DaemonReporter.report(event, to: output) },
       questionEvents: { [output] change in DaemonReporter.report(change, to: output) })

@@ -13,6 +13,20 @@ struct ReceiverFinder: Sendable {
   /// How long a look finds nobody before it says what it waits for and what to try.
   static let hintAfter: Duration = .seconds(5)
 
+  /// The Ferry peers among `peers`, one per key: a receiver listed in several domains (on the
+  /// local network and in a DNS-SD domain) is one receiver, its local listing first.
+  static func onePerKey(_ peers: [DiscoveredPeer]) -> [DiscoveredPeer] {
+    var seen: Set<Fingerprint> = []
+    let ordered = peers.enumerated().sorted { left, right in
+      (left.element.domain == "local" ? 0 : 1, left.offset)
+        < (right.element.domain == "local" ? 0 : 1, right.offset)
+    }
+    return ordered.map(\.element).filter { peer in
+      guard peer.peerID != nil, let key = peer.info.fingerprint else { return false }
+      return seen.insert(key).inserted
+    }
+  }
+
   /// What a look that has found nobody yet says, `wanted` the `--to` text (nil: anyone).
   static func waitingWords(_ wanted: String?) -> String {
     let whom = wanted.map { "'\(DisplayText.escaping($0))'" } ?? "a receiver"
@@ -62,7 +76,7 @@ struct ReceiverFinder: Sendable {
     let started = ContinuousClock.now
     var hinted = false
     while true {
-      let peers = browser.peers.filter { $0.peerID != nil }
+      let peers = Self.onePerKey(browser.peers)
       let byKey = peers.filter { reference.matchesFingerprint($0.info.fingerprint!) }
       let byName = peers.filter { reference.matchesName($0.name) }
       let others = byName.filter { !byKey.contains($0) }
@@ -152,7 +166,7 @@ struct ReceiverFinder: Sendable {
     let started = ContinuousClock.now
     var hinted = false
     while true {
-      let found = browser.peers.filter { $0.peerID != nil }.sorted { $0.name < $1.name }
+      let found = Self.onePerKey(browser.peers).sorted { $0.name < $1.name }
       if !found.isEmpty && firstSeen == nil { firstSeen = .now }
       if found.isEmpty { hint(nil, since: started, said: &hinted) }
       if firstSeen.map(settled(since:)) ?? false || ContinuousClock.now >= deadline {

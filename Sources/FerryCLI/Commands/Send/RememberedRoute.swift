@@ -25,18 +25,8 @@ enum RememberedRoute: Sendable {
   /// How long remembered addresses have to answer a TCP connect, all at once.
   static let answerTimeout: Duration = .seconds(3)
 
-  /// The config's `[peers.NAME]` tables (``ConfigPeer``), read once: a config that cannot be
-  /// read is said once on stderr, and its tables are left out.
-  static let configured: [ConfigPeer] = {
-    do throws(CLIFailure) {
-      return try ReceiveConfig.load(explicit: nil).peers
-    } catch {
-      StandardStream.error.write(
-        "ferry: \(DisplayText.terminalSafe(error.message)) "
-          + "(its [peers.NAME] tables are not read)\n")
-      return []
-    }
-  }()
+  /// The config's `[peers.NAME]` tables (``ConfigPeer``).
+  static var configured: [ConfigPeer] { SharedConfig.peers }
 
   /// The named address `text` names, if any (letter case and surrounding spaces ignored): one
   /// named with `ferry peers add`, else a `[peers.NAME]` table of the config.

@@ -32,6 +32,7 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         ferry send --quiet --timeout 10 --retry-for 0 --to desk notes.txt
         ferry send --verbose --to desk big.iso      # what happens underneath
         ferry send --service my-app --name "build box" --to desk out.tar
+        ferry send --domain example.org --to desk report.pdf   # unicast DNS-SD too
         ferry send --json --to desk *.log | jq -c 'select(.event == "done")'
         ferry send --localsend --to "Ana's Pixel" photos/   # a LocalSend app
         ferry send --protocol localsend --address 192.168.1.30:53317 --pin 4711 a
@@ -131,6 +132,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
   @OptionGroup var web: WebSendOptions
 
   @OptionGroup var output: OutputOptions
+
+  @OptionGroup var domainOptions: DiscoveryOptions
 
   func validate() throws {
     if let text {
@@ -318,8 +321,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
   ) async throws -> [CLIFailure?] {
     let browser: Browser
     do {
-      browser = try Browser(serviceType: serviceType)
-    } catch {
+      browser = try Browser(serviceType: serviceType, domains: domainOptions.resolved())
+    } catch let error as DiscoveryError {
       throw cliFailure(error)
     }
     defer { browser.stop() }
