@@ -69,6 +69,14 @@ struct ConfigFileTests {
     #expect(config.port == 53000)
     let domains = try Self.parse("[discovery]\ndomains = [\"Example.test\", \"b.test\"]\n").domains
     #expect(domains.map(\.name) == ["example.test", "b.test"])
+    let scan = try Self.parse(
+      "[discovery]\nlocalsend_scan = [\"10.0.0.5\", \"10.0.1.0/30\", \"10.0.0.5\", \"10.0.2.0/22\"]\n"
+    ).localSendScan
+    // A block's network and broadcast addresses left out; each address once.
+    #expect(scan.prefix(3) == ["10.0.0.5", "10.0.1.1", "10.0.1.2"])
+    // 10.0.2.0/22 is 10.0.0.0/22: its 1022 addresses hold the three before.
+    #expect(scan.count == 1022)
+    #expect(scan.first { $0 == "10.0.0.0" } == nil && scan.last == "10.0.3.254")
     #expect(config.peers.map(\.name) == ["office", "desk-6"])
     #expect(
       config.peers.map(\.address.description) == [
@@ -129,6 +137,17 @@ struct ConfigFileTests {
       ("[discovery]\ndomains = [\"bad..test\"]\n", 2, "not a DNS domain"),
       ("[discovery]\ndomains = \"a.test\"\n", 2, "a list of strings"),
       ("[discovery]\nbrowse = [\"a.test\"]\n", 2, "unknown key 'browse' in [discovery]"),
+      ("[discovery]\nlocalsend_scan = [\"10.0.0.0/21\"]\n", 2, "larger than /22"),
+      ("[discovery]\nlocalsend_scan = [\"10.0.0.256\"]\n", 2, "not an IPv4 address"),
+      ("[discovery]\nlocalsend_scan = [\"10.0.0.1/33\"]\n", 2, "not an IPv4 address"),
+      ("[discovery]\nlocalsend_scan = [\"10.0.0/24\"]\n", 2, "not an IPv4 address"),
+      ("[discovery]\nlocalsend_scan = [\"fe80::1\"]\n", 2, "not an IPv4 address"),
+      ("[discovery]\nlocalsend_scan = [\"10.0.0.1/+4\"]\n", 2, "not an IPv4 address"),
+      ("[discovery]\nlocalsend_scan = [\" 10.0.0.1\"]\n", 2, "not an IPv4 address"),
+      (
+        "[discovery]\nlocalsend_scan = [\"10.0.0.0/22\", \"10.0.8.0/30\", \"10.1.0.0/24\"]\n", 2,
+        "more than 1024 addresses"
+      ),
       ("[peers.x]\naddress = \"n:1\"\n[peers.x]\n", 3, "given twice"),
     ])
   func mistakes(text: String, line: Int, words: String) {

@@ -14,7 +14,9 @@ with its own avahi-daemon. Real `ferry` processes in the hosts' namespaces, file
   - ferry doctor says when a remembered peer answers but mDNS does not find it, and ferry
     browse lists it with where it was found;
   - unicast DNS-SD: the receiver registered in a real DNS server (dnsmasq at the router) is
-    found by ferry browse --domain and sent to by ferry send --domain.
+    found by ferry browse --domain and sent to by ferry send --domain;
+  - LocalSend across the router: the independent LocalSend peer on host a, found from host c
+    by the config's localsend_scan (and not without it), and sent to.
 
 usage: routed_test.py FERRY_BINARY   (inside scripts/harness/routed.sh)
 """
@@ -54,6 +56,7 @@ def home(name):
 
 
 def environment(ferry_home):
+    """A home of its own, and its config.toml (if any) as the only config."""
     env = dict(os.environ, FERRY_HOME=ferry_home, NO_COLOR="1")
     env.pop("FERRY_CONFIG", None)
     return env
@@ -251,6 +254,51 @@ def main():
     # example.test on a real DNS server (dnsmasq) at the router; host c browses it.
     unicast_dns_sd(desk, desk_key)
     desk.stop()
+    localsend_scan()
+
+
+def localsend_scan():
+    """The independent LocalSend peer (Tests/LocalSend) on host a; host c's ferry, whose config
+    scans subnet 1, finds it there and sends to it; without the scan it is not found."""
+    peer_dir = tempfile.mkdtemp(prefix="ls-in-", dir=WORK)
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "LocalSend", "localsend_peer.py")
+    log = open(os.path.join(WORK, "localsend-peer.log"), "w+")
+    peer = subprocess.Popen(
+        [ON, "a", "python3", script, "receive", "--home", home("ls-peer"), "--alias",
+         "scan phone", "--interface", "mdns0", "--dir", peer_dir],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and '"listening"' not in open(log.name).read():
+            time.sleep(0.1)
+        scanning = home("ls-scanning")
+        config = os.path.join(scanning, "config.toml")
+        with open(config, "w") as out:
+            out.write('[discovery]\nlocalsend_scan = ["10.215.1.0/24"]\n')
+        status, events, err = ferry("c", home("ls-plain"), "browse", "--localsend",
+                                    "--timeout", "5", "--json")
+        plain = [e for e in events if e.get("protocol") == "localsend"]
+        check(not plain, "LocalSend's multicast does not cross the router: not found", events)
+        status, events, err = ferry("c", scanning, "browse", "--localsend", "--timeout", "8",
+                                    "--json")
+        found = [e for e in events if e.get("protocol") == "localsend"
+                 and e.get("peer") == "scan phone"]
+        check(status == 0 and len(found) == 1 and found[0]["source"] == "scan"
+              and found[0]["address"].startswith(HOSTS["a"] + ":"),
+              "browse --localsend finds the device on the other subnet by the config's scan",
+              (events, err))
+        status, _, err = ferry("c", scanning, "send", "--localsend", "--to", "scan phone",
+                               "--timeout", "20", payload("phone.bin"))
+        check(status == 0 and os.path.exists(os.path.join(peer_dir, "phone.bin")),
+              "send --localsend reaches it across the router, found by the scan", err)
+    finally:
+        peer.terminate()
+        try:
+            peer.wait(10)
+        except subprocess.TimeoutExpired:
+            peer.kill()
+            peer.wait()
 
 
 def unicast_dns_sd(desk, desk_key):

@@ -38,6 +38,9 @@ struct ReceiveConfig: Sendable, Equatable {
   /// `[discovery] domains`: unicast DNS-SD domains `send` and `browse` look in besides the
   /// local network.
   var domains: [BrowseDomain] = []
+  /// `[discovery] localsend_scan`: the addresses asked by `POST /register` where LocalSend's
+  /// multicast does not reach (``ScanRange``).
+  var localSendScan: [String] = []
 
   /// No file: every option takes its flag or its default.
   init() {}
@@ -64,9 +67,14 @@ struct ReceiveConfig: Sendable, Equatable {
       }
     }
     for (key, value) in file.tables["discovery"] ?? [:] {
+      if key == "localsend_scan" {
+        localSendScan = try ScanRange.addresses(value.strings(key), line: value.line)
+        continue
+      }
       guard key == "domains" else {
         throw ConfigError(
-          line: value.line, message: "unknown key '\(key)' in [discovery] (known: domains)")
+          line: value.line,
+          message: "unknown key '\(key)' in [discovery] (known: domains, localsend_scan)")
       }
       for text in try value.strings(key) {
         do {

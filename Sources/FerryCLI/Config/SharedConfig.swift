@@ -1,7 +1,7 @@
 import Ferry
 
 /// What commands other than `ferry receive` read of the config file (`$FERRY_CONFIG`, else
-/// `config.toml` in Ferry's home): its `[peers.NAME]` tables and `[discovery] domains`. Read
+/// `config.toml` in Ferry's home): its `[peers.NAME]` tables and its `[discovery]` table. Read
 /// once per process; a config that cannot be read is said once on stderr, and nothing of it is
 /// used (`ferry receive` refuses to start on it instead).
 enum SharedConfig {
@@ -21,4 +21,7 @@ enum SharedConfig {
 
   /// `[discovery] domains`.
   static var domains: [BrowseDomain] { loaded.domains }
+
+  /// `[discovery] localsend_scan`, as addresses.
+  static var localSendScan: [String] { loaded.localSendScan }
 }

@@ -20,9 +20,10 @@ public struct LocalSendSighting: Sendable {
   /// address); nor does a `register` without a certificate (third-party apps send those).
   public let proven: Bool
 
-  /// How a device was heard: its multicast announcement, or its register answer.
+  /// How a device was heard: its multicast announcement, its register answer, its register
+  /// to this side, or its answer to a scan of addresses the user gave.
   public enum Via: String, Sendable {
-    case announcement, answer, register
+    case announcement, answer, register, scan
   }
 
   /// Makes one from its fields.
@@ -56,9 +57,11 @@ public final class LocalSendDiscovery: Sendable {
   public let interfaceNames: [String]?
   /// Everything heard (this device's own announcements left out).
   public let sightings: AsyncStream<LocalSendSighting>
-  private let continuation: AsyncStream<LocalSendSighting>.Continuation
-  private let me: @Sendable () -> LocalSendDevice
-  private let client: LocalSendClient
+  let continuation: AsyncStream<LocalSendSighting>.Continuation
+  let me: @Sendable () -> LocalSendDevice
+  let client: LocalSendClient
+  /// When each address was last asked by a scan (``scan(_:)``).
+  let scanned = Mutex<[String: ContinuousClock.Instant]>([:])
   /// Whether announcements of plain-HTTP devices are answered (a receiver that serves plain
   /// HTTP itself, `--localsend-http`).
   private let answersPlainHTTP: Bool

@@ -44,7 +44,7 @@ final class LocalSendBrowsing: Sendable {
           LocalSendFound(
             peer: device.alias, fingerprint: device.fingerprint, protocol: "localsend",
             deviceType: device.deviceType, deviceModel: device.deviceModel,
-            address: target.description))
+            address: target.description, source: sighting.via.rawValue))
         guard !json else { continue }
         var kind: [String] = []
         if let model = device.deviceModel, !model.isEmpty { kind.append(printable(model)) }
@@ -55,7 +55,8 @@ final class LocalSendBrowsing: Sendable {
         output.say(
           "+ \(DisplayText.quoted(device.alias)) [\(fingerprint)] LocalSend"
             + (kind.isEmpty ? "" : " (\(kind.joined(separator: ", ")))")
-            + "  \(target)\(device.usesTLS ? "" : "  plain HTTP")")
+            + "  \(target)\(device.usesTLS ? "" : "  plain HTTP")"
+            + (sighting.via == .scan ? "  (found by scanning [discovery] localsend_scan)" : ""))
       }
     }
     return lookout

@@ -12,6 +12,8 @@ struct LocalSendLookout: Sendable {
   /// The server registrations come to (nil when none could listen: devices are then heard
   /// only when they announce themselves).
   let server: LocalSendServer?
+  /// Asks the config's `[discovery] localsend_scan` addresses every minute (nil: none).
+  let scanning: Task<Void, Never>?
 
   /// Starts the server (on any free port: devices answer at the port announced, and LocalSend's
   /// own stays free for a receiver or an app on this machine) and discovery, as `me`'s alias,
@@ -50,6 +52,17 @@ struct LocalSendLookout: Sendable {
         message: "cannot look for LocalSend devices: \(ErrorWords.describe(error))",
         code: .discoveryUnavailable)
     }
+    // Where multicast does not reach: the config's addresses, asked every minute.
+    let scan = SharedConfig.localSendScan
+    let scanning =
+      scan.isEmpty
+      ? nil
+      : Task {
+        while !Task.isCancelled {
+          await discovery.scan(scan)
+          try? await Task.sleep(for: LocalSendDiscovery.scanInterval)
+        }
+      }
     if let server {
       Task {
         for await registration in server.registrations {
@@ -59,11 +72,12 @@ struct LocalSendLookout: Sendable {
         }
       }
     }
-    return LocalSendLookout(discovery: discovery, server: server)
+    return LocalSendLookout(discovery: discovery, server: server, scanning: scanning)
   }
 
-  /// Stops announcing, listening and serving.
+  /// Stops announcing, listening, serving and scanning.
   func stop() {
+    scanning?.cancel()
     discovery.stop()
     server?.stop()
   }

@@ -117,4 +117,6 @@ struct LocalSendFound: EventRecord {
   let deviceType: String?
   let deviceModel: String?
   let address: String
+  /// How browse heard it: "announcement", "answer", "register" or "scan" (null on send).
+  var source: String? = nil
 }
