@@ -133,6 +133,7 @@ struct ConfigFileTests {
       ("[peers.office]\naddress = 53000\n", 2, "a string in quotes"),
       ("[peers.cafe]\naddress = \"nas:1\"\n", 1, "reads as a fingerprint"),
       ("[peers.]\n", 1, "cannot start a key"),
+      ("[peers.a.b]\naddress = \"n:1\"\n", 1, "nested too deep"),
       ("[other.x]\n", 1, "unknown table [other.x]"),
       ("[discovery]\ndomains = [\"bad..test\"]\n", 2, "not a DNS domain"),
       ("[discovery]\ndomains = \"a.test\"\n", 2, "a list of strings"),

@@ -15,6 +15,7 @@ with its own avahi-daemon. Real `ferry` processes in the hosts' namespaces, file
     browse lists it with where it was found;
   - unicast DNS-SD: the receiver registered in a real DNS server (dnsmasq at the router) is
     found by ferry browse --domain and sent to by ferry send --domain;
+  - the daemon's outbox delivering across the router, at the remembered address;
   - LocalSend across the router: the independent LocalSend peer on host a, found from host c
     by the config's localsend_scan (and not without it), and sent to.
 
@@ -253,8 +254,53 @@ def main():
     # Unicast DNS-SD: what desk advertises by mDNS, registered by an administrator in
     # example.test on a real DNS server (dnsmasq) at the router; host c browses it.
     unicast_dns_sd(desk, desk_key)
+    outbox_across(desk, desk_key)
     desk.stop()
     localsend_scan()
+
+
+def outbox_across(desk, desk_key):
+    """ferry daemon on host c, whose home met desk on subnet 1: a send queued for desk is
+    delivered across the router, at the address remembered."""
+    outbox_home = home("outbox")
+    status, _, err = ferry("b", outbox_home, "send", "--to", "desk a", payload("met.bin"))
+    check(status == 0, "the daemon's machine meets desk on its subnet first", err)
+    runtime = tempfile.mkdtemp(prefix="run-", dir=WORK)
+    inbox = tempfile.mkdtemp(prefix="daemon-in-", dir=WORK)
+    config = os.path.join(outbox_home, "config.toml")
+    with open(config, "w") as out:
+        out.write('[receive]\ndir = "%s"\nname = "laptop daemon"\n[daemon]\nnotify = false\n'
+                  % inbox)
+    env = dict(environment(outbox_home), XDG_RUNTIME_DIR=runtime)
+    log = open(os.path.join(WORK, "daemon.log"), "w")
+    daemon = subprocess.Popen([ON, "c", FERRY, "daemon", "--config", config], env=env,
+                              stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
+    try:
+        socket_path = os.path.join(runtime, "ferry", "api.sock")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not os.path.exists(socket_path):
+            time.sleep(0.1)
+        queued = subprocess.run(
+            [ON, "c", FERRY, "send", "--later", "--to", desk_key[:16], payload("later.bin")],
+            env=env, capture_output=True, text=True, timeout=60)
+        check(queued.returncode == 0, "ferry send --later queues a send for desk",
+              queued.stderr)
+        # The courier tries remembered addresses 5 s after its start, then every 30 s.
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not desk.holds("later.bin"):
+            time.sleep(0.5)
+        listed = subprocess.run([ON, "c", FERRY, "outbox", "--json"], env=env,
+                                capture_output=True, text=True, timeout=60).stdout
+        check(desk.holds("later.bin") and '"delivered"' in listed,
+              "the daemon's outbox delivers across the router, at the remembered address",
+              listed + open(log.name).read()[-2000:])
+    finally:
+        daemon.terminate()
+        try:
+            daemon.wait(20)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
 
 
 def localsend_scan():
@@ -272,6 +318,8 @@ def localsend_scan():
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and '"listening"' not in open(log.name).read():
             time.sleep(0.1)
+        check('"listening"' in open(log.name).read(), "the independent LocalSend peer listens",
+              open(log.name).read())
         scanning = home("ls-scanning")
         config = os.path.join(scanning, "config.toml")
         with open(config, "w") as out:
@@ -329,9 +377,12 @@ def unicast_dns_sd(desk, desk_key):
          "--pid-file=" + os.path.join(WORK, "dnsmasq.pid"), "--log-facility=-"],
         stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, "dnsmasq.log"), "w"))
     try:
-        time.sleep(0.5)
+        dns_log = os.path.join(WORK, "dnsmasq.log")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "started" not in open(dns_log).read():
+            time.sleep(0.1)
         status, events, err = ferry("c", home("dns-sd"), "browse", "--domain", "example.test",
-                                    "--timeout", "6", "--json")
+                                    "--timeout", "10", "--json")
         found = [e for e in events if e.get("event") == "peer-found"
                  and e.get("domain") == "example.test"]
         check(status == 0 and len(found) == 1 and found[0]["fingerprint"] == desk_key
@@ -341,6 +392,11 @@ def unicast_dns_sd(desk, desk_key):
                                "--to", desk_key[:16], "--json", payload("dns.bin"))
         check(status == 0 and desk.holds("dns.bin"),
               "ferry send --domain reaches it by its key through unicast DNS-SD", err)
+        # On desk's own subnet it is listed twice (mDNS and DNS): one receiver.
+        status, _, err = ferry("b", home("dns-sd-b"), "send", "--domain", "example.test",
+                               "--to", desk_key[:16], "--json", payload("both.bin"))
+        check(status == 0 and desk.holds("both.bin"),
+              "a receiver found by mDNS and in a DNS domain is one receiver", err)
         status, _, err = ferry("c", home("dns-sd"), "send", "--domain", "bad..domain",
                                "--to", desk_key[:16], payload("bad.bin"))
         check(status == 2 and "not a DNS domain" in err, "a domain that is not one: exit 2", err)

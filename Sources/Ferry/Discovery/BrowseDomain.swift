@@ -40,7 +40,7 @@ public struct BrowseDomainError: Error, Hashable, Sendable, CustomStringConverti
 
   /// What is wrong, for people.
   public var description: String {
-    "'\(DisplayText.escaping(text))' is not a DNS domain (labels of letters, digits and '-', "
-      + "separated by dots, such as example.org)"
+    "'\(DisplayText.escaping(text))' is not a DNS domain (labels of letters, digits, '-' and "
+      + "'_', separated by dots, such as example.org)"
   }
 }

@@ -42,6 +42,10 @@ struct ConfigPeer: Sendable, Equatable {
     for (table, pairs) in tables {
       let line = file.tableLines[table] ?? 0
       let name = String(table.dropFirst(tablePrefix.count))
+      guard !name.contains(".") else {
+        throw ConfigError(
+          line: line, message: "[\(table)] is nested too deep: name a peer [peers.NAME]")
+      }
       guard Fingerprint.prefixLength(of: name) == nil else {
         throw ConfigError(
           line: line,

@@ -44,6 +44,45 @@ extension Courier {
     end(entry.id, failure)
   }
 
+  /// Delivers `entry` at `address`, where its receiver was reached before and answers now
+  /// (mDNS does not see it: another subnet): its key pinned in the handshake. An address where
+  /// another key answers is forgotten; one that does not answer any more is no longer tried.
+  func deliver(_ entry: OutboxEntry, at address: HostPort) async {
+    guard let (entry, batch, base) = await begin(entry) else { return }
+    guard let key = try? Fingerprint(parsing: entry.fingerprint) else {
+      return end(entry.id, SendFailure(.authentication, "the send's key is not a fingerprint"))
+    }
+    let session: Session
+    do {
+      session = try Session(
+        identity: configuration.identity, displayName: configuration.name, accepting: [])
+    } catch {
+      return end(entry.id, SendFailure(.usage, "\(error)"))
+    }
+    let delivery = FerryDelivery(
+      session: session, batch: batch, summary: batch.summary,
+      deadline: .now + Self.findTimeout, retry: RetryPolicy(retryFor: .seconds(60)),
+      checksum: .xxh3, knownPeers: configuration.knownPeers, decider: RefusingSendDecider(),
+      events: track(entry.id, base: base))
+    registerStop(entry.id) { _ = await delivery.interrupt() }
+    var failure: SendFailure?
+    if let halted = halted(entry.id) {
+      failure = halted
+    } else {
+      failure = await delivery.send(
+        toAddress: address.description, host: address.host, port: address.port,
+        to: (entry.to, .fingerprint(key)))
+    }
+    if let kind = failure?.kind, [.authentication, .noPeer].contains(kind) {
+      forgetRoute(entry.fingerprint)
+      if kind == .authentication {
+        _ = try? configuration.knownPeers.forgetAddress(address.description, of: key)
+      }
+    }
+    await session.closeAndWait(timeout: .seconds(1))
+    end(entry.id, failure)
+  }
+
   /// Why send `id` must not go on: cancelled, or the daemon stopping; nil when it may.
   private func halted(_ id: String) -> SendFailure? {
     if isCancelled(id) { return SendFailure(.interrupted, "cancelled") }

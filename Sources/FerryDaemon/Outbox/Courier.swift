@@ -70,6 +70,10 @@ package final class Courier: Sendable {
   /// it was awake.
   private let timer = Mutex<Timer>(Timer())
 
+  /// Where each peer (by fingerprint) mDNS does not see answered lately, at an address it was
+  /// reached at before (``Courier+Remembered``).
+  let routes = Mutex<[String: HostPort]>([:])
+
   /// The timer's state.
   private struct Timer {
     var nap: Task<Void, Never>?
@@ -91,6 +95,7 @@ package final class Courier: Sendable {
     await withTaskGroup(of: Void.self) { group in
       group.addTask { await self.browse() }
       group.addTask { await self.keepTime() }
+      group.addTask { await self.probeRemembered() }
       await group.next()
       group.cancelAll()
     }
@@ -276,7 +281,7 @@ package final class Courier: Sendable {
     browser.withLock { $0 }?.peers.filter { $0.info.fingerprint?.hexString == fingerprint } ?? []
   }
 
-  private func peer(_ fingerprint: String) -> DiscoveredPeer? { peers(fingerprint).first }
+  func peer(_ fingerprint: String) -> DiscoveredPeer? { peers(fingerprint).first }
 
   /// The recent announcements of `fingerprint`: proven ones first, then the newest.
   private func sightings(_ fingerprint: String) -> [LocalSendSighting] {
@@ -295,7 +300,7 @@ package final class Courier: Sendable {
 
   /// Delivers, one after another, the sends due for the peer `fingerprint` by `carrier`,
   /// unless that is under way already.
-  private func start(_ fingerprint: String, carrier: OutboxEntry.Carrier) {
+  func start(_ fingerprint: String, carrier: OutboxEntry.Carrier) {
     let key = "\(carrier.rawValue):\(fingerprint)"
     guard running.withLock({ $0.peers.insert(key).inserted }) else { return }
     Task {
@@ -306,7 +311,7 @@ package final class Courier: Sendable {
           let entry = outbox.due(for: fingerprint, carrier: carrier).first
           let reachable =
             switch carrier {
-            case .ferry: peer(fingerprint) != nil
+            case .ferry: peer(fingerprint) != nil || route(fingerprint) != nil
             case .localsend: sighting(fingerprint) != nil
             }
           guard let entry, reachable, !stopping.withLock({ $0 }) else {
@@ -318,8 +323,14 @@ package final class Courier: Sendable {
         guard let entry = next else { return }
         switch carrier {
         case .ferry:
-          guard let browser = self.browser.withLock({ $0 }) else { continue }
-          await deliver(entry, to: peers(fingerprint), browser: browser)
+          let seen = peers(fingerprint)
+          if !seen.isEmpty, let browser = self.browser.withLock({ $0 }) {
+            await deliver(entry, to: seen, browser: browser)
+          } else if let address = route(fingerprint) {
+            await deliver(entry, at: address)
+          } else {
+            continue
+          }
         case .localsend:
           await deliver(localSend: entry, to: sightings(fingerprint))
         }

@@ -7,8 +7,9 @@ extension LocalSendDiscovery {
   /// How often one address is asked by a scan, however often it is scanned.
   public static let scanInterval: Duration = .seconds(60)
   /// Scan requests under way at once.
-  static let concurrentScans = 16
-  /// How long a scanned address has to answer.
+  static let concurrentScans = 32
+  /// How long a scanned address has to answer, connection and TLS handshake included (an
+  /// address that takes longer is left behind, its connection ending by its own timeouts).
   static let scanAnswerTimeout: Duration = .seconds(3)
 
   /// Asks each of `addresses` (IP literals) at LocalSend's port by `POST /register` over HTTPS
@@ -31,13 +32,28 @@ extension LocalSendDiscovery {
       var next = due.makeIterator()
       for _ in 0..<Self.concurrentScans {
         guard let address = next.next() else { break }
-        group.addTask { await self.ask(address) }
+        group.addTask { await self.askWithin(address) }
       }
       while await group.next() != nil {
         guard !Task.isCancelled, let address = next.next() else { continue }
-        group.addTask { await self.ask(address) }
+        group.addTask { await self.askWithin(address) }
       }
     }
+  }
+
+  /// ``ask(_:)``, waited for ``scanAnswerTimeout`` at most: a silent or stalling address
+  /// costs the scan no more (its request goes on alone, and ends by its own timeouts).
+  private func askWithin(_ address: String) async {
+    let (ended, end) = AsyncStream.makeStream(of: Void.self)
+    Task {
+      await self.ask(address)
+      end.finish()
+    }
+    Task {
+      try? await Task.sleep(for: Self.scanAnswerTimeout)
+      end.finish()
+    }
+    for await _ in ended {}
   }
 
   /// One scan request: a sighting if a LocalSend device answers at `address`.
@@ -49,7 +65,9 @@ extension LocalSendDiscovery {
         expecting: nil, answerTimeout: Self.scanAnswerTimeout),
       answer.status.code == 200,
       let device = try? LocalSendJSON.decode(LocalSendDevice.self, from: answer.body).validated(),
-      device.usesTLS
+      device.usesTLS,
+      // This machine's own server, in a range that holds it.
+      device.fingerprint.uppercased() != me().fingerprint.uppercased()
     else { return }
     let proven =
       answer.certificate.map { $0.hexString == device.fingerprint.uppercased() } ?? false

@@ -361,6 +361,8 @@ private func instanceKey(
 
 private func interfaceName(_ index: AvahiIfIndex) -> String {
   var buffer = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+  // A wide-area (unicast DNS) answer comes on no interface.
+  if index < 0 { return "dns" }
   guard index > 0, if_indextoname(UInt32(index), &buffer) != nil else { return "if\(index)" }
   return decodeCString(buffer)
 }

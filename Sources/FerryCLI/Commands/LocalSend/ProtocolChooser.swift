@@ -22,6 +22,8 @@ struct ProtocolChooser: Sendable {
   let targets: LocalSendTargets
   let serviceType: ServiceType
   let output: EventWriter
+  /// Unicast DNS-SD domains looked in for Ferry peers besides the local network.
+  var domains: [BrowseDomain] = []
 
   /// How long after the first match the other protocol may still answer: LocalSend devices
   /// answer announcements sent at once, after 0.5 s and after 2 s.
@@ -39,7 +41,7 @@ struct ProtocolChooser: Sendable {
   ) async throws(CLIFailure) -> Choice {
     let browser: Browser
     do {
-      browser = try Browser(serviceType: serviceType)
+      browser = try Browser(serviceType: serviceType, domains: domains)
     } catch {
       output.note("Ferry peers are not visible (\(error)); looking for LocalSend devices only.")
       return .localSend(

@@ -239,7 +239,8 @@ struct SendCommand: LoggingCommand, AsyncParsableCommand {
         try RememberedRoute.named(wanted, in: knownPeers) == nil
       {
         let chooser = ProtocolChooser(
-          targets: sending.targets, serviceType: serviceType, output: events)
+          targets: sending.targets, serviceType: serviceType, output: events,
+          domains: try domainOptions.resolved())
         switch try await chooser.choose(wanted, as: references[0], until: sending.deadline) {
         case .localSend(let device): found = device
         case .ferry: found = nil
