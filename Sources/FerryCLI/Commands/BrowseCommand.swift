@@ -10,7 +10,7 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
     discussion: """
       Each peer is printed when it is found ('+'), when its addresses or records change ('~') \
       and when it leaves ('-'): when its records are withdrawn or expire, or when its port has \
-      not answered twice in a row (tried every 3 s: within 10 s). Beyond mDNS, after 2 s: known peers that \
+      not answered twice in a row (tried every 2 s: within 10 s). Beyond mDNS, after 2 s: known peers that \
       answer where they were last reached and named addresses ('ferry peers') that answer, \
       which mDNS does not find (another subnet), each said once, with where it was found. Without --timeout, browsing goes on \
       until Ctrl-C (exit 130).

@@ -9,7 +9,7 @@ import Synchronization
 final class BrowseProbe: Sendable {
   /// How often the listed peers are tried: with ``timeout`` and ``misses``, a peer whose
   /// machine or link went is reported gone within 10 s of its last answer.
-  static let interval: Duration = .seconds(3)
+  static let interval: Duration = .seconds(2)
   /// How long a peer's addresses have to answer.
   static let timeout: Duration = .seconds(2)
   /// Failed tries in a row that make a peer gone.
