@@ -251,6 +251,19 @@ def main():
     check(status == 5 and not desk.holds("six-wrong.bin"),
           "a named address whose receiver lacks the named key: exit 5, nothing sent", err)
 
+    # A named address whose name is a trusted peer's is held to that peer's key.
+    other_key = fingerprint_of(home("trusted-other"))
+    ferry("c", named_home, "trust", other_key, "--name", "pinned")
+    added, _, err = ferry("c", named_home, "peers", "add", "pinned",
+                          "office.test:%d" % old_port)
+    status, _, err = ferry("c", named_home, "send", "--to", "pinned", "--timeout", "10",
+                           payload("pinned.bin"))
+    check(added == 0 and status == 5 and not desk.holds("pinned.bin"),
+          "a named address under a trusted peer's name takes that key: another refused", err)
+    short, _, err = ferry("c", named_home, "peers", "add", "shorty", "office.test:1",
+                          "--fingerprint", desk_key[:8])
+    check(short == 2 and "16" in err, "a named key of fewer than 16 digits: exit 2", err)
+
     # Unicast DNS-SD: what desk advertises by mDNS, registered by an administrator in
     # example.test on a real DNS server (dnsmasq) at the router; host c browses it.
     unicast_dns_sd(desk, desk_key)

@@ -33,7 +33,7 @@ extension KnownPeers {
   public static let maximumNameBytes = 64
 
   /// Records that the known peer `fingerprint` was reached as a receiver at `addresses` (each
-  /// `HOST:PORT`; others are left out) on `date`: they go first, the ones remembered before
+  /// `HOST:PORT`; others, and link-local addresses, are left out) on `date`: they go first, the ones remembered before
   /// after them, at most ``maximumAddresses``. A peer not known yet is not added (record it
   /// seen first: ``recordSeen(_:at:)``).
   ///
@@ -41,7 +41,11 @@ extension KnownPeers {
   public func recordReached(
     _ fingerprint: Fingerprint, at addresses: [String], on date: Date = Date()
   ) throws(IdentityError) {
-    let valid = addresses.compactMap { HostPort($0)?.description }
+    // Not a link-local address: an IPv6 one's zone names an interface of this machine, and
+    // neither crosses a router.
+    let valid = addresses.compactMap(HostPort.init).filter {
+      !$0.host.lowercased().hasPrefix("fe80:") && !$0.host.hasPrefix("169.254.")
+    }.map(\.description)
     guard !valid.isEmpty else { return }
     try update { peers, _ in
       guard let index = peers.firstIndex(where: { $0.fingerprint == fingerprint.hexString })

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Ferry
 import Foundation
+import Synchronization
 
 /// `ferry browse`: lists peers as they appear and disappear.
 struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
@@ -104,11 +105,14 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
     defer { probing.cancel() }
     // Beyond mDNS: known peers answering where they were last reached, named addresses.
     let timeout = self.timeout
+    // The keys mDNS found in this browse (the browser lists none once it stops).
+    let seenKeys = Mutex<Set<String>>([])
     let remembered =
       serviceType == .ferry
       ? Task {
         await BrowseRemembered.list(
-          browser: browser, output: output, json: json, until: timeout.map { .seconds($0) })
+          seen: { seenKeys.withLock { $0 } }, output: output, json: json,
+          until: timeout.map { .seconds($0) })
       } : nil
     defer { remembered?.cancel() }
     var foundAny = false
@@ -117,6 +121,9 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
         switch event {
         case .found(let peer):
           foundAny = true
+          if let key = peer.info.fingerprint?.hexString {
+            seenKeys.withLock { _ = $0.insert(key) }
+          }
           _ = probe.reset(peer)
           output.emit(PeerSeen(peer), as: .peerFound)
           if !json { output.say("+ \(Self.humanLine(peer, labelled: localSend != nil))") }
@@ -136,8 +143,8 @@ struct BrowseCommand: LoggingCommand, AsyncParsableCommand {
     } catch let error as DiscoveryError {
       throw cliFailure(error)
     }
-    // Ctrl-C: what is being tried is not waited for.
-    if Interrupts.wasInterrupted { remembered?.cancel() }
+    // The browse is over (its timeout, Ctrl-C): what is still being tried is not waited for.
+    remembered?.cancel()
     let listed = await remembered?.value ?? 0
     try finish(
       foundAny: foundAny || listed > 0 || (localSend?.found ?? 0) > 0, serviceType: serviceType)

@@ -19,11 +19,11 @@ enum BrowseRemembered {
     let source: String
   }
 
-  /// Lists, once, the remembered and named addresses that answer and that `browser` has not
-  /// found by their key; returns how many were listed.
-  static func list(browser: Browser, output: EventWriter, json: Bool, until stop: Duration?)
-    async -> Int
-  {
+  /// Lists, once, the remembered and named addresses that answer and whose key is not among
+  /// those mDNS found (`seen`, read when they have answered); returns how many were listed.
+  static func list(
+    seen: @Sendable () -> Set<String>, output: EventWriter, json: Bool, until stop: Duration?
+  ) async -> Int {
     let started = ContinuousClock.now
     guard (try? await Task.sleep(for: after)) != nil else { return 0 }
     let store = KnownPeers()
@@ -52,7 +52,8 @@ enum BrowseRemembered {
     guard timeout > .zero else { return 0 }
     let answered = await TCPAnswers.answering(
       candidates.map { (host: $0.address.host, port: Int($0.address.port)) }, within: timeout)
-    let seen = Set(browser.peers.compactMap { $0.info.fingerprint?.hexString })
+    guard !Task.isCancelled else { return 0 }
+    let seen = seen()
     var listed: [String] = []
     for candidate in answered.map({ candidates[$0] }) {
       let id = candidate.fingerprint ?? "named:" + candidate.name.lowercased()

@@ -77,7 +77,7 @@ struct PeersListCommand: LoggingCommand, AsyncParsableCommand {
       if !json {
         let key =
           entry.fingerprint.flatMap { try? Fingerprint(parsing: $0) }?.shortDescription
-          ?? "key learnt at the first contact"
+          ?? "no key yet: learnt at the first send"
         output.say(
           "named    \(entry.name)  \(entry.address)  [\(key)]"
             + (source == "config" ? "  (config)" : ""))
@@ -115,7 +115,8 @@ struct PeersAddCommand: LoggingCommand, AsyncParsableCommand {
 
       Examples:
         ferry peers add office nas.example.org:53000
-        ferry peers add desk '[2001:db8::20]:53000' --fingerprint 87CB4D07A2350185
+        ferry peers add desk '[2001:db8::20]:53000' --fingerprint \\
+          87CB4D07A235018543FF415255E1558155AFBC3D74ADAEB33A1CB8968C4F916C
       """)
 
   @OptionGroup var logging: LogOptions
@@ -133,6 +134,16 @@ struct PeersAddCommand: LoggingCommand, AsyncParsableCommand {
 
   func run() async throws {
     let store = KnownPeers()
+    if let fingerprint, let digits = Fingerprint.prefixLength(of: fingerprint),
+      digits < Fingerprint.minimumPrefixDigits
+    {
+      throw CLIFailure(
+        status: .usage,
+        message: "'\(DisplayText.escaping(fingerprint))' is \(digits) digits: a named key takes "
+          + "at least \(Fingerprint.minimumPrefixDigits) of a known peer's, or all 64 (another "
+          + "key can be made to match fewer)",
+        code: .shortFingerprint)
+    }
     let key = try fingerprint.map { text throws(CLIFailure) in
       try resolveFingerprint(text, in: store, allowUnknown: true)
     }
@@ -141,7 +152,11 @@ struct PeersAddCommand: LoggingCommand, AsyncParsableCommand {
       entry = try store.addNamed(name, address: address, fingerprint: key)
     } catch let error as NamedAddressError {
       let code: ErrorCode =
-        if case .invalidAddress = error { .invalidAddress } else { .invalidName }
+        switch error {
+        case .invalidAddress: .invalidAddress
+        case .invalidName: .invalidName
+        case .tooMany: .usage
+        }
       throw CLIFailure(status: .usage, message: error.description, code: code)
     } catch {
       throw CLIFailure(status: .transferFailed, message: "\(error)", code: .peersFile)
@@ -177,6 +192,15 @@ struct PeersRemoveCommand: LoggingCommand, AsyncParsableCommand {
       throw CLIFailure(status: .transferFailed, message: error.description, code: .peersFile)
     }
     guard removed else {
+      if let configured = RememberedRoute.configured.first(where: {
+        $0.name.lowercased() == name.trimmingCharacters(in: .whitespaces).lowercased()
+      }) {
+        throw CLIFailure(
+          status: .usage,
+          message: "'\(DisplayText.escaping(configured.name))' is named in the config: remove its "
+            + "[peers.\(configured.name)] table there",
+          code: .unknownPeer)
+      }
       throw CLIFailure(
         status: .usage, message: "no address is named '\(DisplayText.escaping(name))'",
         code: .unknownPeer)

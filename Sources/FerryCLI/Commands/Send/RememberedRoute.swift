@@ -57,7 +57,44 @@ enum RememberedRoute: Sendable {
           + "(\(DisplayText.quoted(named.address))): add it again with 'ferry peers add'",
         code: .invalidAddress)
     }
-    return .named(named, address)
+    return .named(try pinnedToTrust(named, in: knownPeers), address)
+  }
+
+  /// `named`, held to the key of a trusted peer of the same name (`ferry trust FPR --name N`):
+  /// a name pinned to a key is not a first contact with whatever answers at an address.
+  ///
+  /// - Throws: ``CLIFailure`` (`key-changed`, exit 5) when the address names another key than
+  ///   the trusted peer's; (`ambiguous-peer`) when several trusted keys have the name.
+  private static func pinnedToTrust(_ named: KnownPeers.NamedAddress, in knownPeers: KnownPeers)
+    throws(CLIFailure) -> KnownPeers.NamedAddress
+  {
+    let wanted = named.name.trimmingCharacters(in: .whitespaces).lowercased()
+    let trusted = ((try? knownPeers.all()) ?? []).filter {
+      $0.trusted && $0.name.trimmingCharacters(in: .whitespaces).lowercased() == wanted
+    }
+    guard !trusted.isEmpty else { return named }
+    let shown = DisplayText.escaping(named.name)
+    if let key = named.fingerprint {
+      guard trusted.contains(where: { $0.fingerprint == key.uppercased() }) else {
+        throw CLIFailure(
+          status: .authentication,
+          message: "'\(shown)' is a trusted peer's name with another key than the address named "
+            + "'\(shown)': send by fingerprint, or name the address again with the trusted key "
+            + "(ferry peers add '\(shown)' \(named.address) --fingerprint KEY)",
+          code: .keyChanged)
+      }
+      return named
+    }
+    guard trusted.count == 1 else {
+      throw CLIFailure(
+        status: .usage,
+        message: "'\(shown)' is the name of several trusted peers: name the address with "
+          + "--fingerprint",
+        code: .ambiguousPeer)
+    }
+    var pinned = named
+    pinned.fingerprint = trusted[0].fingerprint
+    return pinned
   }
 
   /// The remembered addresses of the known keys `reference` stands for: by fingerprint (a

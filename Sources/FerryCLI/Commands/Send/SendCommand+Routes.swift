@@ -43,17 +43,31 @@ extension SendCommand {
     case .remembered(let route):
       guard claimed.claim(route.fingerprint) else { return nil }
       let address = route.address.description
-      let failure = await delivery.send(
-        toAddress: address, host: route.address.host, port: route.address.port,
-        to: (name, PeerReference.fingerprint(route.fingerprint)))
-      if failure?.kind == .authentication,
+      guard
+        let failure = await delivery.send(
+          toAddress: address, host: route.address.host, port: route.address.port,
+          to: (name, PeerReference.fingerprint(route.fingerprint)))
+      else { return nil }
+      if failure.kind == .authentication,
         (try? knownPeers.forgetAddress(address, of: route.fingerprint)) == true
       {
         output.note(
           "Another key answers at \(address) now: not \(DisplayText.quoted(route.name)). "
             + "That address is forgotten.")
       }
-      return failure.map(CLIFailure.init)
+      // Nothing was sent there (another machine has the address now, or nothing answers):
+      // discovery goes on for what is left of --timeout.
+      guard [.authentication, .noPeer, .invitationFailed].contains(failure.kind),
+        delivery.deadline > .now
+      else { return CLIFailure(failure) }
+      output.note("Looking for \(DisplayText.quoted(route.name)) on this network again…")
+      do throws(CLIFailure) {
+        let (target, pinned) = try await finder.find(name, as: reference, ask: ask)
+        return await delivery.send(to: target, browser: browser, pinned: pinned)
+          .map(CLIFailure.init)
+      } catch {
+        return CLIFailure(failure)
+      }
     }
   }
 
