@@ -59,13 +59,7 @@ if grep -l "conflict" "$BASE"/*/avahi.log; then
 fi
 log "hosts up: ${HOSTS[*]} ($SUBNET.1-${#HOSTS[@]}, ${SUBNET6}:1-${#HOSTS[@]})"
 
-cat >"$BASE/on" <<X
-#!/bin/sh
-h=\$1; shift
-DBUS_SYSTEM_BUS_ADDRESS="unix:path=$BASE/\$h/bus.sock" exec ip netns exec "$P-\$h" "\$@"
-X
-chmod 755 "$BASE/on"
-export FERRY_TEST_ON="$BASE/on"
+write_on_script "$BASE" "$P"
 hosts=""
 i=0
 for h in "${HOSTS[@]}"; do i=$((i + 1)); hosts="$hosts $h=$SUBNET.$i"; done

@@ -122,6 +122,20 @@ X
   chmod 755 "$dir/restart-avahi"
 }
 
+# write_on_script BASE PREFIX: BASE/on HOST PROG ARGS... runs PROG inside namespace
+# PREFIX-HOST with that host's bus (BASE/HOST/bus.sock) as the system bus; exported as
+# FERRY_TEST_ON.
+write_on_script() {
+  local base=$1 prefix=$2
+  cat >"$base/on" <<X
+#!/bin/sh
+h=\$1; shift
+DBUS_SYSTEM_BUS_ADDRESS="unix:path=$base/\$h/bus.sock" exec ip netns exec "$prefix-\$h" "\$@"
+X
+  chmod 755 "$base/on"
+  export FERRY_TEST_ON="$base/on"
+}
+
 # stop_started: stops every process we started (newest first), by the PIDs we recorded.
 stop_started() {
   local i pid

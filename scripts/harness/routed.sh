@@ -97,13 +97,7 @@ for h in "${HOSTS[@]}"; do
 done
 log "routed hosts up: a ${ADDR4[a]}, b ${ADDR4[b]} | router | c ${ADDR4[c]}"
 
-cat >"$BASE/on" <<X
-#!/bin/sh
-h=\$1; shift
-DBUS_SYSTEM_BUS_ADDRESS="unix:path=$BASE/\$h/bus.sock" exec ip netns exec "$P-\$h" "\$@"
-X
-chmod 755 "$BASE/on"
-export FERRY_TEST_ON="$BASE/on"
+write_on_script "$BASE" "$P"
 export FERRY_TEST_HOSTS="a=${ADDR4[a]} b=${ADDR4[b]} c=${ADDR4[c]}"
 export FERRY_TEST_ROUTER="$P-r"
 "$@"

@@ -28,9 +28,7 @@ enum BrowseRemembered {
     guard (try? await Task.sleep(for: after)) != nil else { return 0 }
     let store = KnownPeers()
     var candidates: [Candidate] = []
-    let known = ((try? store.all()) ?? []).filter { $0.addresses?.isEmpty == false }
-      .sorted { ($0.reachedAt ?? .distantPast) > ($1.reachedAt ?? .distantPast) }
-      .prefix(maximumPeers)
+    let known = RememberedRoute.lastReached(maximumPeers, in: store)
     for entry in known {
       for address in (entry.addresses ?? []).compactMap(HostPort.init) {
         candidates.append(

@@ -10,24 +10,13 @@ extension Courier {
   /// so that one that stalls does not use up the holder's time.
   func deliver(_ entry: OutboxEntry, to peers: [DiscoveredPeer], browser: Browser) async {
     guard let (entry, batch, base) = await begin(entry) else { return }
-    let session: Session
-    do {
-      session = try Session(
-        identity: configuration.identity, displayName: configuration.name, accepting: [])
-    } catch {
-      return end(entry.id, SendFailure(.usage, "\(error)"))
-    }
+    guard let session = session(for: entry.id) else { return }
     // The list may have emptied since the peer was seen (a goodbye): nothing was sent.
     var failure: SendFailure? = SendFailure(.noPeer, "\(entry.to) went away")
     // In a random order: whoever announces the key under names that sort first does not go
     // first every time.
     for peer in peers.shuffled() {
-      let delivery = FerryDelivery(
-        session: session, batch: batch, summary: batch.summary,
-        deadline: .now + Self.findTimeout, retry: RetryPolicy(retryFor: .seconds(60)),
-        checksum: .xxh3, knownPeers: configuration.knownPeers, decider: RefusingSendDecider(),
-        events: track(entry.id, base: base))
-      registerStop(entry.id) { _ = await delivery.interrupt() }
+      let delivery = delivery(of: entry.id, batch, base: base, over: session)
       // Cancelled, or the daemon stopping, before its stop was there to call: nothing is sent.
       if let halted = halted(entry.id) {
         failure = halted
@@ -52,19 +41,8 @@ extension Courier {
     guard let key = try? Fingerprint(parsing: entry.fingerprint) else {
       return end(entry.id, SendFailure(.authentication, "the send's key is not a fingerprint"))
     }
-    let session: Session
-    do {
-      session = try Session(
-        identity: configuration.identity, displayName: configuration.name, accepting: [])
-    } catch {
-      return end(entry.id, SendFailure(.usage, "\(error)"))
-    }
-    let delivery = FerryDelivery(
-      session: session, batch: batch, summary: batch.summary,
-      deadline: .now + Self.findTimeout, retry: RetryPolicy(retryFor: .seconds(60)),
-      checksum: .xxh3, knownPeers: configuration.knownPeers, decider: RefusingSendDecider(),
-      events: track(entry.id, base: base))
-    registerStop(entry.id) { _ = await delivery.interrupt() }
+    guard let session = session(for: entry.id) else { return }
+    let delivery = delivery(of: entry.id, batch, base: base, over: session)
     var failure: SendFailure?
     if let halted = halted(entry.id) {
       failure = halted
@@ -81,6 +59,32 @@ extension Courier {
     }
     await session.closeAndWait(timeout: .seconds(1))
     end(entry.id, failure)
+  }
+
+  /// The session an attempt at send `id` delivers over; nil when none could be made (the
+  /// attempt is then ended).
+  private func session(for id: String) -> Session? {
+    do {
+      return try Session(
+        identity: configuration.identity, displayName: configuration.name, accepting: [])
+    } catch {
+      end(id, SendFailure(.usage, "\(error)"))
+      return nil
+    }
+  }
+
+  /// One Ferry delivery of send `id`'s `batch` over `session` (what was settled before counts
+  /// from `base`), stopped by a cancel or the daemon's stop.
+  private func delivery(of id: String, _ batch: SendBatch, base: UInt64, over session: Session)
+    -> FerryDelivery
+  {
+    let delivery = FerryDelivery(
+      session: session, batch: batch, summary: batch.summary,
+      deadline: .now + Self.findTimeout, retry: RetryPolicy(retryFor: .seconds(60)),
+      checksum: .xxh3, knownPeers: configuration.knownPeers, decider: RefusingSendDecider(),
+      events: track(id, base: base))
+    registerStop(id) { _ = await delivery.interrupt() }
+    return delivery
   }
 
   /// Why send `id` must not go on: cancelled, or the daemon stopping; nil when it may.

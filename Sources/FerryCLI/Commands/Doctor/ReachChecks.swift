@@ -13,10 +13,7 @@ enum ReachChecks {
   /// The `multicast` check: remembered peers that answer, against what mDNS finds of
   /// `serviceType` (not looked for when avahi-daemon is down: `avahiUp` false).
   static func multicast(_ serviceType: ServiceType, avahiUp: Bool) async -> DoctorCheck {
-    let known = ((try? KnownPeers().all()) ?? [])
-      .filter { $0.addresses?.isEmpty == false }
-      .sorted { ($0.reachedAt ?? .distantPast) > ($1.reachedAt ?? .distantPast) }
-      .prefix(maximumPeers)
+    let known = RememberedRoute.lastReached(maximumPeers, in: KnownPeers())
     guard !known.isEmpty else {
       return .ok("multicast", "no peer was reached at a remembered address yet: nothing to compare")
     }

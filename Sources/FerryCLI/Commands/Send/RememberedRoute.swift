@@ -25,6 +25,14 @@ enum RememberedRoute: Sendable {
   /// How long remembered addresses have to answer a TCP connect, all at once.
   static let answerTimeout: Duration = .seconds(3)
 
+  /// The known peers reached at remembered addresses, the `limit` reached last first.
+  static func lastReached(_ limit: Int, in knownPeers: KnownPeers) -> [KnownPeers.Entry] {
+    Array(
+      ((try? knownPeers.all()) ?? []).filter { $0.addresses?.isEmpty == false }
+        .sorted { ($0.reachedAt ?? .distantPast) > ($1.reachedAt ?? .distantPast) }
+        .prefix(limit))
+  }
+
   /// The config's `[peers.NAME]` tables (``ConfigPeer``).
   static var configured: [ConfigPeer] { SharedConfig.peers }
 
