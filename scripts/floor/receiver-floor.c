@@ -5,7 +5,8 @@
 //   receiver-floor SRC DST THREADS
 //
 // SRC's tree is listed first (not timed): its folders and each file's size, in the byte order
-// of their paths (the order `ferry send` walks a tree in). Then, timed: the folders are made
+// of their paths (for trees whose names have no byte below '/', the order `ferry send` walks
+// them in). Then, timed: the folders are made
 // under DST, and the files go in consecutive groups of 10 000, as `ferry send` offers them. In
 // each group, THREADS threads do for every file what the receiver does — openat(O_CREAT|O_EXCL)
 // in one staging folder, flock, pwrite the bytes, fsetxattr the sender's mark (its 32-byte key
@@ -15,7 +16,8 @@
 // spread its work); files directly in SRC are dealt out in turn, so in a flat tree the threads
 // share the staging and the destination folder, and their figure shows what those folders'
 // locks allow. The bytes written are a pool of the largest file's size, not SRC's: the cost of
-// the calls does not depend on what the bytes are.
+// the calls does not depend on what the bytes are. Left out: the receiver's background syncfs
+// every 2048 small files, which only starts the final one's work early.
 //
 // Prints one line: "FILES SECONDS SYNC" — the wall clock from the first mkdir to the end of
 // the last syncfs, and of it the seconds the syncfs calls took.
@@ -63,12 +65,11 @@ static char *copy(const char *text, size_t length) {
   return result;
 }
 
-// The index of `rel`'s top-level folder; a file directly in SRC gets a turn of its own
-// (folders come in nftw's order, each whole, so the last one seen is the one to compare with
-// first).
-static int owner_of(const char *rel) {
+// The index of `rel`'s top-level folder (entries come sorted, each folder whole, so the last
+// one seen is the one to compare with first); an entry directly in SRC takes the next turn.
+static int owner_of(const char *rel, size_t *turn) {
   const char *slash = strchr(rel, '/');
-  if (!slash) return (int)(count % max_threads);
+  if (!slash) return (int)((*turn)++ % max_threads);
   size_t len = (size_t)(slash - rel);
   for (size_t i = top_count; i-- > 0;)
     if (strlen(tops[i]) == len && strncmp(tops[i], rel, len) == 0) return (int)i;
@@ -76,6 +77,13 @@ static int owner_of(const char *rel) {
   if (!tops) die("memory");
   tops[top_count] = copy(rel, len);
   return (int)top_count++;
+}
+
+// Gives each entry its owner, in the sorted order: the index of its top-level folder among
+// SRC's top-level folders, or — for an entry directly in SRC — the next turn.
+static void deal(void) {
+  size_t turn = 0;
+  for (size_t i = 0; i < count; i++) entries[i].owner = owner_of(entries[i].path, &turn);
 }
 
 static int visit(const char *path, const struct stat *st, int type, struct FTW *ftw) {
@@ -89,7 +97,7 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
     if (!entries) die("memory");
   }
   long long size = type == FTW_D ? -1 : (long long)st->st_size;
-  entries[count] = (struct entry){copy(rel, strlen(rel)), size, owner_of(rel)};
+  entries[count] = (struct entry){copy(rel, strlen(rel)), size, 0};
   count++;
   if (size > largest) largest = size;
   return 0;
@@ -167,6 +175,7 @@ int main(int argc, char **argv) {
   mark_prefix = strlen(name ? name + 1 : src) + 1;
   if (nftw(src, visit, 64, FTW_PHYS) != 0) die(src);
   qsort(entries, count, sizeof *entries, by_path);
+  deal();
   pool = malloc(largest > 0 ? (size_t)largest : 1);
   if (!pool) die("memory");
   for (long long i = 0; i < largest; i++) pool[i] = (char)(i * 131 + 7);
