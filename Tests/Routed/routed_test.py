@@ -77,6 +77,18 @@ def ferry(host, ferry_home, *args, timeout=60):
     return done.returncode, events, done.stderr
 
 
+def end(process, signum=signal.SIGTERM, grace=10):
+    """Ends `process` (one this test started) with `signum`, and kills it if it is still
+    running `grace` seconds later."""
+    if process.poll() is None:
+        process.send_signal(signum)
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class Receiver:
     """`ferry receive --yes --json` on a host, with a home and folder of its own; its events are
     read as they come (a thread drains its stdout, so that it never blocks on a full pipe)."""
@@ -112,13 +124,7 @@ class Receiver:
             raise RuntimeError("receiver did not start: " + self.log.read())
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        end(self.process, signal.SIGINT)
 
     def holds(self, name):
         return os.path.exists(os.path.join(self.dir, name))
@@ -308,12 +314,7 @@ def outbox_across(desk, desk_key):
               "the daemon's outbox delivers across the router, at the remembered address",
               listed + open(log.name).read()[-2000:])
     finally:
-        daemon.terminate()
-        try:
-            daemon.wait(20)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
+        end(daemon, grace=20)
 
 
 def localsend_scan():
@@ -354,12 +355,7 @@ def localsend_scan():
         check(status == 0 and os.path.exists(os.path.join(peer_dir, "phone.bin")),
               "send --localsend reaches it across the router, found by the scan", err)
     finally:
-        peer.terminate()
-        try:
-            peer.wait(10)
-        except subprocess.TimeoutExpired:
-            peer.kill()
-            peer.wait()
+        end(peer)
 
 
 def unicast_dns_sd(desk, desk_key):
