@@ -140,6 +140,14 @@ let package = Package(
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "NIOHTTP1", package: "swift-nio"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+      ],
+      resources: [
+        .embedInCode("UI/Assets/icon.svg"),
+        .embedInCode("UI/Assets/signed-out.html"),
+        .embedInCode("UI/Assets/ui-format.js"),
+        .embedInCode("UI/Assets/ui.css"),
+        .embedInCode("UI/Assets/ui.html"),
+        .embedInCode("UI/Assets/ui.js"),
       ]
     ),
     .executableTarget(

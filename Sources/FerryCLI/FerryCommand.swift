@@ -35,7 +35,7 @@ struct FerryCommand: LoggingCommand, AsyncParsableCommand {
       PeersCommand.self,
       TrustCommand.self, ForgetCommand.self, DoctorCommand.self, DaemonCommand.self,
       StatusCommand.self, OffersCommand.self, AcceptCommand.self, DeclineCommand.self,
-      OutboxCommand.self, EventsCommand.self,
+      OutboxCommand.self, EventsCommand.self, UICommand.self,
     ])
 
   @OptionGroup var logging: LogOptions

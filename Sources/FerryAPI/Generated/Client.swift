@@ -965,6 +965,89 @@ package struct Client: APIProtocol {
             }
         )
     }
+    /// A link that opens the daemon's web page, once (what `ferry ui` opens).
+    ///
+    /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in
+    /// /v1/status). The link carries a secret that works once, within 60 s: the page turns it
+    /// into a cookie (HttpOnly, SameSite=Strict) and forgets it. `409 no-ui` when the daemon
+    /// runs without its page (`--ui-port off`).
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/ui/login`.
+    /// - Remark: Generated from `#/paths//v1/ui/login/post(createUILogin)`.
+    package func createUILogin(_ input: Operations.createUILogin.Input) async throws -> Operations.createUILogin.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.createUILogin.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/ui/login",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .post
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 201:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.createUILogin.Output.Created.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.UILogin.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .created(.init(body: body))
+                default:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Problem.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(body: body)
+                    )
+                }
+            }
+        )
+    }
     /// This document.
     ///
     /// - Remark: HTTP `GET /v1/openapi.yaml`.

@@ -160,6 +160,17 @@ extension APIProtocol {
         )
         try transport.register(
             {
+                try await server.createUILogin(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .post,
+            path: server.apiPathComponentsWithServerPrefix("/v1/ui/login")
+        )
+        try transport.register(
+            {
                 try await server.getDocument(
                     request: $0,
                     body: $1,
@@ -940,6 +951,75 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                 case let .ok(value):
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 200)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// A link that opens the daemon's web page, once (what `ferry ui` opens).
+    ///
+    /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in
+    /// /v1/status). The link carries a secret that works once, within 60 s: the page turns it
+    /// into a cookie (HttpOnly, SameSite=Strict) and forgets it. `409 no-ui` when the daemon
+    /// runs without its page (`--ui-port off`).
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/ui/login`.
+    /// - Remark: Generated from `#/paths//v1/ui/login/post(createUILogin)`.
+    func createUILogin(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.createUILogin.id,
+            using: {
+                APIHandler.createUILogin($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let headers: Operations.createUILogin.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                return Operations.createUILogin.Input(headers: headers)
+            },
+            serializer: { output, request in
+                switch output {
+                case let .created(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 201)
                     suppressMutabilityWarning(&response)
                     let body: OpenAPIRuntime.HTTPBody
                     switch value.body {

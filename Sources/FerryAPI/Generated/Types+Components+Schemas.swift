@@ -123,21 +123,29 @@ extension Components {
                 ///
                 /// - Remark: Generated from `#/components/schemas/Status/ports/localsend`.
                 package var localsend: Swift.Int?
+                /// The web page's port on 127.0.0.1 and ::1; absent when it is off.
+                ///
+                /// - Remark: Generated from `#/components/schemas/Status/ports/ui`.
+                package var ui: Swift.Int?
                 /// Creates a new `portsPayload`.
                 ///
                 /// - Parameters:
                 ///   - ferry:
                 ///   - localsend: Absent when the daemon does not receive from LocalSend apps.
+                ///   - ui: The web page's port on 127.0.0.1 and ::1; absent when it is off.
                 package init(
                     ferry: Swift.Int,
-                    localsend: Swift.Int? = nil
+                    localsend: Swift.Int? = nil,
+                    ui: Swift.Int? = nil
                 ) {
                     self.ferry = ferry
                     self.localsend = localsend
+                    self.ui = ui
                 }
                 package enum CodingKeys: String, CodingKey {
                     case ferry
                     case localsend
+                    case ui
                 }
                 package init(from decoder: any Swift.Decoder) throws {
                     let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -149,9 +157,14 @@ extension Components {
                         Swift.Int.self,
                         forKey: .localsend
                     )
+                    self.ui = try container.decodeIfPresent(
+                        Swift.Int.self,
+                        forKey: .ui
+                    )
                     try decoder.ensureNoAdditionalProperties(knownKeys: [
                         "ferry",
-                        "localsend"
+                        "localsend",
+                        "ui"
                     ])
                 }
             }
@@ -1289,6 +1302,46 @@ extension Components {
                 )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "offers"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/UILogin`.
+        package struct UILogin: Codable, Hashable, Sendable {
+            /// `http://127.0.0.1:PORT/login?token=…`: open it once, in a browser of this machine.
+            ///
+            /// - Remark: Generated from `#/components/schemas/UILogin/url`.
+            package var url: Swift.String
+            /// - Remark: Generated from `#/components/schemas/UILogin/expires`.
+            package var expires: Foundation.Date
+            /// Creates a new `UILogin`.
+            ///
+            /// - Parameters:
+            ///   - url: `http://127.0.0.1:PORT/login?token=…`: open it once, in a browser of this machine.
+            ///   - expires:
+            package init(
+                url: Swift.String,
+                expires: Foundation.Date
+            ) {
+                self.url = url
+                self.expires = expires
+            }
+            package enum CodingKeys: String, CodingKey {
+                case url
+                case expires
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.url = try container.decode(
+                    Swift.String.self,
+                    forKey: .url
+                )
+                self.expires = try container.decode(
+                    Foundation.Date.self,
+                    forKey: .expires
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "url",
+                    "expires"
                 ])
             }
         }

@@ -1600,6 +1600,141 @@ package enum Operations {
             }
         }
     }
+    /// A link that opens the daemon's web page, once (what `ferry ui` opens).
+    ///
+    /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in
+    /// /v1/status). The link carries a secret that works once, within 60 s: the page turns it
+    /// into a cookie (HttpOnly, SameSite=Strict) and forgets it. `409 no-ui` when the daemon
+    /// runs without its page (`--ui-port off`).
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/ui/login`.
+    /// - Remark: Generated from `#/paths//v1/ui/login/post(createUILogin)`.
+    package enum createUILogin {
+        package static let id: Swift.String = "createUILogin"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/ui/login/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.createUILogin.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.createUILogin.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.createUILogin.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            package init(headers: Operations.createUILogin.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Created: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/ui/login/POST/responses/201/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/ui/login/POST/responses/201/content/application\/json`.
+                    case json(Components.Schemas.UILogin)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.UILogin {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.createUILogin.Output.Created.Body
+                /// Creates a new `Created`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.createUILogin.Output.Created.Body) {
+                    self.body = body
+                }
+            }
+            /// The link, and until when it works.
+            ///
+            /// - Remark: Generated from `#/paths//v1/ui/login/post(createUILogin)/responses/201`.
+            ///
+            /// HTTP response code: `201 created`.
+            case created(Operations.createUILogin.Output.Created)
+            /// The associated value of the enum case if `self` is `.created`.
+            ///
+            /// - Throws: An error if `self` is not `.created`.
+            /// - SeeAlso: `.created`.
+            package var created: Operations.createUILogin.Output.Created {
+                get throws {
+                    switch self {
+                    case let .created(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "created",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// What went wrong (4xx: the request; 5xx: never expected).
+            ///
+            /// - Remark: Generated from `#/paths//v1/ui/login/post(createUILogin)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            package var `default`: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// This document.
     ///
     /// - Remark: HTTP `GET /v1/openapi.yaml`.

@@ -100,6 +100,17 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /v1/history`.
     /// - Remark: Generated from `#/paths//v1/history/get(getHistory)`.
     func getHistory(_ input: Operations.getHistory.Input) async throws -> Operations.getHistory.Output
+    /// A link that opens the daemon's web page, once (what `ferry ui` opens).
+    ///
+    /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in
+    /// /v1/status). The link carries a secret that works once, within 60 s: the page turns it
+    /// into a cookie (HttpOnly, SameSite=Strict) and forgets it. `409 no-ui` when the daemon
+    /// runs without its page (`--ui-port off`).
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/ui/login`.
+    /// - Remark: Generated from `#/paths//v1/ui/login/post(createUILogin)`.
+    func createUILogin(_ input: Operations.createUILogin.Input) async throws -> Operations.createUILogin.Output
     /// This document.
     ///
     /// - Remark: HTTP `GET /v1/openapi.yaml`.
@@ -254,6 +265,19 @@ extension APIProtocol {
             query: query,
             headers: headers
         ))
+    }
+    /// A link that opens the daemon's web page, once (what `ferry ui` opens).
+    ///
+    /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in
+    /// /v1/status). The link carries a secret that works once, within 60 s: the page turns it
+    /// into a cookie (HttpOnly, SameSite=Strict) and forgets it. `409 no-ui` when the daemon
+    /// runs without its page (`--ui-port off`).
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/ui/login`.
+    /// - Remark: Generated from `#/paths//v1/ui/login/post(createUILogin)`.
+    package func createUILogin(headers: Operations.createUILogin.Input.Headers = .init()) async throws -> Operations.createUILogin.Output {
+        try await createUILogin(Operations.createUILogin.Input(headers: headers))
     }
     /// This document.
     ///

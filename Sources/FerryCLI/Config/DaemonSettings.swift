@@ -10,7 +10,15 @@ struct DaemonSettings: Sendable, Equatable {
   /// Where the control API's socket is (default: `$XDG_RUNTIME_DIR/ferry/api.sock`, else
   /// `run/api.sock` in Ferry's home).
   var socket: String?
+  /// Whether the daemon serves its web page (`ferry ui`).
+  var ui = true
+  /// The web page's port on 127.0.0.1 and ::1 (nil: ``defaultUIPort``, else one the system
+  /// picks when it is taken; 0: one the system picks).
+  var uiPort: Int?
+
+  /// The web page's port when none is given.
+  static let defaultUIPort = 8385
 
   /// The keys `[daemon]` takes.
-  static let keys = ["notify", "outbox_days", "history", "socket"]
+  static let keys = ["notify", "outbox_days", "history", "socket", "ui", "ui_port"]
 }

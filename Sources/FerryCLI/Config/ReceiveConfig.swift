@@ -91,6 +91,8 @@ struct ReceiveConfig: Sendable, Equatable {
       case "outbox_days": daemon.outboxDays = try value.number(key, in: 0.01...3650)
       case "history": daemon.history = try value.integer(key, in: 10...100_000)
       case "socket": daemon.socket = Self.folder(try value.string(key), relativeTo: path)
+      case "ui": daemon.ui = try value.boolean(key)
+      case "ui_port": daemon.uiPort = try value.integer(key, in: 0...65535)
       default:
         throw ConfigError(
           line: value.line,

@@ -40,6 +40,7 @@ enum Event: String, CaseIterable, Sendable {
   case sendEnded = "send-ended"
   case outboxProblem = "outbox-problem"
   case asking
+  case around
 
   /// Every event record, by the events it is: what each event's fields are read from.
   static let records: [any EventRecord.Type] = [
@@ -54,6 +55,7 @@ enum Event: String, CaseIterable, Sendable {
     SendDone.self, ReceiveDone.self, Retrying.self, Resumed.self, StagingCleaned.self,
     Failure.self, Check.self, IdentityShown.self, KnownPeer.self, NamedPeer.self, SendQueued.self,
     SendDelivering.self, SendEnded.self, OutboxProblem.self, QuestionAsked.self,
+    AroundChanged.self,
   ]
 
   /// The fields of each element of a discovered peer's `addresses`.

@@ -20,16 +20,20 @@ package struct APIHandler: APIProtocol {
     package let history: History
     /// The events.
     package let events: EventLog
+    /// A one-time link to the web page, nil when there is none.
+    package let uiLogin: @Sendable () -> (url: String, expires: Date)?
 
     /// The parts.
     package init(
       status: @escaping @Sendable () -> Components.Schemas.Status,
       peers: @escaping @Sendable () -> Components.Schemas.Peers, sends: DaemonSends,
-      offers: OpenOffers, history: History, events: EventLog
+      offers: OpenOffers, history: History, events: EventLog,
+      uiLogin: @escaping @Sendable () -> (url: String, expires: Date)? = { nil }
     ) {
       (self.status, self.peers, self.sends, self.offers, self.history, self.events) = (
         status, peers, sends, offers, history, events
       )
+      self.uiLogin = uiLogin
     }
   }
 
@@ -63,23 +67,17 @@ package struct APIHandler: APIProtocol {
     guard let reader = parts.events.follow(since: since) else {
       throw APIProblem(503, "unavailable", "too many clients follow the events; try again later")
     }
-    // A reader the log let go (1 MiB behind) ends with an error: its connection is closed,
-    // never ended as if the daemon had stopped.
-    let (chunks, sink) = AsyncThrowingStream<ArraySlice<UInt8>, any Error>.makeStream()
-    let pump = Task {
-      for await delivery in reader.stream {
-        switch delivery {
-        case .record(let record):
-          reader.consumed(record.line.utf8.count)
-          sink.yield(ArraySlice(record.line.utf8))
-        case .overrun:
-          return sink.finish(throwing: APIProblem(503, "overrun", "the reader fell behind"))
-        }
-      }
-      sink.finish()
-    }
-    sink.onTermination = { _ in pump.cancel() }
+    let chunks = reader.chunks { ArraySlice($0.line.utf8) }
     return .ok(.init(body: .application_x_hyphen_ndjson(HTTPBody(chunks, length: .unknown))))
+  }
+
+  package func createUILogin(_ input: Operations.createUILogin.Input) async throws
+    -> Operations.createUILogin.Output
+  {
+    guard let login = parts.uiLogin() else {
+      throw APIProblem(409, "no-ui", "the daemon runs without its page (--ui-port off)")
+    }
+    return .created(.init(body: .json(.init(url: login.url, expires: login.expires))))
   }
 
   package func listSends(_ input: Operations.listSends.Input) async throws

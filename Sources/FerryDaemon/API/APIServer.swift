@@ -117,27 +117,38 @@ package final class APIServer: Sendable {
       guard peer.uid == user || peer.uid == 0 else {
         return refuse(channel, uid: peer.uid, user: user)
       }
-      guard let slot = slots.admit(channel, from: "uid \(peer.uid)") else {
-        // Every connection is under way (event streams, say): said, not dropped.
-        return channel.eventLoop.makeCompletedFuture {
-          try channel.pipeline.syncOperations.addHandler(
-            Refusal(
-              APIProblem(503, "unavailable", "too many connections at once; try again"),
-              status: "503 Service Unavailable"))
-        }
-      }
-      channel.closeFuture.whenComplete { _ in slots.release(slot) }
-      do {
-        try HTTPServing.serve(
-          channel, endpoints: APIEndpoints(routes: routes, slots: slots),
-          address: "uid \(peer.uid)", slot: slot, budget: nil,
-          limits: HTTPRequestStateMachine.Limits(requestDeadline: .seconds(10)),
-          idleTimeout: .seconds(30))
-        return channel.eventLoop.makeSucceededVoidFuture()
-      } catch {
-        return channel.close()
-      }
+      return serve(
+        channel, from: "uid \(peer.uid)", slots: slots,
+        endpoints: APIEndpoints(routes: routes, slots: slots))
     }.flatMapError { _ in channel.close() }
+  }
+
+  /// Serves `channel`, from `address`, by `endpoints` in a slot of `slots` (a 10 s request
+  /// deadline, 30 s of silence); with every slot busy, answers 503 and closes it. The API's
+  /// and the web page's servers alike.
+  static func serve(
+    _ channel: any Channel, from address: String, slots: ConnectionSlots,
+    endpoints: some HTTPEndpoints
+  ) -> EventLoopFuture<Void> {
+    guard let slot = slots.admit(channel, from: address) else {
+      // Every connection is under way (event streams, say): said, not dropped.
+      return channel.eventLoop.makeCompletedFuture {
+        try channel.pipeline.syncOperations.addHandler(
+          Refusal(
+            APIProblem(503, "unavailable", "too many connections at once; try again"),
+            status: "503 Service Unavailable"))
+      }
+    }
+    channel.closeFuture.whenComplete { _ in slots.release(slot) }
+    do {
+      try HTTPServing.serve(
+        channel, endpoints: endpoints, address: address, slot: slot, budget: nil,
+        limits: HTTPRequestStateMachine.Limits(requestDeadline: .seconds(10)),
+        idleTimeout: .seconds(30))
+      return channel.eventLoop.makeSucceededVoidFuture()
+    } catch {
+      return channel.close()
+    }
   }
 
   /// Tells a process of another user why it is turned away, and closes its connection (once
@@ -219,7 +230,7 @@ package final class APIServer: Sendable {
 /// that sends nothing is closed after 5 s). Answering after its request, not at once: a client
 /// whose connection closes before it wrote its request reports a failure to connect, not the
 /// reason.
-private final class Refusal: ChannelInboundHandler, @unchecked Sendable {
+final class Refusal: ChannelInboundHandler, @unchecked Sendable {
   typealias InboundIn = ByteBuffer
   private let problem: APIProblem
   private let status: String

@@ -164,5 +164,29 @@ package final class EventLog: Sendable {
 
     /// `bytes` of what it was handed were written to its client.
     package func consumed(_ bytes: Int) { log.consumed(bytes, reader: key) }
+
+    /// Its records as the bytes `write` makes of each, for an answer of unknown length. A
+    /// reader the log let go (1 MiB behind) ends with an error — its connection is closed,
+    /// never ended as if the daemon had stopped; the stream's end (its client gone) ends the
+    /// reading.
+    package func chunks(_ write: @escaping @Sendable (Record) -> ArraySlice<UInt8>)
+      -> AsyncThrowingStream<ArraySlice<UInt8>, any Error>
+    {
+      let (chunks, sink) = AsyncThrowingStream<ArraySlice<UInt8>, any Error>.makeStream()
+      let pump = Task {
+        for await delivery in stream {
+          switch delivery {
+          case .record(let record):
+            consumed(record.line.utf8.count)
+            sink.yield(write(record))
+          case .overrun:
+            return sink.finish(throwing: APIProblem(503, "overrun", "the reader fell behind"))
+          }
+        }
+        sink.finish()
+      }
+      sink.onTermination = { _ in pump.cancel() }
+      return chunks
+    }
   }
 }

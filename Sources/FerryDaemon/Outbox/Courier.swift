@@ -80,14 +80,32 @@ package final class Courier: Sendable {
     var poked = false
   }
 
-  /// A courier for `outbox`, reporting what its deliveries do to `report`.
+  /// A peer came into sight or went out of it.
+  package struct AroundChange: Sendable, Equatable {
+    /// True: found; false: lost.
+    package let found: Bool
+    /// The name it announces.
+    package let name: String
+    /// Its key's fingerprint (hex), when it announces one.
+    package let fingerprint: String?
+    /// `ferry` or `localsend`.
+    package let protocolName: String
+  }
+
+  /// What changes in the peers around (found, lost).
+  let around: @Sendable (AroundChange) -> Void
+
+  /// A courier for `outbox`, reporting what its deliveries do to `report` and the peers it
+  /// finds and loses to `around`.
   package init(
     outbox: Outbox, configuration: Configuration,
-    report: @escaping @Sendable (SendEvent) -> Void
+    report: @escaping @Sendable (SendEvent) -> Void,
+    around: @escaping @Sendable (AroundChange) -> Void = { _ in }
   ) {
     self.outbox = outbox
     self.configuration = configuration
     self.report = report
+    self.around = around
   }
 
   /// Browses and delivers until the task is cancelled.
@@ -115,7 +133,12 @@ package final class Courier: Sendable {
   package func seen(_ sighting: LocalSendSighting) {
     guard let key = try? Fingerprint(parsing: sighting.device.fingerprint) else { return }
     let fingerprint = key.hexString
-    sightings.withLock { sightings in
+    let now = Date()
+    let fresh = sightings.withLock { sightings -> Bool in
+      let fresh =
+        !(sightings[fingerprint]?.values.contains {
+          now.timeIntervalSince($0.at) < Self.sightingLasts
+        } ?? false)
       if sightings.count >= 256, sightings[fingerprint] == nil,
         let oldest = sightings.min(by: {
           ($0.value.values.map(\.at).max() ?? .distantPast)
@@ -130,8 +153,15 @@ package final class Courier: Sendable {
       {
         addresses[oldest] = nil
       }
-      addresses[sighting.address] = (sighting, Date())
+      addresses[sighting.address] = (sighting, now)
       sightings[fingerprint] = addresses
+      return fresh
+    }
+    if fresh {
+      around(
+        AroundChange(
+          found: true, name: sighting.device.alias, fingerprint: fingerprint,
+          protocolName: "localsend"))
     }
     guard !outbox.due(for: fingerprint, carrier: .localsend).isEmpty else { return }
     start(fingerprint, carrier: .localsend)
@@ -193,6 +223,20 @@ package final class Courier: Sendable {
         browser.withLock { $0 = current }
         wait = .seconds(1)
         for try await event in current.events {
+          switch event {
+          case .found(let peer):
+            around(
+              AroundChange(
+                found: true, name: peer.name, fingerprint: peer.info.fingerprint?.hexString,
+                protocolName: "ferry"))
+          case .lost(let peer):
+            around(
+              AroundChange(
+                found: false, name: peer.name, fingerprint: peer.info.fingerprint?.hexString,
+                protocolName: "ferry"))
+          case .updated:
+            break
+          }
           switch event {
           case .found(let peer), .updated(let peer):
             if let key = peer.info.fingerprint?.hexString {

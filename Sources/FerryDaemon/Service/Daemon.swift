@@ -36,12 +36,15 @@ package final class Daemon: Sendable {
     package let localSend: Bool
     /// Unicast DNS-SD domains the outbox looks for receivers in besides the local network.
     package let domains: [BrowseDomain]
+    /// The web page's ports on 127.0.0.1 and ::1, tried in turn (0: one the system picks);
+    /// none for no page.
+    package let uiPorts: [Int]
 
     /// A configuration.
     package init(
       identity: Identity, name: String, serviceType: ServiceType, knownPeers: KnownPeers,
       home: URL, socket: String, outboxDays: Double, historyLimit: Int, notify: Bool,
-      localSend: Bool, domains: [BrowseDomain] = []
+      localSend: Bool, domains: [BrowseDomain] = [], uiPorts: [Int] = []
     ) {
       (self.identity, self.name, self.serviceType, self.knownPeers) = (
         identity, name, serviceType, knownPeers
@@ -51,6 +54,7 @@ package final class Daemon: Sendable {
       )
       self.localSend = localSend
       self.domains = domains
+      self.uiPorts = uiPorts
     }
   }
 
@@ -70,18 +74,23 @@ package final class Daemon: Sendable {
   private let notifier = NotifierSlot()
   private let trimmer = IdleTrim()
   private let server = Mutex<APIServer?>(nil)
+  private let page = Mutex<UIServer?>(nil)
+  /// Who may use the web page.
+  private let logins = UILogins()
   /// The protocol each sender let in came by, and whether it proved its key (for the
   /// history), by key.
   private let protocols = Mutex<[Fingerprint: (name: String, verified: Bool)]>([:])
 
-  /// The daemon's parts, its events kept in `events`; `sendEvents` reports what deliveries do, `outboxEvents` what happens
-  /// to sends, `questionEvents` the questions waiting for a person (each also goes to the
-  /// history and the notifications here).
+  /// The daemon's parts, its events kept in `events`; `sendEvents` reports what deliveries
+  /// do, `outboxEvents` what happens to sends, `questionEvents` the questions waiting for a
+  /// person (each also goes to the history and the notifications here), `aroundEvents` the
+  /// peers that come into sight and leave it.
   package init(
     _ configuration: Configuration, events: EventLog,
     sendEvents: @escaping @Sendable (SendEvent) -> Void,
     outboxEvents: @escaping @Sendable (Outbox.Event) -> Void,
-    questionEvents: @escaping @Sendable (OpenOffers.Change) -> Void
+    questionEvents: @escaping @Sendable (OpenOffers.Change) -> Void,
+    aroundEvents: @escaping @Sendable (Courier.AroundChange) -> Void = { _ in }
   ) {
     self.configuration = configuration
     self.events = events
@@ -112,7 +121,7 @@ package final class Daemon: Sendable {
         identity: configuration.identity, name: configuration.name,
         serviceType: configuration.serviceType, knownPeers: configuration.knownPeers,
         domains: configuration.domains),
-      report: sendEvents)
+      report: sendEvents, around: aroundEvents)
   }
 
   /// Reads the outbox, connects the notifications (when asked for and there is a session
@@ -139,12 +148,47 @@ package final class Daemon: Sendable {
           around: { [courier] in Daemon.around(courier) },
           defaultExpiry: configuration.outboxDays * 86_400,
           hearsLocalSend: configuration.localSend),
-        offers: offers, history: history, events: events))
+        offers: offers, history: history, events: events,
+        uiLogin: { [self] in uiLogin() }))
     var encoding = OpenAPIRuntime.Configuration()
     encoding.jsonEncodingOptions = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
     try handler.registerHandlers(on: routes, configuration: encoding)
-    let started = try await APIServer.start(at: configuration.socket, routes: routes)
-    server.withLock { $0 = started }
+    // The ports in turn (the default one may be taken: another user's daemon, say); the
+    // last one's failure is the daemon's.
+    var failure: UIServer.Failure?
+    for port in configuration.uiPorts {
+      do {
+        let served = try await UIServer.start(
+          port: port, routes: routes, logins: logins, events: events)
+        page.withLock { $0 = served }
+        failure = nil
+        break
+      } catch {
+        failure = error
+      }
+    }
+    if let failure { throw failure }
+    do {
+      let started = try await APIServer.start(at: configuration.socket, routes: routes)
+      server.withLock { $0 = started }
+    } catch {
+      await page.withLock { $0 }?.stop()
+      throw error
+    }
+  }
+
+  /// The web page's port, while it is served.
+  package var uiPort: Int? { page.withLock { $0?.port } }
+
+  /// A link that signs a browser of this machine in to the web page once, within
+  /// ``UILogins/lifetime``; nil when there is no page.
+  package func uiLogin() -> (url: String, expires: Date)? {
+    guard let port = uiPort else { return nil }
+    let secret = logins.makeSecret()
+    return (
+      "http://127.0.0.1:\(port)\(UIGuard.loginPath)?token=\(secret)",
+      Date().addingTimeInterval(Double(UILogins.lifetime.components.seconds))
+    )
   }
 
   /// Whether desktop notifications are shown (a session bus answered).
@@ -165,6 +209,10 @@ package final class Daemon: Sendable {
       return server
     }
     await server?.stop()
+    await page.withLock { page in
+      defer { page = nil }
+      return page
+    }?.stop()
     notifier.replace(with: nil)?.close()
     events.finishAll()
   }

@@ -25,11 +25,13 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
 
       The config's [daemon] table: notify (desktop notifications, default true), outbox_days \
       (how long a queued send waits, default 7), history (transfers kept, default 500), \
-      socket (the API's socket).
+      socket (the API's socket), ui (serve the web page, default true), ui_port (its port, \
+      default 8385, or one the system picks when 8385 is taken).
 
       Examples:
         ferry daemon
         ferry daemon --config /etc/ferry/config.toml
+        ferry daemon --ui-port off
         systemctl --user start ferry
       """)
 
@@ -49,6 +51,32 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
     completion: .file())
   var socket: String?
 
+  @Option(
+    name: .customLong("ui-port"),
+    help: ArgumentHelp(
+      "The web page's port on 127.0.0.1 and ::1, which 'ferry ui' opens: a number (0: one the "
+        + "system picks), or off for no page (default: the config's ui_port, else 8385 or, "
+        + "when it is taken, one the system picks).", valueName: "port|off"))
+  var uiPort: String?
+
+  /// The web page's ports to try in turn: none for no page.
+  func uiPorts(_ settings: DaemonSettings) throws -> [Int] {
+    switch uiPort {
+    case "off": return []
+    case let given?:
+      guard let port = Int(given), (0...65535).contains(port) else {
+        throw CLIFailure(
+          status: .usage,
+          message: "--ui-port takes a port (0 to 65535) or off, not '\(printable(given))'",
+          code: .usage)
+      }
+      return [port]
+    case nil:
+      guard settings.ui else { return [] }
+      return settings.uiPort.map { [$0] } ?? [DaemonSettings.defaultUIPort, 0]
+    }
+  }
+
   func run() async throws {
     let config = try ReceiveConfig.load(explicit: self.config)
     // One daemon per home, before anything listens or reads the outbox.
@@ -66,19 +94,27 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
       canAsk: true, knownPeers: knownPeers)
     let identity = try loadIdentity()
     let socket = self.socket ?? config.daemon.socket ?? APIServer.defaultPath()
+    let uiPorts = try uiPorts(config.daemon)
     let log = EventLog()
     var output = EventWriter(json: false)
-    output.sink = { log.append($0, kept: !$0.hasPrefix(#"{"event":"progress""#)) }
+    output.sink = { record in
+      log.append(
+        record,
+        kept: !record.hasPrefix(#"{"event":"progress""#) && !record.hasPrefix(#"{"event":"around""#)
+      )
+    }
     let sendReporter = SendReporter(output: output, bar: ProgressBar(enabled: false))
     let daemon = Daemon(
       Daemon.Configuration(
         identity: identity, name: settings.name, serviceType: settings.service,
         knownPeers: knownPeers, home: FerryHome.defaultDirectory, socket: socket,
         outboxDays: config.daemon.outboxDays, historyLimit: config.daemon.history,
-        notify: config.daemon.notify, localSend: settings.localsend, domains: config.domains),
+        notify: config.daemon.notify, localSend: settings.localsend, domains: config.domains,
+        uiPorts: uiPorts),
       events: log, sendEvents: sendReporter.report,
       outboxEvents: { [output] event in DaemonReporter.report(event, to: output) },
-      questionEvents: { [output] change in DaemonReporter.report(change, to: output) })
+      questionEvents: { [output] change in DaemonReporter.report(change, to: output) },
+      aroundEvents: { [output] change in DaemonReporter.report(change, to: output) })
     let front = try await DaemonFrontEnds.start(
       settings: settings, identity: identity, knownPeers: knownPeers, output: output)
     let receiver = Receiver(
@@ -100,6 +136,9 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
       daemon: daemon, settings: settings, destination: folder.url.path, front: front)
     do {
       try await daemon.start(status: { status.current }, peers: { daemon.peers() })
+    } catch let error as UIServer.Failure {
+      front.stop()
+      throw CLIFailure(status: .usage, message: "\(error)", code: .cannotListen)
     } catch let error as APIServer.Failure {
       front.stop()
       throw CLIFailure(
@@ -111,6 +150,7 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
     }
     output.note(
       "ferry daemon: receiving into \(folder.url.path); API at \(socket)"
+        + (daemon.uiPort.map { "; page at http://127.0.0.1:\($0)/ (ferry ui)" } ?? "")
         + (daemon.notifies ? "; desktop notifications on" : "") + ". \(policy.banner)")
     let services = ServiceGroup.receiving(receiver, label: "ferry.daemon")
     let courier = Task { await daemon.run() }

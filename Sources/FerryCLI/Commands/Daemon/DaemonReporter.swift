@@ -26,6 +26,15 @@ enum DaemonReporter {
     }
   }
 
+  /// Reports a change in the peers around (for readers following the events only: the
+  /// page asks GET /v1/peers again).
+  static func report(_ change: Courier.AroundChange, to output: EventWriter) {
+    output.emit(
+      AroundChanged(
+        change: change.found ? "found" : "lost", name: change.name,
+        fingerprint: change.fingerprint, protocol: change.protocolName))
+  }
+
   /// Reports a question waiting for a person.
   static func report(_ change: OpenOffers.Change, to output: EventWriter) {
     guard case .asked(let question) = change else { return }

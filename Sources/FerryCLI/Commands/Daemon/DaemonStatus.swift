@@ -43,7 +43,8 @@ final class DaemonStatus: Sendable {
       version: FerryCommand.version,
       protocols: front.localSend == nil ? [.ferry] : [.ferry, .localsend],
       ports: .init(
-        ferry: Int(front.advertiser.port), localsend: front.localSend.map { Int($0.server.port) }),
+        ferry: Int(front.advertiser.port), localsend: front.localSend.map { Int($0.server.port) },
+        ui: daemon.uiPort),
       addresses: LocalAddresses.all(), advertised: advertised.withLock { $0 },
       receiving: .init(dir: destination, accept: accept),
       outbox: .init(queued: counts.queued, delivering: counts.delivering))

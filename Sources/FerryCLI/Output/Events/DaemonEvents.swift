@@ -70,6 +70,14 @@ struct OutboxProblem: EventRecord {
 
 /// `asking`: a question waits for a person (`GET /v1/offers`, `ferry offers`): answer it by
 /// its `question` id before `expires`.
+struct AroundChanged: EventRecord {
+  static let events: [Event] = [.around]
+  let change: String
+  let name: String
+  let fingerprint: String?
+  let `protocol`: String
+}
+
 struct QuestionAsked: EventRecord {
   static let events: [Event] = [.asking]
   let question: String

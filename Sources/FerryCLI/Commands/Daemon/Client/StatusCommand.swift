@@ -45,6 +45,7 @@ struct StatusCommand: LoggingCommand, AsyncParsableCommand {
       "  name '\(status.name)' [\(key)], Ferry port \(status.ports.ferry)"
         + (status.advertised ? ", advertised" : ", not advertised (avahi-daemon is not running)"))
     if let port = status.ports.localsend { output.say("  LocalSend apps: port \(port)") }
+    if let port = status.ports.ui { output.say("  web page: http://127.0.0.1:\(port)/ (ferry ui)") }
     output.say(
       "  receiving into \(status.receiving.dir) (accept: \(status.receiving.accept.rawValue))")
     output.say("  outbox: \(status.outbox.queued) queued, \(status.outbox.delivering) delivering")

@@ -1,0 +1,420 @@
+/* The daemon's page: what GET /api/v1/… answers, kept current by the event stream (/events,
+   Server-Sent Events): nothing is polled. Everything from the network goes in as text. */
+/* global FerryFormat */
+"use strict";
+
+(function () {
+  const F = FerryFormat;
+  const transfers = new Map();
+  const pending = new Set();
+  let flushTimer = null;
+  let offers = [];
+  let me = null;
+  let sends = [];
+  const names = new Map();
+  let source = null;
+  let signedOutShown = false;
+
+  function $(id) {
+    return document.getElementById(id);
+  }
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = text;
+    return node;
+  }
+
+  function badge(text, kind) {
+    return el("span", "badge" + (kind ? " " + kind : ""), text);
+  }
+
+  function button(text, kind, action) {
+    const node = el("button", kind || "", text);
+    node.type = "button";
+    node.addEventListener("click", function () {
+      node.disabled = true;
+      Promise.resolve(action(node)).catch(showError).finally(function () {
+        node.disabled = false;
+      });
+    });
+    return node;
+  }
+
+  /** The API, same origin, JSON; a refusal becomes an Error with the daemon's words. */
+  async function api(path, options) {
+    const init = Object.assign({ credentials: "same-origin", headers: {} }, options || {});
+    if (init.body !== undefined) init.headers["content-type"] = "application/json";
+    const response = await fetch("/api/v1" + path, init);
+    let body = null;
+    try {
+      body = await response.json();
+    } catch (error) {
+      body = null;
+    }
+    if (response.status === 401) signedOut();
+    if (!response.ok) {
+      const message = body && body.error && body.error.message;
+      throw new Error(message || "the daemon answered " + response.status);
+    }
+    return body;
+  }
+
+  function showError(error) {
+    setConnection("error", F.printable(String(error && error.message ? error.message : error)));
+  }
+
+  function setConnection(kind, text) {
+    const node = $("connection");
+    node.textContent = text;
+    node.className = "badge " + (kind === "live" ? "good" : kind === "error" ? "bad" : "warn");
+  }
+
+  function signedOut() {
+    if (signedOutShown) return;
+    signedOutShown = true;
+    if (source) source.close();
+    setConnection("error", "Signed out: run ferry ui again");
+  }
+
+  /** Shows `items` in list `listId`: an item whose key and content did not change keeps its
+      element (and what a person typed in it, and the focus); others are made again. */
+  function fill(listId, emptyId, items, render, key, shown) {
+    const list = $(listId);
+    const old = new Map();
+    Array.from(list.children).forEach(function (child) {
+      old.set(child.dataset.key, child);
+    });
+    const nodes = items.map(function (item) {
+      const id = key ? key(item) : JSON.stringify(item);
+      const signature = JSON.stringify(shown ? shown(item) : item);
+      const kept = old.get(id);
+      if (kept && kept.dataset.signature === signature) return kept;
+      const node = render(item);
+      node.dataset.key = id;
+      node.dataset.signature = signature;
+      return node;
+    });
+    nodes.forEach(function (node, index) {
+      if (list.children[index] !== node) list.insertBefore(node, list.children[index] || null);
+    });
+    while (list.children.length > nodes.length) list.removeChild(list.lastElementChild);
+    $(emptyId).hidden = items.length > 0;
+  }
+
+  // MARK: What each list shows
+
+  function renderStatus(status) {
+    me = status.fingerprint;
+    document.title = "Ferry — " + F.printable(status.name, 60);
+    $("name").textContent = F.printable(status.name, 80);
+    $("fingerprint").textContent = F.fingerprint(status.fingerprint).slice(0, 19) + " …";
+    const accepts = { ask: "asks you about each sender", trusted: "takes trusted devices, asks about the others", yes: "takes everything" };
+    const rows = [
+      ["Name", F.printable(status.name)],
+      ["Fingerprint", F.fingerprint(status.fingerprint)],
+      ["Receives into", F.printable(status.receiving.dir, 400)],
+      ["Accepts", accepts[status.receiving.accept] || status.receiving.accept],
+      ["Protocols", status.protocols.join(", ")],
+      ["Addresses", status.addresses.join(", ") || "none"],
+      ["Announced", status.advertised ? "yes" : "no (avahi-daemon is not running)"],
+      ["Version", status.version],
+    ];
+    const list = $("machine");
+    list.replaceChildren();
+    rows.forEach(function (row) {
+      list.append(el("dt", "", row[0]), el("dd", row[0] === "Fingerprint" ? "fingerprint" : "", row[1]));
+    });
+  }
+
+  function sendForm(peer, label) {
+    const form = $("send-form").content.firstElementChild.cloneNode(true);
+    const input = form.querySelector("input");
+    const submit = form.querySelector("button");
+    submit.textContent = label;
+    input.setAttribute("aria-label", "Path on this machine to send to " + F.printable(peer.name, 60));
+    const result = el("p", "detail");
+    result.setAttribute("role", "status");
+    form.addEventListener("submit", function (submitted) {
+      submitted.preventDefault();
+      submit.disabled = true;
+      const body = { to: peer.fingerprint || peer.name, paths: [input.value.trim()] };
+      if (peer.protocol === "localsend") body.protocol = "localsend";
+      api("/sends", { method: "POST", body: JSON.stringify(body) })
+        .then(function (send) {
+          result.className = "detail ok";
+          result.textContent = "Queued: " + F.contents(send.fileCount, 0, send.total) + ".";
+          input.value = "";
+          refresh("sends");
+        })
+        .catch(function (error) {
+          result.className = "detail error";
+          result.textContent = F.printable(error.message, 300);
+        })
+        .finally(function () {
+          submit.disabled = false;
+        });
+    });
+    const wrap = el("div");
+    wrap.append(form, result);
+    return wrap;
+  }
+
+  function peerKey(peer) {
+    return (peer.protocol || "ferry") + " " + (peer.fingerprint || peer.name);
+  }
+
+  /** What a peer's card shows (not when it was last heard, nor its addresses). */
+  function peerShown(peer) {
+    return [peer.name, peer.protocol, peer.verified, peer.known, peer.trusted];
+  }
+
+  /** A send's element shows its peer's name, which the peers' list may learn later. */
+  function sendKey(send) {
+    return send.id + " " + (names.get(send.fingerprint) || "");
+  }
+
+  function peerBadges(peer) {
+    const out = [badge(peer.protocol === "localsend" ? "LocalSend" : "Ferry")];
+    if (peer.verified === false) out.push(badge("not verified", "warn"));
+    if (peer.trusted) out.push(badge("trusted", "good"));
+    else if (peer.known) out.push(badge("known"));
+    return out;
+  }
+
+  function renderPeer(peer) {
+    const item = el("li");
+    item.append(el("div", "title", F.printable(peer.name, 80)));
+    const line = el("div", "detail");
+    line.append.apply(line, peerBadges(peer));
+    if (peer.fingerprint) line.append(el("span", "fingerprint", F.fingerprint(peer.fingerprint).slice(0, 19)));
+    item.append(line, sendForm(peer, "Send"));
+    return item;
+  }
+
+  function renderKnown(peer) {
+    const item = el("li");
+    item.append(el("div", "title", F.printable(peer.name, 80)));
+    const line = el("div", "detail");
+    line.append(badge(peer.trusted ? "trusted" : "known", peer.trusted ? "good" : ""));
+    line.append(el("span", "fingerprint", F.fingerprint(peer.fingerprint).slice(0, 19)));
+    item.append(line, sendForm({ name: peer.name, fingerprint: peer.fingerprint, protocol: "ferry" }, "Send when it appears"));
+    return item;
+  }
+
+  function renderOffer(offer) {
+    const item = el("li");
+    const sender = offer.sender;
+    item.append(el("div", "title", F.printable(sender.name, 80) + " wants to send you " + (offer.text ? "a text" : F.contents(offer.files, offer.folders, offer.bytes) || "something")));
+    const line = el("div", "detail");
+    line.append(badge(sender.protocol === "ferry" ? "Ferry" : sender.protocol === "web" ? "browser" : "LocalSend"));
+    const status = sender.status || "new";
+    line.append(badge(status, status === "trusted" ? "good" : status === "KEY CHANGED" || status === "LOOK-ALIKE NAME" ? "bad" : ""));
+    if (!sender.verified) line.append(badge("not verified", "warn"));
+    item.append(line);
+    if (offer.code) {
+      const code = el("p", "detail", "Check that the sender sees this code: ");
+      code.append(el("span", "code", offer.code));
+      item.append(code);
+    }
+    if (offer.names && offer.names.length) {
+      item.append(el("p", "detail", offer.names.slice(0, 5).map(function (name) { return F.printable(name, 120); }).join(", ") + (offer.names.length > 5 ? ", …" : "")));
+    }
+    const left = el("p", "detail expires");
+    left.dataset.expires = offer.expires;
+    item.append(left);
+    const buttons = el("div", "buttons");
+    buttons.append(
+      button("Accept", "", function () {
+        return api("/offers/" + encodeURIComponent(offer.id) + "/accept", { method: "POST" }).then(function () { refresh("offers"); });
+      }),
+      button("Decline", "danger", function () {
+        return api("/offers/" + encodeURIComponent(offer.id) + "/decline", { method: "POST" }).then(function () { refresh("offers"); });
+      })
+    );
+    buttons.firstChild.setAttribute("aria-label", "Accept from " + F.printable(sender.name, 60));
+    buttons.lastChild.setAttribute("aria-label", "Decline from " + F.printable(sender.name, 60));
+    item.append(buttons);
+    return item;
+  }
+
+  function tickExpiries() {
+    const now = Date.now();
+    document.querySelectorAll(".expires").forEach(function (node) {
+      const seconds = (Date.parse(node.dataset.expires) - now) / 1000;
+      node.textContent = seconds > 0 ? "Declined by itself in " + F.duration(seconds) : "Out of time";
+    });
+  }
+
+  function renderSend(send) {
+    const item = el("li");
+    item.append(el("div", "title", "To " + F.printable(names.get(send.fingerprint) || send.to, 80)));
+    const open = send.state === "queued" || send.state === "delivering";
+    if (open) {
+      item.append(button("Cancel", "secondary", function () {
+        return api("/sends/" + encodeURIComponent(send.id), { method: "DELETE" }).then(function () { refresh("sends"); });
+      }));
+      item.lastChild.setAttribute("aria-label", "Cancel the send to " + F.printable(send.to, 60));
+    } else {
+      item.append(el("span", "detail", ""));
+    }
+    let words = F.sendState(send.state) + " · " + F.progress(send.bytes, send.total);
+    if (send.error) words += " · " + F.printable(send.error.message, 200);
+    item.append(el("div", "detail" + (send.state === "failed" ? " error" : ""), words));
+    return item;
+  }
+
+  function renderHistory(entry) {
+    const item = el("li");
+    item.append(el("div", "title", (entry.direction === "received" ? "From " : "To ") + F.printable(entry.peer, 80)));
+    item.append(el("span", "detail", new Date(entry.at).toLocaleString()));
+    item.append(el("div", "detail" + (entry.outcome === "failed" ? " error" : ""), entry.outcome + " · " + F.contents(entry.files, 0, entry.bytes) + " · " + entry.protocol));
+    return item;
+  }
+
+  function renderTransfer(event) {
+    const item = el("li");
+    item.append(el("div", "title", F.printable(event.peer, 80)));
+    item.append(el("span", "detail", event.files_done + " of " + event.files + " files"));
+    const bar = el("progress");
+    if (typeof event.total === "number" && event.total > 0) {
+      bar.max = event.total;
+      bar.value = Math.min(event.bytes, event.total);
+    }
+    bar.setAttribute("aria-label", "Transfer with " + F.printable(event.peer, 60));
+    item.append(bar, el("div", "detail", F.progress(event.bytes, event.total, event.bytes_per_second)));
+    return item;
+  }
+
+  // MARK: Loading and refreshing
+
+  const loaders = {
+    status: function () {
+      return api("/status").then(renderStatus);
+    },
+    peers: function () {
+      return api("/peers").then(function (peers) {
+        peers.known.concat(peers.around).forEach(function (peer) {
+          if (peer.fingerprint) names.set(peer.fingerprint, peer.name);
+        });
+        // This machine is around too (its own daemon announces it): not a device to send to.
+        const others = peers.around.filter(function (peer) { return !me || peer.fingerprint !== me; });
+        const around = new Set(others.map(function (peer) { return peer.fingerprint; }));
+        fill("peers", "peers-empty", others, renderPeer, peerKey, peerShown);
+        fill("sends", "sends-empty", sends, renderSend, sendKey);
+        fill("known", "known-empty", peers.known.filter(function (peer) { return !around.has(peer.fingerprint); }), renderKnown, peerKey, peerShown);
+      });
+    },
+    offers: function () {
+      return api("/offers").then(function (list) {
+        offers = list.offers;
+        fill("offers", "offers-empty", offers, renderOffer, function (offer) { return offer.id; });
+        tickExpiries();
+      });
+    },
+    sends: function () {
+      return api("/sends").then(function (list) {
+        sends = list.sends.slice(0, 50);
+        fill("sends", "sends-empty", sends, renderSend, sendKey);
+      });
+    },
+    history: function () {
+      return api("/history?limit=30").then(function (list) {
+        fill("history", "history-empty", list.entries, renderHistory, function (entry) { return entry.id; });
+      });
+    },
+  };
+
+  /** Loads `names` again, at most once per 150 ms each (a burst of events, one request). */
+  function refresh() {
+    for (let i = 0; i < arguments.length; i++) pending.add(arguments[i]);
+    if (flushTimer === null) flushTimer = setTimeout(flush, 150);
+  }
+
+  async function flush() {
+    flushTimer = null;
+    const names = Array.from(pending);
+    pending.clear();
+    for (const name of names) {
+      try {
+        await loaders[name]();
+      } catch (error) {
+        showError(error);
+      }
+    }
+  }
+
+  function renderTransfers() {
+    fill("transfers", "transfers-empty", Array.from(transfers.values()), renderTransfer, function (event) { return event.peer; });
+  }
+
+  /** What each event changes. */
+  function handle(event) {
+    switch (event.event) {
+      case "progress":
+        transfers.set(event.peer, event);
+        renderTransfers();
+        break;
+      case "done":
+        transfers.delete(event.peer);
+        renderTransfers();
+        refresh("history", "sends", "offers");
+        break;
+      case "around":
+        refresh("peers");
+        break;
+      case "queued":
+      case "delivering":
+        refresh("sends");
+        break;
+      case "send-ended":
+        refresh("sends", "history");
+        break;
+      case "asking":
+      case "accepted":
+      case "declined":
+      case "withdrawn":
+      case "refused":
+        refresh("offers", "history");
+        break;
+      default:
+        break;
+    }
+  }
+
+  function connect() {
+    if (signedOutShown) return;
+    source = new EventSource("/events");
+    source.addEventListener("open", function () {
+      setConnection("live", "Live");
+      refresh("status", "peers", "offers", "sends", "history");
+    });
+    source.addEventListener("message", function (message) {
+      let parsed = null;
+      try {
+        parsed = JSON.parse(message.data);
+      } catch (error) {
+        return;
+      }
+      handle(parsed);
+    });
+    source.addEventListener("error", function () {
+      if (source.readyState !== EventSource.CLOSED) {
+        setConnection("wait", "Reconnecting…");
+        return;
+      }
+      // Refused (signed out, the daemon restarted) or gone: asked once why, then again later.
+      setConnection("wait", "The daemon does not answer; trying again…");
+      api("/status").then(function () {
+        setTimeout(connect, 1000);
+      }, function () {
+        if (!signedOutShown) setTimeout(connect, 5000);
+      });
+    });
+  }
+
+  setInterval(tickExpiries, 1000);
+  refresh("status", "peers", "offers", "sends", "history");
+  connect();
+})();

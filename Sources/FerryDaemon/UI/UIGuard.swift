@@ -1,0 +1,89 @@
+/// The checks every request to the daemon's web page passes before anything else is read:
+/// from this machine, to one of the page's own names (no DNS rebinding), from the page itself
+/// (no other site's form or script), signed in (a cookie from ``UILogins``). A pure function of
+/// the request's head. Any thread.
+package enum UIGuard {
+  /// What becomes of a request.
+  package enum Verdict: Equatable, Sendable {
+    /// Served.
+    case pass
+    /// Refused with `status`, the API's `code` and words for people.
+    case refuse(status: Int, code: String, message: String)
+  }
+
+  /// What the guard reads of a request.
+  package struct Request: Sendable {
+    /// Its method (`GET`, `POST` …).
+    package var method: String
+    /// Its path, without the query.
+    package var path: Substring
+    /// Its `Host` headers (one, for a request that passes).
+    package var hosts: [String]
+    /// Its `Origin` headers (none, or one).
+    package var origins: [String]
+    /// Its `Sec-Fetch-Site` header, when the browser sent one.
+    package var fetchSite: String?
+    /// Whether its connection comes from a loopback address.
+    package var loopback: Bool
+    /// Whether it carries a cookie ``UILogins`` gave.
+    package var signedIn: Bool
+
+    /// A request's head, as the guard reads it.
+    package init(
+      method: String, path: Substring, hosts: [String], origins: [String], fetchSite: String?,
+      loopback: Bool, signedIn: Bool
+    ) {
+      (self.method, self.path, self.hosts, self.origins, self.fetchSite) = (
+        method, path, hosts, origins, fetchSite
+      )
+      (self.loopback, self.signedIn) = (loopback, signedIn)
+    }
+  }
+
+  /// The path that turns a login secret into a cookie: the only one served signed out.
+  package static let loginPath = "/login"
+
+  /// The names the page answers to on `port`.
+  package static func hosts(port: Int) -> Set<String> {
+    ["127.0.0.1:\(port)", "[::1]:\(port)", "localhost:\(port)"]
+  }
+
+  /// Whether `request`, to the page on `port`, is served.
+  package static func check(_ request: Request, port: Int) -> Verdict {
+    guard request.loopback else {
+      return .refuse(
+        status: 403, code: "forbidden", message: "the page answers this machine only")
+    }
+    let names = hosts(port: port)
+    guard request.hosts.count == 1, let host = request.hosts.first, names.contains(host) else {
+      return .refuse(
+        status: 403, code: "wrong-host",
+        message: "the page answers as 127.0.0.1:\(port), [::1]:\(port) or localhost:\(port) only")
+    }
+    guard request.origins.count <= 1 else {
+      return crossSite
+    }
+    if let origin = request.origins.first, origin != "http://" + host {
+      return crossSite
+    }
+    let safe = request.method == "GET" || request.method == "HEAD"
+    // A change needs the page's own Origin; a read other than the page itself, a request the
+    // browser made for this very origin (or the person typed).
+    if !safe && request.origins.isEmpty { return crossSite }
+    let navigation = request.path == "/" || request.path == loginPath
+    if let site = request.fetchSite, site != "same-origin", site != "none",
+      !(safe && navigation)
+    {
+      return crossSite
+    }
+    guard request.signedIn || request.path == loginPath else {
+      return .refuse(
+        status: 401, code: "signed-out",
+        message: "open the page with 'ferry ui' (its link works once)")
+    }
+    return .pass
+  }
+
+  private static let crossSite = Verdict.refuse(
+    status: 403, code: "cross-site", message: "only the page itself may ask this")
+}

@@ -1,0 +1,38 @@
+import Foundation
+
+/// The daemon's web page: its HTML, script and style — files of their own in the repository
+/// (`UI/Assets/`: ui.html, ui.js, ui-format.js, ui.css, icon.svg, signed-out.html), linted by scripts/test and
+/// embedded in the binary at build time — and the headers every answer of its server carries.
+/// No external resource, nothing inline: the Content-Security-Policy allows the page's own
+/// script, style and requests only.
+enum UIPage {
+  /// The headers every answer carries: nothing but this server's own script, style, images
+  /// (the QR code is drawn by the script, `data:`) and requests; no framing, no referrer, no
+  /// caching, no sniffing.
+  static let securityHeaders: [(String, String)] = [
+    (
+      "content-security-policy",
+      "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        + "img-src 'self' data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+    ("cache-control", "no-store"),
+    ("x-frame-options", "DENY"),
+    ("cross-origin-opener-policy", "same-origin"),
+    ("cross-origin-resource-policy", "same-origin"),
+  ]
+
+  /// The page.
+  static let html = PackageResources.ui_html
+  /// Its script.
+  static let script = PackageResources.ui_js
+  /// Its script's words and numbers (pure functions, unit-tested under node).
+  static let format = PackageResources.ui_format_js
+  /// Its style.
+  static let style = PackageResources.ui_css
+  /// Its icon.
+  static let icon = PackageResources.icon_svg
+  /// What a browser without the cookie (or with a used link) is shown.
+  static let signedOut = PackageResources.signed_out_html
+}

@@ -1,0 +1,96 @@
+import FerryLocalSend
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// The daemon's web page's server: HTTP/1.1 on 127.0.0.1 and ::1 only (never another
+/// interface), one port for both (``port``; asked for 0, the system's choice), every request
+/// through ``UIEndpoints`` and its ``UIGuard``. A connection from any other address is closed
+/// before a byte is read. Its connections have the caps of the API's (16 in all, a head
+/// within 10 s, 30 s of silence but while an answer streams). Any thread.
+package final class UIServer: Sendable {
+  /// Why the page cannot be served.
+  package struct Failure: Error, Sendable, CustomStringConvertible {
+    /// The port asked for.
+    package let port: Int
+    /// Why.
+    package let reason: String
+
+    package var description: String {
+      "cannot serve the page on 127.0.0.1 port \(port): \(reason) (choose another with --ui-port, or --ui-port off)"
+    }
+  }
+
+  /// The port it listens on, on both addresses.
+  package let port: Int
+  private let channels: [any Channel]
+
+  private init(port: Int, channels: [any Channel]) {
+    (self.port, self.channels) = (port, channels)
+  }
+
+  /// Listens on 127.0.0.1 `port` (0: one the system picks), then ::1 on the same port when
+  /// this machine has IPv6 loopback, and serves `routes` under `logins`.
+  ///
+  /// - Throws: ``Failure`` when 127.0.0.1 cannot be bound (the port is taken, say).
+  package static func start(port: Int, routes: APIRoutes, logins: UILogins, events: EventLog)
+    async throws(Failure) -> UIServer
+  {
+    let slots = ConnectionSlots(total: APIServer.connections, perAddress: APIServer.connections)
+    let bound = Bound()
+    let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+      .serverChannelOption(.backlog, value: 32)
+      .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+      .childChannelInitializer { channel in
+        admit(
+          channel, slots: slots,
+          endpoints: UIEndpoints(
+            api: APIEndpoints(routes: routes, slots: slots), logins: logins, events: events,
+            port: bound.port))
+      }
+    let v4: any Channel
+    do {
+      v4 = try await bootstrap.bind(host: "127.0.0.1", port: port).get()
+    } catch {
+      throw Failure(port: port, reason: "\(error)")
+    }
+    let chosen = v4.localAddress?.port ?? port
+    bound.port = chosen
+    var channels = [v4]
+    // No IPv6 loopback (disabled, or a namespace without it): 127.0.0.1 alone.
+    if let v6 = try? await bootstrap.bind(host: "::1", port: chosen).get() {
+      channels.append(v6)
+    }
+    return UIServer(port: chosen, channels: channels)
+  }
+
+  /// Stops listening (connections under way end with their requests).
+  package func stop() async {
+    for channel in channels { try? await channel.close() }
+  }
+
+  /// Whether `address` (an IP address's text) is a loopback address: 127.0.0.0/8, ::1, or
+  /// 127.0.0.0/8 mapped into IPv6.
+  package static func isLoopback(_ address: String) -> Bool {
+    address == "::1" || address.hasPrefix("127.") || address.hasPrefix("::ffff:127.")
+  }
+
+  /// Lets `channel` in when it comes from a loopback address and a slot is free.
+  private static func admit(_ channel: any Channel, slots: ConnectionSlots, endpoints: UIEndpoints)
+    -> EventLoopFuture<Void>
+  {
+    let address = channel.remoteAddress?.ipAddress ?? ""
+    guard isLoopback(address) else { return channel.close() }
+    return APIServer.serve(channel, from: address, slots: slots, endpoints: endpoints)
+  }
+}
+
+/// The port chosen, once the first address is bound (connections come after it).
+private final class Bound: Sendable {
+  private let value = Mutex(0)
+
+  var port: Int {
+    get { value.withLock { $0 } }
+    set { value.withLock { $0 = newValue } }
+  }
+}

@@ -1,0 +1,546 @@
+#!/usr/bin/env python3
+"""`ferry ui`: the daemon's web page in real browsers — headless Chromium (Debian's chromium,
+chromium-driver and python3-selenium) and headless Firefox ESR (Debian's firefox-esr, driven
+over Marionette by PyPI's marionette_driver) — each driven as a person would: signed in by `ferry ui`'s
+link, a peer that appears and goes, a file sent to it from the page, a send queued for a peer
+that is away and delivered when it comes back, an incoming sender accepted and another declined
+from the page; then the page's guards with raw HTTP (a wrong or used secret, no cookie, a
+foreign Host or Origin, a connection from a non-loopback address), an accessibility check
+(axe-core, from PyPI's axe-selenium-python) and screenshots at 390x844 and 1280x800. Run by
+Tests/UI/run.sh in a network namespace that has only loopback (and an address the guard test
+adds), inside scripts/harness/local.sh (a private avahi-daemon: peers are found by mDNS).
+
+usage: ui_test.py FERRY_BINARY SCREENSHOT_DIR
+"""
+import base64
+import hashlib
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+FERRY, SHOTS = sys.argv[1], sys.argv[2]
+os.makedirs(SHOTS, exist_ok=True)
+WORK = tempfile.mkdtemp(prefix="ferry-ui-")
+os.chmod(WORK, 0o755)
+failures = []
+started = []
+
+
+def check(ok, what):
+    """One expectation, reported as scripts/test counts Swift Testing's (one line each)."""
+    what = "ui: " + what.replace('"', "'")
+    print(('\u2714 Test "%s" passed after 0.000 seconds.' if ok
+           else '\u2718 Test "%s" failed after 0.000 seconds.') % what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def a_file(name, size):
+    path = os.path.join(WORK, "src", name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(os.urandom(size))
+    return path
+
+
+def wait_for(what, timeout):
+    """Waits (up to `timeout` seconds) until `what()` is truthy; returns its last value. An
+    element the page replaced while it was read (stale) counts as not yet."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = what()
+        except Exception as error:  # noqa: BLE001
+            if "stale" not in type(error).__name__.lower() and "stale" not in str(error).lower():
+                raise
+            value = None
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(0.2)
+
+
+def end(proc, signum=signal.SIGINT, grace=20):
+    """Ends a process this test started (by its PID), politely first."""
+    if proc.poll() is None:
+        proc.send_signal(signum)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class Daemon:
+    """A `ferry daemon` with a home, runtime folder and config of its own, its page on a port
+    the system picks."""
+
+    def __init__(self, name):
+        self.base = tempfile.mkdtemp(prefix="d-", dir=WORK)
+        self.home = os.path.join(self.base, "home")
+        self.inbox = os.path.join(self.base, "in")
+        os.makedirs(os.path.join(self.base, "run"))
+        os.makedirs(self.inbox)
+        self.config = os.path.join(self.base, "config.toml")
+        with open(self.config, "w") as f:
+            f.write('[receive]\ndir = "%s"\nname = "%s"\n[daemon]\nnotify = false\n'
+                    % (self.inbox, name))
+        self.socket = os.path.join(self.base, "run", "ferry", "api.sock")
+        self.env = dict(os.environ, FERRY_HOME=self.home,
+                        XDG_RUNTIME_DIR=os.path.join(self.base, "run"))
+        self.env.pop("DISPLAY", None)
+        self.env.pop("WAYLAND_DISPLAY", None)
+        self.log = open(os.path.join(self.base, "daemon.err"), "a")
+        self.proc = subprocess.Popen(
+            [FERRY, "daemon", "--config", self.config, "--ui-port", "0"], env=self.env,
+            stdout=subprocess.DEVNULL, stderr=self.log)
+        started.append(self.proc)
+        status = wait_for(lambda: self.status(), 60)
+        if not status:
+            raise SystemExit("the daemon did not start: " + open(self.log.name).read())
+        self.fingerprint = status["fingerprint"]
+        self.port = status["ports"]["ui"]
+
+    def status(self):
+        out = self.ferry("status", "--json")
+        return json.loads(out.stdout) if out.returncode == 0 else None
+
+    def ferry(self, *arguments, timeout=60):
+        return subprocess.run([FERRY, *arguments], env=self.env, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def login(self):
+        """A fresh sign-in link, as `ferry ui --print` gives it."""
+        out = self.ferry("ui", "--print")
+        lines = [line.strip() for line in out.stdout.splitlines() if "/login?token=" in line]
+        return lines[0] if lines else None
+
+
+class Chromium:
+    """Headless Chromium through Debian's chromedriver and selenium."""
+
+    name = "chromium"
+
+    def __init__(self, width, height):
+        options = webdriver.ChromeOptions()
+        options.binary_location = "/usr/bin/chromium"
+        for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     f"--window-size={width},{height}", "--no-first-run", "--disable-extensions",
+                     "--disable-background-networking", "--disable-component-update",
+                     "--user-data-dir=" + tempfile.mkdtemp(prefix="chromium-", dir=WORK)]:
+            options.add_argument(flag)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        if width < 500:
+            options.add_experimental_option("mobileEmulation", {
+                "deviceMetrics": {"width": width, "height": height, "pixelRatio": 2}})
+        self.driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+    def get(self, url):
+        self.driver.get(url)
+
+    def url(self):
+        return self.driver.current_url
+
+    def all(self, selector, within=None):
+        return (within or self.driver).find_elements(By.CSS_SELECTOR, selector)
+
+    def one(self, selector, within=None):
+        found = self.all(selector, within)
+        return found[0] if found else None
+
+    def script(self, code):
+        return self.driver.execute_script(code)
+
+    def run_async(self, code):
+        return self.driver.execute_async_script(code)
+
+    def screenshot(self, path):
+        self.driver.save_screenshot(path)
+
+    def errors(self):
+        return [e["message"] for e in self.driver.get_log("browser") if e["level"] == "SEVERE"]
+
+    def quit(self):
+        self.driver.quit()
+
+
+class Firefox:
+    """Headless Firefox ESR (Debian's) driven over Marionette, its own remote protocol (Debian
+    has no geckodriver): PyPI's marionette_driver, Mozilla's client. Console errors are read
+    from what Firefox prints (devtools.console.stdout.content)."""
+
+    name = "firefox"
+
+    def __init__(self, width, height):
+        from marionette_driver.marionette import Marionette
+        profile = tempfile.mkdtemp(prefix="firefox-", dir=WORK)
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        prefs = {
+            "marionette.port": port, "devtools.console.stdout.content": True,
+            "browser.shell.checkDefaultBrowser": False, "app.update.disabledForTesting": True,
+            "datareporting.policy.dataSubmissionEnabled": False,
+            "toolkit.telemetry.reportingpolicy.firstRun": False,
+            "browser.startup.homepage_override.mstone": "ignore",
+            "network.captive-portal-service.enabled": False,
+            "network.connectivity-service.enabled": False, "extensions.update.enabled": False,
+            "browser.safebrowsing.update.enabled": False, "media.gmp-manager.updateEnabled": False,
+            "remote.prefs.recommended": True,
+        }
+        with open(os.path.join(profile, "user.js"), "w") as f:
+            for key, value in prefs.items():
+                f.write("user_pref(%s, %s);\n" % (json.dumps(key), json.dumps(value)))
+        self.log = open(os.path.join(profile, "console.log"), "w+")
+        env = dict(os.environ, MOZ_HEADLESS="1", HOME=profile)
+        self.proc = subprocess.Popen(
+            ["/usr/bin/firefox-esr", "--headless", "--marionette", "--no-remote", "--profile",
+             profile, "--width", str(width), "--height", str(height), "about:blank"],
+            env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        started.append(self.proc)
+        self.client = Marionette(host="127.0.0.1", port=port)
+        self.client.start_session(timeout=120)
+        self.client.set_window_rect(width=width, height=height)
+
+    def get(self, url):
+        self.client.navigate(url)
+
+    def url(self):
+        return self.client.get_url()
+
+    def all(self, selector, within=None):
+        return (within or self.client).find_elements("css selector", selector)
+
+    def one(self, selector, within=None):
+        found = self.all(selector, within)
+        return found[0] if found else None
+
+    def script(self, code):
+        # In the page's own scope (sandbox None), as a page's script runs.
+        return self.client.execute_script(code, sandbox=None)
+
+    def run_async(self, code):
+        return self.client.execute_async_script(code, sandbox=None, script_timeout=60000)
+
+    def screenshot(self, path):
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(self.client.screenshot(full=False)))
+
+    def errors(self):
+        self.log.flush()
+        self.log.seek(0)
+        # The page's (its origin is named), not Firefox's own modules'.
+        return [line.strip() for line in self.log if "http://127.0.0.1:" in line and (
+            "JavaScript error" in line or "Content-Security-Policy" in line
+            or "Content Security Policy" in line or "console.error" in line)]
+
+    def quit(self):
+        try:
+            self.client.delete_session()
+        except Exception:  # noqa: BLE001
+            pass
+        end(self.proc, signal.SIGTERM, 20)
+
+
+def card(browser, list_id, name):
+    """The card of `name` in list `list_id`, or None."""
+    for item in browser.all("#%s > li" % list_id):
+        title = browser.one(".title", item)
+        if title is not None and title.text.startswith(name):
+            return item
+    return None
+
+
+def text(browser, selector):
+    found = browser.one(selector)
+    return found.text if found is not None else ""
+
+
+def receiver(name, home):
+    """`ferry receive --yes` advertised by mDNS as `name`; (process, its folder)."""
+    dest = os.path.join(WORK, "dest-" + name)
+    os.makedirs(dest, exist_ok=True)
+    env = dict(os.environ, FERRY_HOME=home)
+    proc = subprocess.Popen(
+        [FERRY, "receive", "--yes", "--json", "--name", name, "--dir", dest, "--port", "0"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    started.append(proc)
+    line = proc.stdout.readline()
+    check('"advertising"' in line, "peer %s starts (%s)" % (name, line[:60]))
+    return proc, dest
+
+
+def send_from_page(browser, list_id, name, path):
+    """Types `path` into `name`'s card and presses its button."""
+    def attempt():
+        item = card(browser, list_id, name)
+        browser.one("input[name=path]", item).send_keys(path)
+        browser.one("form.send button", item).click()
+        return True
+    check(wait_for(attempt, 20), "%s: the path is typed and sent from the card" % name)
+
+
+def sender(path, name):
+    """`ferry send` of `path` to the daemon (by its name, found by mDNS), from a home of its
+    own: it asks, and waits for the page's answer."""
+    env = dict(os.environ, FERRY_HOME=os.path.join(WORK, "home-" + name),
+               XDG_RUNTIME_DIR=os.path.join(WORK, "nowhere"))
+    proc = subprocess.Popen([FERRY, "send", "--json", "--to", "ui-daemon", "--timeout", "90", path],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started.append(proc)
+    return proc
+
+
+def test_page(daemon, kind):
+    """The page in one browser, as a person uses it."""
+    b = kind(1280, 800)
+    tag = b.name
+    try:
+        url = daemon.login()
+        check(url is not None and url.startswith("http://127.0.0.1:%d/login?token=" % daemon.port),
+              "%s: ferry ui --print gives a loopback link (%s)" % (tag, url))
+        b.get(url)
+        live = wait_for(lambda: text(b, "#connection") == "Live", 30)
+        check(live, "%s: the page signs in and follows the events (%s)" % (tag, text(b, "#connection")))
+        check(b.url() == "http://127.0.0.1:%d/" % daemon.port,
+              "%s: the secret leaves the address bar (%s)" % (tag, b.url()))
+        check(wait_for(lambda: text(b, "#name") == "ui-daemon", 10), "%s: this machine's name is shown" % tag)
+        check(" ".join(daemon.fingerprint[i:i + 4] for i in range(0, 64, 4)) in text(b, "#machine"),
+              "%s: this machine's fingerprint is shown in full" % tag)
+        resources = b.script("return performance.getEntriesByType('resource').map(e => e.name)")
+        check(all(r.startswith("http://127.0.0.1:%d/" % daemon.port) for r in resources),
+              "%s: nothing is loaded from elsewhere %r" % (tag, resources))
+        check(card(b, "peers", "ui-daemon") is None, "%s: this machine is not listed as a device around" % tag)
+
+        # A peer comes, is sent a file from the page, goes, and comes back for a queued send.
+        peer_name = "ui-peer-" + tag
+        peer_home = os.path.join(WORK, "home-" + peer_name)
+        peer, dest = receiver(peer_name, peer_home)
+        check(wait_for(lambda: card(b, "peers", peer_name), 30) is not None,
+              "%s: a peer that appears is listed, by the event stream" % tag)
+        b.screenshot(os.path.join(SHOTS, "ui-%s-desktop-1-peer.png" % tag))
+        first = a_file("first-%s.bin" % tag, 300_000)
+        send_from_page(b, "peers", peer_name, first)
+        check(wait_for(lambda: os.path.exists(os.path.join(dest, os.path.basename(first)))
+                       and sha(os.path.join(dest, os.path.basename(first))) == sha(first), 60),
+              "%s: a file sent from the page arrives byte-identical" % tag)
+        check(wait_for(lambda: "delivered" in text(b, "#sends"), 60),
+              "%s: the outbox shows it delivered, under the peer's name" % tag)
+        check(wait_for(lambda: peer_name in text(b, "#sends"), 10),
+              "%s: the outbox names the peer (%r)" % (tag, text(b, "#sends")[:200]))
+        end(peer)
+        check(wait_for(lambda: card(b, "peers", peer_name) is None, 30),
+              "%s: a peer that goes is dropped from the list" % tag)
+        check(wait_for(lambda: card(b, "known", peer_name) is not None, 10),
+              "%s: it is listed as known, not around" % tag)
+        later = a_file("later-%s.bin" % tag, 120_000)
+        send_from_page(b, "known", peer_name, later)
+        check(wait_for(lambda: "waiting for the device" in text(b, "#sends"), 20),
+              "%s: a send for a peer away waits in the outbox" % tag)
+        peer, dest = receiver(peer_name, peer_home)
+        check(wait_for(lambda: os.path.exists(os.path.join(dest, os.path.basename(later)))
+                       and sha(os.path.join(dest, os.path.basename(later))) == sha(later), 90),
+              "%s: the outbox entry made on the page is delivered when its peer comes back" % tag)
+        end(peer)
+
+        # Incoming: one accepted, one declined, from the page.
+        for answer in ["Accept", "Decline"]:
+            path = a_file("incoming-%s-%s.bin" % (tag, answer.lower()), 200_000)
+            proc = sender(path, "%s-%s" % (tag, answer.lower()))
+            offer = wait_for(lambda: b.all("#offers > li"), 60)
+            check(bool(offer), "%s: %s: the waiting sender is shown" % (tag, answer))
+            if not offer:
+                end(proc)
+                continue
+            shown = wait_for(lambda: b.all("#offers > li")[0].text, 10) or ""
+            check("wants to send you 1 file" in shown and "Check that the sender sees this code" in shown,
+                  "%s: %s: who, what and the code are shown (%r)" % (tag, answer, shown[:100]))
+            if answer == "Accept":
+                b.screenshot(os.path.join(SHOTS, "ui-%s-desktop-2-asking.png" % tag))
+            wait_for(lambda: b.one("button[aria-label^='%s']" % answer, b.all("#offers > li")[0]).click() or True, 10)
+            try:
+                proc.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                end(proc)
+            arrived = os.path.join(daemon.inbox, os.path.basename(path))
+            if answer == "Accept":
+                check(proc.returncode == 0 and os.path.exists(arrived) and sha(arrived) == sha(path),
+                      "%s: accepted on the page: the file arrives byte-identical (exit %s)" % (tag, proc.returncode))
+            else:
+                check(proc.returncode == 4 and not os.path.exists(arrived),
+                      "%s: declined on the page: the sender is told (exit %s), nothing written" % (tag, proc.returncode))
+            check(wait_for(lambda: not b.all("#offers > li"), 20),
+                  "%s: %s: the question leaves the page" % (tag, answer))
+        check(wait_for(lambda: "declined" in text(b, "#history"), 20),
+              "%s: the history lists the declined sender" % tag)
+        b.screenshot(os.path.join(SHOTS, "ui-%s-desktop-3-history.png" % tag))
+        errors = b.errors()
+        check(not errors, "%s: no JavaScript error or refused resource in the console %r" % (tag, errors[:3]))
+        accessibility(b, tag + " desktop")
+    finally:
+        b.quit()
+
+    # Phone-sized, signed in again (a link works once: the first one is used up).
+    b = kind(390, 844)
+    try:
+        b.get(daemon.login())
+        wait_for(lambda: text(b, "#connection") == "Live", 30)
+        wait_for(lambda: card(b, "known", "ui-peer-" + tag) is not None, 10)
+        # (Headless Firefox's windows are at least 450 px wide: its phone is that narrow.)
+        width, screen = b.script(
+            "return [document.documentElement.scrollWidth, window.innerWidth]")
+        check(width <= screen and screen <= 500,
+              "%s: phone: nothing wider than the screen (%d px in %d)" % (tag, width, screen))
+        b.screenshot(os.path.join(SHOTS, "ui-%s-phone-1.png" % tag))
+        b.script("document.body.style.zoom = '200%'")
+        b.screenshot(os.path.join(SHOTS, "ui-%s-phone-2-zoom200.png" % tag))
+        accessibility(b, tag + " phone")
+    finally:
+        b.quit()
+
+
+def accessibility(b, what):
+    """axe-core's rules (the copy PyPI's axe-selenium-python carries) on the page as it is: no
+    serious or critical violation."""
+    try:
+        import axe_selenium_python
+    except ImportError as error:
+        check(False, "%s: axe-core is installed (%s)" % (what, error))
+        return
+    source = os.path.join(os.path.dirname(axe_selenium_python.__file__), "node_modules", "axe-core", "axe.min.js")
+    with open(source) as f:
+        b.script(f.read())
+    results = b.run_async(
+        "const done = arguments[arguments.length - 1]; axe.run().then(r => done(r), e => done({error: String(e)}));")
+    if results.get("error"):
+        check(False, "%s: axe-core ran (%s)" % (what, results["error"]))
+        return
+    bad = [(v["id"], v["impact"], len(v["nodes"])) for v in results["violations"]
+           if v["impact"] in ("serious", "critical")]
+    check(not bad, "%s: axe-core finds no serious violation %r" % (what, bad))
+
+
+def request(port, path, method="GET", host=None, headers=None, source=None):
+    """One raw request to the page's server: (status, headers, body) or None when the
+    connection is closed without an answer."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    if source:
+        sock.bind((source, 0))
+    try:
+        sock.connect(("127.0.0.1", port))
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.sock = sock
+        all_headers = {"Host": host or "127.0.0.1:%d" % port}
+        all_headers.update(headers or {})
+        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for name, value in all_headers.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    except (ConnectionError, http.client.RemoteDisconnected, socket.timeout):
+        return None
+    finally:
+        sock.close()
+
+
+def test_guards(daemon):
+    port = daemon.port
+    status = request(port, "/login?token=" + "0" * 32)
+    check(status and status[0] == 403, "a wrong secret is refused (%s)" % (status and status[0]))
+    url = daemon.login()
+    path = url.split(str(port), 1)[1]
+    signed = request(port, path)
+    cookie = signed[1].get("set-cookie", "") if signed else ""
+    check(signed and signed[0] == 303 and "HttpOnly" in cookie and "SameSite=Strict" in cookie,
+          "the secret becomes an HttpOnly, SameSite=Strict cookie (%r)" % cookie)
+    again = request(port, path)
+    check(again and again[0] == 403, "a secret works once (%s)" % (again and again[0]))
+    jar = {"Cookie": cookie.split(";")[0]}
+    good = request(port, "/api/v1/status", headers=jar)
+    check(good and good[0] == 200 and json.loads(good[2])["name"] == "ui-daemon",
+          "with the cookie, the API answers")
+    csp = good[1].get("content-security-policy", "") if good else ""
+    check("default-src 'none'" in csp and "frame-ancestors 'none'" in csp,
+          "every answer has a strict Content-Security-Policy")
+    none = request(port, "/api/v1/status")
+    check(none and none[0] == 401, "without the cookie: 401 (%s)" % (none and none[0]))
+    forged = request(port, "/api/v1/status", headers={"Cookie": "ferry-ui=" + "0" * 32})
+    check(forged and forged[0] == 401, "a made-up cookie: 401 (%s)" % (forged and forged[0]))
+    rebound = request(port, "/api/v1/status", host="attacker.example:%d" % port, headers=jar)
+    check(rebound and rebound[0] == 403, "a foreign Host (DNS rebinding): 403 (%s)" % (rebound and rebound[0]))
+    foreign = request(port, "/api/v1/sends", method="POST",
+                      headers=dict(jar, Origin="http://attacker.example", **{"Content-Type": "application/json", "Content-Length": "2"}))
+    check(foreign and foreign[0] == 403, "a foreign Origin: 403 (%s)" % (foreign and foreign[0]))
+    other_port = request(port, "/api/v1/offers/0123456789abcdef/decline", method="POST",
+                         headers=dict(jar, Origin="http://127.0.0.1:1"))
+    check(other_port and other_port[0] == 403,
+          "another port's page on this machine (same site, other origin): 403 (%s)" % (other_port and other_port[0]))
+    no_origin = request(port, "/api/v1/offers/0123456789abcdef/decline", method="POST", headers=jar)
+    check(no_origin and no_origin[0] == 403, "a change without an Origin: 403 (%s)" % (no_origin and no_origin[0]))
+    same = request(port, "/api/v1/offers/0123456789abcdef/decline", method="POST",
+                   headers=dict(jar, Origin="http://127.0.0.1:%d" % port))
+    check(same and same[0] == 404, "the page's own Origin reaches the API (%s)" % (same and same[0]))
+    cross = request(port, "/api/v1/history", headers=dict(jar, **{"Sec-Fetch-Site": "cross-site"}))
+    check(cross and cross[0] == 403, "a cross-site read: 403 (%s)" % (cross and cross[0]))
+    # Another interface: nothing listens there, and a loopback connection from its address is
+    # closed unanswered.
+    # (A veth pair with both ends in this test's namespace: this kernel has no dummy links.)
+    subprocess.run(["ip", "link", "add", "ferry-ui0", "type", "veth", "peer", "name", "ferry-ui1"],
+                   check=False)
+    subprocess.run(["ip", "addr", "add", "10.213.0.1/24", "dev", "ferry-ui0"], check=False)
+    subprocess.run(["ip", "link", "set", "ferry-ui1", "up"], check=False)
+    subprocess.run(["ip", "link", "set", "ferry-ui0", "up"], check=False)
+    try:
+        probe = socket.socket()
+        probe.settimeout(5)
+        refused = probe.connect_ex(("10.213.0.1", port))
+        probe.close()
+        check(refused != 0, "nothing listens on another interface (connect: %d)" % refused)
+        outsider = request(port, "/api/v1/status", headers=jar, source="10.213.0.1")
+        check(outsider is None, "a connection from a non-loopback address is closed unanswered (%r)"
+              % (outsider and outsider[0]))
+    finally:
+        subprocess.run(["ip", "link", "del", "ferry-ui0"], check=False)
+    off = subprocess.run([FERRY, "ui", "--print", "--socket", "/nonexistent/api.sock"],
+                         capture_output=True, text=True, timeout=30)
+    check(off.returncode == 2 and "daemon" in off.stderr, "ferry ui without a daemon: exit 2, in words (%s)"
+          % off.stderr.strip()[:120])
+
+
+def main():
+    daemon = Daemon("ui-daemon")
+    try:
+        test_guards(daemon)
+        test_page(daemon, Chromium)
+        test_page(daemon, Firefox)
+    finally:
+        for proc in reversed(started):
+            end(proc)
+    print("ui: %d failures" % len(failures))
+    for failure in failures:
+        print("  " + failure)
+    shutil.rmtree(WORK, ignore_errors=True)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
