@@ -390,6 +390,34 @@ def test_page(daemon, kind):
                   "%s: %s: the question leaves the page" % (tag, answer))
         check(wait_for(lambda: "declined" in text(b, "#history"), 20),
               "%s: the history lists the declined sender" % tag)
+
+        # Trust, rename and forget the peer, from its card.
+        def manage(action, name=None):
+            item = card(b, "known", peer_name) or card(b, "known", "Desk " + tag)
+            details = b.one("details.manage", item)
+            if not details.get_attribute("open"):
+                b.one("summary", details).click()
+            if name is not None:
+                field = b.one("input[name=name]", details)
+                field.clear()
+                field.send_keys(name)
+            buttons = [x for x in b.all("button", details) if x.text == action]
+            buttons[0].click()
+            return True
+        check(wait_for(lambda: manage("Trust", "Desk " + tag), 10)
+              and wait_for(lambda: card(b, "known", "Desk " + tag) is not None
+                           and "trusted" in card(b, "known", "Desk " + tag).text, 20),
+              "%s: a peer trusted from the page, under the name given" % tag)
+        known = daemon.ferry("peers", "--json")
+        check(any(json.loads(line).get("name") == "Desk " + tag and json.loads(line).get("trusted")
+                  for line in known.stdout.splitlines() if line.strip()),
+              "%s: ferry peers shows it trusted, by that name" % tag)
+        check(wait_for(lambda: manage("Rename", "Desk " + tag + " 2"), 10)
+              and wait_for(lambda: card(b, "known", "Desk " + tag + " 2") is not None, 20),
+              "%s: renamed from the page" % tag)
+        check(wait_for(lambda: manage("Forget"), 10)
+              and wait_for(lambda: card(b, "known", "Desk " + tag) is None, 20),
+              "%s: forgotten from the page" % tag)
         b.screenshot(os.path.join(SHOTS, "ui-%s-desktop-3-history.png" % tag))
         errors = b.errors()
         check(not errors, "%s: no JavaScript error or refused resource in the console %r" % (tag, errors[:3]))
@@ -437,7 +465,7 @@ def accessibility(b, what):
     check(not bad, "%s: axe-core finds no serious violation %r" % (what, bad))
 
 
-def request(port, path, method="GET", host=None, headers=None, source=None):
+def request(port, path, method="GET", host=None, headers=None, source=None, body=None):
     """One raw request to the page's server: (status, headers, body) or None when the
     connection is closed without an answer."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -453,7 +481,7 @@ def request(port, path, method="GET", host=None, headers=None, source=None):
         connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
         for name, value in all_headers.items():
             connection.putheader(name, value)
-        connection.endheaders()
+        connection.endheaders(body)
         response = connection.getresponse()
         return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
     except (ConnectionError, http.client.RemoteDisconnected, socket.timeout):
@@ -499,6 +527,19 @@ def test_guards(daemon):
     same = request(port, "/api/v1/offers/0123456789abcdef/decline", method="POST",
                    headers=dict(jar, Origin="http://127.0.0.1:%d" % port))
     check(same and same[0] == 404, "the page's own Origin reaches the API (%s)" % (same and same[0]))
+    own = dict(jar, Origin="http://127.0.0.1:%d" % port, **{"Content-Type": "application/json"})
+    key = "AB" * 32
+    for target, body, want, what in [
+            ("/api/v1/peers/ABCD/trust", b"{}", 400, "a key's prefix"),
+            ("/api/v1/peers/%s/trust" % ("G" * 64), b"{}", 400, "a key that is not hex"),
+            ("/api/v1/peers/%s/trust" % key, b'{"name":"a\\u001b[31mb"}', 400, "a name with an escape"),
+            ("/api/v1/peers/%s/trust" % key, b'{"name":"   "}', 400, "a blank name"),
+            ("/api/v1/peers/%s/trust" % key, json.dumps({"name": "x" * 257}).encode(), 400, "a name of 257 bytes"),
+            ("/api/v1/peers/%s/trust" % key, b'{"name":"ok","extra":1}', 400, "an unknown field")]:
+        answer = request(port, target, method="POST", headers=dict(own, **{"Content-Length": str(len(body))}), body=body)
+        check(answer and answer[0] == want, "trusting %s: %d (%s)" % (what, want, answer and answer[0]))
+    gone = request(port, "/api/v1/peers/%s" % key, method="DELETE", headers=own)
+    check(gone and gone[0] == 404, "forgetting a key nobody knows: 404 (%s)" % (gone and gone[0]))
     cross = request(port, "/api/v1/history", headers=dict(jar, **{"Sec-Fetch-Site": "cross-site"}))
     check(cross and cross[0] == 403, "a cross-site read: 403 (%s)" % (cross and cross[0]))
     # Another interface: nothing listens there, and a loopback connection from its address is

@@ -160,6 +160,28 @@ extension APIProtocol {
         )
         try transport.register(
             {
+                try await server.trustPeer(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .post,
+            path: server.apiPathComponentsWithServerPrefix("/v1/peers/{fingerprint}/trust")
+        )
+        try transport.register(
+            {
+                try await server.forgetPeer(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .delete,
+            path: server.apiPathComponentsWithServerPrefix("/v1/peers/{fingerprint}")
+        )
+        try transport.register(
+            {
                 try await server.createUILogin(
                     request: $0,
                     body: $1,
@@ -943,6 +965,176 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                 let headers: Operations.getHistory.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
                 return Operations.getHistory.Input(
                     query: query,
+                    headers: headers
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .ok(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 200)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// Mark a key trusted (adding it when it is not known), as `ferry trust` does.
+    ///
+    /// The whole key is given (no prefix): compare its digits with `ferry identity` on that
+    /// machine first. `name` pins a name to the key (`ferry send --to NAME` finds it; another
+    /// key that comes with that name is KEY CHANGED); without it, the name it is known by
+    /// stays. Trusting again with another name renames it. A trusted peer is let in without
+    /// asking when the daemon accepts `trusted`.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/peers/{fingerprint}/trust`.
+    /// - Remark: Generated from `#/paths//v1/peers/{fingerprint}/trust/post(trustPeer)`.
+    func trustPeer(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.trustPeer.id,
+            using: {
+                APIHandler.trustPeer($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let path: Operations.trustPeer.Input.Path = .init(fingerprint: try converter.getPathParameterAsURI(
+                    in: metadata.pathParameters,
+                    name: "fingerprint",
+                    as: Components.Parameters.PeerKey.self
+                ))
+                let headers: Operations.trustPeer.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                let contentType = converter.extractContentTypeIfPresent(in: request.headerFields)
+                let body: Operations.trustPeer.Input.Body?
+                let chosenContentType = try converter.bestContentType(
+                    received: contentType,
+                    options: [
+                        "application/json"
+                    ]
+                )
+                switch chosenContentType {
+                case "application/json":
+                    body = try await converter.getOptionalRequestBodyAsJSON(
+                        Components.Schemas.TrustRequest.self,
+                        from: requestBody,
+                        transforming: { value in
+                            .json(value)
+                        }
+                    )
+                default:
+                    preconditionFailure("bestContentType chose an invalid content type.")
+                }
+                return Operations.trustPeer.Input(
+                    path: path,
+                    headers: headers,
+                    body: body
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .ok(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 200)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// Forget a key (trusted or not), as `ferry forget` does.
+    ///
+    /// - Remark: HTTP `DELETE /v1/peers/{fingerprint}`.
+    /// - Remark: Generated from `#/paths//v1/peers/{fingerprint}/delete(forgetPeer)`.
+    func forgetPeer(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.forgetPeer.id,
+            using: {
+                APIHandler.forgetPeer($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let path: Operations.forgetPeer.Input.Path = .init(fingerprint: try converter.getPathParameterAsURI(
+                    in: metadata.pathParameters,
+                    name: "fingerprint",
+                    as: Components.Parameters.PeerKey.self
+                ))
+                let headers: Operations.forgetPeer.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                return Operations.forgetPeer.Input(
+                    path: path,
                     headers: headers
                 )
             },

@@ -23,5 +23,7 @@ extension Components {
         package typealias SendID = Components.Schemas.Identifier
         /// - Remark: Generated from `#/components/parameters/OfferID`.
         package typealias OfferID = Components.Schemas.Identifier
+        /// - Remark: Generated from `#/components/parameters/PeerKey`.
+        package typealias PeerKey = Components.Schemas.Fingerprint
     }
 }

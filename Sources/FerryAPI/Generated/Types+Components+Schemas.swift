@@ -1305,6 +1305,58 @@ extension Components {
                 ])
             }
         }
+        /// - Remark: Generated from `#/components/schemas/TrustRequest`.
+        package struct TrustRequest: Codable, Hashable, Sendable {
+            /// The name to remember it by (1 to 256 bytes, no control characters).
+            ///
+            /// - Remark: Generated from `#/components/schemas/TrustRequest/name`.
+            package var name: Swift.String?
+            /// Creates a new `TrustRequest`.
+            ///
+            /// - Parameters:
+            ///   - name: The name to remember it by (1 to 256 bytes, no control characters).
+            package init(name: Swift.String? = nil) {
+                self.name = name
+            }
+            package enum CodingKeys: String, CodingKey {
+                case name
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.name = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .name
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "name"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Forgotten`.
+        package struct Forgotten: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Forgotten/fingerprint`.
+            package var fingerprint: Components.Schemas.Fingerprint
+            /// Creates a new `Forgotten`.
+            ///
+            /// - Parameters:
+            ///   - fingerprint:
+            package init(fingerprint: Components.Schemas.Fingerprint) {
+                self.fingerprint = fingerprint
+            }
+            package enum CodingKeys: String, CodingKey {
+                case fingerprint
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.fingerprint = try container.decode(
+                    Components.Schemas.Fingerprint.self,
+                    forKey: .fingerprint
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "fingerprint"
+                ])
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/UILogin`.
         package struct UILogin: Codable, Hashable, Sendable {
             /// `http://127.0.0.1:PORT/login?token=…`: open it once, in a browser of this machine.

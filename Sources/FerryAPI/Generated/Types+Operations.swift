@@ -1600,6 +1600,316 @@ package enum Operations {
             }
         }
     }
+    /// Mark a key trusted (adding it when it is not known), as `ferry trust` does.
+    ///
+    /// The whole key is given (no prefix): compare its digits with `ferry identity` on that
+    /// machine first. `name` pins a name to the key (`ferry send --to NAME` finds it; another
+    /// key that comes with that name is KEY CHANGED); without it, the name it is known by
+    /// stays. Trusting again with another name renames it. A trusted peer is let in without
+    /// asking when the daemon accepts `trusted`.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/peers/{fingerprint}/trust`.
+    /// - Remark: Generated from `#/paths//v1/peers/{fingerprint}/trust/post(trustPeer)`.
+    package enum trustPeer {
+        package static let id: Swift.String = "trustPeer"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/peers/{fingerprint}/trust/POST/path`.
+            package struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/peers/{fingerprint}/trust/POST/path/fingerprint`.
+                package var fingerprint: Components.Parameters.PeerKey
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - fingerprint:
+                package init(fingerprint: Components.Parameters.PeerKey) {
+                    self.fingerprint = fingerprint
+                }
+            }
+            package var path: Operations.trustPeer.Input.Path
+            /// - Remark: Generated from `#/paths/v1/peers/{fingerprint}/trust/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.trustPeer.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.trustPeer.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.trustPeer.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/peers/{fingerprint}/trust/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/peers/{fingerprint}/trust/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.TrustRequest)
+            }
+            package var body: Operations.trustPeer.Input.Body?
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            package init(
+                path: Operations.trustPeer.Input.Path,
+                headers: Operations.trustPeer.Input.Headers = .init(),
+                body: Operations.trustPeer.Input.Body? = nil
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/peers/{fingerprint}/trust/POST/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/peers/{fingerprint}/trust/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.KnownPeer)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.KnownPeer {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.trustPeer.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.trustPeer.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The peer as this machine knows it now.
+            ///
+            /// - Remark: Generated from `#/paths//v1/peers/{fingerprint}/trust/post(trustPeer)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.trustPeer.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.trustPeer.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// What went wrong (4xx: the request; 5xx: never expected).
+            ///
+            /// - Remark: Generated from `#/paths//v1/peers/{fingerprint}/trust/post(trustPeer)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            package var `default`: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Forget a key (trusted or not), as `ferry forget` does.
+    ///
+    /// - Remark: HTTP `DELETE /v1/peers/{fingerprint}`.
+    /// - Remark: Generated from `#/paths//v1/peers/{fingerprint}/delete(forgetPeer)`.
+    package enum forgetPeer {
+        package static let id: Swift.String = "forgetPeer"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/peers/{fingerprint}/DELETE/path`.
+            package struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/peers/{fingerprint}/DELETE/path/fingerprint`.
+                package var fingerprint: Components.Parameters.PeerKey
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - fingerprint:
+                package init(fingerprint: Components.Parameters.PeerKey) {
+                    self.fingerprint = fingerprint
+                }
+            }
+            package var path: Operations.forgetPeer.Input.Path
+            /// - Remark: Generated from `#/paths/v1/peers/{fingerprint}/DELETE/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.forgetPeer.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.forgetPeer.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.forgetPeer.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            package init(
+                path: Operations.forgetPeer.Input.Path,
+                headers: Operations.forgetPeer.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/peers/{fingerprint}/DELETE/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/peers/{fingerprint}/DELETE/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Forgotten)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.Forgotten {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.forgetPeer.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.forgetPeer.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Forgotten.
+            ///
+            /// - Remark: Generated from `#/paths//v1/peers/{fingerprint}/delete(forgetPeer)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.forgetPeer.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.forgetPeer.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// What went wrong (4xx: the request; 5xx: never expected).
+            ///
+            /// - Remark: Generated from `#/paths//v1/peers/{fingerprint}/delete(forgetPeer)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            package var `default`: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// A link that opens the daemon's web page, once (what `ferry ui` opens).
     ///
     /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in

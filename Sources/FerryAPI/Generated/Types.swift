@@ -100,6 +100,23 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /v1/history`.
     /// - Remark: Generated from `#/paths//v1/history/get(getHistory)`.
     func getHistory(_ input: Operations.getHistory.Input) async throws -> Operations.getHistory.Output
+    /// Mark a key trusted (adding it when it is not known), as `ferry trust` does.
+    ///
+    /// The whole key is given (no prefix): compare its digits with `ferry identity` on that
+    /// machine first. `name` pins a name to the key (`ferry send --to NAME` finds it; another
+    /// key that comes with that name is KEY CHANGED); without it, the name it is known by
+    /// stays. Trusting again with another name renames it. A trusted peer is let in without
+    /// asking when the daemon accepts `trusted`.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/peers/{fingerprint}/trust`.
+    /// - Remark: Generated from `#/paths//v1/peers/{fingerprint}/trust/post(trustPeer)`.
+    func trustPeer(_ input: Operations.trustPeer.Input) async throws -> Operations.trustPeer.Output
+    /// Forget a key (trusted or not), as `ferry forget` does.
+    ///
+    /// - Remark: HTTP `DELETE /v1/peers/{fingerprint}`.
+    /// - Remark: Generated from `#/paths//v1/peers/{fingerprint}/delete(forgetPeer)`.
+    func forgetPeer(_ input: Operations.forgetPeer.Input) async throws -> Operations.forgetPeer.Output
     /// A link that opens the daemon's web page, once (what `ferry ui` opens).
     ///
     /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in
@@ -263,6 +280,41 @@ extension APIProtocol {
     ) async throws -> Operations.getHistory.Output {
         try await getHistory(Operations.getHistory.Input(
             query: query,
+            headers: headers
+        ))
+    }
+    /// Mark a key trusted (adding it when it is not known), as `ferry trust` does.
+    ///
+    /// The whole key is given (no prefix): compare its digits with `ferry identity` on that
+    /// machine first. `name` pins a name to the key (`ferry send --to NAME` finds it; another
+    /// key that comes with that name is KEY CHANGED); without it, the name it is known by
+    /// stays. Trusting again with another name renames it. A trusted peer is let in without
+    /// asking when the daemon accepts `trusted`.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/peers/{fingerprint}/trust`.
+    /// - Remark: Generated from `#/paths//v1/peers/{fingerprint}/trust/post(trustPeer)`.
+    package func trustPeer(
+        path: Operations.trustPeer.Input.Path,
+        headers: Operations.trustPeer.Input.Headers = .init(),
+        body: Operations.trustPeer.Input.Body? = nil
+    ) async throws -> Operations.trustPeer.Output {
+        try await trustPeer(Operations.trustPeer.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Forget a key (trusted or not), as `ferry forget` does.
+    ///
+    /// - Remark: HTTP `DELETE /v1/peers/{fingerprint}`.
+    /// - Remark: Generated from `#/paths//v1/peers/{fingerprint}/delete(forgetPeer)`.
+    package func forgetPeer(
+        path: Operations.forgetPeer.Input.Path,
+        headers: Operations.forgetPeer.Input.Headers = .init()
+    ) async throws -> Operations.forgetPeer.Output {
+        try await forgetPeer(Operations.forgetPeer.Input(
+            path: path,
             headers: headers
         ))
     }

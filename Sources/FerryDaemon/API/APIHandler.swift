@@ -1,3 +1,4 @@
+import Ferry
 import FerryAPI
 import Foundation
 import OpenAPIRuntime
@@ -22,18 +23,23 @@ package struct APIHandler: APIProtocol {
     package let events: EventLog
     /// A one-time link to the web page, nil when there is none.
     package let uiLogin: @Sendable () -> (url: String, expires: Date)?
+    /// What this machine knows of keys (trusted, renamed, forgotten through the API); nil:
+    /// those operations answer 503.
+    package let knownPeers: KnownPeers?
 
     /// The parts.
     package init(
       status: @escaping @Sendable () -> Components.Schemas.Status,
       peers: @escaping @Sendable () -> Components.Schemas.Peers, sends: DaemonSends,
       offers: OpenOffers, history: History, events: EventLog,
-      uiLogin: @escaping @Sendable () -> (url: String, expires: Date)? = { nil }
+      uiLogin: @escaping @Sendable () -> (url: String, expires: Date)? = { nil },
+      knownPeers: KnownPeers? = nil
     ) {
       (self.status, self.peers, self.sends, self.offers, self.history, self.events) = (
         status, peers, sends, offers, history, events
       )
       self.uiLogin = uiLogin
+      self.knownPeers = knownPeers
     }
   }
 

@@ -149,7 +149,7 @@ package final class Daemon: Sendable {
           defaultExpiry: configuration.outboxDays * 86_400,
           hearsLocalSend: configuration.localSend),
         offers: offers, history: history, events: events,
-        uiLogin: { [self] in uiLogin() }))
+        uiLogin: { [self] in uiLogin() }, knownPeers: configuration.knownPeers))
     var encoding = OpenAPIRuntime.Configuration()
     encoding.jsonEncodingOptions = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
     try handler.registerHandlers(on: routes, configuration: encoding)

@@ -183,6 +183,62 @@
     return out;
   }
 
+  /** Trust, rename and forget, as ferry trust and ferry forget: the whole key shown to
+      compare before trusting it. */
+  function manage(peer) {
+    const box = el("details", "manage");
+    box.append(el("summary", "", peer.trusted ? "Rename or forget" : peer.known ? "Trust or forget" : "Trust"));
+    const compare = el("p", "detail", "Compare with 'ferry identity' on that device: ");
+    compare.append(el("span", "fingerprint", F.fingerprint(peer.fingerprint)));
+    const form = el("form", "send");
+    const label = el("label", "", "Name to remember it by");
+    const input = el("input");
+    input.type = "text";
+    input.name = "name";
+    input.value = peer.name;
+    input.maxLength = 256;
+    label.append(input);
+    const result = el("p", "detail");
+    result.setAttribute("role", "status");
+    const submit = el("button", "", peer.trusted ? "Rename" : "Trust");
+    submit.type = "submit";
+    form.append(label, submit);
+    form.addEventListener("submit", function (submitted) {
+      submitted.preventDefault();
+      submit.disabled = true;
+      api("/peers/" + encodeURIComponent(peer.fingerprint) + "/trust", { method: "POST", body: JSON.stringify({ name: input.value }) })
+        .then(function (known) {
+          result.className = "detail ok";
+          result.textContent = "Trusted as " + F.printable(known.name, 80) + ".";
+          refresh("peers");
+        })
+        .catch(function (error) {
+          result.className = "detail error";
+          result.textContent = F.printable(error.message, 300);
+        })
+        .finally(function () {
+          submit.disabled = false;
+        });
+    });
+    box.append(compare, form);
+    if (peer.known || peer.trusted) {
+      const forget = button("Forget", "danger", function () {
+        return api("/peers/" + encodeURIComponent(peer.fingerprint), { method: "DELETE" }).then(function () {
+          refresh("peers");
+        }, function (error) {
+          result.className = "detail error";
+          result.textContent = F.printable(error.message, 300);
+        });
+      });
+      forget.setAttribute("aria-label", "Forget " + F.printable(peer.name, 60));
+      const buttons = el("div", "buttons");
+      buttons.append(forget);
+      box.append(buttons);
+    }
+    box.append(result);
+    return box;
+  }
+
   function renderPeer(peer) {
     const item = el("li");
     item.append(el("div", "title", F.printable(peer.name, 80)));
@@ -190,6 +246,9 @@
     line.append.apply(line, peerBadges(peer));
     if (peer.fingerprint) line.append(el("span", "fingerprint", F.fingerprint(peer.fingerprint).slice(0, 19)));
     item.append(line, sendForm(peer, "Send"));
+    // A key to trust is one the device proved (an unverified LocalSend device's is only what it
+    // claims).
+    if (peer.fingerprint && peer.verified !== false) item.append(manage(peer));
     return item;
   }
 
@@ -200,6 +259,7 @@
     line.append(badge(peer.trusted ? "trusted" : "known", peer.trusted ? "good" : ""));
     line.append(el("span", "fingerprint", F.fingerprint(peer.fingerprint).slice(0, 19)));
     item.append(line, sendForm({ name: peer.name, fingerprint: peer.fingerprint, protocol: "ferry" }, "Send when it appears"));
+    item.append(manage({ name: peer.name, fingerprint: peer.fingerprint, known: true, trusted: peer.trusted }));
     return item;
   }
 
