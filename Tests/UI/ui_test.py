@@ -561,16 +561,53 @@ def test_guards(daemon):
               % (outsider and outsider[0]))
     finally:
         subprocess.run(["ip", "link", "del", "ferry-ui0"], check=False)
-    off = subprocess.run([FERRY, "ui", "--print", "--socket", "/nonexistent/api.sock"],
+    off = subprocess.run([FERRY, "ui", "--print", "--no-start", "--socket", "/nonexistent/api.sock"],
                          capture_output=True, text=True, timeout=30)
-    check(off.returncode == 2 and "daemon" in off.stderr, "ferry ui without a daemon: exit 2, in words (%s)"
-          % off.stderr.strip()[:120])
+    check(off.returncode == 2 and "daemon" in off.stderr,
+          "ferry ui --no-start without a daemon: exit 2, in words (%s)" % off.stderr.strip()[:120])
+
+
+def test_starts_daemon():
+    """`ferry ui` where no daemon runs (a person clicking the menu entry): it starts one in the
+    background, and its link works."""
+    base = tempfile.mkdtemp(prefix="fresh-", dir=WORK)
+    home = os.path.join(base, "home")
+    downloads = os.path.join(base, "Downloads")
+    os.makedirs(downloads)
+    env = dict(os.environ, FERRY_HOME=home, HOME=base, XDG_RUNTIME_DIR=os.path.join(base, "run"))
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    os.makedirs(os.path.join(base, "run"))
+    out = subprocess.run([FERRY, "ui", "--print"], env=env, capture_output=True, text=True,
+                         timeout=60)
+    links = [line.strip() for line in out.stdout.splitlines() if "/login?token=" in line]
+    check(out.returncode == 0 and links, "ferry ui with no daemon starts one and prints a link (%s)"
+          % (out.stderr.strip()[:160]))
+    status = subprocess.run([FERRY, "status", "--json"], env=env, capture_output=True, text=True,
+                            timeout=30)
+    pid = json.loads(status.stdout)["pid"] if status.returncode == 0 else None
+    if pid is None:
+        return
+    try:
+        port = json.loads(status.stdout)["ports"]["ui"]
+        path = links[0].split(str(port), 1)[1] if links else "/"
+        answer = request(port, path)
+        check(answer and answer[0] == 303, "its link signs a browser in (%s)" % (answer and answer[0]))
+        check(json.loads(status.stdout)["receiving"]["dir"] == downloads,
+              "with no dir in the config it receives into ~/Downloads")
+        check(os.path.exists(os.path.join(home, "daemon.log")), "its output goes to daemon.log")
+    finally:
+        # The daemon it started, ended by its pid (it runs in a session of its own).
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not os.path.exists("/proc/%d" % pid) or
+                 open("/proc/%d/stat" % pid).read().split()[2] == "Z", 20)
 
 
 def main():
     daemon = Daemon("ui-daemon")
     try:
         test_guards(daemon)
+        test_starts_daemon()
         test_page(daemon, Chromium)
         test_page(daemon, Firefox)
     finally:

@@ -10,15 +10,19 @@ struct UICommand: LoggingCommand, AsyncParsableCommand {
     commandName: "ui",
     abstract: "Open the daemon's web page in this machine's browser.",
     discussion: """
-      Asks 'ferry daemon' (exit 2 when none runs for this user) for a link to its page — \
-      served on 127.0.0.1 and ::1 only — that signs one browser in, once, within 60 s, and \
-      opens it with xdg-open. Without a desktop (no DISPLAY or WAYLAND_DISPLAY), with \
+      Asks 'ferry daemon' for a link to its page — served on 127.0.0.1 and ::1 only — that \
+      signs one browser in, once, within 60 s, and opens it with xdg-open. When no daemon \
+      runs for this user, starts one first (systemctl --user start ferry when its unit is \
+      installed, else 'ferry daemon' in the background, its log in daemon.log in ferry's \
+      home, receiving into ~/Downloads unless the config names a dir); --no-start: exit 2 \
+      instead. Without a desktop (no DISPLAY or WAYLAND_DISPLAY), with \
       --print, or when xdg-open fails, the link is printed instead: open it in a browser on \
       this machine (over ssh: forward the port, ssh -L PORT:127.0.0.1:PORT).
 
       Examples:
         ferry ui
         ferry ui --print
+        ferry ui --no-start --json | jq -r .url
       """)
 
   @OptionGroup var logging: LogOptions
@@ -27,29 +31,44 @@ struct UICommand: LoggingCommand, AsyncParsableCommand {
   @Flag(help: "Print the link instead of opening a browser.")
   var print = false
 
+  @Flag(help: "Do not start a daemon when none runs (exit 2).")
+  var noStart = false
+
   @Flag(name: [.short, .long], help: "Print the API's answer (url, expires) as one JSON object.")
   var json = false
 
   func run() async throws {
     let client = try daemon.client()
+    let output = EventWriter(json: false)
     let login: Components.Schemas.UILogin
     do {
-      switch try await client.api.createUILogin() {
-      case .created(let created): login = try created.body.json
-      case .default(let code, let problem):
-        throw DaemonClient.failure(try problem.body.json, status: code)
-      }
-    } catch {
-      throw client.failure(error)
+      login = try await Self.login(client)
+    } catch let failure as CLIFailure where failure.code == .noDaemon && !noStart {
+      try await DaemonStarter.start(socket: daemon.socket, client: client, output: output)
+      login = try await Self.login(client)
     }
     if json { return StandardStream.output.write(DaemonClient.json(login) + "\n") }
-    let output = EventWriter(json: false)
     if !print, await Self.open(login.url) {
       output.say("Opened the daemon's page in your browser.")
       return
     }
     output.say("Open this link in a browser on this machine (it works once, within 60 s):")
     output.say("  \(login.url)")
+  }
+
+  /// A sign-in link from the daemon `client` reaches.
+  ///
+  /// - Throws: ``CLIFailure``: `no-daemon` when none answers, `daemon` for its refusal.
+  static func login(_ client: DaemonClient) async throws -> Components.Schemas.UILogin {
+    do {
+      switch try await client.api.createUILogin() {
+      case .created(let created): return try created.body.json
+      case .default(let code, let problem):
+        throw DaemonClient.failure(try problem.body.json, status: code)
+      }
+    } catch {
+      throw client.failure(error)
+    }
   }
 
   /// Opens `url` with xdg-open when there is a desktop: false when there is none, xdg-open is
@@ -59,12 +78,7 @@ struct UICommand: LoggingCommand, AsyncParsableCommand {
     let environment = ProcessInfo.processInfo.environment
     guard !(environment["DISPLAY"] ?? "").isEmpty || !(environment["WAYLAND_DISPLAY"] ?? "").isEmpty
     else { return false }
-    let folders = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
-    guard
-      let opener = folders.map({ "\($0)/xdg-open" }).first(where: {
-        FileManager.default.isExecutableFile(atPath: $0)
-      })
-    else { return false }
+    guard let opener = DaemonStarter.executable("xdg-open") else { return false }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: opener)
     process.arguments = [url]
