@@ -102,7 +102,17 @@ class Daemon:
             f.write('[receive]\ndir = "%s"\nname = "%s"\n[daemon]\nnotify = false\n'
                     % (self.inbox, name))
         self.socket = os.path.join(self.base, "run", "ferry", "api.sock")
-        self.env = dict(os.environ, FERRY_HOME=self.home,
+        # The user's home the page's file picker lists: a few files, a folder, a hidden file,
+        # and a link out of it.
+        self.user_home = os.path.join(self.base, "user")
+        album = os.path.join(self.user_home, "Pictures", "album")
+        os.makedirs(album)
+        for rel, size in {"Pictures/beach.jpg": 70_000, "Pictures/album/a.png": 3000,
+                          "Pictures/album/b.png": 0, ".secret": 10}.items():
+            with open(os.path.join(self.user_home, rel), "wb") as f:
+                f.write(os.urandom(size))
+        os.symlink("/etc", os.path.join(self.user_home, "etc-link"))
+        self.env = dict(os.environ, FERRY_HOME=self.home, HOME=self.user_home,
                         XDG_RUNTIME_DIR=os.path.join(self.base, "run"))
         self.env.pop("DISPLAY", None)
         self.env.pop("WAYLAND_DISPLAY", None)
@@ -345,6 +355,30 @@ def test_page(daemon, kind):
               "%s: the outbox shows it delivered, under the peer's name" % tag)
         check(wait_for(lambda: peer_name in text(b, "#sends"), 10),
               "%s: the outbox names the peer (%r)" % (tag, text(b, "#sends")[:200]))
+
+        # Files and a folder chosen in the page's own file picker (the user's home), sent
+        # from disk.
+        def choose():
+            b.one("button.choose", card(b, "peers", peer_name)).click()
+            return True
+        wait_for(choose, 10)
+        check(wait_for(lambda: "Pictures/" in text(b, "#picker-list"), 10)
+              and ".secret" not in text(b, "#picker-list"),
+              "%s: the picker lists the home, hidden names left out" % tag)
+        wait_for(lambda: b.one("button[aria-label='Open Pictures']").click() or True, 10)
+        check(wait_for(lambda: "beach.jpg" in text(b, "#picker-list"), 10),
+              "%s: a folder opens in the picker" % tag)
+        for label in b.all("#picker-list label"):
+            if label.text.startswith("beach.jpg") or label.text.startswith("album/"):
+                b.one("input", label).click()
+        check("Send 2 items" in text(b, "#picker-send"), "%s: two items chosen" % tag)
+        b.screenshot(os.path.join(SHOTS, "ui-%s-desktop-picker.png" % tag))
+        b.one("#picker-send").click()
+        pictures = os.path.join(daemon.user_home, "Pictures")
+        wanted = {rel: sha(os.path.join(pictures, rel)) for rel in ["beach.jpg", "album/a.png", "album/b.png"]}
+        check(wait_for(lambda: all(os.path.exists(os.path.join(dest, rel)) and sha(os.path.join(dest, rel)) == digest
+                                   for rel, digest in wanted.items()), 60),
+              "%s: a file and a folder chosen in the picker arrive byte-identical" % tag)
         end(peer)
         check(wait_for(lambda: card(b, "peers", peer_name) is None, 30),
               "%s: a peer that goes is dropped from the list" % tag)
@@ -538,6 +572,18 @@ def test_guards(daemon):
             ("/api/v1/peers/%s/trust" % key, b'{"name":"ok","extra":1}', 400, "an unknown field")]:
         answer = request(port, target, method="POST", headers=dict(own, **{"Content-Length": str(len(body))}), body=body)
         check(answer and answer[0] == want, "trusting %s: %d (%s)" % (what, want, answer and answer[0]))
+    for target, want, what in [
+            ("/api/v1/files?path=/etc", 403, "a folder outside the home"),
+            ("/api/v1/files?path=%s/etc-link" % daemon.user_home, 403, "a link out of the home"),
+            ("/api/v1/files?path=%s/Pictures/../.." % daemon.user_home, 400, "a path with .."),
+            ("/api/v1/files?path=Pictures", 400, "a relative path"),
+            ("/api/v1/files?path=%s/nothing" % daemon.user_home, 400, "a folder that is not there")]:
+        answer = request(port, target, headers=jar)
+        check(answer and answer[0] == want, "listing %s: %d (%s)" % (what, want, answer and answer[0]))
+    listed = request(port, "/api/v1/files", headers=jar)
+    names = [e["name"] for e in json.loads(listed[2])["entries"]] if listed and listed[0] == 200 else []
+    check(names[:1] == ["Pictures"] and ".secret" not in names,
+          "the home is listed, folders first, hidden names left out (%s)" % names)
     gone = request(port, "/api/v1/peers/%s" % key, method="DELETE", headers=own)
     check(gone and gone[0] == 404, "forgetting a key nobody knows: 404 (%s)" % (gone and gone[0]))
     cross = request(port, "/api/v1/history", headers=dict(jar, **{"Sec-Fetch-Site": "cross-site"}))

@@ -881,6 +881,105 @@ package struct Client: APIProtocol {
             }
         )
     }
+    /// What a folder of the user's home holds (the page's file picker).
+    ///
+    /// `path` is an absolute path inside the home folder of the daemon's user (the home
+    /// itself when absent), without `.` or `..` components; a folder reached through a
+    /// symbolic link that leads out of the home is refused. Names that are not UTF-8, and
+    /// hidden ones (starting with `.`) unless `hidden=true`, are left out. Folders come first,
+    /// then files, each by name; at most 5000 entries (`truncated` when there were more).
+    /// Nothing is read but the folder's listing and its entries' status.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/files`.
+    /// - Remark: Generated from `#/paths//v1/files/get(listFolder)`.
+    package func listFolder(_ input: Operations.listFolder.Input) async throws -> Operations.listFolder.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.listFolder.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/files",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .get
+                )
+                suppressMutabilityWarning(&request)
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "path",
+                    value: input.query.path
+                )
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "hidden",
+                    value: input.query.hidden
+                )
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.listFolder.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.Folder.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                default:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Problem.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(body: body)
+                    )
+                }
+            }
+        )
+    }
     /// What was received and sent, newest first (kept across restarts; `limit` of them, at most 500).
     ///
     /// - Remark: HTTP `GET /v1/history`.

@@ -149,6 +149,17 @@ extension APIProtocol {
         )
         try transport.register(
             {
+                try await server.listFolder(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .get,
+            path: server.apiPathComponentsWithServerPrefix("/v1/files")
+        )
+        try transport.register(
+            {
                 try await server.getHistory(
                     request: $0,
                     body: $1,
@@ -892,6 +903,96 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                 let headers: Operations.declineOffer.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
                 return Operations.declineOffer.Input(
                     path: path,
+                    headers: headers
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .ok(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 200)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// What a folder of the user's home holds (the page's file picker).
+    ///
+    /// `path` is an absolute path inside the home folder of the daemon's user (the home
+    /// itself when absent), without `.` or `..` components; a folder reached through a
+    /// symbolic link that leads out of the home is refused. Names that are not UTF-8, and
+    /// hidden ones (starting with `.`) unless `hidden=true`, are left out. Folders come first,
+    /// then files, each by name; at most 5000 entries (`truncated` when there were more).
+    /// Nothing is read but the folder's listing and its entries' status.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/files`.
+    /// - Remark: Generated from `#/paths//v1/files/get(listFolder)`.
+    func listFolder(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.listFolder.id,
+            using: {
+                APIHandler.listFolder($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let query: Operations.listFolder.Input.Query = .init(
+                    path: try converter.getOptionalQueryItemAsURI(
+                        in: request.soar_query,
+                        style: .form,
+                        explode: true,
+                        name: "path",
+                        as: Swift.String.self
+                    ),
+                    hidden: try converter.getOptionalQueryItemAsURI(
+                        in: request.soar_query,
+                        style: .form,
+                        explode: true,
+                        name: "hidden",
+                        as: Swift.Bool.self
+                    )
+                )
+                let headers: Operations.listFolder.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                return Operations.listFolder.Input(
+                    query: query,
                     headers: headers
                 )
             },

@@ -1305,6 +1305,151 @@ extension Components {
                 ])
             }
         }
+        /// - Remark: Generated from `#/components/schemas/Folder`.
+        package struct Folder: Codable, Hashable, Sendable {
+            /// The folder listed (absolute).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Folder/path`.
+            package var path: Swift.String
+            /// Its parent folder, absent for the home folder itself.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Folder/parent`.
+            package var parent: Swift.String?
+            /// The home folder, which nothing listed leaves.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Folder/home`.
+            package var home: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Folder/truncated`.
+            package var truncated: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/Folder/entries`.
+            package var entries: [Components.Schemas.FolderEntry]
+            /// Creates a new `Folder`.
+            ///
+            /// - Parameters:
+            ///   - path: The folder listed (absolute).
+            ///   - parent: Its parent folder, absent for the home folder itself.
+            ///   - home: The home folder, which nothing listed leaves.
+            ///   - truncated:
+            ///   - entries:
+            package init(
+                path: Swift.String,
+                parent: Swift.String? = nil,
+                home: Swift.String,
+                truncated: Swift.Bool,
+                entries: [Components.Schemas.FolderEntry]
+            ) {
+                self.path = path
+                self.parent = parent
+                self.home = home
+                self.truncated = truncated
+                self.entries = entries
+            }
+            package enum CodingKeys: String, CodingKey {
+                case path
+                case parent
+                case home
+                case truncated
+                case entries
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.path = try container.decode(
+                    Swift.String.self,
+                    forKey: .path
+                )
+                self.parent = try container.decodeIfPresent(
+                    Swift.String.self,
+                    forKey: .parent
+                )
+                self.home = try container.decode(
+                    Swift.String.self,
+                    forKey: .home
+                )
+                self.truncated = try container.decode(
+                    Swift.Bool.self,
+                    forKey: .truncated
+                )
+                self.entries = try container.decode(
+                    [Components.Schemas.FolderEntry].self,
+                    forKey: .entries
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "path",
+                    "parent",
+                    "home",
+                    "truncated",
+                    "entries"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/FolderEntry`.
+        package struct FolderEntry: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/FolderEntry/name`.
+            package var name: Swift.String
+            /// - Remark: Generated from `#/components/schemas/FolderEntry/kind`.
+            @frozen package enum kindPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case file = "file"
+                case folder = "folder"
+                case other = "other"
+            }
+            /// - Remark: Generated from `#/components/schemas/FolderEntry/kind`.
+            package var kind: Components.Schemas.FolderEntry.kindPayload
+            /// A file's size in bytes.
+            ///
+            /// - Remark: Generated from `#/components/schemas/FolderEntry/size`.
+            package var size: Swift.Int?
+            /// - Remark: Generated from `#/components/schemas/FolderEntry/modified`.
+            package var modified: Foundation.Date?
+            /// Creates a new `FolderEntry`.
+            ///
+            /// - Parameters:
+            ///   - name:
+            ///   - kind:
+            ///   - size: A file's size in bytes.
+            ///   - modified:
+            package init(
+                name: Swift.String,
+                kind: Components.Schemas.FolderEntry.kindPayload,
+                size: Swift.Int? = nil,
+                modified: Foundation.Date? = nil
+            ) {
+                self.name = name
+                self.kind = kind
+                self.size = size
+                self.modified = modified
+            }
+            package enum CodingKeys: String, CodingKey {
+                case name
+                case kind
+                case size
+                case modified
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.name = try container.decode(
+                    Swift.String.self,
+                    forKey: .name
+                )
+                self.kind = try container.decode(
+                    Components.Schemas.FolderEntry.kindPayload.self,
+                    forKey: .kind
+                )
+                self.size = try container.decodeIfPresent(
+                    Swift.Int.self,
+                    forKey: .size
+                )
+                self.modified = try container.decodeIfPresent(
+                    Foundation.Date.self,
+                    forKey: .modified
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "name",
+                    "kind",
+                    "size",
+                    "modified"
+                ])
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/TrustRequest`.
         package struct TrustRequest: Codable, Hashable, Sendable {
             /// The name to remember it by (1 to 256 bytes, no control characters).

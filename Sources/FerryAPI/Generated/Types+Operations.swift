@@ -1453,6 +1453,168 @@ package enum Operations {
             }
         }
     }
+    /// What a folder of the user's home holds (the page's file picker).
+    ///
+    /// `path` is an absolute path inside the home folder of the daemon's user (the home
+    /// itself when absent), without `.` or `..` components; a folder reached through a
+    /// symbolic link that leads out of the home is refused. Names that are not UTF-8, and
+    /// hidden ones (starting with `.`) unless `hidden=true`, are left out. Folders come first,
+    /// then files, each by name; at most 5000 entries (`truncated` when there were more).
+    /// Nothing is read but the folder's listing and its entries' status.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/files`.
+    /// - Remark: Generated from `#/paths//v1/files/get(listFolder)`.
+    package enum listFolder {
+        package static let id: Swift.String = "listFolder"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/files/GET/query`.
+            package struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/files/GET/query/path`.
+                package var path: Swift.String?
+                /// - Remark: Generated from `#/paths/v1/files/GET/query/hidden`.
+                package var hidden: Swift.Bool?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - path:
+                ///   - hidden:
+                package init(
+                    path: Swift.String? = nil,
+                    hidden: Swift.Bool? = nil
+                ) {
+                    self.path = path
+                    self.hidden = hidden
+                }
+            }
+            package var query: Operations.listFolder.Input.Query
+            /// - Remark: Generated from `#/paths/v1/files/GET/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.listFolder.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.listFolder.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.listFolder.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            package init(
+                query: Operations.listFolder.Input.Query = .init(),
+                headers: Operations.listFolder.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/files/GET/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/files/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Folder)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.Folder {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.listFolder.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.listFolder.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The folder's entries.
+            ///
+            /// - Remark: Generated from `#/paths//v1/files/get(listFolder)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.listFolder.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.listFolder.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// What went wrong (4xx: the request; 5xx: never expected).
+            ///
+            /// - Remark: Generated from `#/paths//v1/files/get(listFolder)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            package var `default`: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// What was received and sent, newest first (kept across restarts; `limit` of them, at most 500).
     ///
     /// - Remark: HTTP `GET /v1/history`.

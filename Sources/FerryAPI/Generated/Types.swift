@@ -95,6 +95,19 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/offers/{id}/decline`.
     /// - Remark: Generated from `#/paths//v1/offers/{id}/decline/post(declineOffer)`.
     func declineOffer(_ input: Operations.declineOffer.Input) async throws -> Operations.declineOffer.Output
+    /// What a folder of the user's home holds (the page's file picker).
+    ///
+    /// `path` is an absolute path inside the home folder of the daemon's user (the home
+    /// itself when absent), without `.` or `..` components; a folder reached through a
+    /// symbolic link that leads out of the home is refused. Names that are not UTF-8, and
+    /// hidden ones (starting with `.`) unless `hidden=true`, are left out. Folders come first,
+    /// then files, each by name; at most 5000 entries (`truncated` when there were more).
+    /// Nothing is read but the folder's listing and its entries' status.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/files`.
+    /// - Remark: Generated from `#/paths//v1/files/get(listFolder)`.
+    func listFolder(_ input: Operations.listFolder.Input) async throws -> Operations.listFolder.Output
     /// What was received and sent, newest first (kept across restarts; `limit` of them, at most 500).
     ///
     /// - Remark: HTTP `GET /v1/history`.
@@ -267,6 +280,27 @@ extension APIProtocol {
     ) async throws -> Operations.declineOffer.Output {
         try await declineOffer(Operations.declineOffer.Input(
             path: path,
+            headers: headers
+        ))
+    }
+    /// What a folder of the user's home holds (the page's file picker).
+    ///
+    /// `path` is an absolute path inside the home folder of the daemon's user (the home
+    /// itself when absent), without `.` or `..` components; a folder reached through a
+    /// symbolic link that leads out of the home is refused. Names that are not UTF-8, and
+    /// hidden ones (starting with `.`) unless `hidden=true`, are left out. Folders come first,
+    /// then files, each by name; at most 5000 entries (`truncated` when there were more).
+    /// Nothing is read but the folder's listing and its entries' status.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/files`.
+    /// - Remark: Generated from `#/paths//v1/files/get(listFolder)`.
+    package func listFolder(
+        query: Operations.listFolder.Input.Query = .init(),
+        headers: Operations.listFolder.Input.Headers = .init()
+    ) async throws -> Operations.listFolder.Output {
+        try await listFolder(Operations.listFolder.Input(
+            query: query,
             headers: headers
         ))
     }

@@ -128,8 +128,97 @@
     });
   }
 
+  // MARK: The file picker: folders of the user's home, listed by the daemon, sent from disk
+
+  const picker = { peer: null, path: null, parent: null, home: null, chosen: new Set() };
+
+  function openPicker(peer) {
+    picker.peer = peer;
+    picker.chosen.clear();
+    $("picker-title").textContent = "Send to " + F.printable(peer.name, 60);
+    $("picker-status").textContent = "";
+    $("picker").showModal();
+    browse(picker.path);
+  }
+
+  function browse(path) {
+    const query = path ? "?path=" + encodeURIComponent(path) : "";
+    return api("/files" + query).then(function (folder) {
+      picker.path = folder.path;
+      picker.parent = folder.parent || null;
+      picker.home = folder.home;
+      $("picker-path").textContent = F.printable(folder.path, 400) + (folder.truncated ? " (the first 5000)" : "");
+      $("picker-up").disabled = !picker.parent;
+      const list = $("picker-list");
+      list.replaceChildren.apply(list, folder.entries.filter(function (entry) {
+        return entry.kind !== "other";
+      }).map(function (entry) {
+        const full = (folder.path === "/" ? "" : folder.path) + "/" + entry.name;
+        const item = el("li");
+        const label = el("label");
+        const box = el("input");
+        box.type = "checkbox";
+        box.checked = picker.chosen.has(full);
+        box.addEventListener("change", function () {
+          if (box.checked) picker.chosen.add(full);
+          else picker.chosen.delete(full);
+          updatePickerSend();
+        });
+        label.append(box, el("span", "", F.printable(entry.name, 200) + (entry.kind === "folder" ? "/" : "")));
+        item.append(label);
+        if (entry.kind === "folder") {
+          const open = el("button", "link", "Open");
+          open.type = "button";
+          open.setAttribute("aria-label", "Open " + F.printable(entry.name, 60));
+          open.addEventListener("click", function () { browse(full).catch(pickerError); });
+          item.append(open);
+        } else {
+          item.append(el("span", "detail", F.bytes(entry.size)));
+        }
+        return item;
+      }));
+      updatePickerSend();
+    }).catch(pickerError);
+  }
+
+  function pickerError(error) {
+    $("picker-status").className = "detail error";
+    $("picker-status").textContent = F.printable(error.message, 300);
+  }
+
+  function updatePickerSend() {
+    const count = picker.chosen.size;
+    $("picker-send").disabled = count === 0;
+    $("picker-send").textContent = count ? "Send " + (count === 1 ? "1 item" : count + " items") : "Send";
+  }
+
+  function sendChosen() {
+    const peer = picker.peer;
+    const body = { to: peer.fingerprint || peer.name, paths: Array.from(picker.chosen) };
+    if (peer.protocol === "localsend") body.protocol = "localsend";
+    $("picker-send").disabled = true;
+    return api("/sends", { method: "POST", body: JSON.stringify(body) }).then(function (send) {
+      $("picker-status").className = "detail ok";
+      $("picker-status").textContent = "Queued: " + F.contents(send.fileCount, 0, send.total) + ".";
+      picker.chosen.clear();
+      refresh("sends");
+      $("picker").close();
+    }, pickerError).finally(updatePickerSend);
+  }
+
+  $("picker-up").addEventListener("click", function () {
+    if (picker.parent) browse(picker.parent);
+  });
+  $("picker-home").addEventListener("click", function () {
+    browse(picker.home);
+  });
+  $("picker-send").addEventListener("click", sendChosen);
+
   function sendForm(peer, label) {
     const form = $("send-form").content.firstElementChild.cloneNode(true);
+    form.querySelector(".choose").addEventListener("click", function () {
+      openPicker(peer);
+    });
     const input = form.querySelector("input");
     const submit = form.querySelector("button");
     submit.textContent = label;
@@ -309,7 +398,9 @@
 
   function renderSend(send) {
     const item = el("li");
-    item.append(el("div", "title", "To " + F.printable(names.get(send.fingerprint) || send.to, 80)));
+    const known = names.get(send.fingerprint);
+    const to = known || (/^[0-9A-F]{64}$/.test(send.to) ? "the device " + F.fingerprint(send.to).slice(0, 19) + " …" : send.to);
+    item.append(el("div", "title", "To " + F.printable(to, 80)));
     const open = send.state === "queued" || send.state === "delivering";
     if (open) {
       item.append(button("Cancel", "secondary", function () {
