@@ -425,6 +425,24 @@ def test_page(daemon, kind):
         check(wait_for(lambda: "declined" in text(b, "#history"), 20),
               "%s: the history lists the declined sender" % tag)
 
+        # The switch: trusted devices only — a new sender is declined unasked; then ask again.
+        def accept_mode():
+            status = daemon.status()
+            return status["receiving"]["accept"] if status else None
+        b.one("#accept input[value='trusted-only']").click()
+        check(wait_for(lambda: accept_mode() == "trusted-only", 10),
+              "%s: the switch sets trusted devices only (%s)" % (tag, accept_mode()))
+        stranger = sender(a_file("stranger-%s.bin" % tag, 1000), "stranger-" + tag)
+        try:
+            stranger.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            end(stranger)
+        check(stranger.returncode == 4 and not b.all("#offers > li"),
+              "%s: then a sender nobody trusts is declined unasked (exit %s)" % (tag, stranger.returncode))
+        b.one("#accept input[value='ask']").click()
+        check(wait_for(lambda: accept_mode() == "ask", 10),
+              "%s: and back to asking (%s)" % (tag, accept_mode()))
+
         # Trust, rename and forget the peer, from its card.
         def manage(action, name=None):
             item = card(b, "known", peer_name) or card(b, "known", "Desk " + tag)
@@ -584,6 +602,10 @@ def test_guards(daemon):
     names = [e["name"] for e in json.loads(listed[2])["entries"]] if listed and listed[0] == 200 else []
     check(names[:1] == ["Pictures"] and ".secret" not in names,
           "the home is listed, folders first, hidden names left out (%s)" % names)
+    for body in [b'{"accept":"yes"}', b'{"accept":"everyone"}', b'{}']:
+        answer = request(port, "/api/v1/receiving/accept", method="PUT",
+                         headers=dict(own, **{"Content-Length": str(len(body))}), body=body)
+        check(answer and answer[0] == 400, "switching to %s: 400 (%s)" % (body.decode(), answer and answer[0]))
     gone = request(port, "/api/v1/peers/%s" % key, method="DELETE", headers=own)
     check(gone and gone[0] == 404, "forgetting a key nobody knows: 404 (%s)" % (gone and gone[0]))
     cross = request(port, "/api/v1/history", headers=dict(jar, **{"Sec-Fetch-Site": "cross-site"}))

@@ -1240,6 +1240,99 @@ package struct Client: APIProtocol {
             }
         )
     }
+    /// Whom the daemon lets in without asking, until it stops (the page's switch).
+    ///
+    /// `ask`: every sender is asked about (but keys the config's `accept_from` names);
+    /// `trusted`: peers marked with `ferry trust` come in, others are asked about;
+    /// `trusted-only`: trusted peers come in, others are declined unasked. Letting everyone in
+    /// (`yes`) is the config's to say, never the API's. The config's `accept` is where the
+    /// next start begins. Questions already open stay open.
+    ///
+    ///
+    /// - Remark: HTTP `PUT /v1/receiving/accept`.
+    /// - Remark: Generated from `#/paths//v1/receiving/accept/put(setAccept)`.
+    package func setAccept(_ input: Operations.setAccept.Input) async throws -> Operations.setAccept.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.setAccept.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/receiving/accept",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .put
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                let body: OpenAPIRuntime.HTTPBody?
+                switch input.body {
+                case let .json(value):
+                    body = try converter.setRequiredRequestBodyAsJSON(
+                        value,
+                        headerFields: &request.headerFields,
+                        contentType: "application/json; charset=utf-8"
+                    )
+                }
+                return (request, body)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.setAccept.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.AcceptMode.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                default:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Problem.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(body: body)
+                    )
+                }
+            }
+        )
+    }
     /// A link that opens the daemon's web page, once (what `ferry ui` opens).
     ///
     /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in

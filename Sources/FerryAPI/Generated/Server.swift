@@ -193,6 +193,17 @@ extension APIProtocol {
         )
         try transport.register(
             {
+                try await server.setAccept(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .put,
+            path: server.apiPathComponentsWithServerPrefix("/v1/receiving/accept")
+        )
+        try transport.register(
+            {
                 try await server.createUILogin(
                     request: $0,
                     body: $1,
@@ -1237,6 +1248,99 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                 return Operations.forgetPeer.Input(
                     path: path,
                     headers: headers
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .ok(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 200)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// Whom the daemon lets in without asking, until it stops (the page's switch).
+    ///
+    /// `ask`: every sender is asked about (but keys the config's `accept_from` names);
+    /// `trusted`: peers marked with `ferry trust` come in, others are asked about;
+    /// `trusted-only`: trusted peers come in, others are declined unasked. Letting everyone in
+    /// (`yes`) is the config's to say, never the API's. The config's `accept` is where the
+    /// next start begins. Questions already open stay open.
+    ///
+    ///
+    /// - Remark: HTTP `PUT /v1/receiving/accept`.
+    /// - Remark: Generated from `#/paths//v1/receiving/accept/put(setAccept)`.
+    func setAccept(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.setAccept.id,
+            using: {
+                APIHandler.setAccept($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let headers: Operations.setAccept.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                let contentType = converter.extractContentTypeIfPresent(in: request.headerFields)
+                let body: Operations.setAccept.Input.Body
+                let chosenContentType = try converter.bestContentType(
+                    received: contentType,
+                    options: [
+                        "application/json"
+                    ]
+                )
+                switch chosenContentType {
+                case "application/json":
+                    body = try await converter.getRequiredRequestBodyAsJSON(
+                        Components.Schemas.AcceptMode.self,
+                        from: requestBody,
+                        transforming: { value in
+                            .json(value)
+                        }
+                    )
+                default:
+                    preconditionFailure("bestContentType chose an invalid content type.")
+                }
+                return Operations.setAccept.Input(
+                    headers: headers,
+                    body: body
                 )
             },
             serializer: { output, request in

@@ -184,6 +184,7 @@ extension Components {
                 @frozen package enum acceptPayload: String, Codable, Hashable, Sendable, CaseIterable {
                     case ask = "ask"
                     case trusted = "trusted"
+                    case trusted_hyphen_only = "trusted-only"
                     case yes = "yes"
                 }
                 /// - Remark: Generated from `#/components/schemas/Status/receiving/accept`.
@@ -1447,6 +1448,37 @@ extension Components {
                     "kind",
                     "size",
                     "modified"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/AcceptMode`.
+        package struct AcceptMode: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/AcceptMode/accept`.
+            @frozen package enum acceptPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case ask = "ask"
+                case trusted = "trusted"
+                case trusted_hyphen_only = "trusted-only"
+            }
+            /// - Remark: Generated from `#/components/schemas/AcceptMode/accept`.
+            package var accept: Components.Schemas.AcceptMode.acceptPayload
+            /// Creates a new `AcceptMode`.
+            ///
+            /// - Parameters:
+            ///   - accept:
+            package init(accept: Components.Schemas.AcceptMode.acceptPayload) {
+                self.accept = accept
+            }
+            package enum CodingKeys: String, CodingKey {
+                case accept
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.accept = try container.decode(
+                    Components.Schemas.AcceptMode.acceptPayload.self,
+                    forKey: .accept
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "accept"
                 ])
             }
         }

@@ -2072,6 +2072,153 @@ package enum Operations {
             }
         }
     }
+    /// Whom the daemon lets in without asking, until it stops (the page's switch).
+    ///
+    /// `ask`: every sender is asked about (but keys the config's `accept_from` names);
+    /// `trusted`: peers marked with `ferry trust` come in, others are asked about;
+    /// `trusted-only`: trusted peers come in, others are declined unasked. Letting everyone in
+    /// (`yes`) is the config's to say, never the API's. The config's `accept` is where the
+    /// next start begins. Questions already open stay open.
+    ///
+    ///
+    /// - Remark: HTTP `PUT /v1/receiving/accept`.
+    /// - Remark: Generated from `#/paths//v1/receiving/accept/put(setAccept)`.
+    package enum setAccept {
+        package static let id: Swift.String = "setAccept"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/receiving/accept/PUT/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.setAccept.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.setAccept.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.setAccept.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/receiving/accept/PUT/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/receiving/accept/PUT/requestBody/content/application\/json`.
+                case json(Components.Schemas.AcceptMode)
+            }
+            package var body: Operations.setAccept.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            package init(
+                headers: Operations.setAccept.Input.Headers = .init(),
+                body: Operations.setAccept.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/receiving/accept/PUT/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/receiving/accept/PUT/responses/200/content/application\/json`.
+                    case json(Components.Schemas.AcceptMode)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.AcceptMode {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.setAccept.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.setAccept.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The daemon's policy now.
+            ///
+            /// - Remark: Generated from `#/paths//v1/receiving/accept/put(setAccept)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.setAccept.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.setAccept.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// What went wrong (4xx: the request; 5xx: never expected).
+            ///
+            /// - Remark: Generated from `#/paths//v1/receiving/accept/put(setAccept)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            package var `default`: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// A link that opens the daemon's web page, once (what `ferry ui` opens).
     ///
     /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in

@@ -130,6 +130,18 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `DELETE /v1/peers/{fingerprint}`.
     /// - Remark: Generated from `#/paths//v1/peers/{fingerprint}/delete(forgetPeer)`.
     func forgetPeer(_ input: Operations.forgetPeer.Input) async throws -> Operations.forgetPeer.Output
+    /// Whom the daemon lets in without asking, until it stops (the page's switch).
+    ///
+    /// `ask`: every sender is asked about (but keys the config's `accept_from` names);
+    /// `trusted`: peers marked with `ferry trust` come in, others are asked about;
+    /// `trusted-only`: trusted peers come in, others are declined unasked. Letting everyone in
+    /// (`yes`) is the config's to say, never the API's. The config's `accept` is where the
+    /// next start begins. Questions already open stay open.
+    ///
+    ///
+    /// - Remark: HTTP `PUT /v1/receiving/accept`.
+    /// - Remark: Generated from `#/paths//v1/receiving/accept/put(setAccept)`.
+    func setAccept(_ input: Operations.setAccept.Input) async throws -> Operations.setAccept.Output
     /// A link that opens the daemon's web page, once (what `ferry ui` opens).
     ///
     /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in
@@ -350,6 +362,26 @@ extension APIProtocol {
         try await forgetPeer(Operations.forgetPeer.Input(
             path: path,
             headers: headers
+        ))
+    }
+    /// Whom the daemon lets in without asking, until it stops (the page's switch).
+    ///
+    /// `ask`: every sender is asked about (but keys the config's `accept_from` names);
+    /// `trusted`: peers marked with `ferry trust` come in, others are asked about;
+    /// `trusted-only`: trusted peers come in, others are declined unasked. Letting everyone in
+    /// (`yes`) is the config's to say, never the API's. The config's `accept` is where the
+    /// next start begins. Questions already open stay open.
+    ///
+    ///
+    /// - Remark: HTTP `PUT /v1/receiving/accept`.
+    /// - Remark: Generated from `#/paths//v1/receiving/accept/put(setAccept)`.
+    package func setAccept(
+        headers: Operations.setAccept.Input.Headers = .init(),
+        body: Operations.setAccept.Input.Body
+    ) async throws -> Operations.setAccept.Output {
+        try await setAccept(Operations.setAccept.Input(
+            headers: headers,
+            body: body
         ))
     }
     /// A link that opens the daemon's web page, once (what `ferry ui` opens).

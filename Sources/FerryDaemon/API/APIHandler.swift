@@ -26,6 +26,8 @@ package struct APIHandler: APIProtocol {
     /// What this machine knows of keys (trusted, renamed, forgotten through the API); nil:
     /// those operations answer 503.
     package let knownPeers: KnownPeers?
+    /// The receiver's policy, switched through the API; nil: that operation answers 503.
+    package let accept: AcceptSwitch?
 
     /// The parts.
     package init(
@@ -33,13 +35,14 @@ package struct APIHandler: APIProtocol {
       peers: @escaping @Sendable () -> Components.Schemas.Peers, sends: DaemonSends,
       offers: OpenOffers, history: History, events: EventLog,
       uiLogin: @escaping @Sendable () -> (url: String, expires: Date)? = { nil },
-      knownPeers: KnownPeers? = nil
+      knownPeers: KnownPeers? = nil, accept: AcceptSwitch? = nil
     ) {
       (self.status, self.peers, self.sends, self.offers, self.history, self.events) = (
         status, peers, sends, offers, history, events
       )
       self.uiLogin = uiLogin
       self.knownPeers = knownPeers
+      self.accept = accept
     }
   }
 

@@ -39,12 +39,15 @@ package final class Daemon: Sendable {
     /// The web page's ports on 127.0.0.1 and ::1, tried in turn (0: one the system picks);
     /// none for no page.
     package let uiPorts: [Int]
+    /// Whom the receiver lets in without asking, at start (``Daemon/accept`` switches it).
+    package let policy: ReceivePolicy
 
     /// A configuration.
     package init(
       identity: Identity, name: String, serviceType: ServiceType, knownPeers: KnownPeers,
       home: URL, socket: String, outboxDays: Double, historyLimit: Int, notify: Bool,
-      localSend: Bool, domains: [BrowseDomain] = [], uiPorts: [Int] = []
+      localSend: Bool, domains: [BrowseDomain] = [], uiPorts: [Int] = [],
+      policy: ReceivePolicy = .ask
     ) {
       (self.identity, self.name, self.serviceType, self.knownPeers) = (
         identity, name, serviceType, knownPeers
@@ -55,6 +58,7 @@ package final class Daemon: Sendable {
       self.localSend = localSend
       self.domains = domains
       self.uiPorts = uiPorts
+      self.policy = policy
     }
   }
 
@@ -77,6 +81,9 @@ package final class Daemon: Sendable {
   private let page = Mutex<UIServer?>(nil)
   /// Who may use the web page.
   private let logins = UILogins()
+  /// Whom the receiver lets in without asking: the configured policy, then what the API sets;
+  /// the receiver's decider (what it does not decide, ``offers`` asks).
+  package let accept: AcceptSwitch
   /// The protocol each sender let in came by, and whether it proved its key (for the
   /// history), by key.
   private let protocols = Mutex<[Fingerprint: (name: String, verified: Bool)]>([:])
@@ -100,6 +107,7 @@ package final class Daemon: Sendable {
       questionEvents(change)
       notifier.current?.changed(change)
     }
+    accept = AcceptSwitch(configuration.policy, asker: offers)
     history = History(
       path: configuration.home.appendingPathComponent("history.json").path,
       limit: configuration.historyLimit)
@@ -149,7 +157,7 @@ package final class Daemon: Sendable {
           defaultExpiry: configuration.outboxDays * 86_400,
           hearsLocalSend: configuration.localSend),
         offers: offers, history: history, events: events,
-        uiLogin: { [self] in uiLogin() }, knownPeers: configuration.knownPeers))
+        uiLogin: { [self] in uiLogin() }, knownPeers: configuration.knownPeers, accept: accept))
     var encoding = OpenAPIRuntime.Configuration()
     encoding.jsonEncodingOptions = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
     try handler.registerHandlers(on: routes, configuration: encoding)

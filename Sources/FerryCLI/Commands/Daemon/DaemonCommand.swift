@@ -110,7 +110,7 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
         knownPeers: knownPeers, home: FerryHome.defaultDirectory, socket: socket,
         outboxDays: config.daemon.outboxDays, historyLimit: config.daemon.history,
         notify: config.daemon.notify, localSend: settings.localsend, domains: config.domains,
-        uiPorts: uiPorts),
+        uiPorts: uiPorts, policy: policy),
       events: log, sendEvents: sendReporter.report,
       outboxEvents: { [output] event in DaemonReporter.report(event, to: output) },
       questionEvents: { [output] change in DaemonReporter.report(change, to: output) },
@@ -123,7 +123,7 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
           destination: folder.url, conflictPolicy: settings.onConflict,
           staleAfter: .seconds(settings.keepPartialDays * 86_400)),
         resumeGrace: .seconds(settings.resumeGrace)),
-      decider: policy.asking(daemon.offers), knownPeers: knownPeers,
+      decider: daemon.accept, knownPeers: knownPeers,
       frontEnds: front.frontEnds)
     let reporter = ReceiveReporter(
       output: output, bar: ProgressBar(enabled: false), incoming: IncomingTransfers(),

@@ -35,8 +35,10 @@ final class DaemonStatus: Sendable {
   /// The status now.
   var current: Components.Schemas.Status {
     let counts = daemon.outbox.counts
-    let accept: Components.Schemas.Status.receivingPayload.acceptPayload =
-      settings.yes ? .yes : (settings.acceptTrusted ? .trusted : .ask)
+    let accept =
+      Components.Schemas.Status.receivingPayload.acceptPayload(
+        rawValue: daemon.accept.mode.rawValue)
+      ?? .ask
     return Components.Schemas.Status(
       name: settings.name, pid: Int(getpid()), started: daemon.started,
       fingerprint: daemon.configuration.identity.fingerprint.hexString,

@@ -107,6 +107,10 @@
 
   function renderStatus(status) {
     me = status.fingerprint;
+    document.querySelectorAll("#accept input").forEach(function (radio) {
+      radio.checked = radio.value === status.receiving.accept;
+    });
+    $("accept-status").textContent = status.receiving.accept === "yes" ? "Now: every sender comes in without asking (the config's accept = \"yes\")." : "";
     document.title = "Ferry — " + F.printable(status.name, 60);
     $("name").textContent = F.printable(status.name, 80);
     $("fingerprint").textContent = F.fingerprint(status.fingerprint).slice(0, 19) + " …";
@@ -205,6 +209,23 @@
       $("picker").close();
     }, pickerError).finally(updatePickerSend);
   }
+
+  document.querySelectorAll("#accept input").forEach(function (radio) {
+    radio.addEventListener("change", function () {
+      if (!radio.checked) return;
+      api("/receiving/accept", { method: "PUT", body: JSON.stringify({ accept: radio.value }) })
+        .then(function () {
+          $("accept-status").className = "detail ok";
+          $("accept-status").textContent = "Changed.";
+        }, function (error) {
+          $("accept-status").className = "detail error";
+          $("accept-status").textContent = F.printable(error.message, 200);
+        })
+        .finally(function () {
+          refresh("status");
+        });
+    });
+  });
 
   $("picker-up").addEventListener("click", function () {
     if (picker.parent) browse(picker.parent);
