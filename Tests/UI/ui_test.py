@@ -183,6 +183,9 @@ class Chromium:
     def screenshot(self, path):
         self.driver.save_screenshot(path)
 
+    def element_shot(self, element, path):
+        element.screenshot(path)
+
     def errors(self):
         return [e["message"] for e in self.driver.get_log("browser") if e["level"] == "SEVERE"]
 
@@ -252,6 +255,10 @@ class Firefox:
     def screenshot(self, path):
         with open(path, "wb") as f:
             f.write(base64.b64decode(self.client.screenshot(full=False)))
+
+    def element_shot(self, element, path):
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(self.client.screenshot(element=element)))
 
     def errors(self):
         self.log.flush()
@@ -338,6 +345,16 @@ def test_page(daemon, kind):
         check(all(r.startswith("http://127.0.0.1:%d/" % daemon.port) for r in resources),
               "%s: nothing is loaded from elsewhere %r" % (tag, resources))
         check(card(b, "peers", "ui-daemon") is None, "%s: this machine is not listed as a device around" % tag)
+        # The pairing code, read back by zbarimg from what the browser drew.
+        code = b.one("figure.qr img")
+        check(wait_for(lambda: b.script("return document.querySelector('figure.qr img').naturalWidth") > 0, 10),
+              "%s: the pairing QR code is drawn" % tag)
+        shot = os.path.join(WORK, "qr-%s.png" % tag)
+        b.script("document.querySelector('figure.qr').scrollIntoView()")
+        b.element_shot(code, shot)
+        read = subprocess.run(["zbarimg", "--quiet", "--raw", shot], capture_output=True, text=True)
+        check(read.stdout.strip() == "ferry trust %s --name 'ui-daemon'" % daemon.fingerprint,
+              "%s: it reads as the command that trusts this machine (%r)" % (tag, read.stdout.strip()[:100]))
 
         # A peer comes, is sent a file from the page, goes, and comes back for a queued send.
         peer_name = "ui-peer-" + tag

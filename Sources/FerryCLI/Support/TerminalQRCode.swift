@@ -1,24 +1,18 @@
-import CQRencode
+import FerryDaemon
 
-/// A QR code drawn in the terminal with libqrencode (level M, 8-bit mode), two modules per
-/// character cell with half blocks, inside a quiet zone of two modules.
+/// A QR code drawn in the terminal (``QRMatrix``: libqrencode, level M, 8-bit mode), two
+/// modules per character cell with half blocks, inside a quiet zone of two modules.
 enum TerminalQRCode {
   /// The lines that draw `text`, or nil when it cannot be encoded (too long).
   ///
   /// - Parameter colors: Dark on light by ANSI colours (any terminal background); without,
   ///   light modules are drawn as blocks, which reads right on a dark background only.
   static func lines(for text: String, colors: Bool) -> [String]? {
-    guard let code = QRcode_encodeString(text, 0, QR_ECLEVEL_M, QR_MODE_8, 1) else { return nil }
-    defer { QRcode_free(code) }
-    let width = Int(code.pointee.width)
+    guard let code = QRMatrix(text) else { return nil }
     let quiet = 2
-    let size = width + 2 * quiet
-    // Module (x, y) is dark when bit 0 of its byte is set; the quiet zone is light.
-    func dark(_ x: Int, _ y: Int) -> Bool {
-      let (mx, my) = (x - quiet, y - quiet)
-      guard mx >= 0, my >= 0, mx < width, my < width else { return false }
-      return code.pointee.data[my * width + mx] & 1 == 1
-    }
+    let size = code.width + 2 * quiet
+    // The quiet zone is light.
+    func dark(_ x: Int, _ y: Int) -> Bool { code.dark(x - quiet, y - quiet) }
     var lines: [String] = []
     for y in stride(from: 0, to: size, by: 2) {
       var line = colors ? "\u{1B}[30;47m" : ""

@@ -167,7 +167,9 @@ package final class Daemon: Sendable {
     for port in configuration.uiPorts {
       do {
         let served = try await UIServer.start(
-          port: port, routes: routes, logins: logins, events: events)
+          port: port, routes: routes, logins: logins, events: events,
+          pairing: UIPage.pairing(
+            name: configuration.name, fingerprint: configuration.identity.fingerprint.hexString))
         page.withLock { $0 = served }
         failure = nil
         break

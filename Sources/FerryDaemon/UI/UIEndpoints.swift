@@ -16,9 +16,12 @@ final class UIEndpoints: HTTPEndpoints {
   private let logins: UILogins
   private let events: EventLog
   private let port: Int
+  /// The pairing code's text (``UIPage/pairing(name:fingerprint:)``).
+  private let pairing: String
 
-  init(api: APIEndpoints, logins: UILogins, events: EventLog, port: Int) {
+  init(api: APIEndpoints, logins: UILogins, events: EventLog, port: Int, pairing: String) {
     (self.api, self.logins, self.events, self.port) = (api, logins, events, port)
+    self.pairing = pairing
   }
 
   let extraHeaders = UIPage.securityHeaders
@@ -61,6 +64,9 @@ final class UIEndpoints: HTTPEndpoints {
       return .answer(HTTPAnswer(.ok, body: UIPage.script, type: "text/javascript; charset=utf-8"))
     case "/icon.svg", "/favicon.ico":
       return .answer(HTTPAnswer(.ok, body: UIPage.icon, type: "image/svg+xml"))
+    case "/qr.svg":
+      return .answer(
+        HTTPAnswer(.ok, body: Array((QRMatrix(pairing)?.svg ?? "").utf8), type: "image/svg+xml"))
     case "/ui-format.js":
       return .answer(HTTPAnswer(.ok, body: UIPage.format, type: "text/javascript; charset=utf-8"))
     case "/ui.css":

@@ -31,6 +31,12 @@ enum UIPage {
   static let format = PackageResources.ui_format_js
   /// Its style.
   static let style = PackageResources.ui_css
+  /// What the page's pairing QR code says: the command that trusts this machine on another
+  /// one, which a phone's camera shows as text to pass on (the name quoted for a shell).
+  static func pairing(name: String, fingerprint: String) -> String {
+    "ferry trust \(fingerprint) --name '\(name.replacingOccurrences(of: "'", with: "'\\''"))'"
+  }
+
   /// Its icon.
   static let icon = PackageResources.icon_svg
   /// What a browser without the cookie (or with a used link) is shown.

@@ -33,9 +33,9 @@ package final class UIServer: Sendable {
   /// this machine has IPv6 loopback, and serves `routes` under `logins`.
   ///
   /// - Throws: ``Failure`` when 127.0.0.1 cannot be bound (the port is taken, say).
-  package static func start(port: Int, routes: APIRoutes, logins: UILogins, events: EventLog)
-    async throws(Failure) -> UIServer
-  {
+  package static func start(
+    port: Int, routes: APIRoutes, logins: UILogins, events: EventLog, pairing: String
+  ) async throws(Failure) -> UIServer {
     let slots = ConnectionSlots(total: APIServer.connections, perAddress: APIServer.connections)
     let bound = Bound()
     let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -46,7 +46,7 @@ package final class UIServer: Sendable {
           channel, slots: slots,
           endpoints: UIEndpoints(
             api: APIEndpoints(routes: routes, slots: slots), logins: logins, events: events,
-            port: bound.port))
+            port: bound.port, pairing: pairing))
       }
     let v4: any Channel
     do {
