@@ -112,9 +112,17 @@ class Daemon:
             with open(os.path.join(self.user_home, rel), "wb") as f:
                 f.write(os.urandom(size))
         os.symlink("/etc", os.path.join(self.user_home, "etc-link"))
+        # A desktop for "Open folder": DISPLAY set, and an xdg-open that writes down what it was
+        # asked to open (this machine has no file manager to show).
+        bin_dir = os.path.join(self.base, "bin")
+        os.makedirs(bin_dir)
+        self.opened = os.path.join(self.base, "opened.txt")
+        with open(os.path.join(bin_dir, "xdg-open"), "w") as f:
+            f.write('#!/bin/sh\nprintf "%%s\\n" "$1" >> %s\n' % self.opened)
+        os.chmod(os.path.join(bin_dir, "xdg-open"), 0o755)
         self.env = dict(os.environ, FERRY_HOME=self.home, HOME=self.user_home,
-                        XDG_RUNTIME_DIR=os.path.join(self.base, "run"))
-        self.env.pop("DISPLAY", None)
+                        XDG_RUNTIME_DIR=os.path.join(self.base, "run"), DISPLAY=":97",
+                        PATH=bin_dir + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
         self.env.pop("WAYLAND_DISPLAY", None)
         self.log = open(os.path.join(self.base, "daemon.err"), "a")
         self.proc = subprocess.Popen(
@@ -488,6 +496,11 @@ def test_page(daemon, kind):
               and wait_for(lambda: card(b, "known", "Desk " + tag) is None, 20),
               "%s: forgotten from the page" % tag)
         b.screenshot(os.path.join(SHOTS, "ui-%s-desktop-3-history.png" % tag))
+        b.one("#open-folder").click()
+        check(wait_for(lambda: os.path.exists(daemon.opened)
+                       and daemon.inbox in open(daemon.opened).read().splitlines(), 10)
+              and wait_for(lambda: "Opened" in text(b, "#open-status"), 10),
+              "%s: Open folder opens the folder files arrive in (xdg-open %s)" % (tag, daemon.inbox))
         errors = b.errors()
         check(not errors, "%s: no JavaScript error or refused resource in the console %r" % (tag, errors[:3]))
         accessibility(b, tag + " desktop")

@@ -1333,6 +1333,88 @@ package struct Client: APIProtocol {
             }
         )
     }
+    /// Open the folder the daemon receives into in the desktop's file manager.
+    ///
+    /// With `xdg-open`, in the desktop the daemon runs in (its `DISPLAY` or
+    /// `WAYLAND_DISPLAY`). `409 no-desktop` when it has none, or xdg-open fails: the folder's
+    /// path is in the message, and in `dir` of /v1/status.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/receiving/open`.
+    /// - Remark: Generated from `#/paths//v1/receiving/open/post(openFolder)`.
+    package func openFolder(_ input: Operations.openFolder.Input) async throws -> Operations.openFolder.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.openFolder.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/receiving/open",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .post
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.openFolder.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.Opened.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                default:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Problem.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(body: body)
+                    )
+                }
+            }
+        )
+    }
     /// A link that opens the daemon's web page, once (what `ferry ui` opens).
     ///
     /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in

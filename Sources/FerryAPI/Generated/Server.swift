@@ -204,6 +204,17 @@ extension APIProtocol {
         )
         try transport.register(
             {
+                try await server.openFolder(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .post,
+            path: server.apiPathComponentsWithServerPrefix("/v1/receiving/open")
+        )
+        try transport.register(
+            {
                 try await server.createUILogin(
                     request: $0,
                     body: $1,
@@ -1342,6 +1353,74 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                     headers: headers,
                     body: body
                 )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .ok(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 200)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// Open the folder the daemon receives into in the desktop's file manager.
+    ///
+    /// With `xdg-open`, in the desktop the daemon runs in (its `DISPLAY` or
+    /// `WAYLAND_DISPLAY`). `409 no-desktop` when it has none, or xdg-open fails: the folder's
+    /// path is in the message, and in `dir` of /v1/status.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/receiving/open`.
+    /// - Remark: Generated from `#/paths//v1/receiving/open/post(openFolder)`.
+    func openFolder(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.openFolder.id,
+            using: {
+                APIHandler.openFolder($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let headers: Operations.openFolder.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                return Operations.openFolder.Input(headers: headers)
             },
             serializer: { output, request in
                 switch output {

@@ -1451,6 +1451,31 @@ extension Components {
                 ])
             }
         }
+        /// - Remark: Generated from `#/components/schemas/Opened`.
+        package struct Opened: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Opened/dir`.
+            package var dir: Swift.String
+            /// Creates a new `Opened`.
+            ///
+            /// - Parameters:
+            ///   - dir:
+            package init(dir: Swift.String) {
+                self.dir = dir
+            }
+            package enum CodingKeys: String, CodingKey {
+                case dir
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.dir = try container.decode(
+                    Swift.String.self,
+                    forKey: .dir
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "dir"
+                ])
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/AcceptMode`.
         package struct AcceptMode: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/AcceptMode/accept`.

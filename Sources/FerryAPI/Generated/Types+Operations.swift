@@ -2219,6 +2219,140 @@ package enum Operations {
             }
         }
     }
+    /// Open the folder the daemon receives into in the desktop's file manager.
+    ///
+    /// With `xdg-open`, in the desktop the daemon runs in (its `DISPLAY` or
+    /// `WAYLAND_DISPLAY`). `409 no-desktop` when it has none, or xdg-open fails: the folder's
+    /// path is in the message, and in `dir` of /v1/status.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/receiving/open`.
+    /// - Remark: Generated from `#/paths//v1/receiving/open/post(openFolder)`.
+    package enum openFolder {
+        package static let id: Swift.String = "openFolder"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/receiving/open/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.openFolder.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.openFolder.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.openFolder.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            package init(headers: Operations.openFolder.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/receiving/open/POST/responses/200/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/receiving/open/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Opened)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.Opened {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.openFolder.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.openFolder.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Opened.
+            ///
+            /// - Remark: Generated from `#/paths//v1/receiving/open/post(openFolder)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.openFolder.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            package var ok: Operations.openFolder.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// What went wrong (4xx: the request; 5xx: never expected).
+            ///
+            /// - Remark: Generated from `#/paths//v1/receiving/open/post(openFolder)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            package var `default`: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// A link that opens the daemon's web page, once (what `ferry ui` opens).
     ///
     /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in

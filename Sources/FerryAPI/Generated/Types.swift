@@ -142,6 +142,16 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `PUT /v1/receiving/accept`.
     /// - Remark: Generated from `#/paths//v1/receiving/accept/put(setAccept)`.
     func setAccept(_ input: Operations.setAccept.Input) async throws -> Operations.setAccept.Output
+    /// Open the folder the daemon receives into in the desktop's file manager.
+    ///
+    /// With `xdg-open`, in the desktop the daemon runs in (its `DISPLAY` or
+    /// `WAYLAND_DISPLAY`). `409 no-desktop` when it has none, or xdg-open fails: the folder's
+    /// path is in the message, and in `dir` of /v1/status.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/receiving/open`.
+    /// - Remark: Generated from `#/paths//v1/receiving/open/post(openFolder)`.
+    func openFolder(_ input: Operations.openFolder.Input) async throws -> Operations.openFolder.Output
     /// A link that opens the daemon's web page, once (what `ferry ui` opens).
     ///
     /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in
@@ -383,6 +393,18 @@ extension APIProtocol {
             headers: headers,
             body: body
         ))
+    }
+    /// Open the folder the daemon receives into in the desktop's file manager.
+    ///
+    /// With `xdg-open`, in the desktop the daemon runs in (its `DISPLAY` or
+    /// `WAYLAND_DISPLAY`). `409 no-desktop` when it has none, or xdg-open fails: the folder's
+    /// path is in the message, and in `dir` of /v1/status.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/receiving/open`.
+    /// - Remark: Generated from `#/paths//v1/receiving/open/post(openFolder)`.
+    package func openFolder(headers: Operations.openFolder.Input.Headers = .init()) async throws -> Operations.openFolder.Output {
+        try await openFolder(Operations.openFolder.Input(headers: headers))
     }
     /// A link that opens the daemon's web page, once (what `ferry ui` opens).
     ///

@@ -23,20 +23,6 @@ extension APIHandler {
     }
   }
 
-  package func setAccept(_ input: Operations.setAccept.Input) async throws
-    -> Operations.setAccept.Output
-  {
-    guard let accept = parts.accept else {
-      throw APIProblem(503, "unavailable", "this daemon's policy cannot be switched")
-    }
-    guard case .json(let request) = input.body,
-      let mode = AcceptSwitch.Mode(rawValue: request.accept.rawValue), accept.set(mode)
-    else {
-      throw APIProblem.badRequest("accept is ask, trusted or trusted-only")
-    }
-    return .ok(.init(body: .json(.init(accept: request.accept))))
-  }
-
   package func forgetPeer(_ input: Operations.forgetPeer.Input) async throws
     -> Operations.forgetPeer.Output
   {

@@ -28,6 +28,8 @@ package struct APIHandler: APIProtocol {
     package let knownPeers: KnownPeers?
     /// The receiver's policy, switched through the API; nil: that operation answers 503.
     package let accept: AcceptSwitch?
+    /// The folder the daemon receives into (nil: that operation answers 503).
+    package let receiveFolder: String?
 
     /// The parts.
     package init(
@@ -35,7 +37,7 @@ package struct APIHandler: APIProtocol {
       peers: @escaping @Sendable () -> Components.Schemas.Peers, sends: DaemonSends,
       offers: OpenOffers, history: History, events: EventLog,
       uiLogin: @escaping @Sendable () -> (url: String, expires: Date)? = { nil },
-      knownPeers: KnownPeers? = nil, accept: AcceptSwitch? = nil
+      knownPeers: KnownPeers? = nil, accept: AcceptSwitch? = nil, receiveFolder: String? = nil
     ) {
       (self.status, self.peers, self.sends, self.offers, self.history, self.events) = (
         status, peers, sends, offers, history, events
@@ -43,6 +45,7 @@ package struct APIHandler: APIProtocol {
       self.uiLogin = uiLogin
       self.knownPeers = knownPeers
       self.accept = accept
+      self.receiveFolder = receiveFolder
     }
   }
 

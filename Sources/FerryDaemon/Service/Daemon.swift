@@ -41,13 +41,15 @@ package final class Daemon: Sendable {
     package let uiPorts: [Int]
     /// Whom the receiver lets in without asking, at start (``Daemon/accept`` switches it).
     package let policy: ReceivePolicy
+    /// The folder it receives into (the page opens it).
+    package let receiveFolder: String?
 
     /// A configuration.
     package init(
       identity: Identity, name: String, serviceType: ServiceType, knownPeers: KnownPeers,
       home: URL, socket: String, outboxDays: Double, historyLimit: Int, notify: Bool,
       localSend: Bool, domains: [BrowseDomain] = [], uiPorts: [Int] = [],
-      policy: ReceivePolicy = .ask
+      policy: ReceivePolicy = .ask, receiveFolder: String? = nil
     ) {
       (self.identity, self.name, self.serviceType, self.knownPeers) = (
         identity, name, serviceType, knownPeers
@@ -59,6 +61,7 @@ package final class Daemon: Sendable {
       self.domains = domains
       self.uiPorts = uiPorts
       self.policy = policy
+      self.receiveFolder = receiveFolder
     }
   }
 
@@ -157,7 +160,8 @@ package final class Daemon: Sendable {
           defaultExpiry: configuration.outboxDays * 86_400,
           hearsLocalSend: configuration.localSend),
         offers: offers, history: history, events: events,
-        uiLogin: { [self] in uiLogin() }, knownPeers: configuration.knownPeers, accept: accept))
+        uiLogin: { [self] in uiLogin() }, knownPeers: configuration.knownPeers, accept: accept,
+        receiveFolder: configuration.receiveFolder))
     var encoding = OpenAPIRuntime.Configuration()
     encoding.jsonEncodingOptions = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
     try handler.registerHandlers(on: routes, configuration: encoding)

@@ -110,7 +110,7 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
         knownPeers: knownPeers, home: FerryHome.defaultDirectory, socket: socket,
         outboxDays: config.daemon.outboxDays, historyLimit: config.daemon.history,
         notify: config.daemon.notify, localSend: settings.localsend, domains: config.domains,
-        uiPorts: uiPorts, policy: policy),
+        uiPorts: uiPorts, policy: policy, receiveFolder: folder.url.path),
       events: log, sendEvents: sendReporter.report,
       outboxEvents: { [output] event in DaemonReporter.report(event, to: output) },
       questionEvents: { [output] change in DaemonReporter.report(change, to: output) },

@@ -227,6 +227,16 @@
     });
   });
 
+  $("open-folder").addEventListener("click", function () {
+    api("/receiving/open", { method: "POST" }).then(function (opened) {
+      $("open-status").className = "detail ok";
+      $("open-status").textContent = "Opened " + F.printable(opened.dir, 300) + ".";
+    }, function (error) {
+      $("open-status").className = "detail error";
+      $("open-status").textContent = F.printable(error.message, 300);
+    });
+  });
+
   $("picker-up").addEventListener("click", function () {
     if (picker.parent) browse(picker.parent);
   });

@@ -36,7 +36,7 @@ enum DaemonStarter {
 
   /// Whether `systemctl --user start ferry` started the user unit.
   private static func systemd() async -> Bool {
-    guard let systemctl = executable("systemctl") else { return false }
+    guard let systemctl = DesktopOpener.executable("systemctl") else { return false }
     return await CommandOutput.of(
       systemctl, ["--user", "start", "ferry.service"], timeout: .seconds(15)) != nil
   }
@@ -50,7 +50,7 @@ enum DaemonStarter {
     var arguments = [me, "daemon"]
     if let socket { arguments += ["--socket", socket] }
     let process = Process()
-    if let setsid = executable("setsid") {
+    if let setsid = DesktopOpener.executable("setsid") {
       process.executableURL = URL(fileURLWithPath: setsid)
       process.arguments = ["--fork"] + arguments
     } else {
@@ -94,13 +94,5 @@ enum DaemonStarter {
       try? await Task.sleep(for: .milliseconds(200))
     }
     return false
-  }
-
-  /// The path of `name` on `PATH`, when it is there.
-  static func executable(_ name: String) -> String? {
-    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-    return path.split(separator: ":").map { "\($0)/\(name)" }.first {
-      FileManager.default.isExecutableFile(atPath: $0)
-    }
   }
 }

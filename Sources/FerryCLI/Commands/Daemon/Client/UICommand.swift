@@ -1,6 +1,7 @@
 import ArgumentParser
 import FerryAPI
 import FerryAgent
+import FerryDaemon
 import Foundation
 
 /// `ferry ui`: opens the daemon's web page in this machine's browser, signed in by a link that
@@ -48,7 +49,7 @@ struct UICommand: LoggingCommand, AsyncParsableCommand {
       login = try await Self.login(client)
     }
     if json { return StandardStream.output.write(DaemonClient.json(login) + "\n") }
-    if !print, await Self.open(login.url) {
+    if !print, await DesktopOpener.open(login.url) {
       output.say("Opened the daemon's page in your browser.")
       return
     }
@@ -69,26 +70,5 @@ struct UICommand: LoggingCommand, AsyncParsableCommand {
     } catch {
       throw client.failure(error)
     }
-  }
-
-  /// Opens `url` with xdg-open when there is a desktop: false when there is none, xdg-open is
-  /// missing, or it fails within 5 s (one still running then is a browser it started in the
-  /// foreground: it is left running).
-  static func open(_ url: String) async -> Bool {
-    let environment = ProcessInfo.processInfo.environment
-    guard !(environment["DISPLAY"] ?? "").isEmpty || !(environment["WAYLAND_DISPLAY"] ?? "").isEmpty
-    else { return false }
-    guard let opener = DaemonStarter.executable("xdg-open") else { return false }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: opener)
-    process.arguments = [url]
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    do { try process.run() } catch { return false }
-    for _ in 0..<50 where process.isRunning {
-      try? await Task.sleep(for: .milliseconds(100))
-    }
-    return process.isRunning || process.terminationStatus == 0
   }
 }
