@@ -450,6 +450,35 @@ def test_page(daemon, kind):
         check(wait_for(lambda: "declined" in text(b, "#history"), 20),
               "%s: the history lists the declined sender" % tag)
 
+        # A transfer under way, cancelled from the page: standard input sent as it is read,
+        # kept open so that it stays under way until the page's Cancel.
+        env = dict(os.environ, FERRY_HOME=os.path.join(WORK, "home-slow-" + tag),
+                   XDG_RUNTIME_DIR=os.path.join(WORK, "nowhere"))
+        slow = subprocess.Popen([FERRY, "send", "--json", "--to", "ui-daemon", "--timeout", "90",
+                                 "--stdin-name", "slow-%s.bin" % tag, "-"], env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        started.append(slow)
+        offer = wait_for(lambda: b.all("#offers > li"), 60)
+        if offer:
+            wait_for(lambda: b.one("button[aria-label^='Accept']", b.all("#offers > li")[0]).click() or True, 10)
+        slow.stdin.write(os.urandom(100_000))
+        slow.stdin.flush()
+        row = wait_for(lambda: b.one("#transfers button[aria-label^='Cancel the transfer']"), 30)
+        check(row is not None, "%s: a transfer coming in is listed under way, with Cancel" % tag)
+        if row is not None:
+            wait_for(lambda: b.one("#transfers button[aria-label^='Cancel the transfer']").click() or True, 10)
+        try:
+            slow.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            end(slow)
+        slow.stdin.close()
+        check(slow.returncode not in (0, None)
+              and not os.path.exists(os.path.join(daemon.inbox, "slow-%s.bin" % tag)),
+              "%s: cancelled from the page: the sender stops (exit %s), nothing is placed"
+              % (tag, slow.returncode))
+        check(wait_for(lambda: not b.all("#transfers button[aria-label^='Cancel the transfer']"), 20),
+              "%s: and it leaves the list" % tag)
+
         # The switch: trusted devices only — a new sender is declined unasked; then ask again.
         def accept_mode():
             status = daemon.status()

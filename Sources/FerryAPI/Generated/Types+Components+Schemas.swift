@@ -1451,6 +1451,119 @@ extension Components {
                 ])
             }
         }
+        /// - Remark: Generated from `#/components/schemas/TransferList`.
+        package struct TransferList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/TransferList/transfers`.
+            package var transfers: [Components.Schemas.Transfer]
+            /// Creates a new `TransferList`.
+            ///
+            /// - Parameters:
+            ///   - transfers:
+            package init(transfers: [Components.Schemas.Transfer]) {
+                self.transfers = transfers
+            }
+            package enum CodingKeys: String, CodingKey {
+                case transfers
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.transfers = try container.decode(
+                    [Components.Schemas.Transfer].self,
+                    forKey: .transfers
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "transfers"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Transfer`.
+        package struct Transfer: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Transfer/id`.
+            package var id: Components.Schemas.Identifier
+            /// The sender's name (as it says it).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Transfer/peer`.
+            package var peer: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Transfer/fingerprint`.
+            package var fingerprint: Components.Schemas.Fingerprint?
+            /// - Remark: Generated from `#/components/schemas/Transfer/files`.
+            package var files: Swift.Int
+            /// Bytes arrived (or resumed, or found identical) so far.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Transfer/bytes`.
+            package var bytes: Swift.Int
+            /// Bytes in all (streamed files not counted).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Transfer/total`.
+            package var total: Swift.Int
+            /// Creates a new `Transfer`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - peer: The sender's name (as it says it).
+            ///   - fingerprint:
+            ///   - files:
+            ///   - bytes: Bytes arrived (or resumed, or found identical) so far.
+            ///   - total: Bytes in all (streamed files not counted).
+            package init(
+                id: Components.Schemas.Identifier,
+                peer: Swift.String,
+                fingerprint: Components.Schemas.Fingerprint? = nil,
+                files: Swift.Int,
+                bytes: Swift.Int,
+                total: Swift.Int
+            ) {
+                self.id = id
+                self.peer = peer
+                self.fingerprint = fingerprint
+                self.files = files
+                self.bytes = bytes
+                self.total = total
+            }
+            package enum CodingKeys: String, CodingKey {
+                case id
+                case peer
+                case fingerprint
+                case files
+                case bytes
+                case total
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.id = try container.decode(
+                    Components.Schemas.Identifier.self,
+                    forKey: .id
+                )
+                self.peer = try container.decode(
+                    Swift.String.self,
+                    forKey: .peer
+                )
+                self.fingerprint = try container.decodeIfPresent(
+                    Components.Schemas.Fingerprint.self,
+                    forKey: .fingerprint
+                )
+                self.files = try container.decode(
+                    Swift.Int.self,
+                    forKey: .files
+                )
+                self.bytes = try container.decode(
+                    Swift.Int.self,
+                    forKey: .bytes
+                )
+                self.total = try container.decode(
+                    Swift.Int.self,
+                    forKey: .total
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "id",
+                    "peer",
+                    "fingerprint",
+                    "files",
+                    "bytes",
+                    "total"
+                ])
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/Opened`.
         package struct Opened: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/Opened/dir`.

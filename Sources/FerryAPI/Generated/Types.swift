@@ -152,6 +152,16 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/receiving/open`.
     /// - Remark: Generated from `#/paths//v1/receiving/open/post(openFolder)`.
     func openFolder(_ input: Operations.openFolder.Input) async throws -> Operations.openFolder.Output
+    /// The transfers coming in now.
+    ///
+    /// - Remark: HTTP `GET /v1/transfers`.
+    /// - Remark: Generated from `#/paths//v1/transfers/get(listTransfers)`.
+    func listTransfers(_ input: Operations.listTransfers.Input) async throws -> Operations.listTransfers.Output
+    /// Stop a transfer coming in, on both ends (what arrived stays staged for a resume).
+    ///
+    /// - Remark: HTTP `DELETE /v1/transfers/{id}`.
+    /// - Remark: Generated from `#/paths//v1/transfers/{id}/delete(cancelTransfer)`.
+    func cancelTransfer(_ input: Operations.cancelTransfer.Input) async throws -> Operations.cancelTransfer.Output
     /// A link that opens the daemon's web page, once (what `ferry ui` opens).
     ///
     /// The page is served on loopback only (`http://127.0.0.1:PORT/`, `ports.ui` in
@@ -405,6 +415,26 @@ extension APIProtocol {
     /// - Remark: Generated from `#/paths//v1/receiving/open/post(openFolder)`.
     package func openFolder(headers: Operations.openFolder.Input.Headers = .init()) async throws -> Operations.openFolder.Output {
         try await openFolder(Operations.openFolder.Input(headers: headers))
+    }
+    /// The transfers coming in now.
+    ///
+    /// - Remark: HTTP `GET /v1/transfers`.
+    /// - Remark: Generated from `#/paths//v1/transfers/get(listTransfers)`.
+    package func listTransfers(headers: Operations.listTransfers.Input.Headers = .init()) async throws -> Operations.listTransfers.Output {
+        try await listTransfers(Operations.listTransfers.Input(headers: headers))
+    }
+    /// Stop a transfer coming in, on both ends (what arrived stays staged for a resume).
+    ///
+    /// - Remark: HTTP `DELETE /v1/transfers/{id}`.
+    /// - Remark: Generated from `#/paths//v1/transfers/{id}/delete(cancelTransfer)`.
+    package func cancelTransfer(
+        path: Operations.cancelTransfer.Input.Path,
+        headers: Operations.cancelTransfer.Input.Headers = .init()
+    ) async throws -> Operations.cancelTransfer.Output {
+        try await cancelTransfer(Operations.cancelTransfer.Input(
+            path: path,
+            headers: headers
+        ))
     }
     /// A link that opens the daemon's web page, once (what `ferry ui` opens).
     ///

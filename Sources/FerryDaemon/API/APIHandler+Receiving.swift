@@ -16,6 +16,21 @@ extension APIHandler {
     return .ok(.init(body: .json(.init(accept: request.accept))))
   }
 
+  package func listTransfers(_ input: Operations.listTransfers.Input) async throws
+    -> Operations.listTransfers.Output
+  {
+    .ok(.init(body: .json(.init(transfers: parts.transfers?.list ?? []))))
+  }
+
+  package func cancelTransfer(_ input: Operations.cancelTransfer.Input) async throws
+    -> Operations.cancelTransfer.Output
+  {
+    guard let cancelled = parts.transfers?.cancel(input.path.id) else {
+      throw APIProblem.notFound("no transfer \(input.path.id) is coming in")
+    }
+    return .ok(.init(body: .json(cancelled)))
+  }
+
   package func openFolder(_ input: Operations.openFolder.Input) async throws
     -> Operations.openFolder.Output
   {

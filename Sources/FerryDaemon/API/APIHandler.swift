@@ -30,6 +30,8 @@ package struct APIHandler: APIProtocol {
     package let accept: AcceptSwitch?
     /// The folder the daemon receives into (nil: that operation answers 503).
     package let receiveFolder: String?
+    /// The transfers coming in (nil: listed as none, and none cancelled).
+    package let transfers: ArrivingTransfers?
 
     /// The parts.
     package init(
@@ -37,7 +39,8 @@ package struct APIHandler: APIProtocol {
       peers: @escaping @Sendable () -> Components.Schemas.Peers, sends: DaemonSends,
       offers: OpenOffers, history: History, events: EventLog,
       uiLogin: @escaping @Sendable () -> (url: String, expires: Date)? = { nil },
-      knownPeers: KnownPeers? = nil, accept: AcceptSwitch? = nil, receiveFolder: String? = nil
+      knownPeers: KnownPeers? = nil, accept: AcceptSwitch? = nil, receiveFolder: String? = nil,
+      transfers: ArrivingTransfers? = nil
     ) {
       (self.status, self.peers, self.sends, self.offers, self.history, self.events) = (
         status, peers, sends, offers, history, events
@@ -46,6 +49,7 @@ package struct APIHandler: APIProtocol {
       self.knownPeers = knownPeers
       self.accept = accept
       self.receiveFolder = receiveFolder
+      self.transfers = transfers
     }
   }
 

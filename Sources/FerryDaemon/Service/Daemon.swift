@@ -87,6 +87,8 @@ package final class Daemon: Sendable {
   /// Whom the receiver lets in without asking: the configured policy, then what the API sets;
   /// the receiver's decider (what it does not decide, ``offers`` asks).
   package let accept: AcceptSwitch
+  /// The transfers coming in now (the API lists and cancels them).
+  package let arriving = ArrivingTransfers()
   /// The protocol each sender let in came by, and whether it proved its key (for the
   /// history), by key.
   private let protocols = Mutex<[Fingerprint: (name: String, verified: Bool)]>([:])
@@ -161,7 +163,7 @@ package final class Daemon: Sendable {
           hearsLocalSend: configuration.localSend),
         offers: offers, history: history, events: events,
         uiLogin: { [self] in uiLogin() }, knownPeers: configuration.knownPeers, accept: accept,
-        receiveFolder: configuration.receiveFolder))
+        receiveFolder: configuration.receiveFolder, transfers: arriving))
     var encoding = OpenAPIRuntime.Configuration()
     encoding.jsonEncodingOptions = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
     try handler.registerHandlers(on: routes, configuration: encoding)
@@ -251,13 +253,17 @@ package final class Daemon: Sendable {
       history.add(received(sender.peer, verified: sender.verified, files: 0, bytes: 0, .declined))
     case .offerDeclined(let peer, _, let files, let bytes):
       history.add(received(peer, verified: true, files: files, bytes: bytes, .declined))
+    case .transferStarted(let transfer, _):
+      arriving.started(transfer)
     case .transferEnded(let transfer, let error):
+      arriving.ended(transfer)
       trimmer.workEnded()
       history.add(
         received(
           transfer.peer, verified: nil, files: transfer.files.count, bytes: transfer.totalBytes,
           error == nil ? .done : .failed))
     case .interrupted(let transfer):
+      arriving.ended(transfer)
       trimmer.workEnded()
       history.add(
         received(

@@ -9,6 +9,7 @@
   const pending = new Set();
   let flushTimer = null;
   let offers = [];
+  let arriving = [];
   let me = null;
   let sends = [];
   const names = new Map();
@@ -455,9 +456,23 @@
     return item;
   }
 
-  function renderTransfer(event) {
+  /** A transfer under way: one coming in (`arriving`: the API's Transfer, cancellable) with
+      its latest progress event, or one going out (its progress event alone). */
+  function renderTransfer(row) {
+    const event = row.event || { peer: row.arriving.peer, bytes: row.arriving.bytes, total: row.arriving.total, files: row.arriving.files, files_done: 0, bytes_per_second: 0 };
     const item = el("li");
-    item.append(el("div", "title", F.printable(event.peer, 80)));
+    item.append(el("div", "title", (row.arriving ? "From " : "With ") + F.printable(event.peer, 80)));
+    if (row.arriving) {
+      const stop = button("Cancel", "secondary", function () {
+        return api("/transfers/" + encodeURIComponent(row.arriving.id), { method: "DELETE" }).then(function () {
+          refresh("transfers");
+        });
+      });
+      stop.setAttribute("aria-label", "Cancel the transfer from " + F.printable(event.peer, 60));
+      item.append(stop);
+    } else {
+      item.append(el("span", "detail", ""));
+    }
     item.append(el("span", "detail", event.files_done + " of " + event.files + " files"));
     const bar = el("progress");
     if (typeof event.total === "number" && event.total > 0) {
@@ -501,6 +516,12 @@
         fill("sends", "sends-empty", sends, renderSend, sendKey);
       });
     },
+    transfers: function () {
+      return api("/transfers").then(function (list) {
+        arriving = list.transfers;
+        renderTransfers();
+      });
+    },
     history: function () {
       return api("/history?limit=30").then(function (list) {
         fill("history", "history-empty", list.entries, renderHistory, function (entry) { return entry.id; });
@@ -528,7 +549,16 @@
   }
 
   function renderTransfers() {
-    fill("transfers", "transfers-empty", Array.from(transfers.values()), renderTransfer, function (event) { return event.peer; });
+    const rows = arriving.map(function (transfer) {
+      return { arriving: transfer, event: transfers.get(transfer.peer) || null };
+    });
+    const incoming = new Set(arriving.map(function (transfer) { return transfer.peer; }));
+    transfers.forEach(function (event, peer) {
+      if (!incoming.has(peer)) rows.push({ arriving: null, event: event });
+    });
+    fill("transfers", "transfers-empty", rows, renderTransfer, function (row) {
+      return row.arriving ? row.arriving.id : "out " + row.event.peer;
+    });
   }
 
   /** What each event changes. */
@@ -536,12 +566,16 @@
     switch (event.event) {
       case "progress":
         transfers.set(event.peer, event);
+        if (!arriving.some(function (transfer) { return transfer.peer === event.peer; })) refresh("transfers");
         renderTransfers();
         break;
       case "done":
         transfers.delete(event.peer);
         renderTransfers();
-        refresh("history", "sends", "offers");
+        refresh("history", "sends", "offers", "transfers");
+        break;
+      case "offer":
+        refresh("transfers");
         break;
       case "around":
         refresh("peers");
@@ -570,7 +604,7 @@
     source = new EventSource("/events");
     source.addEventListener("open", function () {
       setConnection("live", "Live");
-      refresh("status", "peers", "offers", "sends", "history");
+      refresh("status", "peers", "offers", "transfers", "sends", "history");
     });
     source.addEventListener("message", function (message) {
       let parsed = null;
@@ -597,6 +631,6 @@
   }
 
   setInterval(tickExpiries, 1000);
-  refresh("status", "peers", "offers", "sends", "history");
+  refresh("status", "peers", "offers", "transfers", "sends", "history");
   connect();
 })();
