@@ -360,6 +360,7 @@ def test_page(daemon, kind):
         shot = os.path.join(WORK, "qr-%s.png" % tag)
         b.script("document.querySelector('figure.qr').scrollIntoView()")
         b.element_shot(code, shot)
+        b.script("window.scrollTo(0, 0)")
         read = subprocess.run(["zbarimg", "--quiet", "--raw", shot], capture_output=True, text=True)
         check(read.stdout.strip() == "ferry trust %s --name 'ui-daemon'" % daemon.fingerprint,
               "%s: it reads as the command that trusts this machine (%r)" % (tag, read.stdout.strip()[:100]))
