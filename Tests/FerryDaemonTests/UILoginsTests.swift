@@ -21,13 +21,13 @@ struct UILoginsTests {
     let cookie = logins.redeem(Substring(secret))
     #expect(cookie != nil)
     #expect(logins.redeem(Substring(secret)) == nil)
-    #expect(logins.admits(cookieHeaders: ["ferry-ui=\(cookie ?? "")"]))
-    #expect(logins.admits(cookieHeaders: ["a=1; ferry-ui=\(cookie ?? ""); b=2"]))
-    #expect(!logins.admits(cookieHeaders: ["ferry-ui=\(secret)"]))
-    #expect(!logins.admits(cookieHeaders: ["ferry-uix=\(cookie ?? "")"]))
-    #expect(!logins.admits(cookieHeaders: ["ferry-ui=\(cookie ?? "")0"]))
-    #expect(!logins.admits(cookieHeaders: ["ferry-ui="]))
-    #expect(!logins.admits(cookieHeaders: []))
+    #expect(logins.admits(cookieHeaders: ["ferry-ui-8385=\(cookie ?? "")"], port: 8385))
+    #expect(logins.admits(cookieHeaders: ["a=1; ferry-ui-8385=\(cookie ?? ""); b=2"], port: 8385))
+    #expect(!logins.admits(cookieHeaders: ["ferry-ui-8385=\(secret)"], port: 8385))
+    #expect(!logins.admits(cookieHeaders: ["ferry-ui-8385x=\(cookie ?? "")"], port: 8385))
+    #expect(!logins.admits(cookieHeaders: ["ferry-ui-8385=\(cookie ?? "")0"], port: 8385))
+    #expect(!logins.admits(cookieHeaders: ["ferry-ui-8385="], port: 8385))
+    #expect(!logins.admits(cookieHeaders: [], port: 8385))
   }
 
   @Test("a secret is out of time after a minute; wrong and empty ones are refused")
@@ -55,7 +55,8 @@ struct UILoginsTests {
       logins.redeem(Substring(logins.makeSecret()))
     }
     #expect(cookies.count == UILogins.cookieLimit + 1)
-    #expect(!logins.admits(cookieHeaders: ["ferry-ui=\(cookies[0])"]))
-    #expect(logins.admits(cookieHeaders: ["ferry-ui=\(cookies[UILogins.cookieLimit])"]))
+    #expect(!logins.admits(cookieHeaders: ["ferry-ui-8385=\(cookies[0])"], port: 8385))
+    #expect(
+      logins.admits(cookieHeaders: ["ferry-ui-8385=\(cookies[UILogins.cookieLimit])"], port: 8385))
   }
 }

@@ -22,6 +22,7 @@ check(F.fingerprint("87CB4D07A2350185") === "87CB 4D07 A235 0185" && F.fingerpri
 check(F.printable("a\u0007b\u001b[31mc\u007f\u0085") === "a\ufffdb\ufffd[31mc\ufffd\ufffd", "control characters are replaced");
 check(F.printable("evil\u202egpj.exe") === "evil\ufffdgpj.exe" && F.printable("x\u2066y\u2069") === "x\ufffdy\ufffd", "bidirectional overrides are replaced");
 check(F.printable("line\u2028two") === "line\ufffdtwo", "line separators are replaced");
+check(F.printable("a\u200bb\u061cc\ufeffd\u{e0041}e\u2060f") === "a\ufffdb\ufffdc\ufffdd\ufffde\ufffdf", "zero-width, Arabic mark, BOM, tags and word joiner are replaced");
 check(F.printable("😀".repeat(300)).length === 201 * 2 - 1 && F.printable("😀".repeat(300)).endsWith("…"), "long text is cut at code points, never inside one");
 check(F.printable(42) === "" && F.printable(undefined) === "", "printable: not a string is empty");
 check(F.sendState("queued") === "waiting for the device" && F.sendState("weird") === "weird", "send states in words");

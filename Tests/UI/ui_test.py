@@ -623,7 +623,7 @@ def test_guards(daemon):
           "every answer has a strict Content-Security-Policy")
     none = request(port, "/api/v1/status")
     check(none and none[0] == 401, "without the cookie: 401 (%s)" % (none and none[0]))
-    forged = request(port, "/api/v1/status", headers={"Cookie": "ferry-ui=" + "0" * 32})
+    forged = request(port, "/api/v1/status", headers={"Cookie": "ferry-ui-%d=%s" % (port, "0" * 32)})
     check(forged and forged[0] == 401, "a made-up cookie: 401 (%s)" % (forged and forged[0]))
     rebound = request(port, "/api/v1/status", host="attacker.example:%d" % port, headers=jar)
     check(rebound and rebound[0] == 403, "a foreign Host (DNS rebinding): 403 (%s)" % (rebound and rebound[0]))
@@ -689,6 +689,16 @@ def test_guards(daemon):
               % (outsider and outsider[0]))
     finally:
         subprocess.run(["ip", "link", "del", "ferry-ui0"], check=False)
+    # Another user of this machine: closed before a byte is read (its link, its cookie or its
+    # connections would otherwise be as good as the daemon's user's).
+    other = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+         "import socket,sys\ns=socket.create_connection(('127.0.0.1',%d),5)\n"
+         "s.sendall(b'GET /api/v1/status HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\nCookie: %s\\r\\n\\r\\n')\n"
+         "s.settimeout(10)\ntry:\n  sys.stdout.write(repr(s.recv(100)))\nexcept Exception as e:\n  sys.stdout.write(repr(e))"
+         % (port, port, jar["Cookie"])], capture_output=True, text=True, timeout=30)
+    check(other.stdout in ("b''",) or "Reset" in other.stdout,
+          "another user's connection is closed unanswered, its cookie or not (%s)" % other.stdout[:80])
     off = subprocess.run([FERRY, "ui", "--print", "--no-start", "--socket", "/nonexistent/api.sock"],
                          capture_output=True, text=True, timeout=30)
     check(off.returncode == 2 and "daemon" in off.stderr,

@@ -53,7 +53,8 @@ extension APIHandler {
   }
 
   /// A name to remember a peer by: 1 to 256 bytes of UTF-8, not blank, no control character
-  /// (C0, DEL, C1) and no line or paragraph separator — it is shown on terminals and pages.
+  /// (C0, DEL, C1), no format character (Cf: bidirectional controls, zero-width characters) and
+  /// no line or paragraph separator — it is shown on terminals and pages.
   ///
   /// - Throws: ``APIProblem`` (400) saying what is wrong.
   static func check(_ name: String) throws {
@@ -65,10 +66,11 @@ extension APIHandler {
     }
     let refused = name.unicodeScalars.contains { scalar in
       scalar.value < 0x20 || (0x7F..<0xA0).contains(scalar.value) || scalar.value == 0x2028
-        || scalar.value == 0x2029
+        || scalar.value == 0x2029 || scalar.properties.generalCategory == .format
     }
     guard !refused else {
-      throw APIProblem.badRequest("a name has no control characters or line breaks")
+      throw APIProblem.badRequest(
+        "a name has no control or format characters (bidirectional, zero-width) or line breaks")
     }
   }
 }

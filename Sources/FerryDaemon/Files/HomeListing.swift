@@ -39,6 +39,9 @@ package struct HomeListing: Sendable {
 
   /// The most entries listed.
   package static let limit = 5000
+  /// The most names read from one folder (hidden and non-UTF-8 ones count): a folder of a
+  /// million hidden names is not read to its end.
+  package static let readLimit = 50_000
 
   /// The home folder, resolved.
   package let home: String
@@ -80,7 +83,13 @@ package struct HomeListing: Sendable {
     let fd = dirfd(stream)
     var entries: [Entry] = []
     var truncated = false
+    var read = 0
     while let record = readdir(stream) {
+      read += 1
+      guard read <= Self.readLimit else {
+        truncated = true
+        break
+      }
       let name = withUnsafeBytes(of: record.pointee.d_name) { raw -> String? in
         let bytes = raw.prefix { $0 != 0 }
         return String(validating: Array(bytes), as: UTF8.self)

@@ -28,11 +28,11 @@ package enum DesktopOpener {
     return process.isRunning || process.terminationStatus == 0
   }
 
-  /// The path of `name` on `PATH`, when it is there.
+  /// The path of `name` in `PATH`'s absolute folders (a relative one, `.` say, could be the
+  /// folder received files land in), when it is there.
   package static func executable(_ name: String) -> String? {
     let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-    return path.split(separator: ":").map { "\($0)/\(name)" }.first {
-      FileManager.default.isExecutableFile(atPath: $0)
-    }
+    return path.split(separator: ":").filter { $0.hasPrefix("/") }.map { "\($0)/\(name)" }
+      .first { FileManager.default.isExecutableFile(atPath: $0) }
   }
 }

@@ -40,7 +40,7 @@ final class UIEndpoints: HTTPEndpoints {
         method: head.method.rawValue, path: path, hosts: head.headers["host"],
         origins: head.headers["origin"], fetchSite: head.headers.first(name: "sec-fetch-site"),
         loopback: UIServer.isLoopback(request.address),
-        signedIn: logins.admits(cookieHeaders: head.headers["cookie"])), port: port)
+        signedIn: logins.admits(cookieHeaders: head.headers["cookie"], port: port)), port: port)
     if case .refuse(let status, let code, let message) = verdict {
       if code == "signed-out" && !path.hasPrefix("/api/") && path != "/events" {
         return .answer(HTTPAnswer(.unauthorized, body: UIPage.signedOut, type: Self.html))
@@ -52,7 +52,7 @@ final class UIEndpoints: HTTPEndpoints {
       inner.uri = String(head.uri.dropFirst(4))
       return api.decide(inner, request, reply: reply)
     }
-    guard head.method == .GET || head.method == .HEAD else {
+    guard head.method == .GET else {
       return .answer(
         APIEndpoints.answer(
           APIProblem(405, "method-not-allowed", "\(path) answers GET only"),
@@ -90,7 +90,10 @@ final class UIEndpoints: HTTPEndpoints {
       .seeOther, body: [], type: "text/plain; charset=utf-8",
       headers: [
         ("location", "/"),
-        ("set-cookie", "\(UILogins.cookieName)=\(cookie); Path=/; HttpOnly; SameSite=Strict"),
+        (
+          "set-cookie",
+          "\(UILogins.cookieName(port: port))=\(cookie); Path=/; HttpOnly; SameSite=Strict"
+        ),
       ])
   }
 

@@ -70,9 +70,10 @@ package enum UIGuard {
     // A change needs the page's own Origin; a read other than the page itself, a request the
     // browser made for this very origin (or the person typed).
     if !safe && request.origins.isEmpty { return crossSite }
-    let navigation = request.path == "/" || request.path == loginPath
+    // Another site may link to the page itself, never to the login (it could sign the browser
+    // in to another daemon's page: the person opened ferry ui's link, which is `none`).
     if let site = request.fetchSite, site != "same-origin", site != "none",
-      !(safe && navigation)
+      !(safe && request.path == "/")
     {
       return crossSite
     }

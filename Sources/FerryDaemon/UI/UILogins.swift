@@ -15,8 +15,9 @@ package final class UILogins: Sendable {
   package static let secretLimit = 16
   /// The most cookies kept.
   package static let cookieLimit = 64
-  /// The cookie's name.
-  package static let cookieName = "ferry-ui"
+  /// The cookie's name for the page on `port` (cookies are shared by every port of a host:
+  /// another daemon's page on this machine sets one of another name).
+  package static func cookieName(port: Int) -> String { "ferry-ui-\(port)" }
 
   private struct State {
     var secrets: [(value: String, expires: ContinuousClock.Instant)] = []
@@ -60,9 +61,9 @@ package final class UILogins: Sendable {
     }
   }
 
-  /// Whether the request's `Cookie` headers carry a cookie this daemon gave.
-  package func admits(cookieHeaders: [String]) -> Bool {
-    let given = cookieHeaders.flatMap { Self.values(named: Self.cookieName, in: $0) }
+  /// Whether the request's `Cookie` headers carry a cookie this daemon gave, named for `port`.
+  package func admits(cookieHeaders: [String], port: Int) -> Bool {
+    let given = cookieHeaders.flatMap { Self.values(named: Self.cookieName(port: port), in: $0) }
     guard !given.isEmpty else { return false }
     return state.withLock { state in
       given.contains { value in state.cookies.contains { Self.same($0, value) } }

@@ -7,13 +7,12 @@ import Foundation
 /// script, style and requests only.
 enum UIPage {
   /// The headers every answer carries: nothing but this server's own script, style, images
-  /// (the QR code is drawn by the script, `data:`) and requests; no framing, no referrer, no
-  /// caching, no sniffing.
+  /// and requests; no framing, no referrer, no caching, no sniffing.
   static let securityHeaders: [(String, String)] = [
     (
       "content-security-policy",
       "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-        + "img-src 'self' data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+        + "img-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
     ),
     ("x-content-type-options", "nosniff"),
     ("referrer-policy", "no-referrer"),

@@ -32,7 +32,8 @@ package final class UIServer: Sendable {
   /// Listens on 127.0.0.1 `port` (0: one the system picks), then ::1 on the same port when
   /// this machine has IPv6 loopback, and serves `routes` under `logins`.
   ///
-  /// - Throws: ``Failure`` when 127.0.0.1 cannot be bound (the port is taken, say).
+  /// - Throws: ``Failure`` when 127.0.0.1 cannot be bound (the port is taken, say), or ::1's
+  ///   port is taken.
   package static func start(
     port: Int, routes: APIRoutes, logins: UILogins, events: EventLog, pairing: String
   ) async throws(Failure) -> UIServer {
@@ -57,9 +58,14 @@ package final class UIServer: Sendable {
     let chosen = v4.localAddress?.port ?? port
     bound.port = chosen
     var channels = [v4]
-    // No IPv6 loopback (disabled, or a namespace without it): 127.0.0.1 alone.
-    if let v6 = try? await bootstrap.bind(host: "::1", port: chosen).get() {
-      channels.append(v6)
+    do {
+      channels.append(try await bootstrap.bind(host: "::1", port: chosen).get())
+    } catch let error as IOError where error.errnoCode == EADDRINUSE {
+      // Taken by someone else: they would answer as localhost:PORT. Not served at all.
+      try? await v4.close()
+      throw Failure(port: port, reason: "[::1]:\(chosen) is taken")
+    } catch {
+      // No IPv6 loopback (disabled, or a namespace without it): 127.0.0.1 alone.
     }
     return UIServer(port: chosen, channels: channels)
   }
@@ -75,12 +81,20 @@ package final class UIServer: Sendable {
     address == "::1" || address.hasPrefix("127.") || address.hasPrefix("::ffff:127.")
   }
 
-  /// Lets `channel` in when it comes from a loopback address and a slot is free.
+  /// Lets `channel` in when it comes from a loopback address, from a process of this user or
+  /// root (``SocketOwner``: the API socket's rule), and a slot is free; any other is closed
+  /// before a byte is read.
   private static func admit(_ channel: any Channel, slots: ConnectionSlots, endpoints: UIEndpoints)
     -> EventLoopFuture<Void>
   {
     let address = channel.remoteAddress?.ipAddress ?? ""
-    guard isLoopback(address) else { return channel.close() }
+    guard isLoopback(address), let client = channel.remoteAddress?.port,
+      let server = channel.localAddress, let serverIP = server.ipAddress,
+      let serverPort = server.port,
+      let owner = SocketOwner.uid(
+        client: (address, client), server: (serverIP, serverPort)),
+      owner == geteuid() || owner == 0
+    else { return channel.close() }
     return APIServer.serve(channel, from: address, slots: slots, endpoints: endpoints)
   }
 }

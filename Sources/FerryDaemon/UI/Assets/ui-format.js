@@ -47,7 +47,8 @@ const FerryFormat = (function () {
   }
 
   /** Text from the network made safe to show as one line: control characters (C0, DEL, C1),
-      bidirectional overrides and line separators become U+FFFD; at most `limit` code points. */
+      format characters (bidirectional controls, zero-width characters, tags: Unicode's Cf)
+      and line separators become U+FFFD; at most `limit` code points. */
   function printable(text, limit) {
     if (typeof text !== "string") return "";
     const max = limit || 200;
@@ -55,9 +56,9 @@ const FerryFormat = (function () {
       .map(function (c) {
         const code = c.codePointAt(0);
         const control = code < 0x20 || (code >= 0x7f && code < 0xa0);
-        const bidi = (code >= 0x202a && code <= 0x202e) || (code >= 0x2066 && code <= 0x2069) || code === 0x200e || code === 0x200f;
+        const format = /\p{Cf}/u.test(c);
         const separator = code === 0x2028 || code === 0x2029;
-        return control || bidi || separator ? "\ufffd" : c;
+        return control || format || separator ? "\ufffd" : c;
       });
     return cleaned.length > max ? cleaned.slice(0, max).join("") + "…" : cleaned.join("");
   }
