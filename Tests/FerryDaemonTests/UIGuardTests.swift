@@ -12,7 +12,7 @@ struct UIGuardTests {
   static func request(_ change: (inout UIGuard.Request) -> Void = { _ in }) -> UIGuard.Request {
     var request = UIGuard.Request(
       method: "GET", path: "/api/v1/status", hosts: ["127.0.0.1:\(port)"], origins: [],
-      fetchSite: "same-origin", loopback: true, signedIn: true)
+      fetchSite: "same-origin", loopback: true, access: .full)
     change(&request)
     return request
   }
@@ -89,7 +89,7 @@ struct UIGuardTests {
       let login = Self.request {
         $0.fetchSite = site
         $0.path = Substring(UIGuard.loginPath)
-        $0.signedIn = false
+        $0.access = .none
       }
       #expect(Self.code(login) == "cross-site", "\(site) login")
       let post = Self.request {
@@ -102,18 +102,37 @@ struct UIGuardTests {
     }
   }
 
+  @Test("the cookie alone opens the page's files, not the API or the events")
+  func pageOnly() {
+    for path in ["/", "/ui.js", "/qr.svg"] {
+      #expect(
+        Self.code(
+          Self.request {
+            $0.path = Substring(path)
+            $0.access = .page
+          }) == nil)
+    }
+    for path in ["/api/v1/status", "/events", "/api/"] {
+      let request = Self.request {
+        $0.path = Substring(path)
+        $0.access = .page
+      }
+      #expect(Self.code(request) == "signed-out", "\(path)")
+    }
+  }
+
   @Test("signed out, only the login path is served")
   func signedOut() {
     for path in ["/", "/api/v1/status", "/events", "/ui.js", "/login/x", "/LOGIN"] {
       let request = Self.request {
         $0.path = Substring(path)
-        $0.signedIn = false
+        $0.access = .none
       }
       #expect(Self.code(request) == "signed-out", "\(path)")
     }
     let login = Self.request {
       $0.path = Substring(UIGuard.loginPath)
-      $0.signedIn = false
+      $0.access = .none
     }
     #expect(Self.code(login) == nil)
   }

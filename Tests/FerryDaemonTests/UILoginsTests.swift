@@ -13,21 +13,33 @@ struct UILoginsTests {
     func advance(_ by: Duration) { now.withLock { $0 += by } }
   }
 
-  @Test("a secret becomes a cookie once; the cookie is admitted, others are not")
-  func once() {
+  @Test("a secret becomes a session once; its cookie opens the page, with its key the API")
+  func once() throws {
     let logins = UILogins()
     let secret = logins.makeSecret()
     #expect(secret.utf8.count == 32)
-    let cookie = logins.redeem(Substring(secret))
-    #expect(cookie != nil)
+    let session = try #require(logins.redeem(Substring(secret)))
+    #expect(session.cookie != session.key && session.key.utf8.count == 32)
     #expect(logins.redeem(Substring(secret)) == nil)
-    #expect(logins.admits(cookieHeaders: ["ferry-ui-8385=\(cookie ?? "")"], port: 8385))
-    #expect(logins.admits(cookieHeaders: ["a=1; ferry-ui-8385=\(cookie ?? ""); b=2"], port: 8385))
-    #expect(!logins.admits(cookieHeaders: ["ferry-ui-8385=\(secret)"], port: 8385))
-    #expect(!logins.admits(cookieHeaders: ["ferry-ui-8385x=\(cookie ?? "")"], port: 8385))
-    #expect(!logins.admits(cookieHeaders: ["ferry-ui-8385=\(cookie ?? "")0"], port: 8385))
-    #expect(!logins.admits(cookieHeaders: ["ferry-ui-8385="], port: 8385))
-    #expect(!logins.admits(cookieHeaders: [], port: 8385))
+    func access(_ headers: [String], _ key: String?, port: Int = 8385) -> UILogins.Access {
+      logins.access(cookieHeaders: headers, key: key.map { Substring($0) }, port: port)
+    }
+    let cookie = "ferry-ui-8385=\(session.cookie)"
+    #expect(access([cookie], session.key) == .full)
+    #expect(access(["a=1; \(cookie); b=2"], session.key) == .full)
+    #expect(access([cookie], nil) == .page)
+    #expect(access([cookie], session.cookie) == .page)
+    #expect(access([cookie], session.key + "0") == .page)
+    #expect(access([], session.key) == .none)
+    #expect(access(["ferry-ui-8385=\(secret)"], session.key) == .none)
+    #expect(access(["ferry-ui-8385=\(session.key)"], session.key) == .none)
+    #expect(access(["ferry-ui-8385x=\(session.cookie)"], session.key) == .none)
+    #expect(access(["ferry-ui-8385="], session.key) == .none)
+    // Another port's page names its cookie for its port.
+    #expect(access([cookie], session.key, port: 8386) == .none)
+    // Another session's key with this cookie: the page only.
+    let other = try #require(logins.redeem(Substring(logins.makeSecret())))
+    #expect(access([cookie], other.key) == .page)
   }
 
   @Test("a secret is out of time after a minute; wrong and empty ones are refused")
@@ -51,12 +63,17 @@ struct UILoginsTests {
     let first = logins.makeSecret()
     for _ in 0..<UILogins.secretLimit { _ = logins.makeSecret() }
     #expect(logins.redeem(Substring(first)) == nil)
-    let cookies = (0...UILogins.cookieLimit).compactMap { _ in
+    let sessions = (0...UILogins.cookieLimit).compactMap { _ in
       logins.redeem(Substring(logins.makeSecret()))
     }
-    #expect(cookies.count == UILogins.cookieLimit + 1)
-    #expect(!logins.admits(cookieHeaders: ["ferry-ui-8385=\(cookies[0])"], port: 8385))
-    #expect(
-      logins.admits(cookieHeaders: ["ferry-ui-8385=\(cookies[UILogins.cookieLimit])"], port: 8385))
+    #expect(sessions.count == UILogins.cookieLimit + 1)
+    let (oldestSession, last) = (sessions[0], sessions[UILogins.cookieLimit])
+    let oldest = logins.access(
+      cookieHeaders: ["ferry-ui-8385=\(oldestSession.cookie)"], key: Substring(oldestSession.key),
+      port: 8385)
+    let newest = logins.access(
+      cookieHeaders: ["ferry-ui-8385=\(last.cookie)"], key: Substring(last.key), port: 8385)
+    #expect(oldest == .none)
+    #expect(newest == .full)
   }
 }

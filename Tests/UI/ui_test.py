@@ -400,6 +400,9 @@ def test_page(daemon, kind):
         check("Send 2 items" in text(b, "#picker-send"), "%s: two items chosen" % tag)
         b.screenshot(os.path.join(SHOTS, "ui-%s-desktop-picker.png" % tag))
         b.one("#picker-send").click()
+        check(wait_for(lambda: "see the outbox" in text(b, "#picker-status"), 20),
+              "%s: the picker says it is sending" % tag)
+        b.one("#picker-close").click()
         pictures = os.path.join(daemon.user_home, "Pictures")
         wanted = {rel: sha(os.path.join(pictures, rel)) for rel in ["beach.jpg", "album/a.png", "album/b.png"]}
         check(wait_for(lambda: all(os.path.exists(os.path.join(dest, rel)) and sha(os.path.join(dest, rel)) == digest
@@ -448,7 +451,7 @@ def test_page(daemon, kind):
                       "%s: declined on the page: the sender is told (exit %s), nothing written" % (tag, proc.returncode))
             check(wait_for(lambda: not b.all("#offers > li"), 20),
                   "%s: %s: the question leaves the page" % (tag, answer))
-        check(wait_for(lambda: "declined" in text(b, "#history"), 20),
+        check(wait_for(lambda: "declined" in text(b, "#history").lower(), 20),
               "%s: the history lists the declined sender" % tag)
 
         # A transfer under way, cancelled from the page: standard input sent as it is read,
@@ -612,9 +615,24 @@ def test_guards(daemon):
     cookie = signed[1].get("set-cookie", "") if signed else ""
     check(signed and signed[0] == 303 and "HttpOnly" in cookie and "SameSite=Strict" in cookie,
           "the secret becomes an HttpOnly, SameSite=Strict cookie (%r)" % cookie)
+    location = signed[1].get("location", "") if signed else ""
+    check(location.startswith("/#key=") and len(location) == 6 + 32,
+          "and a key for the page, in the fragment only (%r)" % location)
     again = request(port, path)
     check(again and again[0] == 403, "a secret works once (%s)" % (again and again[0]))
-    jar = {"Cookie": cookie.split(";")[0]}
+    jar = {"Cookie": cookie.split(";")[0], "X-Ferry-Key": location[6:]}
+    cookie_only = request(port, "/api/v1/status", headers={"Cookie": jar["Cookie"]})
+    check(cookie_only and cookie_only[0] == 401,
+          "the cookie alone (what another port's page would get) opens no API: 401 (%s)"
+          % (cookie_only and cookie_only[0]))
+    key_only = request(port, "/api/v1/status", headers={"X-Ferry-Key": jar["X-Ferry-Key"]})
+    check(key_only and key_only[0] == 401, "the key alone: 401 (%s)" % (key_only and key_only[0]))
+    page_only = request(port, "/", headers={"Cookie": jar["Cookie"]})
+    check(page_only and page_only[0] == 200, "the cookie opens the page itself (%s)"
+          % (page_only and page_only[0]))
+    events = request(port, "/events?key=" + "0" * 32, headers={"Cookie": jar["Cookie"]})
+    check(events and events[0] == 401, "the event stream with another key: 401 (%s)"
+          % (events and events[0]))
     good = request(port, "/api/v1/status", headers=jar)
     check(good and good[0] == 200 and json.loads(good[2])["name"] == "ui-daemon",
           "with the cookie, the API answers")
@@ -696,7 +714,8 @@ def test_guards(daemon):
          "import socket,sys\ns=socket.create_connection(('127.0.0.1',%d),5)\n"
          "s.sendall(b'GET /api/v1/status HTTP/1.1\\r\\nHost: 127.0.0.1:%d\\r\\nCookie: %s\\r\\n\\r\\n')\n"
          "s.settimeout(10)\ntry:\n  sys.stdout.write(repr(s.recv(100)))\nexcept Exception as e:\n  sys.stdout.write(repr(e))"
-         % (port, port, jar["Cookie"])], capture_output=True, text=True, timeout=30)
+         % (port, port, jar["Cookie"] + "\\r\\nX-Ferry-Key: " + jar["X-Ferry-Key"])],
+        capture_output=True, text=True, timeout=30)
     check(other.stdout in ("b''",) or "Reset" in other.stdout,
           "another user's connection is closed unanswered, its cookie or not (%s)" % other.stdout[:80])
     off = subprocess.run([FERRY, "ui", "--print", "--no-start", "--socket", "/nonexistent/api.sock"],

@@ -91,7 +91,9 @@ package struct APIHandler: APIProtocol {
     -> Operations.createUILogin.Output
   {
     guard let login = parts.uiLogin() else {
-      throw APIProblem(409, "no-ui", "the daemon runs without its page (--ui-port off)")
+      throw APIProblem(
+        409, "no-ui",
+        "the daemon runs without its page (--ui-port off, or ui = false in its config)")
     }
     return .created(.init(body: .json(.init(url: login.url, expires: login.expires))))
   }

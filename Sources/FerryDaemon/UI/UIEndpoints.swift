@@ -40,7 +40,11 @@ final class UIEndpoints: HTTPEndpoints {
         method: head.method.rawValue, path: path, hosts: head.headers["host"],
         origins: head.headers["origin"], fetchSite: head.headers.first(name: "sec-fetch-site"),
         loopback: UIServer.isLoopback(request.address),
-        signedIn: logins.admits(cookieHeaders: head.headers["cookie"], port: port)), port: port)
+        access: logins.access(
+          cookieHeaders: head.headers["cookie"],
+          key: head.headers.first(name: Self.keyHeader).map { Substring($0) }
+            ?? (path == "/events" ? Self.parameter("key", in: query) : nil), port: port)),
+      port: port)
     if case .refuse(let status, let code, let message) = verdict {
       if code == "signed-out" && !path.hasPrefix("/api/") && path != "/events" {
         return .answer(HTTPAnswer(.unauthorized, body: UIPage.signedOut, type: Self.html))
@@ -79,20 +83,26 @@ final class UIEndpoints: HTTPEndpoints {
   }
 
   private static let html = "text/html; charset=utf-8"
+  /// The header the page sends its key in (the event stream, which a browser opens without
+  /// headers of the page's, takes it as `?key=`).
+  static let keyHeader = "x-ferry-key"
 
-  /// `/login?token=…`: the cookie and the page, or the signed-out page.
+  /// `/login?token=…`: the cookie, and the page with its key in the fragment (which the
+  /// browser keeps to itself: the page moves it into its own storage and out of the address
+  /// bar); or the signed-out page.
   private func login(_ query: Substring) -> HTTPAnswer {
     let token = Self.parameter("token", in: query) ?? ""
-    guard let cookie = logins.redeem(token) else {
+    guard let session = logins.redeem(token) else {
       return HTTPAnswer(.forbidden, body: UIPage.signedOut, type: Self.html)
     }
     return HTTPAnswer(
       .seeOther, body: [], type: "text/plain; charset=utf-8",
       headers: [
-        ("location", "/"),
+        ("location", "/#key=\(session.key)"),
         (
           "set-cookie",
-          "\(UILogins.cookieName(port: port))=\(cookie); Path=/; HttpOnly; SameSite=Strict"
+          "\(UILogins.cookieName(port: port))=\(session.cookie); Path=/; HttpOnly; "
+            + "SameSite=Strict"
         ),
       ])
   }

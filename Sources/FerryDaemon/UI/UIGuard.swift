@@ -1,7 +1,8 @@
 /// The checks every request to the daemon's web page passes before anything else is read:
 /// from this machine, to one of the page's own names (no DNS rebinding), from the page itself
-/// (no other site's form or script), signed in (a cookie from ``UILogins``). A pure function of
-/// the request's head. Any thread.
+/// (no other site's form or script), signed in (``UILogins``: the cookie for the page's files,
+/// the cookie and the page's key for the API and the events). A pure function of the
+/// request's head. Any thread.
 package enum UIGuard {
   /// What becomes of a request.
   package enum Verdict: Equatable, Sendable {
@@ -25,18 +26,18 @@ package enum UIGuard {
     package var fetchSite: String?
     /// Whether its connection comes from a loopback address.
     package var loopback: Bool
-    /// Whether it carries a cookie ``UILogins`` gave.
-    package var signedIn: Bool
+    /// What its cookie and key let it do (``UILogins/access(cookieHeaders:key:port:)``).
+    package var access: UILogins.Access
 
     /// A request's head, as the guard reads it.
     package init(
       method: String, path: Substring, hosts: [String], origins: [String], fetchSite: String?,
-      loopback: Bool, signedIn: Bool
+      loopback: Bool, access: UILogins.Access
     ) {
       (self.method, self.path, self.hosts, self.origins, self.fetchSite) = (
         method, path, hosts, origins, fetchSite
       )
-      (self.loopback, self.signedIn) = (loopback, signedIn)
+      (self.loopback, self.access) = (loopback, access)
     }
   }
 
@@ -77,7 +78,17 @@ package enum UIGuard {
     {
       return crossSite
     }
-    guard request.signedIn || request.path == loginPath else {
+    // The API and the events need the page's key besides the cookie; the page's own files the
+    // cookie.
+    let needs: UILogins.Access =
+      request.path == loginPath
+      ? .none : (request.path.hasPrefix("/api/") || request.path == "/events" ? .full : .page)
+    let enough =
+      switch (needs, request.access) {
+      case (.none, _), (.page, .page), (_, .full): true
+      default: false
+      }
+    guard enough else {
       return .refuse(
         status: 401, code: "signed-out",
         message: "open the page with 'ferry ui' (its link works once)")

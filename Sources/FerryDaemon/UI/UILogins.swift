@@ -3,11 +3,14 @@ import Foundation
 import Synchronization
 
 /// Who may use the daemon's web page: one-time login secrets (`ferry ui`'s links) and the
-/// cookies they turn into. A secret works once, within ``lifetime``; at most ``secretLimit``
-/// wait at once (the oldest gives way) and at most ``cookieLimit`` cookies are kept (the
-/// oldest is forgotten: its browser is asked to log in again). Both are 128-bit random hex,
-/// compared in constant time. Nothing is written to disk: a daemon that restarts forgets
-/// every cookie. Any thread.
+/// sessions they turn into — a cookie (HttpOnly: the browser sends it, to every port of the
+/// host) and a key the page keeps in its own storage (per origin: this port only) and sends
+/// with every API request and event stream. Neither is enough alone: a program on another
+/// loopback port that the browser visits gets the cookie, never the key. A secret works once,
+/// within ``lifetime``; at most ``secretLimit`` wait at once (the oldest gives way) and at most
+/// ``cookieLimit`` sessions are kept (the oldest is forgotten: its browser is asked to log in
+/// again). All are 128-bit random hex, compared in constant time. Nothing is written to disk:
+/// a daemon that restarts forgets every session. Any thread.
 package final class UILogins: Sendable {
   /// How long a login link works.
   package static let lifetime: Duration = .seconds(60)
@@ -19,9 +22,27 @@ package final class UILogins: Sendable {
   /// another daemon's page on this machine sets one of another name).
   package static func cookieName(port: Int) -> String { "ferry-ui-\(port)" }
 
+  /// A browser signed in: its cookie, and the key its page keeps.
+  package struct Session: Sendable, Equatable {
+    /// The cookie's value.
+    package let cookie: String
+    /// The page's key.
+    package let key: String
+  }
+
+  /// What a request's cookie and key let it do.
+  package enum Access: Sendable, Equatable {
+    /// Nothing but the login.
+    case none
+    /// The page and its files (a session's cookie without its key).
+    case page
+    /// The API and the event stream too (a session's cookie with its key).
+    case full
+  }
+
   private struct State {
     var secrets: [(value: String, expires: ContinuousClock.Instant)] = []
-    var cookies: [String] = []
+    var sessions: [Session] = []
   }
 
   private let state = Mutex(State())
@@ -44,29 +65,35 @@ package final class UILogins: Sendable {
     return secret
   }
 
-  /// Turns `secret` into a cookie's value, once: nil when it is not a secret waiting (used
-  /// already, out of time, never made).
-  package func redeem(_ secret: Substring) -> String? {
+  /// Turns `secret` into a session, once: nil when it is not a secret waiting (used already,
+  /// out of time, never made).
+  package func redeem(_ secret: Substring) -> Session? {
     let now = clock()
-    return state.withLock { state -> String? in
+    return state.withLock { state -> Session? in
       state.secrets.removeAll { $0.expires <= now }
       guard let index = state.secrets.firstIndex(where: { Self.same($0.value, secret) }) else {
         return nil
       }
       state.secrets.remove(at: index)
-      let cookie = Self.token()
-      if state.cookies.count >= Self.cookieLimit { state.cookies.removeFirst() }
-      state.cookies.append(cookie)
-      return cookie
+      let session = Session(cookie: Self.token(), key: Self.token())
+      if state.sessions.count >= Self.cookieLimit { state.sessions.removeFirst() }
+      state.sessions.append(session)
+      return session
     }
   }
 
-  /// Whether the request's `Cookie` headers carry a cookie this daemon gave, named for `port`.
-  package func admits(cookieHeaders: [String], port: Int) -> Bool {
+  /// What a request may do with the cookies of its `Cookie` headers named for `port`, and the
+  /// page's `key` (nil: none given).
+  package func access(cookieHeaders: [String], key: Substring?, port: Int) -> Access {
     let given = cookieHeaders.flatMap { Self.values(named: Self.cookieName(port: port), in: $0) }
-    guard !given.isEmpty else { return false }
+    guard !given.isEmpty else { return .none }
     return state.withLock { state in
-      given.contains { value in state.cookies.contains { Self.same($0, value) } }
+      let matching = state.sessions.filter { session in
+        given.contains { Self.same(session.cookie, $0) }
+      }
+      guard !matching.isEmpty else { return .none }
+      guard let key else { return .page }
+      return matching.contains { Self.same($0.key, key) } ? .full : .page
     }
   }
 

@@ -21,7 +21,7 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
       'ferry send --later' (or POST /v1/sends) are delivered when their peer is seen, and \
       survive restarts. The control API (docs/DAEMON.md, docs/api/openapi.yaml) answers on a \
       Unix socket only this user and root may use: $XDG_RUNTIME_DIR/ferry/api.sock, else \
-      run/api.sock in ferry's home. Runs until SIGTERM or Ctrl-C; one per user.
+      run/api.sock in ferry's home. Runs until SIGTERM or Ctrl-C; one per ferry home.
 
       The config's [daemon] table: notify (desktop notifications, default true), outbox_days \
       (how long a queued send waits, default 7), history (transfers kept, default 500), \

@@ -16,6 +16,18 @@
   let source = null;
   let signedOutShown = false;
 
+  // The page's key: given once in the address's fragment by the login, kept in this origin's
+  // own storage (another port's page cannot read it), sent with every API request.
+  const given = /^#key=([0-9a-f]{32})$/.exec(window.location.hash);
+  if (given) {
+    window.localStorage.setItem("ferry-key", given[1]);
+    window.history.replaceState(null, "", "/");
+  }
+
+  function key() {
+    return window.localStorage.getItem("ferry-key") || "";
+  }
+
   function $(id) {
     return document.getElementById(id);
   }
@@ -31,12 +43,18 @@
     return el("span", "badge" + (kind ? " " + kind : ""), text);
   }
 
-  function button(text, kind, action) {
+  /** A button doing `action`; what goes wrong is said in `status` (an element beside it, a
+      live region), else in the header. */
+  function button(text, kind, action, status) {
     const node = el("button", kind || "", text);
     node.type = "button";
     node.addEventListener("click", function () {
       node.disabled = true;
-      Promise.resolve(action(node)).catch(showError).finally(function () {
+      Promise.resolve(action(node)).catch(function (error) {
+        if (!status) return showError(error);
+        status.className = "detail error";
+        status.textContent = F.printable(error && error.message ? error.message : String(error), 300);
+      }).finally(function () {
         node.disabled = false;
       });
     });
@@ -46,6 +64,7 @@
   /** The API, same origin, JSON; a refusal becomes an Error with the daemon's words. */
   async function api(path, options) {
     const init = Object.assign({ credentials: "same-origin", headers: {} }, options || {});
+    init.headers["x-ferry-key"] = key();
     if (init.body !== undefined) init.headers["content-type"] = "application/json";
     const response = await fetch("/api/v1" + path, init);
     let body = null;
@@ -115,7 +134,7 @@
     document.title = "Ferry — " + F.printable(status.name, 60);
     $("name").textContent = F.printable(status.name, 80);
     $("fingerprint").textContent = F.fingerprint(status.fingerprint).slice(0, 19) + " …";
-    const accepts = { ask: "asks you about each sender", trusted: "takes trusted devices, asks about the others", yes: "takes everything" };
+    const accepts = { ask: "asks you about each sender", trusted: "takes trusted devices, asks you about the others", "trusted-only": "takes trusted devices only", yes: "takes everything" };
     const rows = [
       ["Name", F.printable(status.name)],
       ["Fingerprint", F.fingerprint(status.fingerprint)],
@@ -123,7 +142,7 @@
       ["Accepts", accepts[status.receiving.accept] || status.receiving.accept],
       ["Protocols", status.protocols.join(", ")],
       ["Addresses", status.addresses.join(", ") || "none"],
-      ["Announced", status.advertised ? "yes" : "no (avahi-daemon is not running)"],
+      ["Visible to others", status.advertised ? "yes" : "no (avahi-daemon does not announce it)"],
       ["Version", status.version],
     ];
     const list = $("machine");
@@ -183,6 +202,8 @@
         return item;
       }));
       updatePickerSend();
+      // The list was made again: focus on where it is, not lost with the button pressed.
+      $("picker-path").focus();
     }).catch(pickerError);
   }
 
@@ -204,10 +225,9 @@
     $("picker-send").disabled = true;
     return api("/sends", { method: "POST", body: JSON.stringify(body) }).then(function (send) {
       $("picker-status").className = "detail ok";
-      $("picker-status").textContent = "Queued: " + F.contents(send.fileCount, 0, send.total) + ".";
+      $("picker-status").textContent = "Sending " + F.contents(send.fileCount, 0, send.total) + ": see the outbox.";
       picker.chosen.clear();
       refresh("sends");
-      $("picker").close();
     }, pickerError).finally(updatePickerSend);
   }
 
@@ -254,6 +274,8 @@
     const input = form.querySelector("input");
     const submit = form.querySelector("button");
     submit.textContent = label;
+    submit.setAttribute("aria-label", label + " to " + F.printable(peer.name, 60));
+    form.querySelector(".choose").setAttribute("aria-label", "Choose files to send to " + F.printable(peer.name, 60));
     input.setAttribute("aria-label", "Path on this machine to send to " + F.printable(peer.name, 60));
     const result = el("p", "detail");
     result.setAttribute("role", "status");
@@ -265,7 +287,7 @@
       api("/sends", { method: "POST", body: JSON.stringify(body) })
         .then(function (send) {
           result.className = "detail ok";
-          result.textContent = "Queued: " + F.contents(send.fileCount, 0, send.total) + ".";
+          result.textContent = "Sending " + F.contents(send.fileCount, 0, send.total) + ": see the outbox.";
           input.value = "";
           refresh("sends");
         })
@@ -308,8 +330,10 @@
       compare before trusting it. */
   function manage(peer) {
     const box = el("details", "manage");
-    box.append(el("summary", "", peer.trusted ? "Rename or forget" : peer.known ? "Trust or forget" : "Trust"));
-    const compare = el("p", "detail", "Compare with 'ferry identity' on that device: ");
+    const summary = el("summary", "", peer.trusted ? "Rename or forget" : peer.known ? "Trust or forget" : "Trust");
+    summary.setAttribute("aria-label", summary.textContent + " " + F.printable(peer.name, 60));
+    box.append(summary);
+    const compare = el("p", "detail", "Compare with the fingerprint under This machine in Ferry on that device (or ferry identity): ");
     compare.append(el("span", "fingerprint", F.fingerprint(peer.fingerprint)));
     const form = el("form", "send");
     const label = el("label", "", "Name to remember it by");
@@ -323,6 +347,7 @@
     result.setAttribute("role", "status");
     const submit = el("button", "", peer.trusted ? "Rename" : "Trust");
     submit.type = "submit";
+    submit.setAttribute("aria-label", submit.textContent + " " + F.printable(peer.name, 60));
     form.append(label, submit);
     form.addEventListener("submit", function (submitted) {
       submitted.preventDefault();
@@ -362,7 +387,7 @@
 
   function renderPeer(peer) {
     const item = el("li");
-    item.append(el("div", "title", F.printable(peer.name, 80)));
+    item.append(el("h3", "title", F.printable(peer.name, 80)));
     const line = el("div", "detail");
     line.append.apply(line, peerBadges(peer));
     if (peer.fingerprint) line.append(el("span", "fingerprint", F.fingerprint(peer.fingerprint).slice(0, 19)));
@@ -375,11 +400,11 @@
 
   function renderKnown(peer) {
     const item = el("li");
-    item.append(el("div", "title", F.printable(peer.name, 80)));
+    item.append(el("h3", "title", F.printable(peer.name, 80)));
     const line = el("div", "detail");
     line.append(badge(peer.trusted ? "trusted" : "known", peer.trusted ? "good" : ""));
     line.append(el("span", "fingerprint", F.fingerprint(peer.fingerprint).slice(0, 19)));
-    item.append(line, sendForm({ name: peer.name, fingerprint: peer.fingerprint, protocol: "ferry" }, "Send when it appears"));
+    item.append(line, sendForm({ name: peer.name, fingerprint: peer.fingerprint, protocol: "ferry" }, "Send when it is next nearby"));
     item.append(manage({ name: peer.name, fingerprint: peer.fingerprint, known: true, trusted: peer.trusted }));
     return item;
   }
@@ -387,7 +412,7 @@
   function renderOffer(offer) {
     const item = el("li");
     const sender = offer.sender;
-    item.append(el("div", "title", F.printable(sender.name, 80) + " wants to send you " + (offer.text ? "a text" : F.contents(offer.files, offer.folders, offer.bytes) || "something")));
+    item.append(el("h3", "title", F.printable(sender.name, 80) + " wants to send you " + (offer.text ? "a text" : F.contents(offer.files, offer.folders, offer.bytes) || "something")));
     const line = el("div", "detail");
     line.append(badge(sender.protocol === "ferry" ? "Ferry" : sender.protocol === "web" ? "browser" : "LocalSend"));
     const status = sender.status || "new";
@@ -406,17 +431,19 @@
     left.dataset.expires = offer.expires;
     item.append(left);
     const buttons = el("div", "buttons");
+    const answered = el("p", "detail");
+    answered.setAttribute("role", "status");
     buttons.append(
       button("Accept", "", function () {
         return api("/offers/" + encodeURIComponent(offer.id) + "/accept", { method: "POST" }).then(function () { refresh("offers"); });
-      }),
+      }, answered),
       button("Decline", "danger", function () {
         return api("/offers/" + encodeURIComponent(offer.id) + "/decline", { method: "POST" }).then(function () { refresh("offers"); });
-      })
+      }, answered)
     );
     buttons.firstChild.setAttribute("aria-label", "Accept from " + F.printable(sender.name, 60));
     buttons.lastChild.setAttribute("aria-label", "Decline from " + F.printable(sender.name, 60));
-    item.append(buttons);
+    item.append(buttons, answered);
     return item;
   }
 
@@ -424,7 +451,7 @@
     const now = Date.now();
     document.querySelectorAll(".expires").forEach(function (node) {
       const seconds = (Date.parse(node.dataset.expires) - now) / 1000;
-      node.textContent = seconds > 0 ? "Declined by itself in " + F.duration(seconds) : "Out of time";
+      node.textContent = seconds > 0 ? "Declined automatically in " + F.duration(seconds) + " if you do not answer" : "Expired";
     });
   }
 
@@ -452,7 +479,9 @@
     const item = el("li");
     item.append(el("div", "title", (entry.direction === "received" ? "From " : "To ") + F.printable(entry.peer, 80)));
     item.append(el("span", "detail", new Date(entry.at).toLocaleString()));
-    item.append(el("div", "detail" + (entry.outcome === "failed" ? " error" : ""), entry.outcome + " · " + F.contents(entry.files, 0, entry.bytes) + " · " + entry.protocol));
+    const words = { done: entry.direction === "received" ? "Received" : "Sent", failed: "Failed", declined: "Declined", cancelled: "Cancelled" };
+    const via = { ferry: "Ferry", localsend: "LocalSend", web: "a browser" };
+    item.append(el("div", "detail" + (entry.outcome === "failed" ? " error" : ""), (words[entry.outcome] || entry.outcome) + " · " + F.contents(entry.files, 0, entry.bytes) + " · " + (via[entry.protocol] || entry.protocol)));
     return item;
   }
 
@@ -461,7 +490,7 @@
   function renderTransfer(row) {
     const event = row.event || { peer: row.arriving.peer, bytes: row.arriving.bytes, total: row.arriving.total, files: row.arriving.files, files_done: 0, bytes_per_second: 0 };
     const item = el("li");
-    item.append(el("div", "title", (row.arriving ? "From " : "With ") + F.printable(event.peer, 80)));
+    item.append(el("div", "title", (row.arriving ? "From " : "To ") + F.printable(event.peer, 80)));
     if (row.arriving) {
       const stop = button("Cancel", "secondary", function () {
         return api("/transfers/" + encodeURIComponent(row.arriving.id), { method: "DELETE" }).then(function () {
@@ -505,6 +534,14 @@
     },
     offers: function () {
       return api("/offers").then(function (list) {
+        // A sender who starts waiting is said out loud (the countdowns are not).
+        const before = new Set(offers.map(function (offer) { return offer.id; }));
+        const fresh = list.offers.filter(function (offer) { return !before.has(offer.id); });
+        if (fresh.length) {
+          $("announce").textContent = fresh.map(function (offer) {
+            return F.printable(offer.sender.name, 60) + " wants to send you " + (offer.text ? "a text" : F.contents(offer.files, offer.folders, offer.bytes) || "something");
+          }).join(". ");
+        }
         offers = list.offers;
         fill("offers", "offers-empty", offers, renderOffer, function (offer) { return offer.id; });
         tickExpiries();
@@ -601,7 +638,7 @@
 
   function connect() {
     if (signedOutShown) return;
-    source = new EventSource("/events");
+    source = new EventSource("/events?key=" + encodeURIComponent(key()));
     source.addEventListener("open", function () {
       setConnection("live", "Live");
       refresh("status", "peers", "offers", "transfers", "sends", "history");

@@ -19,14 +19,15 @@ enum DaemonStarter {
   ///
   /// - Throws: ``CLIFailure`` (exit 2, `no-daemon`) saying what was tried and where its log is.
   static func start(socket: String?, client: DaemonClient, output: EventWriter) async throws {
-    let log = FerryHome.defaultDirectory.appendingPathComponent("daemon.log").path
-    output.note("No ferry daemon runs for this user: starting one (its log: \(log)).")
+    var log = FerryHome.defaultDirectory.appendingPathComponent("daemon.log").path
     if socket == nil, await systemd() {
-      if await answers(client) { return }
+      log = "journalctl --user -u ferry"
+      output.note("No ferry daemon ran for this user: started its user unit (its log: \(log)).")
     } else {
       try spawn(socket: socket, log: log)
-      if await answers(client) { return }
+      output.note("No ferry daemon ran for this user: started one (its log: \(log)).")
     }
+    if await answers(client) { return }
     throw CLIFailure(
       status: .usage,
       message: "the ferry daemon did not start within \(patience.components.seconds) s: see \(log) "
