@@ -580,15 +580,15 @@ def accessibility(b, what):
     check(not bad, "%s: axe-core finds no serious violation %r" % (what, bad))
 
 
-def request(port, path, method="GET", host=None, headers=None, source=None, body=None):
-    """One raw request to the page's server: (status, headers, body) or None when the
-    connection is closed without an answer."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def request(port, path, method="GET", host=None, headers=None, source=None, body=None, ip="127.0.0.1"):
+    """One raw request to the page's server: (status, headers, body), None when the
+    connection is closed without an answer, "timeout" when nothing came in 10 s."""
+    sock = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM)
     sock.settimeout(10)
     if source:
         sock.bind((source, 0))
     try:
-        sock.connect(("127.0.0.1", port))
+        sock.connect((ip, port))
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         connection.sock = sock
         all_headers = {"Host": host or "127.0.0.1:%d" % port}
@@ -599,7 +599,9 @@ def request(port, path, method="GET", host=None, headers=None, source=None, body
         connection.endheaders(body)
         response = connection.getresponse()
         return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    except (ConnectionError, http.client.RemoteDisconnected, socket.timeout):
+    except socket.timeout:
+        return "timeout"
+    except (ConnectionError, http.client.RemoteDisconnected):
         return None
     finally:
         sock.close()
@@ -633,6 +635,8 @@ def test_guards(daemon):
     events = request(port, "/events?key=" + "0" * 32, headers={"Cookie": jar["Cookie"]})
     check(events and events[0] == 401, "the event stream with another key: 401 (%s)"
           % (events and events[0]))
+    six = request(port, "/api/v1/status", headers=jar, ip="::1", host="[::1]:%d" % port)
+    check(six and six[0] == 200, "the same on ::1 (%s)" % (six and six[0]))
     good = request(port, "/api/v1/status", headers=jar)
     check(good and good[0] == 200 and json.loads(good[2])["name"] == "ui-daemon",
           "with the cookie, the API answers")

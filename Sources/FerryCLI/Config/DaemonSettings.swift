@@ -12,12 +12,9 @@ struct DaemonSettings: Sendable, Equatable {
   var socket: String?
   /// Whether the daemon serves its web page (`ferry ui`).
   var ui = true
-  /// The web page's port on 127.0.0.1 and ::1 (nil: ``defaultUIPort``, else one the system
-  /// picks when it is taken; 0: one the system picks).
+  /// The web page's port on 127.0.0.1 and ::1 (nil or 0: one the system picks at each start,
+  /// so that a page's origin is never one somebody else could have used before).
   var uiPort: Int?
-
-  /// The web page's port when none is given.
-  static let defaultUIPort = 8385
 
   /// The keys `[daemon]` takes.
   static let keys = ["notify", "outbox_days", "history", "socket", "ui", "ui_port"]

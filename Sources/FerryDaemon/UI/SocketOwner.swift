@@ -45,13 +45,18 @@ package enum SocketOwner {
     return String(decoding: bytes, as: UTF8.self)
   }
 
-  /// The uid of the row of `table` (the text of /proc/net/tcp or tcp6) from `local` to
-  /// `remote` (``entry(_:_:)``'s form).
+  /// The uid of the established row of `table` (the text of /proc/net/tcp or tcp6) from
+  /// `local` to `remote` (``entry(_:_:)``'s form). A row in another state is not an owner: a
+  /// socket closed already (FIN_WAIT, TIME_WAIT) is shown with uid 0 and inode 0, whoever
+  /// opened it.
   static func uid(in table: String, local: String, remote: String) -> uid_t? {
     for line in table.split(separator: "\n").dropFirst() {
       let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-      // sl, local_address, rem_address, st, tx_queue:rx_queue, tr:tm->when, retrnsmt, uid, …
-      guard fields.count > 7, fields[1] == local, fields[2] == remote else { continue }
+      // sl, local_address, rem_address, st, tx_queue:rx_queue, tr:tm->when, retrnsmt, uid,
+      // timeout, inode, …
+      guard fields.count > 9, fields[1] == local, fields[2] == remote, fields[3] == "01",
+        fields[9] != "0"
+      else { continue }
       return uid_t(fields[7])
     }
     return nil
@@ -71,11 +76,12 @@ package enum SocketOwner {
     } else {
       return nil
     }
-    // Each 32-bit word as the kernel prints it (%08X of the word in host order: little-endian
-    // here, so its bytes reversed).
+    // Each 32-bit word as the kernel prints it: %08X of the word read in this machine's
+    // byte order.
     var hex = ""
     for word in stride(from: 0, to: bytes.count, by: 4) {
-      for byte in bytes[word..<word + 4].reversed() { hex += String(format: "%02X", byte) }
+      let value = bytes[word..<word + 4].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
+      hex += String(format: "%08X", value)
     }
     return hex + ":" + String(format: "%04X", port)
   }

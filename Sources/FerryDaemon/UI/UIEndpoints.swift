@@ -98,6 +98,9 @@ final class UIEndpoints: HTTPEndpoints {
     return HTTPAnswer(
       .seeOther, body: [], type: "text/plain; charset=utf-8",
       headers: [
+        // Whatever an earlier holder of this origin left in the browser (a service worker,
+        // storage) is gone before the page starts.
+        ("clear-site-data", "\"storage\""),
         ("location", "/#key=\(session.key)"),
         (
           "set-cookie",

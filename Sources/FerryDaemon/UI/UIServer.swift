@@ -1,3 +1,4 @@
+import Dispatch
 import FerryLocalSend
 import NIOCore
 import NIOPosix
@@ -90,13 +91,22 @@ package final class UIServer: Sendable {
     let address = channel.remoteAddress?.ipAddress ?? ""
     guard isLoopback(address), let client = channel.remoteAddress?.port,
       let server = channel.localAddress, let serverIP = server.ipAddress,
-      let serverPort = server.port,
-      let owner = SocketOwner.uid(
-        client: (address, client), server: (serverIP, serverPort)),
-      owner == geteuid() || owner == 0
+      let serverPort = server.port
     else { return channel.close() }
-    return APIServer.serve(channel, from: address, slots: slots, endpoints: endpoints)
+    // The table is read off the event loop (it may be long), one connection at a time.
+    let owner = channel.eventLoop.makePromise(of: uid_t?.self)
+    lookups.async {
+      owner.succeed(
+        SocketOwner.uid(client: (address, client), server: (serverIP, serverPort)))
+    }
+    return owner.futureResult.flatMap { owner in
+      guard let owner, owner == geteuid() || owner == 0 else { return channel.close() }
+      return APIServer.serve(channel, from: address, slots: slots, endpoints: endpoints)
+    }
   }
+
+  /// Where connections' owners are looked up, one after another.
+  private static let lookups = DispatchQueue(label: "ferry.ui.socket-owner")
 }
 
 /// The port chosen, once the first address is bound (connections come after it).

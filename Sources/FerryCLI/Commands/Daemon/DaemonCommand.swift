@@ -25,8 +25,8 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
 
       The config's [daemon] table: notify (desktop notifications, default true), outbox_days \
       (how long a queued send waits, default 7), history (transfers kept, default 500), \
-      socket (the API's socket), ui (serve the web page, default true), ui_port (its port, \
-      default 8385, or one the system picks when 8385 is taken).
+      socket (the API's socket), ui (serve the web page, default true), ui_port (its port; \
+      default: one the system picks at each start, which 'ferry ui' finds).
 
       Examples:
         ferry daemon
@@ -55,8 +55,8 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
     name: .customLong("ui-port"),
     help: ArgumentHelp(
       "The web page's port on 127.0.0.1 and ::1, which 'ferry ui' opens: a number (0: one the "
-        + "system picks), or off for no page (default: the config's ui_port, else 8385 or, "
-        + "when it is taken, one the system picks).", valueName: "port|off"))
+        + "system picks), or off for no page (default: the config's ui_port, else one the "
+        + "system picks at each start).", valueName: "port|off"))
   var uiPort: String?
 
   /// The web page's ports to try in turn: none for no page.
@@ -73,7 +73,7 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
       return [port]
     case nil:
       guard settings.ui else { return [] }
-      return settings.uiPort.map { [$0] } ?? [DaemonSettings.defaultUIPort, 0]
+      return [settings.uiPort ?? 0]
     }
   }
 

@@ -18,14 +18,22 @@
 
   // The page's key: given once in the address's fragment by the login, kept in this origin's
   // own storage (another port's page cannot read it), sent with every API request.
+  // A key in the address is kept only once the daemon takes it (another page on this machine
+  // could open this one with a made-up key, to sign it out).
   const given = /^#key=([0-9a-f]{32})$/.exec(window.location.hash);
-  if (given) {
-    window.localStorage.setItem("ferry-key", given[1]);
-    window.history.replaceState(null, "", "/");
-  }
+  window.history.replaceState(null, "", "/");
+  let offered = given ? given[1] : null;
 
   function key() {
-    return window.localStorage.getItem("ferry-key") || "";
+    return offered || window.localStorage.getItem("ferry-key") || "";
+  }
+
+  /** Checks the key the address gave: kept when the daemon takes it, forgotten otherwise. */
+  async function settleKey() {
+    if (!offered) return;
+    const response = await fetch("/api/v1/status", { credentials: "same-origin", headers: { "x-ferry-key": offered } });
+    if (response.ok) window.localStorage.setItem("ferry-key", offered);
+    offered = null;
   }
 
   function $(id) {
@@ -668,6 +676,10 @@
   }
 
   setInterval(tickExpiries, 1000);
-  refresh("status", "peers", "offers", "transfers", "sends", "history");
-  connect();
+  settleKey().catch(function () {
+    offered = null;
+  }).finally(function () {
+    refresh("status", "peers", "offers", "transfers", "sends", "history");
+    connect();
+  });
 })();

@@ -4,12 +4,11 @@ import FerryDaemon
 import Foundation
 
 /// Starts this user's `ferry daemon` in the background for `ferry ui`, when none answers: a
-/// person who clicks Ferry in the menu has no terminal to start it from. With the user unit
-/// installed and a user manager running, `systemctl --user start ferry`; otherwise this very
-/// binary as `ferry daemon`, in a session of its own (setsid: a terminal closing does not
-/// end it), its output appended to `daemon.log` in ferry's home, in the Downloads folder
-/// when the config names no `dir` (where its files land). Then waits, up to 20 s, for it to
-/// answer.
+/// person who clicks Ferry in the menu has no terminal to start it from. This very binary as
+/// `ferry daemon`, in a session of its own (setsid: a terminal closing does not end it), its
+/// output appended to `daemon.log` in ferry's home, in the Downloads folder when the config
+/// names no `dir` (where its files land) — not the systemd user unit, whose folder is the
+/// home's. Then waits, up to 20 s, for it to answer.
 enum DaemonStarter {
   /// How long the daemon may take to answer once started.
   static let patience: Duration = .seconds(20)
@@ -19,27 +18,15 @@ enum DaemonStarter {
   ///
   /// - Throws: ``CLIFailure`` (exit 2, `no-daemon`) saying what was tried and where its log is.
   static func start(socket: String?, client: DaemonClient, output: EventWriter) async throws {
-    var log = FerryHome.defaultDirectory.appendingPathComponent("daemon.log").path
-    if socket == nil, await systemd() {
-      log = "journalctl --user -u ferry"
-      output.note("No ferry daemon ran for this user: started its user unit (its log: \(log)).")
-    } else {
-      try spawn(socket: socket, log: log)
-      output.note("No ferry daemon ran for this user: started one (its log: \(log)).")
-    }
+    let log = FerryHome.defaultDirectory.appendingPathComponent("daemon.log").path
+    try spawn(socket: socket, log: log)
+    output.note("No ferry daemon ran for this user: started one (its log: \(log)).")
     if await answers(client) { return }
     throw CLIFailure(
       status: .usage,
       message: "the ferry daemon did not start within \(patience.components.seconds) s: see \(log) "
         + "(or run 'ferry daemon' in a terminal to see why)",
       code: .noDaemon)
-  }
-
-  /// Whether `systemctl --user start ferry` started the user unit.
-  private static func systemd() async -> Bool {
-    guard let systemctl = DesktopOpener.executable("systemctl") else { return false }
-    return await CommandOutput.of(
-      systemctl, ["--user", "start", "ferry.service"], timeout: .seconds(15)) != nil
   }
 
   /// Starts `ferry daemon` detached.

@@ -13,10 +13,9 @@ struct UICommand: LoggingCommand, AsyncParsableCommand {
     discussion: """
       Asks 'ferry daemon' for a link to its page — served on 127.0.0.1 and ::1 only — that \
       signs one browser in, once, within 60 s, and opens it with xdg-open. When no daemon \
-      runs for this user, starts one first (systemctl --user start ferry when its unit is \
-      installed, else 'ferry daemon' in the background, its log in daemon.log in ferry's \
-      home, receiving into ~/Downloads unless the config names a dir); --no-start: exit 2 \
-      instead. Without a desktop (no DISPLAY or WAYLAND_DISPLAY), with \
+      runs for this user, starts one first ('ferry daemon' in the background, its log in \
+      daemon.log in ferry's home, receiving into ~/Downloads unless the config names a dir); \
+      --no-start: exit 2 instead. Without a desktop (no DISPLAY or WAYLAND_DISPLAY), with \
       --print, or when xdg-open fails, the link is printed instead: open it in a browser on \
       this machine (over ssh: forward the port, ssh -L PORT:127.0.0.1:PORT).
 
