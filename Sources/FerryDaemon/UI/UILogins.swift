@@ -1,4 +1,4 @@
-import Ferry
+import FerryLocalSend
 import Foundation
 import Synchronization
 
@@ -55,7 +55,7 @@ package final class UILogins: Sendable {
 
   /// A new login secret, working once within ``lifetime``.
   package func makeSecret() -> String {
-    let secret = Self.token()
+    let secret = Secrets.token()
     let now = clock()
     state.withLock { state in
       state.secrets.removeAll { $0.expires <= now }
@@ -71,11 +71,11 @@ package final class UILogins: Sendable {
     let now = clock()
     return state.withLock { state -> Session? in
       state.secrets.removeAll { $0.expires <= now }
-      guard let index = state.secrets.firstIndex(where: { Self.same($0.value, secret) }) else {
+      guard let index = state.secrets.firstIndex(where: { Secrets.same($0.value, secret) }) else {
         return nil
       }
       state.secrets.remove(at: index)
-      let session = Session(cookie: Self.token(), key: Self.token())
+      let session = Session(cookie: Secrets.token(), key: Secrets.token())
       if state.sessions.count >= Self.cookieLimit { state.sessions.removeFirst() }
       state.sessions.append(session)
       return session
@@ -89,11 +89,11 @@ package final class UILogins: Sendable {
     guard !given.isEmpty else { return .none }
     return state.withLock { state in
       let matching = state.sessions.filter { session in
-        given.contains { Self.same(session.cookie, $0) }
+        given.contains { Secrets.same(session.cookie, $0) }
       }
       guard !matching.isEmpty else { return .none }
       guard let key else { return .page }
-      return matching.contains { Self.same($0.key, key) } ? .full : .page
+      return matching.contains { Secrets.same($0.key, key) } ? .full : .page
     }
   }
 
@@ -106,20 +106,5 @@ package final class UILogins: Sendable {
       }
       return parts[1].drop { $0 == " " }
     }
-  }
-
-  /// 128 unguessable bits, as hex (two draws from the system's generator).
-  static func token() -> String {
-    var generator = SystemRandomNumberGenerator()
-    let words = [generator.next() as UInt64, generator.next() as UInt64]
-    return Hex.lowercase(
-      words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> ($0 * 8)) } })
-  }
-
-  /// Equal bytes, in a time that depends on the lengths only.
-  static func same(_ known: String, _ given: Substring) -> Bool {
-    let (a, b) = (Array(known.utf8), Array(given.utf8))
-    guard a.count == b.count else { return false }
-    return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
   }
 }

@@ -1,3 +1,4 @@
+import FerryLocalSend
 import Foundation
 
 /// The daemon's web page: its HTML, script and style — files of their own in the repository
@@ -6,21 +7,14 @@ import Foundation
 /// No external resource, nothing inline: the Content-Security-Policy allows the page's own
 /// script, style and requests only.
 enum UIPage {
-  /// The headers every answer carries: nothing but this server's own script, style, images
-  /// and requests; no framing, no referrer, no caching, no sniffing.
-  static let securityHeaders: [(String, String)] = [
-    (
-      "content-security-policy",
-      "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-        + "img-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
-    ),
-    ("x-content-type-options", "nosniff"),
-    ("referrer-policy", "no-referrer"),
-    ("cache-control", "no-store"),
-    ("x-frame-options", "DENY"),
-    ("cross-origin-opener-policy", "same-origin"),
-    ("cross-origin-resource-policy", "same-origin"),
-  ]
+  /// The headers every answer carries: `receive --web`'s page's (nothing but this server's
+  /// own script, style, images and requests; no framing, no referrer, no caching, no
+  /// sniffing), and this page's window and resources kept to its own origin.
+  static let securityHeaders: [(String, String)] =
+    WebPage.securityHeaders + [
+      ("cross-origin-opener-policy", "same-origin"),
+      ("cross-origin-resource-policy", "same-origin"),
+    ]
 
   /// The page.
   static let html = PackageResources.ui_html

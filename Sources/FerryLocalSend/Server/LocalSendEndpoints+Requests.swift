@@ -38,7 +38,7 @@ extension LocalSendEndpoints {
       reply(.text(.forbidden, "the fingerprint is not the certificate's"))
       return nil
     }
-    let id = UploadSession.token()
+    let id = Secrets.token()
     let verdict = server.sessions.withLock {
       let verdict = $0.prepare(
         from: request.address, pin: pin, id: id, owner: provenKey, now: .now)

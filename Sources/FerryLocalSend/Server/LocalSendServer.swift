@@ -158,7 +158,7 @@ public final class LocalSendServer: Sendable {
   }
 
   /// A plain-HTTP device's fingerprint is a random string (nothing proves one).
-  private static let plainFingerprint = UploadSession.token()
+  private static let plainFingerprint = Secrets.token()
 
   /// The port it listens on (0 before ``start()``).
   public var port: UInt16 {

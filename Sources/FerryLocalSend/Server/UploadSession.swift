@@ -218,7 +218,7 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
   private func upload(_ index: Int) -> UploadSessionMachine.Upload {
     let file = files[index].file
     return UploadSessionMachine.Upload(
-      index: index, token: Self.token(), size: file.size, digest: try? file.digest())
+      index: index, token: Secrets.token(), size: file.size, digest: try? file.digest())
   }
 
   /// Takes `ack` if it is a held file's comparison the prepare-upload waits for: identical
@@ -270,12 +270,4 @@ final class UploadSession: IncomingOfferFrontEnd, @unchecked Sendable {
     return connections
   }
 
-  /// An unguessable token (128 bits, hex).
-  static func token() -> String {
-    // Two draws from the system's generator: one getrandom(2) each, not one per byte.
-    var generator = SystemRandomNumberGenerator()
-    let words = [generator.next() as UInt64, generator.next() as UInt64]
-    return Hex.lowercase(
-      words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> ($0 * 8)) } })
-  }
 }

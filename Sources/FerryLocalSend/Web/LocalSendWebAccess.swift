@@ -43,9 +43,7 @@ public struct LocalSendWebAccess: Sendable {
 
   /// Whether `given` is the token, compared in time independent of where they differ.
   func matches(_ given: String) -> Bool {
-    let (a, b) = (Array(given.utf8), Array(token.utf8))
-    guard a.count == b.count else { return false }
-    return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    Secrets.same(token, given)
   }
 
   /// The addresses a browser nearby can reach: each interface's IPv4 address and unique local

@@ -8,10 +8,10 @@ import Foundation
 /// linted by scripts/test and embedded in the binary at build time. It uploads through
 /// LocalSend's endpoints (`prepare-upload`, `upload`, `cancel`), the link's token in
 /// ``LocalSendWebAccess/tokenHeader``.
-enum WebPage {
+package enum WebPage {
   /// The headers every web response carries: nothing but this server's own script, style and
   /// requests; no framing, no referrer (the link's token is in its path), no caching.
-  static let securityHeaders: [(String, String)] = [
+  package static let securityHeaders: [(String, String)] = [
     (
       "content-security-policy",
       "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
