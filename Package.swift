@@ -146,6 +146,7 @@ let package = Package(
         .embedInCode("UI/Assets/icon.svg"),
         .embedInCode("UI/Assets/signed-out.html"),
         .embedInCode("UI/Assets/ui-format.js"),
+        .embedInCode("UI/Assets/ui-upload.js"),
         .embedInCode("UI/Assets/ui.css"),
         .embedInCode("UI/Assets/ui.html"),
         .embedInCode("UI/Assets/ui.js"),

@@ -333,6 +333,156 @@ def sender(path, name):
     return proc
 
 
+def same(source, arrived):
+    return os.path.exists(arrived) and sha(arrived) == sha(source)
+
+
+def browser_files(b, tag, peer_name, dest):
+    """Files the browser holds, sent as it reads them: one chosen with the browser's own file
+    dialog (the card's file input), then a file and a folder dropped on the card (a drop's
+    DataTransfer, the path a desktop's drag takes)."""
+    picked = a_file("browser-%s/picked-%s.bin" % (tag, tag), 3_000_000)
+    item = card(b, "peers", peer_name)
+    inputs = b.all("input[type=file]", item) if item is not None else []
+    check(len(inputs) == 2, "%s: the card offers the browser's dialog for files and a folder" % tag)
+    if len(inputs) != 2:
+        return
+    # (Firefox's Marionette types only into what a person could reach: the page's hidden input
+    # is shown while the file is given, as the dialog it opens would give it.)
+    b.script("document.querySelectorAll('#peers input[type=file]').forEach(i => { i.hidden = false; })")
+    inputs[0].send_keys(picked)
+    b.script("document.querySelectorAll('#peers input[type=file]').forEach(i => { i.hidden = true; })")
+    check(wait_for(lambda: same(picked, os.path.join(dest, os.path.basename(picked))), 60),
+          "%s: a file chosen with the browser's dialog arrives byte-identical" % tag)
+    check(wait_for(lambda: "Everything was handed over" in card(b, "peers", peer_name).text, 30),
+          "%s: the card says it was handed over (%r)" % (tag, card(b, "peers", peer_name).text[-160:]))
+    dropped = a_file("browser-%s/dropped-%s.bin" % (tag, tag), 1_500_000)
+    tree = "tree-" + tag
+    parts = {"a.txt": 5000, "sub/b.bin": 700_000, "sub/deeper/c.dat": 0}
+    for rel, size in parts.items():
+        a_file(os.path.join(tree, rel), size)
+    os.makedirs(os.path.join(WORK, "src", tree, "sub", "empty"), exist_ok=True)
+    folder_path = os.path.join(WORK, "src", tree)
+    if tag == "chromium":
+        # A drag from the desktop, as Chromium's input layer gets one (DevTools'
+        # Input.dispatchDragEvent with paths): the drop's entries are walked, folders too.
+        box = b.script("""
+          const card = Array.from(document.querySelectorAll("#peers > li"))
+            .find(li => li.querySelector(".title").textContent.startsWith(%s));
+          card.scrollIntoView({block: "center"});
+          const r = card.getBoundingClientRect();
+          return [r.left + r.width / 2, r.top + r.height / 2];""" % json.dumps(peer_name))
+        data = {"items": [], "files": [dropped, folder_path], "dragOperationsMask": 1}
+        for kind in ["dragEnter", "dragOver", "drop"]:
+            b.driver.execute_cdp_cmd("Input.dispatchDragEvent",
+                                     {"type": kind, "x": box[0], "y": box[1], "data": data})
+        count = 2
+    else:
+        # Firefox's driver has no desktop drag: a drop's DataTransfer made in the page, of two
+        # files (it cannot give a folder to a page either).
+        b.script("""
+          const input = document.createElement("input");
+          input.type = "file";
+          input.id = "drop-files";
+          input.multiple = true;
+          document.body.append(input);""")
+        b.one("#drop-files").send_keys(dropped + "\n" + os.path.join(folder_path, "a.txt"))
+        count = b.script("""
+          const card = Array.from(document.querySelectorAll("#peers > li"))
+            .find(li => li.querySelector(".title").textContent.startsWith(%s));
+          const transfer = new DataTransfer();
+          for (const file of document.getElementById("drop-files").files) transfer.items.add(file);
+          for (const kind of ["dragenter", "dragover", "drop"])
+            card.dispatchEvent(new DragEvent(kind, {bubbles: true, cancelable: true, dataTransfer: transfer}));
+          document.getElementById("drop-files").remove();
+          return transfer.items.length;""" % json.dumps(peer_name))
+    check(count == 2, "%s: two things are dropped on the card (%s)" % (tag, count))
+    wanted = {dropped: os.path.basename(dropped)}
+    if tag == "chromium":
+        for rel in parts:
+            wanted[os.path.join(folder_path, rel)] = os.path.join(tree, rel)
+    else:
+        wanted[os.path.join(folder_path, "a.txt")] = "a.txt"
+    check(wait_for(lambda: all(same(src, os.path.join(dest, rel)) for src, rel in wanted.items()), 60),
+          "%s: what is dropped on a device arrives byte-identical%s" % (
+              tag, ", a folder's tree kept, its empty folder made" if tag == "chromium" else ""))
+    if tag == "chromium":
+        check(os.path.isdir(os.path.join(dest, tree, "sub", "empty")), "chromium: the dropped folder's empty folder is made")
+    check(wait_for(lambda: "delivered" in text(b, "#sends"), 20), "%s: the outbox lists the upload delivered" % tag)
+
+
+def page_session(daemon):
+    """Raw HTTP headers of a signed-in page (cookie, key, its Origin)."""
+    url = daemon.login()
+    signed = request(daemon.port, url.split(str(daemon.port), 1)[1])
+    cookie = signed[1].get("set-cookie", "").split(";")[0]
+    return {"Cookie": cookie, "X-Ferry-Key": signed[1].get("location", "")[6:],
+            "Origin": "http://127.0.0.1:%d" % daemon.port}
+
+
+def uploads_by_hand(daemon, peer_name, dest):
+    """The upload API as a hostile or broken client uses it: sizes that lie, files out of
+    order, and a body cut off — which must cancel the send, never give the receiver a
+    shortened file; an empty folder is created."""
+    jar = page_session(daemon)
+    port = daemon.port
+
+    def start(files):
+        body = json.dumps({"to": peer_name, "files": files}).encode()
+        answer = request(port, "/api/v1/uploads", method="POST", body=body,
+                         headers=dict(jar, **{"Content-Type": "application/json",
+                                              "Content-Length": str(len(body))}))
+        return answer[0], json.loads(answer[2]) if answer and answer[2] else {}
+
+    def put(upload, index, data, length=None):
+        return request(port, "/api/v1/uploads/%s/files/%d" % (upload, index), method="PUT", body=data,
+                       headers=dict(jar, **{"Content-Type": "application/octet-stream",
+                                            "Content-Length": str(len(data) if length is None else length)}))
+
+    status, bad = start([{"path": "../escape", "size": 1}])
+    check(status == 400, "upload: a path out of the folder is refused (%s %r)" % (status, bad))
+    status, bad = start([{"path": "x", "size": -1}])
+    check(status == 400, "upload: a negative size is refused (%s)" % status)
+    status, bad = start([{"path": "twice", "size": 1}, {"path": "twice", "size": 1}])
+    check(status == 400, "upload: a path named twice is refused (%s)" % status)
+    status, send = start([{"path": "empty-folder", "size": 0, "folder": True},
+                          {"path": "small.txt", "size": 11}])
+    check(status == 201 and send.get("fileCount") == 2, "upload: started (%s %r)" % (status, send))
+    upload = send.get("id", "0" * 16)
+    folder = put(upload, 0, b"")
+    check(folder and folder[0] == 404, "upload: an empty folder takes no bytes (%s)" % (folder and folder[0]))
+    wrong = put(upload, 1, b"12345")
+    check(wrong and wrong[0] == 400, "upload: a length other than the size declared: 400 (%s)" % (wrong and wrong[0]))
+    right = put(upload, 1, b"hello world")
+    check(right and right[0] == 204, "upload: the file's bytes are taken (%s %r)" % (right and right[0], right and right[2][:200]))
+    again = put(upload, 1, b"hello world")
+    check(again and again[0] == 409, "upload: a file sent twice: 409 (%s)" % (again and again[0]))
+    check(wait_for(lambda: os.path.isdir(os.path.join(dest, "empty-folder"))
+                   and open(os.path.join(dest, "small.txt"), "rb").read() == b"hello world"
+                   if os.path.exists(os.path.join(dest, "small.txt")) else False, 30),
+          "upload: the file arrives, and the empty folder is made")
+
+    # Cut off: 300 kB of a file said to be 1 MB, then the connection closes.
+    status, send = start([{"path": "cut.bin", "size": 1_000_000}])
+    upload = send.get("id", "0" * 16)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    head = ("PUT /api/v1/uploads/%s/files/0 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (upload, port)
+            + "".join("%s: %s\r\n" % item for item in jar.items())
+            + "Content-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n")
+    sock.sendall(head.encode() + os.urandom(300_000))
+    time.sleep(2)
+    sock.close()
+
+    def state():
+        answer = request(port, "/api/v1/sends/" + upload, headers=jar)
+        return json.loads(answer[2]).get("state") if answer and answer[0] == 200 else None
+    check(wait_for(lambda: state() == "cancelled", 30),
+          "upload: a body cut off cancels its send (%s)" % state())
+    time.sleep(1)
+    check(not os.path.exists(os.path.join(dest, "cut.bin")),
+          "upload: the receiver is never given the shortened file")
+
+
 def test_page(daemon, kind):
     """The page in one browser, as a person uses it."""
     b = kind(1280, 800)
@@ -408,6 +558,9 @@ def test_page(daemon, kind):
         check(wait_for(lambda: all(os.path.exists(os.path.join(dest, rel)) and sha(os.path.join(dest, rel)) == digest
                                    for rel, digest in wanted.items()), 60),
               "%s: a file and a folder chosen in the picker arrive byte-identical" % tag)
+        browser_files(b, tag, peer_name, dest)
+        if tag == "chromium":
+            uploads_by_hand(daemon, peer_name, dest)
         end(peer)
         check(wait_for(lambda: card(b, "peers", peer_name) is None, 30),
               "%s: a peer that goes is dropped from the list" % tag)

@@ -646,6 +646,179 @@ package struct Client: APIProtocol {
             }
         )
     }
+    /// Send files that are not on this machine's disk, as their bytes are uploaded.
+    ///
+    /// The files a browser holds (dropped on the web page, or picked with its file dialog):
+    /// their paths at the receiver and their sizes now, their bytes then, one file after
+    /// another, with `PUT /v1/uploads/{id}/files/{index}` — each passed on to the receiver as
+    /// it arrives: nothing is copied to disk here, nor kept whole in memory. The upload is a
+    /// send for now to a Ferry peer around (`to` as for `POST /v1/sends`), listed and cancelled
+    /// with the sends; its receiver is offered each file as a stream (its size known at its
+    /// end). It is tried once: a file's bytes are read once. It fails when its peer is not
+    /// seen within 60 s, when a file's bytes stop coming for 60 s, or when its upload is cut
+    /// off (the receiver's transfer is then interrupted, never given a shortened file). At
+    /// most 4 uploads at once, each of at most 10 000 files; empty folders are created.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/uploads`.
+    /// - Remark: Generated from `#/paths//v1/uploads/post(createUpload)`.
+    package func createUpload(_ input: Operations.createUpload.Input) async throws -> Operations.createUpload.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.createUpload.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/uploads",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .post
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                let body: OpenAPIRuntime.HTTPBody?
+                switch input.body {
+                case let .json(value):
+                    body = try converter.setRequiredRequestBodyAsJSON(
+                        value,
+                        headerFields: &request.headerFields,
+                        contentType: "application/json; charset=utf-8"
+                    )
+                }
+                return (request, body)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 201:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.createUpload.Output.Created.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.Send.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .created(.init(body: body))
+                default:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Problem.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(body: body)
+                    )
+                }
+            }
+        )
+    }
+    /// One file's bytes, passed on as they come.
+    ///
+    /// Exactly the size the upload declared (`Content-Length`), after the files before it.
+    /// Answered once the receiver has been handed the last byte: 409 when the send ended
+    /// first (declined, cancelled, its peer gone), or for a file out of order or sent
+    /// before; a body cut off cancels the send.
+    ///
+    ///
+    /// - Remark: HTTP `PUT /v1/uploads/{id}/files/{index}`.
+    /// - Remark: Generated from `#/paths//v1/uploads/{id}/files/{index}/put(uploadFile)`.
+    package func uploadFile(_ input: Operations.uploadFile.Input) async throws -> Operations.uploadFile.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.uploadFile.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/uploads/{}/files/{}",
+                    parameters: [
+                        input.path.id,
+                        input.path.index
+                    ]
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .put
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                let body: OpenAPIRuntime.HTTPBody?
+                switch input.body {
+                case let .binary(value):
+                    body = try converter.setRequiredRequestBodyAsBinary(
+                        value,
+                        headerFields: &request.headerFields,
+                        contentType: "application/octet-stream"
+                    )
+                }
+                return (request, body)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 204:
+                    return .noContent(.init())
+                default:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Problem.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(body: body)
+                    )
+                }
+            }
+        )
+    }
     /// What senders ask that waits for a person.
     ///
     /// - Remark: HTTP `GET /v1/offers`.

@@ -116,6 +116,28 @@ extension APIProtocol {
         )
         try transport.register(
             {
+                try await server.createUpload(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .post,
+            path: server.apiPathComponentsWithServerPrefix("/v1/uploads")
+        )
+        try transport.register(
+            {
+                try await server.uploadFile(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .put,
+            path: server.apiPathComponentsWithServerPrefix("/v1/uploads/{id}/files/{index}")
+        )
+        try transport.register(
+            {
                 try await server.listOffers(
                     request: $0,
                     body: $1,
@@ -765,6 +787,196 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                         )
                     }
                     return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// Send files that are not on this machine's disk, as their bytes are uploaded.
+    ///
+    /// The files a browser holds (dropped on the web page, or picked with its file dialog):
+    /// their paths at the receiver and their sizes now, their bytes then, one file after
+    /// another, with `PUT /v1/uploads/{id}/files/{index}` — each passed on to the receiver as
+    /// it arrives: nothing is copied to disk here, nor kept whole in memory. The upload is a
+    /// send for now to a Ferry peer around (`to` as for `POST /v1/sends`), listed and cancelled
+    /// with the sends; its receiver is offered each file as a stream (its size known at its
+    /// end). It is tried once: a file's bytes are read once. It fails when its peer is not
+    /// seen within 60 s, when a file's bytes stop coming for 60 s, or when its upload is cut
+    /// off (the receiver's transfer is then interrupted, never given a shortened file). At
+    /// most 4 uploads at once, each of at most 10 000 files; empty folders are created.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/uploads`.
+    /// - Remark: Generated from `#/paths//v1/uploads/post(createUpload)`.
+    func createUpload(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.createUpload.id,
+            using: {
+                APIHandler.createUpload($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let headers: Operations.createUpload.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                let contentType = converter.extractContentTypeIfPresent(in: request.headerFields)
+                let body: Operations.createUpload.Input.Body
+                let chosenContentType = try converter.bestContentType(
+                    received: contentType,
+                    options: [
+                        "application/json"
+                    ]
+                )
+                switch chosenContentType {
+                case "application/json":
+                    body = try await converter.getRequiredRequestBodyAsJSON(
+                        Components.Schemas.UploadRequest.self,
+                        from: requestBody,
+                        transforming: { value in
+                            .json(value)
+                        }
+                    )
+                default:
+                    preconditionFailure("bestContentType chose an invalid content type.")
+                }
+                return Operations.createUpload.Input(
+                    headers: headers,
+                    body: body
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .created(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 201)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// One file's bytes, passed on as they come.
+    ///
+    /// Exactly the size the upload declared (`Content-Length`), after the files before it.
+    /// Answered once the receiver has been handed the last byte: 409 when the send ended
+    /// first (declined, cancelled, its peer gone), or for a file out of order or sent
+    /// before; a body cut off cancels the send.
+    ///
+    ///
+    /// - Remark: HTTP `PUT /v1/uploads/{id}/files/{index}`.
+    /// - Remark: Generated from `#/paths//v1/uploads/{id}/files/{index}/put(uploadFile)`.
+    func uploadFile(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.uploadFile.id,
+            using: {
+                APIHandler.uploadFile($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let path: Operations.uploadFile.Input.Path = .init(
+                    id: try converter.getPathParameterAsURI(
+                        in: metadata.pathParameters,
+                        name: "id",
+                        as: Components.Parameters.SendID.self
+                    ),
+                    index: try converter.getPathParameterAsURI(
+                        in: metadata.pathParameters,
+                        name: "index",
+                        as: Swift.Int.self
+                    )
+                )
+                let headers: Operations.uploadFile.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                let contentType = converter.extractContentTypeIfPresent(in: request.headerFields)
+                let body: Operations.uploadFile.Input.Body
+                let chosenContentType = try converter.bestContentType(
+                    received: contentType,
+                    options: [
+                        "application/octet-stream"
+                    ]
+                )
+                switch chosenContentType {
+                case "application/octet-stream":
+                    body = try converter.getRequiredRequestBodyAsBinary(
+                        OpenAPIRuntime.HTTPBody.self,
+                        from: requestBody,
+                        transforming: { value in
+                            .binary(value)
+                        }
+                    )
+                default:
+                    preconditionFailure("bestContentType chose an invalid content type.")
+                }
+                return Operations.uploadFile.Input(
+                    path: path,
+                    headers: headers,
+                    body: body
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .noContent(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 204)
+                    suppressMutabilityWarning(&response)
+                    return (response, nil)
                 case let .`default`(statusCode, value):
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)

@@ -682,6 +682,101 @@ extension Components {
                 ])
             }
         }
+        /// - Remark: Generated from `#/components/schemas/UploadRequest`.
+        package struct UploadRequest: Codable, Hashable, Sendable {
+            /// The receiver, as for `POST /v1/sends` (a Ferry peer).
+            ///
+            /// - Remark: Generated from `#/components/schemas/UploadRequest/to`.
+            package var to: Swift.String
+            /// - Remark: Generated from `#/components/schemas/UploadRequest/files`.
+            package var files: [Components.Schemas.UploadFile]
+            /// Creates a new `UploadRequest`.
+            ///
+            /// - Parameters:
+            ///   - to: The receiver, as for `POST /v1/sends` (a Ferry peer).
+            ///   - files:
+            package init(
+                to: Swift.String,
+                files: [Components.Schemas.UploadFile]
+            ) {
+                self.to = to
+                self.files = files
+            }
+            package enum CodingKeys: String, CodingKey {
+                case to
+                case files
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.to = try container.decode(
+                    Swift.String.self,
+                    forKey: .to
+                )
+                self.files = try container.decode(
+                    [Components.Schemas.UploadFile].self,
+                    forKey: .files
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "to",
+                    "files"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/UploadFile`.
+        package struct UploadFile: Codable, Hashable, Sendable {
+            /// Its path at the receiver (relative, `/`-separated, as `ferry send` offers a folder's files).
+            ///
+            /// - Remark: Generated from `#/components/schemas/UploadFile/path`.
+            package var path: Swift.String
+            /// Its size in bytes (0 for an empty folder).
+            ///
+            /// - Remark: Generated from `#/components/schemas/UploadFile/size`.
+            package var size: Swift.Int64
+            /// An empty folder to create (no bytes are uploaded for it).
+            ///
+            /// - Remark: Generated from `#/components/schemas/UploadFile/folder`.
+            package var folder: Swift.Bool?
+            /// Creates a new `UploadFile`.
+            ///
+            /// - Parameters:
+            ///   - path: Its path at the receiver (relative, `/`-separated, as `ferry send` offers a folder's files).
+            ///   - size: Its size in bytes (0 for an empty folder).
+            ///   - folder: An empty folder to create (no bytes are uploaded for it).
+            package init(
+                path: Swift.String,
+                size: Swift.Int64,
+                folder: Swift.Bool? = nil
+            ) {
+                self.path = path
+                self.size = size
+                self.folder = folder
+            }
+            package enum CodingKeys: String, CodingKey {
+                case path
+                case size
+                case folder
+            }
+            package init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.path = try container.decode(
+                    Swift.String.self,
+                    forKey: .path
+                )
+                self.size = try container.decode(
+                    Swift.Int64.self,
+                    forKey: .size
+                )
+                self.folder = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .folder
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "path",
+                    "size",
+                    "folder"
+                ])
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/SendFile`.
         package struct SendFile: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/SendFile/path`.

@@ -1030,6 +1030,313 @@ package enum Operations {
             }
         }
     }
+    /// Send files that are not on this machine's disk, as their bytes are uploaded.
+    ///
+    /// The files a browser holds (dropped on the web page, or picked with its file dialog):
+    /// their paths at the receiver and their sizes now, their bytes then, one file after
+    /// another, with `PUT /v1/uploads/{id}/files/{index}` — each passed on to the receiver as
+    /// it arrives: nothing is copied to disk here, nor kept whole in memory. The upload is a
+    /// send for now to a Ferry peer around (`to` as for `POST /v1/sends`), listed and cancelled
+    /// with the sends; its receiver is offered each file as a stream (its size known at its
+    /// end). It is tried once: a file's bytes are read once. It fails when its peer is not
+    /// seen within 60 s, when a file's bytes stop coming for 60 s, or when its upload is cut
+    /// off (the receiver's transfer is then interrupted, never given a shortened file). At
+    /// most 4 uploads at once, each of at most 10 000 files; empty folders are created.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/uploads`.
+    /// - Remark: Generated from `#/paths//v1/uploads/post(createUpload)`.
+    package enum createUpload {
+        package static let id: Swift.String = "createUpload"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/uploads/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.createUpload.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.createUpload.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.createUpload.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/uploads/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/uploads/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.UploadRequest)
+            }
+            package var body: Operations.createUpload.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            package init(
+                headers: Operations.createUpload.Input.Headers = .init(),
+                body: Operations.createUpload.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Created: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/uploads/POST/responses/201/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/uploads/POST/responses/201/content/application\/json`.
+                    case json(Components.Schemas.Send)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.Send {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.createUpload.Output.Created.Body
+                /// Creates a new `Created`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.createUpload.Output.Created.Body) {
+                    self.body = body
+                }
+            }
+            /// Started; upload its files in order.
+            ///
+            /// - Remark: Generated from `#/paths//v1/uploads/post(createUpload)/responses/201`.
+            ///
+            /// HTTP response code: `201 created`.
+            case created(Operations.createUpload.Output.Created)
+            /// The associated value of the enum case if `self` is `.created`.
+            ///
+            /// - Throws: An error if `self` is not `.created`.
+            /// - SeeAlso: `.created`.
+            package var created: Operations.createUpload.Output.Created {
+                get throws {
+                    switch self {
+                    case let .created(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "created",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// What went wrong (4xx: the request; 5xx: never expected).
+            ///
+            /// - Remark: Generated from `#/paths//v1/uploads/post(createUpload)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            package var `default`: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// One file's bytes, passed on as they come.
+    ///
+    /// Exactly the size the upload declared (`Content-Length`), after the files before it.
+    /// Answered once the receiver has been handed the last byte: 409 when the send ended
+    /// first (declined, cancelled, its peer gone), or for a file out of order or sent
+    /// before; a body cut off cancels the send.
+    ///
+    ///
+    /// - Remark: HTTP `PUT /v1/uploads/{id}/files/{index}`.
+    /// - Remark: Generated from `#/paths//v1/uploads/{id}/files/{index}/put(uploadFile)`.
+    package enum uploadFile {
+        package static let id: Swift.String = "uploadFile"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/uploads/{id}/files/{index}/PUT/path`.
+            package struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/uploads/{id}/files/{index}/PUT/path/id`.
+                package var id: Components.Parameters.SendID
+                /// The file's place in the upload's `files`, from 0; files are uploaded in that order (empty folders skipped).
+                ///
+                /// - Remark: Generated from `#/paths/v1/uploads/{id}/files/{index}/PUT/path/index`.
+                package var index: Swift.Int
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - id:
+                ///   - index: The file's place in the upload's `files`, from 0; files are uploaded in that order (empty folders skipped).
+                package init(
+                    id: Components.Parameters.SendID,
+                    index: Swift.Int
+                ) {
+                    self.id = id
+                    self.index = index
+                }
+            }
+            package var path: Operations.uploadFile.Input.Path
+            /// - Remark: Generated from `#/paths/v1/uploads/{id}/files/{index}/PUT/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.uploadFile.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.uploadFile.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.uploadFile.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/uploads/{id}/files/{index}/PUT/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/uploads/{id}/files/{index}/PUT/requestBody/content/application\/octet-stream`.
+                case binary(OpenAPIRuntime.HTTPBody)
+            }
+            package var body: Operations.uploadFile.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            package init(
+                path: Operations.uploadFile.Input.Path,
+                headers: Operations.uploadFile.Input.Headers = .init(),
+                body: Operations.uploadFile.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// The file's bytes were handed to the receiver.
+            ///
+            /// - Remark: Generated from `#/paths//v1/uploads/{id}/files/{index}/put(uploadFile)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.uploadFile.Output.NoContent)
+            /// The file's bytes were handed to the receiver.
+            ///
+            /// - Remark: Generated from `#/paths//v1/uploads/{id}/files/{index}/put(uploadFile)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.uploadFile.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// What went wrong (4xx: the request; 5xx: never expected).
+            ///
+            /// - Remark: Generated from `#/paths//v1/uploads/{id}/files/{index}/put(uploadFile)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses.Problem)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            package var `default`: Components.Responses.Problem {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// What senders ask that waits for a person.
     ///
     /// - Remark: HTTP `GET /v1/offers`.

@@ -80,6 +80,34 @@ package protocol APIProtocol: Sendable {
     /// - Remark: HTTP `DELETE /v1/sends/{id}`.
     /// - Remark: Generated from `#/paths//v1/sends/{id}/delete(cancelSend)`.
     func cancelSend(_ input: Operations.cancelSend.Input) async throws -> Operations.cancelSend.Output
+    /// Send files that are not on this machine's disk, as their bytes are uploaded.
+    ///
+    /// The files a browser holds (dropped on the web page, or picked with its file dialog):
+    /// their paths at the receiver and their sizes now, their bytes then, one file after
+    /// another, with `PUT /v1/uploads/{id}/files/{index}` — each passed on to the receiver as
+    /// it arrives: nothing is copied to disk here, nor kept whole in memory. The upload is a
+    /// send for now to a Ferry peer around (`to` as for `POST /v1/sends`), listed and cancelled
+    /// with the sends; its receiver is offered each file as a stream (its size known at its
+    /// end). It is tried once: a file's bytes are read once. It fails when its peer is not
+    /// seen within 60 s, when a file's bytes stop coming for 60 s, or when its upload is cut
+    /// off (the receiver's transfer is then interrupted, never given a shortened file). At
+    /// most 4 uploads at once, each of at most 10 000 files; empty folders are created.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/uploads`.
+    /// - Remark: Generated from `#/paths//v1/uploads/post(createUpload)`.
+    func createUpload(_ input: Operations.createUpload.Input) async throws -> Operations.createUpload.Output
+    /// One file's bytes, passed on as they come.
+    ///
+    /// Exactly the size the upload declared (`Content-Length`), after the files before it.
+    /// Answered once the receiver has been handed the last byte: 409 when the send ended
+    /// first (declined, cancelled, its peer gone), or for a file out of order or sent
+    /// before; a body cut off cancels the send.
+    ///
+    ///
+    /// - Remark: HTTP `PUT /v1/uploads/{id}/files/{index}`.
+    /// - Remark: Generated from `#/paths//v1/uploads/{id}/files/{index}/put(uploadFile)`.
+    func uploadFile(_ input: Operations.uploadFile.Input) async throws -> Operations.uploadFile.Output
     /// What senders ask that waits for a person.
     ///
     /// - Remark: HTTP `GET /v1/offers`.
@@ -280,6 +308,52 @@ extension APIProtocol {
         try await cancelSend(Operations.cancelSend.Input(
             path: path,
             headers: headers
+        ))
+    }
+    /// Send files that are not on this machine's disk, as their bytes are uploaded.
+    ///
+    /// The files a browser holds (dropped on the web page, or picked with its file dialog):
+    /// their paths at the receiver and their sizes now, their bytes then, one file after
+    /// another, with `PUT /v1/uploads/{id}/files/{index}` — each passed on to the receiver as
+    /// it arrives: nothing is copied to disk here, nor kept whole in memory. The upload is a
+    /// send for now to a Ferry peer around (`to` as for `POST /v1/sends`), listed and cancelled
+    /// with the sends; its receiver is offered each file as a stream (its size known at its
+    /// end). It is tried once: a file's bytes are read once. It fails when its peer is not
+    /// seen within 60 s, when a file's bytes stop coming for 60 s, or when its upload is cut
+    /// off (the receiver's transfer is then interrupted, never given a shortened file). At
+    /// most 4 uploads at once, each of at most 10 000 files; empty folders are created.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/uploads`.
+    /// - Remark: Generated from `#/paths//v1/uploads/post(createUpload)`.
+    package func createUpload(
+        headers: Operations.createUpload.Input.Headers = .init(),
+        body: Operations.createUpload.Input.Body
+    ) async throws -> Operations.createUpload.Output {
+        try await createUpload(Operations.createUpload.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// One file's bytes, passed on as they come.
+    ///
+    /// Exactly the size the upload declared (`Content-Length`), after the files before it.
+    /// Answered once the receiver has been handed the last byte: 409 when the send ended
+    /// first (declined, cancelled, its peer gone), or for a file out of order or sent
+    /// before; a body cut off cancels the send.
+    ///
+    ///
+    /// - Remark: HTTP `PUT /v1/uploads/{id}/files/{index}`.
+    /// - Remark: Generated from `#/paths//v1/uploads/{id}/files/{index}/put(uploadFile)`.
+    package func uploadFile(
+        path: Operations.uploadFile.Input.Path,
+        headers: Operations.uploadFile.Input.Headers = .init(),
+        body: Operations.uploadFile.Input.Body
+    ) async throws -> Operations.uploadFile.Output {
+        try await uploadFile(Operations.uploadFile.Input(
+            path: path,
+            headers: headers,
+            body: body
         ))
     }
     /// What senders ask that waits for a person.

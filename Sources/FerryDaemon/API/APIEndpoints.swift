@@ -6,8 +6,9 @@ import OpenAPIRuntime
 import Synchronization
 
 /// The control API's requests on one server (``APIServer``): each request's body gathered (at
-/// most ``APIEndpoints/bodyLimit``), then handed to its generated operation on a task of its
-/// own, whose answer is written whole — or, for a body of unknown length (the event stream),
+/// most ``APIEndpoints/bodyLimit``) — or, for an operation that takes a file
+/// (``APIEndpoints/streamed``), fed to it as it comes (``StreamedBody``) — then handed to its
+/// generated operation on a task of its own, whose answer is written whole — or, for a body of unknown length (the event stream),
 /// as it comes (``APIStreamWriter``). A request whose connection closes has its task
 /// cancelled. Errors become the API's JSON `Error`: a request the generated code cannot read is
 /// a 400, never a 500. Called on the connection's event loop.
@@ -17,13 +18,16 @@ final class APIEndpoints: HTTPEndpoints {
     let handler: APIRoutes.Handler
     let request: HTTPTypes.HTTPRequest
     let parameters: [String: Substring]
+    /// Its body as it comes, for an operation that streams it (``APIEndpoints/streamed``).
+    let streamed: StreamedBody?
     let task = Mutex<Task<Void, Never>?>(nil)
 
     init(
       handler: @escaping APIRoutes.Handler, request: HTTPTypes.HTTPRequest,
-      parameters: [String: Substring]
+      parameters: [String: Substring], streamed: StreamedBody? = nil
     ) {
       (self.handler, self.request, self.parameters) = (handler, request, parameters)
+      self.streamed = streamed
     }
 
     func cancel() { task.withLock { $0 }?.cancel() }
@@ -68,6 +72,10 @@ final class APIEndpoints: HTTPEndpoints {
             "\(path) answers \(allowed.joined(separator: ", ")), not \(method.rawValue)"),
           headers: [("allow", allowed.joined(separator: ", "))]))
     case .found(let handler, let parameters):
+      if Self.streamed.contains(where: { $0.method == method && APIRoutes.matches(path, $0.path) })
+      {
+        return stream(head, method: method, handler: handler, parameters: parameters, reply: reply)
+      }
       if let length = head.headers.first(name: "content-length").flatMap({ Int($0) }),
         length > Self.bodyLimit
       {
@@ -76,17 +84,58 @@ final class APIEndpoints: HTTPEndpoints {
             APIProblem(413, "too-large", "a request body is at most \(Self.bodyLimit) bytes"),
             closing: true))
       }
-      var fields = HTTPFields()
-      for (name, value) in head.headers {
-        guard let name = HTTPField.Name(name) else { continue }
-        fields.append(HTTPField(name: name, value: value))
-      }
-      let request = HTTPTypes.HTTPRequest(
-        method: method, scheme: nil, authority: head.headers.first(name: "host"),
-        path: head.uri, headerFields: fields)
       return .gather(
-        Call(handler: handler, request: request, parameters: parameters), limit: Self.bodyLimit)
+        Call(
+          handler: handler, request: Self.request(head, method: method), parameters: parameters),
+        limit: Self.bodyLimit)
     }
+  }
+
+  /// The operations whose body is handed over as it comes, not gathered: a browser's file.
+  static let streamed: [(method: HTTPTypes.HTTPRequest.Method, path: String)] = [
+    (.put, "/v1/uploads/{id}/files/{index}")
+  ]
+
+  /// The request as the generated code takes it.
+  private static func request(_ head: HTTPRequestHead, method: HTTPTypes.HTTPRequest.Method)
+    -> HTTPTypes.HTTPRequest
+  {
+    var fields = HTTPFields()
+    for (name, value) in head.headers {
+      guard let name = HTTPField.Name(name) else { continue }
+      fields.append(HTTPField(name: name, value: value))
+    }
+    return HTTPTypes.HTTPRequest(
+      method: method, scheme: nil, authority: head.headers.first(name: "host"),
+      path: head.uri, headerFields: fields)
+  }
+
+  /// Runs a streaming operation at once, its body fed to it as it comes (exactly its
+  /// `Content-Length`, which it must have).
+  private func stream(
+    _ head: HTTPRequestHead, method: HTTPTypes.HTTPRequest.Method,
+    handler: @escaping APIRoutes.Handler, parameters: [String: Substring], reply: HTTPReply
+  ) -> HTTPRequestStateMachine<Call>.Decision {
+    let lengths = head.headers["content-length"]
+    guard lengths.count == 1, let length = UInt64(lengths[0]), length <= 1 << 62,
+      !head.headers["transfer-encoding"].contains(where: { !$0.isEmpty })
+    else {
+      return .answer(
+        Self.answer(
+          APIProblem(411, "length-required", "the body comes with one Content-Length"),
+          closing: true))
+    }
+    let body = StreamedBody()
+    let call = Call(
+      handler: handler, request: Self.request(head, method: method), parameters: parameters,
+      streamed: body)
+    let task = Task {
+      let (response, responseBody) = await Self.perform(
+        call, body: body.body(length: Int64(length)))
+      await APIStreamWriter.write(response, responseBody, reply: reply)
+    }
+    call.task.withLock { $0 = task }
+    return .stream(call, size: length)
   }
 
   func deliver(
@@ -103,10 +152,14 @@ final class APIEndpoints: HTTPEndpoints {
 
   /// Runs `call`'s operation on `body`: its response, or its error as the API's `Error`.
   private static func perform(_ call: Call, body: [UInt8]) async -> (HTTPResponse, HTTPBody?) {
+    await perform(call, body: body.isEmpty ? nil : HTTPBody(body))
+  }
+
+  /// Runs `call`'s operation on `body`: its response, or its error as the API's `Error`.
+  private static func perform(_ call: Call, body: HTTPBody?) async -> (HTTPResponse, HTTPBody?) {
     do {
       return try await call.handler(
-        call.request, body.isEmpty ? nil : HTTPBody(body),
-        ServerRequestMetadata(pathParameters: call.parameters))
+        call.request, body, ServerRequestMetadata(pathParameters: call.parameters))
     } catch {
       let problem = Self.problem(error)
       var response = HTTPResponse(status: .init(code: problem.status))
@@ -158,15 +211,21 @@ final class APIEndpoints: HTTPEndpoints {
   func feed(
     _ work: Call, piece: ByteBuffer, cost: Int, _ request: FerryLocalSend.HTTPRequest,
     caughtUp: @escaping @Sendable () -> Void
-  ) -> Bool { true }
-
-  func bodyEnded(_ work: Call, _ request: FerryLocalSend.HTTPRequest, reply: HTTPReply) -> Call? {
-    nil
+  ) -> Bool {
+    work.streamed?.feed(piece, cost: cost, caughtUp: caughtUp) ?? true
   }
 
-  func overlong(_ work: Call) {}
+  func bodyEnded(_ work: Call, _ request: FerryLocalSend.HTTPRequest, reply: HTTPReply) -> Call? {
+    work.streamed?.end()
+    return nil
+  }
 
-  func abandoned(_ work: Call, _ request: FerryLocalSend.HTTPRequest) { work.cancel() }
+  func overlong(_ work: Call) { work.streamed?.cut() }
+
+  func abandoned(_ work: Call, _ request: FerryLocalSend.HTTPRequest) {
+    work.streamed?.cut()
+    work.cancel()
+  }
 
   func connection(_ slot: Int, busy: Bool) {
     if busy { slots.busy(slot) } else { slots.idle(slot) }

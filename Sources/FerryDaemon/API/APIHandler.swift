@@ -32,6 +32,8 @@ package struct APIHandler: APIProtocol {
     package let receiveFolder: String?
     /// The transfers coming in (nil: listed as none, and none cancelled).
     package let transfers: ArrivingTransfers?
+    /// A browser's files sent as they are uploaded (nil: those operations answer 503).
+    package let uploads: BrowserUploads?
 
     /// The parts.
     package init(
@@ -40,7 +42,7 @@ package struct APIHandler: APIProtocol {
       offers: OpenOffers, history: History, events: EventLog,
       uiLogin: @escaping @Sendable () -> (url: String, expires: Date)? = { nil },
       knownPeers: KnownPeers? = nil, accept: AcceptSwitch? = nil, receiveFolder: String? = nil,
-      transfers: ArrivingTransfers? = nil
+      transfers: ArrivingTransfers? = nil, uploads: BrowserUploads? = nil
     ) {
       (self.status, self.peers, self.sends, self.offers, self.history, self.events) = (
         status, peers, sends, offers, history, events
@@ -50,6 +52,7 @@ package struct APIHandler: APIProtocol {
       self.accept = accept
       self.receiveFolder = receiveFolder
       self.transfers = transfers
+      self.uploads = uploads
     }
   }
 

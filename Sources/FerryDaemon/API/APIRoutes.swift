@@ -81,6 +81,11 @@ package final class APIRoutes: ServerTransport, Sendable {
     return allowed.isEmpty ? .notFound : .wrongMethod(allowed: allowed)
   }
 
+  /// Whether `path` (a request's) matches `template` (a route's, with `{name}` segments).
+  static func matches(_ path: Substring, _ template: String) -> Bool {
+    parameters(segments(path), Self.template(template)) != nil
+  }
+
   /// The parameters of `segments` matched against `template`, nil when it does not match.
   private static func parameters(_ segments: [Substring], _ template: [Segment])
     -> [String: Substring]?

@@ -31,20 +31,22 @@ enum AttemptEnding {
       stopping && failure.map { passes($0.kind) && $0.kind != .busy } ?? false
     if !wasCancelled && (stopped || unproven) { entry.attempts = max(0, entry.attempts - 1) }
     if provedKey || answered { entry.misses = nil }
+    // A browser's upload is read once: tried once, whatever stopped it.
+    let once = entry.upload == true
     if wasCancelled && failure != nil {
       entry.state = .cancelled(at: now)
-    } else if stopped {
+    } else if stopped && !once {
       // Resumed from what the peer staged at the next start.
       entry.state = .queued(retryAt: nil)
     } else if let failure {
       let problem = OutboxEntry.Problem(code: Self.code(failure.kind), message: failure.message)
       entry.lastProblem = problem
       if unproven { entry.misses = min((entry.misses ?? 0) + 1, Courier.maximumMisses) }
-      if unproven && Self.passes(failure.kind) && entry.when == .now {
+      if unproven && Self.passes(failure.kind) && entry.when == .now && !once {
         // A send for now waits out its window (``Outbox/nowWindow``) for the key's holder.
         entry.state = .queued(retryAt: now.addingTimeInterval(5))
       } else if Self.passes(failure.kind) && entry.attempts < Courier.maximumAttempts
-        && entry.when == .seen
+        && entry.when == .seen && !once
       {
         // (A send for now is tried once: its peer was there, and did not take it.)
         let waited = entry.attempts + (entry.misses ?? 0)

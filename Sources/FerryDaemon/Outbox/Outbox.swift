@@ -55,7 +55,16 @@ package final class Outbox: Sendable {
     let now = Date()
     var endedHere: [OutboxEntry] = []
     for var entry in loaded.entries {
-      if case .delivering = entry.state {
+      if entry.upload == true, !entry.state.ended {
+        // A browser's files are read once, as they come: gone with the daemon that read them.
+        entry.state = .failed(
+          at: now,
+          problem: .init(
+            code: "interrupted",
+            message: "the daemon stopped before the browser's files were all sent"))
+        persist(entry)
+        endedHere.append(entry)
+      } else if case .delivering = entry.state {
         // Stopped in the middle of an attempt (a crash, SIGKILL): tried again — unless it
         // was cancelled meanwhile, or tried as often as any send is (a send that crashes the
         // daemon would loop).

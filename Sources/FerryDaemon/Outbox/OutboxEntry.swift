@@ -97,6 +97,9 @@ package struct OutboxEntry: Codable, Sendable, Equatable {
     package let inode: UInt64
     /// What happened to it.
     package var status: Status
+    /// Whether it is a stream read once, as its bytes come (a browser's file: ``BrowserUploads``),
+    /// rather than a file on disk. (Optional: files written before it was kept have none.)
+    package var streamed: Bool? = nil
 
     /// Whether it is settled: delivered, or not to be sent (anything but pending or failed).
     package var isSettled: Bool { status != .pending && status != .failed }
@@ -142,6 +145,10 @@ package struct OutboxEntry: Codable, Sendable, Equatable {
   /// does — or, should the daemon stop first, when it starts again. (Optional: a file written
   /// before it was kept has no such field, and still reads.)
   package var cancelRequested: Bool?
+  /// True for a browser's upload (``BrowserUploads``): its files' bytes are read once, as they
+  /// come, so it is tried once and never again after the daemon stops. (Optional: files
+  /// written before it was kept have none.)
+  package var upload: Bool?
   /// Bytes settled so far (delivered, or left out).
   package var bytes: UInt64 = 0
   /// Its files.

@@ -123,6 +123,18 @@ enum OutboxFiles {
         entry.files[index].status = .missing
         continue
       }
+      if file.streamed == true {
+        // A browser's file: its FIFO, the one made for it.
+        guard status.st_mode & S_IFMT == S_IFIFO, UInt64(status.st_ino) == file.inode,
+          UInt64(status.st_dev) == file.device
+        else {
+          entry.files[index].status = .missing
+          continue
+        }
+        items.append(
+          ResourceItem(streamingFrom: URL(fileURLWithPath: file.source), path: file.path))
+        continue
+      }
       let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
       let isFolder = status.st_mode & S_IFMT == S_IFDIR
       let same = UInt64(status.st_ino) == file.inode && UInt64(status.st_dev) == file.device

@@ -153,17 +153,19 @@ package final class Daemon: Sendable {
     }
     try outbox.load()
     let routes = APIRoutes()
+    let sends = DaemonSends(
+      outbox: outbox, courier: courier, knownPeers: configuration.knownPeers,
+      around: { [courier] in Daemon.around(courier) },
+      defaultExpiry: configuration.outboxDays * 86_400,
+      hearsLocalSend: configuration.localSend)
     let handler = APIHandler(
       parts: APIHandler.Parts(
-        status: status, peers: peers,
-        sends: DaemonSends(
-          outbox: outbox, courier: courier, knownPeers: configuration.knownPeers,
-          around: { [courier] in Daemon.around(courier) },
-          defaultExpiry: configuration.outboxDays * 86_400,
-          hearsLocalSend: configuration.localSend),
-        offers: offers, history: history, events: events,
-        uiLogin: { [self] in uiLogin() }, knownPeers: configuration.knownPeers, accept: accept,
-        receiveFolder: configuration.receiveFolder, transfers: arriving))
+        status: status, peers: peers, sends: sends, offers: offers, history: history,
+        events: events, uiLogin: { [self] in uiLogin() }, knownPeers: configuration.knownPeers,
+        accept: accept, receiveFolder: configuration.receiveFolder, transfers: arriving,
+        uploads: BrowserUploads(
+          folder: configuration.home.appendingPathComponent("uploads", isDirectory: true),
+          sends: sends)))
     var encoding = OpenAPIRuntime.Configuration()
     encoding.jsonEncodingOptions = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
     try handler.registerHandlers(on: routes, configuration: encoding)

@@ -73,6 +73,8 @@ final class UIEndpoints: HTTPEndpoints {
         HTTPAnswer(.ok, body: Array((QRMatrix(pairing)?.svg ?? "").utf8), type: "image/svg+xml"))
     case "/ui-format.js":
       return .answer(HTTPAnswer(.ok, body: UIPage.format, type: "text/javascript; charset=utf-8"))
+    case "/ui-upload.js":
+      return .answer(HTTPAnswer(.ok, body: UIPage.upload, type: "text/javascript; charset=utf-8"))
     case "/ui.css":
       return .answer(HTTPAnswer(.ok, body: UIPage.style, type: "text/css; charset=utf-8"))
     case UIGuard.loginPath[...]: return .answer(login(query))

@@ -2,7 +2,8 @@ import FerryLocalSend
 import Foundation
 
 /// The daemon's web page: its HTML, script and style — files of their own in the repository
-/// (`UI/Assets/`: ui.html, ui.js, ui-format.js, ui.css, icon.svg, signed-out.html), linted by scripts/test and
+/// (`UI/Assets/`: ui.html, ui.js, ui-format.js, ui-upload.js, ui.css, icon.svg,
+/// signed-out.html), linted by scripts/test and
 /// embedded in the binary at build time — and the headers every answer of its server carries.
 /// No external resource, nothing inline: the Content-Security-Policy allows the page's own
 /// script, style and requests only.
@@ -22,6 +23,8 @@ enum UIPage {
   static let script = PackageResources.ui_js
   /// Its script's words and numbers (pure functions, unit-tested under node).
   static let format = PackageResources.ui_format_js
+  /// Its uploads of the browser's files.
+  static let upload = PackageResources.ui_upload_js
   /// Its style.
   static let style = PackageResources.ui_css
   /// What the page's pairing QR code says: the command that trusts this machine on another

@@ -1,6 +1,6 @@
 /* The daemon's page: what GET /api/v1/… answers, kept current by the event stream (/events,
    Server-Sent Events): nothing is polled. Everything from the network goes in as text. */
-/* global FerryFormat */
+/* global FerryFormat, FerryUpload */
 "use strict";
 
 (function () {
@@ -74,7 +74,11 @@
     const init = Object.assign({ credentials: "same-origin", headers: {} }, options || {});
     init.headers["x-ferry-key"] = key();
     if (init.body !== undefined) init.headers["content-type"] = "application/json";
-    const response = await fetch("/api/v1" + path, init);
+    return answer(await fetch("/api/v1" + path, init));
+  }
+
+  /** An API answer's JSON body (null for none); a refusal throws the daemon's words. */
+  async function answer(response) {
     let body = null;
     try {
       body = await response.json();
@@ -312,6 +316,110 @@
     return wrap;
   }
 
+  /** Files this browser holds, for a Ferry device nearby: dropped on its card, or chosen
+      with the browser's own dialog (files, or a folder); sent as they are read. */
+  function uploads(peer, card) {
+    const wrap = el("div");
+    const files = el("input");
+    files.type = "file";
+    files.multiple = true;
+    files.hidden = true;
+    const folder = el("input");
+    folder.type = "file";
+    folder.hidden = true;
+    folder.setAttribute("webkitdirectory", "");
+    const result = el("p", "detail", "Or drop files and folders on this card.");
+    result.setAttribute("role", "status");
+    const buttons = el("div", "buttons");
+    const name = F.printable(peer.name, 60);
+    const pickFiles = el("button", "secondary", "Upload files…");
+    pickFiles.type = "button";
+    pickFiles.setAttribute("aria-label", "Upload files from this browser to " + name);
+    pickFiles.addEventListener("click", function () { files.click(); });
+    const pickFolder = el("button", "secondary", "Upload a folder…");
+    pickFolder.type = "button";
+    pickFolder.setAttribute("aria-label", "Upload a folder from this browser to " + name);
+    pickFolder.addEventListener("click", function () { folder.click(); });
+    buttons.append(pickFiles, pickFolder);
+    function go(collect) {
+      result.className = "detail";
+      result.textContent = "Reading what to send…";
+      collect()
+        .then(function (items) {
+          active += 1;
+          return FerryUpload.send(peer.fingerprint, items, api, put, function (send) {
+            result.textContent = "Sending " + F.contents(send.fileCount, 0, send.total) + " as it is read: keep this page open until it is done. See the outbox.";
+            refresh("sends");
+          }).finally(function () { active -= 1; });
+        })
+        .then(function () {
+          result.className = "detail ok";
+          result.textContent = "Everything was handed over; the outbox says when it arrives.";
+        })
+        .catch(function (error) {
+          result.className = "detail error";
+          result.textContent = F.printable(error && error.message ? error.message : String(error), 300);
+        })
+        .finally(function () {
+          files.value = "";
+          folder.value = "";
+          refresh("sends");
+        });
+    }
+    files.addEventListener("change", function () {
+      const items = FerryUpload.chosen(files.files);
+      go(function () { return Promise.resolve(items); });
+    });
+    folder.addEventListener("change", function () {
+      const items = FerryUpload.chosen(folder.files);
+      go(function () { return Promise.resolve(items); });
+    });
+    card.addEventListener("drop", function (dropped) {
+      dropped.preventDefault();
+      card.classList.remove("over");
+      go(FerryUpload.dropped(dropped.dataTransfer));
+    });
+    wrap.append(buttons, files, folder, result);
+    return wrap;
+  }
+
+  /** Uploads under way: leaving the page would cut them off (their sends are cancelled). */
+  let active = 0;
+  window.addEventListener("beforeunload", function (leaving) {
+    if (active > 0) leaving.preventDefault();
+  });
+
+  /** One file's bytes, as the browser reads them. */
+  async function put(path, file) {
+    const response = await fetch("/api/v1" + path, {
+      method: "PUT", credentials: "same-origin", body: file,
+      headers: { "x-ferry-key": key(), "content-type": "application/octet-stream" }
+    });
+    try {
+      await answer(response);
+    } catch (error) {
+      throw new Error(error.message + " (" + file.name + ")");
+    }
+  }
+
+  // A card takes a drop (outlined while something is dragged over it); the page elsewhere
+  // never opens a dropped file in place of itself.
+  document.addEventListener("dragover", function (over) {
+    over.preventDefault();
+    const card = over.target.closest ? over.target.closest("#peers > li") : null;
+    over.dataTransfer.dropEffect = card ? "copy" : "none";
+    document.querySelectorAll("#peers > li.over").forEach(function (node) {
+      if (node !== card) node.classList.remove("over");
+    });
+    if (card) card.classList.add("over");
+  });
+  document.addEventListener("dragleave", function (left) {
+    if (left.target.classList && left.target.matches("#peers > li") && !left.target.contains(left.relatedTarget)) left.target.classList.remove("over");
+  });
+  document.addEventListener("drop", function (dropped) {
+    dropped.preventDefault();
+  });
+
   function peerKey(peer) {
     return (peer.protocol || "ferry") + " " + (peer.fingerprint || peer.name);
   }
@@ -400,6 +508,12 @@
     line.append.apply(line, peerBadges(peer));
     if (peer.fingerprint) line.append(el("span", "fingerprint", F.fingerprint(peer.fingerprint).slice(0, 19)));
     item.append(line, sendForm(peer, "Send"));
+    if (peer.protocol !== "localsend" && peer.fingerprint) item.append(uploads(peer, item));
+    else item.addEventListener("drop", function (dropped) {
+      dropped.preventDefault();
+      item.classList.remove("over");
+      showError(new Error(F.printable(peer.name, 60) + " is a LocalSend device: choose the files with Choose files… (dropped files go to Ferry devices)"));
+    });
     // A key to trust is one the device proved (an unverified LocalSend device's is only what it
     // claims).
     if (peer.fingerprint && peer.verified !== false) item.append(manage(peer));
