@@ -158,4 +158,26 @@ struct AttemptEndingTests {
     #expect(declined.state.word == "failed")
     #expect(declined.misses == nil)
   }
+
+  @Test(
+    "a browser's upload is tried once: a failure that may pass, or the daemon stopping, ends it")
+  func uploadTriedOnce() {
+    for (failure, stopping) in [
+      (SendFailure(.noPeer, "went away"), false), (SendFailure(.transferFailed, "cut"), false),
+      (SendFailure(.interrupted, "the daemon stopped"), true),
+    ] {
+      for when in [OutboxEntry.When.now, .seen] {
+        for proved in [true, false] {
+          var entry = Self.underWay(when: when)
+          entry.upload = true
+          Self.end(&entry, failure, proved: proved, stopping: stopping)
+          #expect(entry.state.word == "failed", "\(failure.kind) \(when) proved \(proved)")
+        }
+      }
+    }
+    var cancelled = Self.underWay(when: .now)
+    cancelled.upload = true
+    Self.end(&cancelled, SendFailure(.interrupted, "cancelled"), proved: true, cancelled: true)
+    #expect(cancelled.state.word == "cancelled")
+  }
 }

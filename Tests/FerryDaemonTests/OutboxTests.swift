@@ -192,4 +192,29 @@ struct OutboxTests {
     }
     #expect(problem.code == "authentication")
   }
+
+  @Test("a browser's upload the daemon stopped under is failed at the next start, said once")
+  func uploadEndsWithItsDaemon() throws {
+    let folder = Self.folder()
+    let first = Outbox(folder: folder, keepEnded: 86_400) { _ in }
+    for delivering in [false, true] {
+      var entry = Self.entry()
+      entry.upload = true
+      try first.add(entry)
+      if delivering {
+        first.update(entry.id) {
+          $0.state = .delivering(since: Date())
+          $0.attempts = 1
+          return true
+        }
+      }
+    }
+    let ended = Mutex<[String]>([])
+    let again = Outbox(folder: folder, keepEnded: 86_400) { event in
+      if case .ended(let entry) = event { ended.withLock { $0.append(entry.state.word) } }
+    }
+    try again.load()
+    #expect(again.all.map(\.state.word) == ["failed", "failed"])
+    #expect(ended.withLock { $0 } == ["failed", "failed"])
+  }
 }

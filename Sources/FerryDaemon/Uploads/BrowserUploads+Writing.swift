@@ -75,11 +75,12 @@ extension BrowserUploads {
   private func abandon(_ id: String, _ writer: FIFOWriter, reason: String) async -> APIProblem {
     // Not under the request's task: a cancelled task would not wait for the send to stop.
     let sends = self.sends
-    let ended = await Task {
+    let (ended, stoppedHere) = await Task {
       var entry = sends.outbox.entry(id)
-      if entry?.state.ended == false { entry = await sends.cancel(id) }
+      let over = entry.map { $0.state.ended || $0.cancelRequested == true } ?? true
+      if !over { entry = await sends.cancel(id) }
       await writer.close()
-      return entry
+      return (entry, !over)
     }.value
     discardWhenOver(id)
     if case .failed(_, let problem) = ended?.state {
@@ -88,7 +89,9 @@ extension BrowserUploads {
     if case .expired = ended?.state {
       return APIProblem(409, "no-peer", "the send ended: its receiver was not seen in time")
     }
-    return APIProblem(409, "cancelled", "the send was cancelled: \(reason)")
+    return APIProblem(
+      409, "cancelled", stoppedHere ? "the send was cancelled: \(reason)" : "the send was cancelled"
+    )
   }
 
   /// Forgets upload `id` if its send is over.

@@ -87,7 +87,7 @@ const FerryUpload = (function () {
       daemon's words when it refuses, or when a file cannot be read. */
   async function send(to, items, api, put, started) {
     if (items.length === 0) throw new Error("nothing to send: no file was dropped or chosen");
-    if (items.length > maximumFiles) throw new Error("at most " + maximumFiles + " files go at once");
+    if (items.length > maximumFiles) throw new Error("That is more than " + maximumFiles.toLocaleString("en") + " files: send fewer at a time.");
     const created = await api("/uploads", { method: "POST", body: JSON.stringify(request(to, items)) });
     started(created);
     for (let index = 0; index < items.length; index++) {

@@ -317,8 +317,14 @@
   }
 
   /** Files this browser holds, for a Ferry device nearby: dropped on its card, or chosen
-      with the browser's own dialog (files, or a folder); sent as they are read. */
+      with the browser's own dialog (files, or a folder); sent as they are read, one upload to
+      a device at a time. What each card last said is kept by device, so that a card drawn
+      again (trusted, renamed, back in sight) still says it. */
+  const uploading = new Map();
+
   function uploads(peer, card) {
+    const device = peerKey(peer);
+    const name = F.printable(peer.name, 60);
     const wrap = el("div");
     const files = el("input");
     files.type = "file";
@@ -328,39 +334,55 @@
     folder.type = "file";
     folder.hidden = true;
     folder.setAttribute("webkitdirectory", "");
-    const result = el("p", "detail", "Or drop files and folders on this card.");
+    const hint = el("p", "detail", "Or drop files and folders here. Files sent this way need this page open until they are sent; Choose files… sends from your home folder and goes on after the page is closed.");
+    hint.id = "drop-hint-" + (peer.fingerprint || "").slice(0, 16);
+    const result = el("p", "detail");
     result.setAttribute("role", "status");
     const buttons = el("div", "buttons");
-    const name = F.printable(peer.name, 60);
-    const pickFiles = el("button", "secondary", "Upload files…");
+    const pickFiles = el("button", "secondary", "Send files…");
     pickFiles.type = "button";
-    pickFiles.setAttribute("aria-label", "Upload files from this browser to " + name);
+    pickFiles.setAttribute("aria-label", "Send files from this browser to " + name);
     pickFiles.addEventListener("click", function () { files.click(); });
-    const pickFolder = el("button", "secondary", "Upload a folder…");
+    const pickFolder = el("button", "secondary", "Send a folder…");
     pickFolder.type = "button";
-    pickFolder.setAttribute("aria-label", "Upload a folder from this browser to " + name);
+    pickFolder.setAttribute("aria-label", "Send a folder from this browser to " + name);
     pickFolder.addEventListener("click", function () { folder.click(); });
+    [pickFiles, pickFolder].forEach(function (node) { node.setAttribute("aria-describedby", hint.id); });
     buttons.append(pickFiles, pickFolder);
+
+    function say(state) {
+      uploading.set(device, Object.assign({}, uploading.get(device), state));
+      show(device, document.querySelector("#peers > li[data-device='" + CSS.escape(device) + "']"));
+    }
+    result.dataset.upload = "status";
+    pickFiles.dataset.upload = pickFolder.dataset.upload = "pick";
+    card.dataset.device = device;
+    show(device, card);
     function go(collect) {
-      result.className = "detail";
-      result.textContent = "Reading what to send…";
+      if ((uploading.get(device) || {}).busy) {
+        say({ kind: "error", text: "Wait until the files going to " + name + " are sent, then send more." });
+        return;
+      }
+      say({ busy: true, kind: "", text: "Reading what to send…" });
+      active += 1;
       collect()
         .then(function (items) {
-          active += 1;
-          return FerryUpload.send(peer.fingerprint, items, api, put, function (send) {
-            result.textContent = "Sending " + F.contents(send.fileCount, 0, send.total) + " as it is read: keep this page open until it is done. See the outbox.";
+          const folders = items.filter(function (item) { return item.folder; }).length;
+          const count = items.length - folders;
+          return FerryUpload.send(peer.fingerprint, items, api, put, function () {
+            say({ text: "Waiting for " + name + " to accept " + F.contents(count, folders, items.reduce(function (sum, item) { return sum + (item.file ? item.file.size : 0); }, 0)) + "… Keep this page open until this says it is sent." });
             refresh("sends");
-          }).finally(function () { active -= 1; });
+          }).then(function () { return count; });
         })
-        .then(function () {
-          result.className = "detail ok";
-          result.textContent = "Everything was handed over; the outbox says when it arrives.";
+        .then(function (count) {
+          say({ kind: "ok", text: count > 0 ? "Sent to " + name + ": you can close this page. The outbox says when it has arrived." : "Sent " + name + " empty folders: see the outbox." });
         })
         .catch(function (error) {
-          result.className = "detail error";
-          result.textContent = F.printable(error && error.message ? error.message : String(error), 300);
+          say({ kind: "error", text: F.printable(error && error.message ? error.message : String(error), 300) });
         })
         .finally(function () {
+          active -= 1;
+          say({ busy: false });
           files.value = "";
           folder.value = "";
           refresh("sends");
@@ -372,41 +394,71 @@
     });
     folder.addEventListener("change", function () {
       const items = FerryUpload.chosen(folder.files);
-      go(function () { return Promise.resolve(items); });
+      go(function () {
+        return items.length ? Promise.resolve(items) : Promise.reject(new Error("That folder is empty: nothing to send."));
+      });
     });
     card.addEventListener("drop", function (dropped) {
       dropped.preventDefault();
-      card.classList.remove("over");
+      clearOutlines();
       go(FerryUpload.dropped(dropped.dataTransfer));
     });
-    wrap.append(buttons, files, folder, result);
+    wrap.append(buttons, hint, files, folder, result);
     return wrap;
+  }
+
+  /** What the last upload to `device` said, on its card (if it has one now). */
+  function show(device, card) {
+    const now = uploading.get(device);
+    if (!card || !now) return;
+    const result = card.querySelector("[data-upload=status]");
+    if (result) {
+      result.className = "detail" + (now.kind ? " " + now.kind : "");
+      result.textContent = now.text || "";
+    }
+    card.querySelectorAll("[data-upload=pick]").forEach(function (node) { node.disabled = !!now.busy; });
   }
 
   /** Uploads under way: leaving the page would cut them off (their sends are cancelled). */
   let active = 0;
   window.addEventListener("beforeunload", function (leaving) {
-    if (active > 0) leaving.preventDefault();
+    if (active === 0) return;
+    leaving.preventDefault();
+    leaving.returnValue = "";
   });
 
   /** One file's bytes, as the browser reads them. */
   async function put(path, file) {
-    const response = await fetch("/api/v1" + path, {
-      method: "PUT", credentials: "same-origin", body: file,
-      headers: { "x-ferry-key": key(), "content-type": "application/octet-stream" }
-    });
+    let response;
     try {
-      await answer(response);
+      response = await fetch("/api/v1" + path, {
+        method: "PUT", credentials: "same-origin", body: file,
+        headers: { "x-ferry-key": key(), "content-type": "application/octet-stream" }
+      });
     } catch (error) {
-      throw new Error(error.message + " (" + file.name + ")");
+      throw new Error("Could not read " + F.printable(file.name, 120) + " from this computer (moved or deleted?), or Ferry stopped.");
     }
+    await answer(response);
   }
 
-  // A card takes a drop (outlined while something is dragged over it); the page elsewhere
-  // never opens a dropped file in place of itself.
+  function clearOutlines() {
+    document.querySelectorAll("#peers > li.over").forEach(function (node) { node.classList.remove("over"); });
+  }
+
+  // A Ferry device's card takes a drop (outlined while something is dragged over it); a
+  // LocalSend device's does not, and the page elsewhere never opens a dropped file in place
+  // of itself.
   document.addEventListener("dragover", function (over) {
     over.preventDefault();
-    const card = over.target.closest ? over.target.closest("#peers > li") : null;
+    const found = over.target.closest ? over.target.closest("#peers > li") : null;
+    const card = found && found.dataset.device ? found : null;
+    const status = found && !card ? found.querySelector("form.send + p") : null;
+    if (status && !status.dataset.refused) {
+      // A LocalSend device: said while the drag is over its card (nothing is dropped).
+      status.dataset.refused = "yes";
+      status.className = "detail error";
+      status.textContent = "This device uses LocalSend, which cannot take dropped files: use Choose files… instead.";
+    }
     over.dataTransfer.dropEffect = card ? "copy" : "none";
     document.querySelectorAll("#peers > li.over").forEach(function (node) {
       if (node !== card) node.classList.remove("over");
@@ -414,10 +466,12 @@
     if (card) card.classList.add("over");
   });
   document.addEventListener("dragleave", function (left) {
+    if (left.relatedTarget === null) return clearOutlines();
     if (left.target.classList && left.target.matches("#peers > li") && !left.target.contains(left.relatedTarget)) left.target.classList.remove("over");
   });
   document.addEventListener("drop", function (dropped) {
     dropped.preventDefault();
+    clearOutlines();
   });
 
   function peerKey(peer) {
@@ -507,13 +561,11 @@
     const line = el("div", "detail");
     line.append.apply(line, peerBadges(peer));
     if (peer.fingerprint) line.append(el("span", "fingerprint", F.fingerprint(peer.fingerprint).slice(0, 19)));
-    item.append(line, sendForm(peer, "Send"));
+    item.append(line);
+    // The browser's own dialog and drops first (what most people reach for), then a path or
+    // the page's picker of the home folder.
     if (peer.protocol !== "localsend" && peer.fingerprint) item.append(uploads(peer, item));
-    else item.addEventListener("drop", function (dropped) {
-      dropped.preventDefault();
-      item.classList.remove("over");
-      showError(new Error(F.printable(peer.name, 60) + " is a LocalSend device: choose the files with Choose files… (dropped files go to Ferry devices)"));
-    });
+    item.append(sendForm(peer, "Send"));
     // A key to trust is one the device proved (an unverified LocalSend device's is only what it
     // claims).
     if (peer.fingerprint && peer.verified !== false) item.append(manage(peer));
