@@ -91,4 +91,20 @@ struct FIFOWriterTests {
     }
     await writer.close()
   }
+
+  @Test("a reader that will never come (the send reads a later file) ends the wait: skipped")
+  func skippedFile() async throws {
+    let first = try Self.fifo()
+    let second = try Self.fifo()
+    let sources = [first, second].map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
+    #expect(!BrowserUploads.readsPast(sources, 0))
+    // The send, in this process, opens the second file's FIFO: it skipped the first.
+    let reader = open(second, O_RDONLY | O_NONBLOCK)
+    defer { close(reader) }
+    #expect(BrowserUploads.readsPast(sources, 0))
+    #expect(!BrowserUploads.readsPast(sources, 1))
+    let writer = FIFOWriter(
+      path: first, ended: { false }, skipped: { BrowserUploads.readsPast(sources, 0) })
+    await #expect(throws: FIFOWriter.Failure.skipped) { try await writer.open() }
+  }
 }

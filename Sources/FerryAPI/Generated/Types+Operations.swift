@@ -1041,7 +1041,8 @@ package enum Operations {
     /// end). It is tried once: a file's bytes are read once. It fails when its peer is not
     /// seen within 60 s, when a file's bytes stop coming for 60 s, or when its upload is cut
     /// off (the receiver's transfer is then interrupted, never given a shortened file). At
-    /// most 4 uploads at once, each of at most 10 000 files; empty folders are created.
+    /// most 4 uploads at once (429 `busy`), one to a device (409 `busy-device`), each of at
+    /// most 10 000 files, the list within 4 MiB; empty folders are created.
     ///
     ///
     /// - Remark: HTTP `POST /v1/uploads`.
@@ -1187,7 +1188,8 @@ package enum Operations {
     /// Exactly the size the upload declared (`Content-Length`), after the files before it.
     /// Answered once the receiver has been handed the last byte: 409 when the send ended
     /// first (declined, cancelled, its peer gone), or for a file out of order or sent
-    /// before; a body cut off cancels the send.
+    /// before; a body cut off cancels the send. A file the receiver skips (it has it) is read
+    /// and dropped: 204 all the same.
     ///
     ///
     /// - Remark: HTTP `PUT /v1/uploads/{id}/files/{index}`.

@@ -37,6 +37,12 @@ final class APIEndpoints: HTTPEndpoints {
 
   /// The largest request body (a `POST /v1/sends` of 1000 long paths fits).
   static let bodyLimit = 64 * 1024
+  /// The operations that take a larger body: an upload's list of up to 10 000 files.
+  static let larger: [(method: HTTPTypes.HTTPRequest.Method, path: String, limit: Int)] = [
+    (.post, "/v1/uploads", 4 << 20)
+  ]
+  /// The bytes of gathered bodies both servers (the socket's and the page's) hold at once.
+  static let bodies = ByteBudget(8 << 20)
   /// The longest request target.
   static let targetLimit = 8 * 1024
 
@@ -76,18 +82,21 @@ final class APIEndpoints: HTTPEndpoints {
       {
         return stream(head, method: method, handler: handler, parameters: parameters, reply: reply)
       }
+      let limit =
+        Self.larger.first(where: { $0.method == method && APIRoutes.matches(path, $0.path) })?
+        .limit ?? Self.bodyLimit
       if let length = head.headers.first(name: "content-length").flatMap({ Int($0) }),
-        length > Self.bodyLimit
+        length > limit
       {
         return .answer(
           Self.answer(
-            APIProblem(413, "too-large", "a request body is at most \(Self.bodyLimit) bytes"),
+            APIProblem(413, "too-large", "a request body is at most \(limit) bytes"),
             closing: true))
       }
       return .gather(
         Call(
           handler: handler, request: Self.request(head, method: method), parameters: parameters),
-        limit: Self.bodyLimit)
+        limit: limit)
     }
   }
 

@@ -142,7 +142,8 @@ package final class APIServer: Sendable {
     channel.closeFuture.whenComplete { _ in slots.release(slot) }
     do {
       try HTTPServing.serve(
-        channel, endpoints: endpoints, address: address, slot: slot, budget: nil,
+        channel, endpoints: endpoints, address: address, slot: slot,
+        budget: APIEndpoints.bodies,
         limits: HTTPRequestStateMachine.Limits(requestDeadline: .seconds(10)),
         idleTimeout: .seconds(30))
       return channel.eventLoop.makeSucceededVoidFuture()

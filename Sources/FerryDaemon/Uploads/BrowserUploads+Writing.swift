@@ -1,5 +1,6 @@
 import Foundation
 import OpenAPIRuntime
+import Synchronization
 
 extension BrowserUploads {
   /// Passes file `index` of upload `id` — `body`, exactly its declared size — to the send, as
@@ -27,14 +28,29 @@ extension BrowserUploads {
       uploads[id] = upload
       return upload.sources[index]
     }
-    let writer = FIFOWriter(path: source) { [self] in isOver(id) }
+    // Cut: the request's connection closed, or its task was cancelled.
+    let cut = Flag()
+    let writer = FIFOWriter(
+      path: source, ended: { [self] in cut.isSet || isOver(id) },
+      skipped: { [self] in readsPast(id, index) })
     // On a task of its own, which the upload's watch cancels when the browser stalls or the
     // send ends (a body whose next bytes never come would hold the request for ever).
-    let work = Task { [self] () -> Int64 in
+    let work = Task { [self] () -> Written in
       var written: Int64 = 0
       do {
         turn(id, browser: false)
-        try await writer.open()
+        do {
+          try await writer.open()
+        } catch FIFOWriter.Failure.skipped {
+          // The receiver has this file: its bytes are read and dropped.
+          turn(id, browser: true)
+          for try await chunk in body {
+            written += Int64(chunk.count)
+            turn(id, browser: true)
+            if written > length { break }
+          }
+          return written == length ? .skipped : .cut
+        }
         turn(id, browser: true)
         for try await chunk in body {
           turn(id, browser: false)
@@ -46,22 +62,40 @@ extension BrowserUploads {
         try Task.checkCancellation()
       } catch {
         // Below: the send is stopped before the FIFO closes.
-        return -1
+        return .cut
       }
-      return written
+      return written == length ? .whole : .cut
     }
     uploads.withLock { $0[id]?.writing = work }
     let written = await withTaskCancellationHandler {
       await work.value
     } onCancel: {
+      cut.set()
       work.cancel()
     }
     uploads.withLock { $0[id]?.writing = nil }
-    guard written == length else {
+    switch written {
+    case .skipped:
+      // Skipped by the receiver: nothing to close (nobody reads it).
+      uploads.withLock { $0[id]?.state.fileDone(now: Self.now()) }
+      return
+    case .cut:
       throw await abandon(id, writer, reason: "its bytes stopped before their end")
+    case .whole:
+      break
     }
     await writer.close()
     uploads.withLock { $0[id]?.state.fileDone(now: Self.now()) }
+  }
+
+  /// How writing one file ended.
+  enum Written: Sendable {
+    /// Every byte was handed over.
+    case whole
+    /// The receiver skipped the file: its bytes were read and dropped.
+    case skipped
+    /// It did not end whole (cut off, cancelled, the send over).
+    case cut
   }
 
   /// Whose turn it is in upload `id`: the browser's (true) or the send's.
@@ -112,4 +146,15 @@ extension BrowserUploads {
       APIProblem(400, "wrong-size", "file \(index) was declared \(declared) bytes long")
     }
   }
+}
+
+/// A flag set once, from any thread.
+final class Flag: Sendable {
+  private let value = Atomic<Bool>(false)
+
+  /// Sets it.
+  func set() { value.store(true, ordering: .relaxed) }
+
+  /// Whether it was set.
+  var isSet: Bool { value.load(ordering: .relaxed) }
 }

@@ -29,9 +29,11 @@ package final class BrowserUploads: Sendable {
     let folder: URL
     /// The FIFO (or folder) of each of its files.
     let sources: [String]
+    /// Its receiver's key (hex).
+    let fingerprint: String
     var state: UploadState
-    /// The file being written (``write(_:index:body:)``): its written length, -1 when cut.
-    var writing: Task<Int64, Never>?
+    /// The file being written (``write(_:index:body:)``).
+    var writing: Task<Written, Never>?
   }
 
   let folder: URL
@@ -41,8 +43,15 @@ package final class BrowserUploads: Sendable {
   /// Uploads whose FIFOs are made in `folder` (what an earlier run left there is removed: its
   /// sends ended when it stopped), sent through `sends`.
   package init(folder: URL, sends: DaemonSends) {
-    (self.folder, self.sends) = (folder, sends)
-    try? FileManager.default.removeItem(at: folder)
+    // Named as the kernel names it (links resolved): /proc/self/fd shows the FIFOs so.
+    let parent = folder.deletingLastPathComponent()
+    let resolved = realpath(parent.path, nil).map { path in
+      defer { free(path) }
+      return URL(fileURLWithPath: String(cString: path), isDirectory: true)
+    }
+    self.folder = (resolved ?? parent).appendingPathComponent(folder.lastPathComponent)
+    self.sends = sends
+    try? FileManager.default.removeItem(at: self.folder)
   }
 
   /// Seconds on a clock that only goes forward.
@@ -51,8 +60,8 @@ package final class BrowserUploads: Sendable {
   /// Starts an upload of `request`'s files to its receiver: the send is queued (for now,
   /// tried once) and its files' bytes are then awaited in order.
   ///
-  /// - Throws: ``APIProblem``: too many uploads, bad paths or sizes, an unknown receiver, a
-  ///   LocalSend device, a full outbox.
+  /// - Throws: ``APIProblem``: too many uploads (or one to the same device under way), bad
+  ///   paths or sizes, an unknown receiver, a LocalSend device, a full outbox.
   package func start(_ request: Components.Schemas.UploadRequest) async throws(APIProblem)
     -> OutboxEntry
   {
@@ -80,20 +89,34 @@ package final class BrowserUploads: Sendable {
           + "page's own file picker")
     }
     let id = DaemonID.new()
-    let taken = uploads.withLock { uploads -> Bool in
-      guard uploads.count < Self.maximumOpen else { return false }
-      // Held while the send is made: counted against the cap from now.
+    let key = target.key.hexString
+    let refusal = uploads.withLock { uploads -> APIProblem? in
+      guard uploads.count < Self.maximumOpen else {
+        return APIProblem(
+          429, "busy", "\(Self.maximumOpen) uploads are under way: wait for one to end")
+      }
+      // One at a time to a device: sends to one peer go one after another, and an upload
+      // waiting behind another's bytes would run out of its minute. (One whose bytes all came
+      // ends soon: the next may queue behind it.)
+      guard
+        !uploads.values.contains(where: { $0.fingerprint == key && $0.state.phase != .finished })
+      else {
+        return APIProblem(
+          409, "busy-device", "an upload to this device is under way: wait for it to end")
+      }
+      // Held while the send is made: counted against the caps from now (as an upload whose
+      // bytes are still to come).
       uploads[id] = Upload(
-        folder: folder.appendingPathComponent(id), sources: [],
-        state: UploadState(items: [], now: Self.now()))
-      return true
+        folder: folder.appendingPathComponent(id), sources: [], fingerprint: key,
+        state: UploadState(items: [.init(size: 0, folder: false)], now: Self.now()))
+      return nil
     }
-    guard taken else {
-      throw APIProblem(
-        503, "busy", "\(Self.maximumOpen) uploads are under way: wait for one to end")
-    }
+    if let refusal { throw refusal }
     do {
-      let (entry, upload) = try makeSend(id, request, target: target)
+      // Thousands of mkfifo(3) and stat(2) calls: off the daemon's tasks.
+      let (entry, upload) = try await OutboxFiles.offThread { [self] () throws(APIProblem) in
+        try makeSend(id, request, target: target)
+      }
       uploads.withLock { $0[id] = upload }
       try sends.outbox.add(entry)
       sends.courier.poke()
@@ -163,7 +186,7 @@ package final class BrowserUploads: Sendable {
       files: files)
     entry.upload = true
     let upload = Upload(
-      folder: here, sources: sources,
+      folder: here, sources: sources, fingerprint: target.key.hexString,
       state: UploadState(
         items: request.files.map { .init(size: UInt64($0.size), folder: $0.folder == true) },
         now: Self.now()))
@@ -174,6 +197,29 @@ package final class BrowserUploads: Sendable {
   func discard(_ id: String) {
     let upload = uploads.withLock { $0.removeValue(forKey: id) }
     if let upload { try? FileManager.default.removeItem(at: upload.folder) }
+  }
+
+  /// Whether the send of upload `id` reads a file after `index` now — it holds that file's
+  /// FIFO open, as this process's descriptors show (`/proc/self/fd`) — so that it will never
+  /// read file `index` (its receiver skipped it: one it has already).
+  func readsPast(_ id: String, _ index: Int) -> Bool {
+    Self.readsPast(uploads.withLock({ $0[id]?.sources }) ?? [], index)
+  }
+
+  /// Whether this process holds open one of `sources` after `index`.
+  static func readsPast(_ sources: [String], _ index: Int) -> Bool {
+    guard index + 1 < sources.count else { return false }
+    let later = Set(sources[(index + 1)...])
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else {
+      return false
+    }
+    return names.contains { name in
+      guard
+        let target = try? FileManager.default.destinationOfSymbolicLink(
+          atPath: "/proc/self/fd/" + name)
+      else { return false }
+      return later.contains(target)
+    }
   }
 
   /// Whether upload `id` is over: its send ended or is being cancelled, or it was forgotten.

@@ -18,6 +18,8 @@ final class FIFOWriter: Sendable {
   enum Failure: Error, Sendable, Equatable {
     /// `ended` said so: the send is over, or the upload was abandoned.
     case ended
+    /// `skipped` said so: the send reads a later file (its receiver skipped this one).
+    case skipped
     /// The reader closed its end (the send stopped reading).
     case readerGone
     /// A system call failed, in these words.
@@ -26,13 +28,19 @@ final class FIFOWriter: Sendable {
 
   private let path: String
   private let ended: @Sendable () -> Bool
+  private let skipped: @Sendable () -> Bool
   private let queue = DispatchQueue(label: "ferry.upload-fifo")
   /// The descriptor once opened, -1 before and after; touched on `queue` only.
   private let descriptor = Mutex<Int32>(-1)
 
-  /// A writer of the FIFO at `path`, which gives up as soon as `ended` says so.
-  init(path: String, ended: @escaping @Sendable () -> Bool) {
-    (self.path, self.ended) = (path, ended)
+  /// A writer of the FIFO at `path`, which gives up as soon as `ended` says so — or, while it
+  /// waits for its reader, when `skipped` says the reader will never come (looked at twice a
+  /// second).
+  init(
+    path: String, ended: @escaping @Sendable () -> Bool,
+    skipped: @escaping @Sendable () -> Bool = { false }
+  ) {
+    (self.path, self.ended, self.skipped) = (path, ended, skipped)
   }
 
   deinit {
@@ -76,6 +84,7 @@ final class FIFOWriter: Sendable {
   /// On `queue`.
   private func openNow() throws {
     guard descriptor.withLock({ $0 }) < 0 else { return }
+    var tries = 0
     while true {
       let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
       if fd >= 0 {
@@ -87,6 +96,8 @@ final class FIFOWriter: Sendable {
       case ENXIO:
         // No reader yet: the send has not come to this file (a person may be deciding).
         if ended() { throw Failure.ended }
+        tries += 1
+        if tries % 10 == 0, skipped() { throw Failure.skipped }
         usleep(50_000)
       case let code: throw Failure.failed(String(cString: strerror(code)))
       }

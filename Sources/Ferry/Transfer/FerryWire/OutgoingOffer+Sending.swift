@@ -162,6 +162,9 @@ extension OutgoingOffer {
         continue
       }
       guard case .bytes(var bytes) = read else { break }
+      // Read from the stream is gone from it: said before the link may drop under the frame
+      // that carries it, so that a retry never offers the rest as the whole.
+      if position == 0 { state.withLock { $0.machine.sent(index, 0..<0) } }
       let count = bytes.readableBytes
       guard ResourceMessage.maximumFileSize - position >= UInt64(count) else {
         throw readFailure(index, "\(urls[index].path): longer than a file may be (2^62 bytes)")

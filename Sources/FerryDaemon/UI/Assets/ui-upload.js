@@ -10,11 +10,17 @@ const FerryUpload = (function () {
   /** The most files one upload holds (the daemon's limit). */
   const maximumFiles = 10000;
 
+  /** How deep a dropped folder is walked (a path has at most 4096 bytes anyway). */
+  const maximumDepth = 256;
+
   /** A dropped entry's files and empty folders, walked (FileSystemEntry), each as
-      { path, file } or { path, folder: true }, into `out`. */
-  async function walk(entry, prefix, out) {
+      { path, file } or { path, folder: true }, into `out`: past maximumFiles entries, or
+      maximumDepth folders deep, the walk stops with one entry too many (which `send`
+      refuses). */
+  async function walk(entry, prefix, out, depth) {
     const path = prefix ? prefix + "/" + entry.name : entry.name;
     if (out.length > maximumFiles) return;
+    if ((depth || 0) > maximumDepth) throw new Error("A folder more than " + maximumDepth + " folders deep cannot be sent.");
     if (entry.isFile) {
       const file = await new Promise(function (resolve, reject) { entry.file(resolve, reject); });
       out.push({ path: path, file: file });
@@ -35,7 +41,7 @@ const FerryUpload = (function () {
       return;
     }
     children.sort(function (a, b) { return a.name < b.name ? -1 : a.name > b.name ? 1 : 0; });
-    for (const child of children) await walk(child, path, out);
+    for (const child of children) await walk(child, path, out, (depth || 0) + 1);
   }
 
   /** What a drop holds. The entries are taken during the drop event itself (the browser
@@ -46,8 +52,10 @@ const FerryUpload = (function () {
     const items = transfer.items ? Array.from(transfer.items) : [];
     for (const item of items) {
       if (item.kind !== "file") continue;
+      // A folder is walked by its entry; a file is taken as it is (under its folder's path when
+      // it has one: the files a folder's dialog chose).
       const entry = typeof item.webkitGetAsEntry === "function" ? item.webkitGetAsEntry() : null;
-      entries.push(entry ? { entry: entry } : { file: item.getAsFile() });
+      entries.push({ entry: entry, file: item.getAsFile() });
     }
     if (items.length === 0 && transfer.files) {
       Array.from(transfer.files).forEach(function (file) { entries.push({ file: file }); });
@@ -55,8 +63,9 @@ const FerryUpload = (function () {
     return async function () {
       const out = [];
       for (const one of entries) {
-        if (one.entry) await walk(one.entry, "", out);
+        if (one.entry && one.entry.isDirectory) await walk(one.entry, "", out, 0);
         else if (one.file) out.push({ path: relative(one.file), file: one.file });
+        else throw new Error("Something dropped could not be read as a file (a link to a web page, say).");
       }
       return out;
     };
@@ -90,9 +99,15 @@ const FerryUpload = (function () {
     if (items.length > maximumFiles) throw new Error("That is more than " + maximumFiles.toLocaleString("en") + " files: send fewer at a time.");
     const created = await api("/uploads", { method: "POST", body: JSON.stringify(request(to, items)) });
     started(created);
-    for (let index = 0; index < items.length; index++) {
-      if (items[index].folder) continue;
-      await put("/uploads/" + encodeURIComponent(created.id) + "/files/" + index, items[index].file);
+    try {
+      for (let index = 0; index < items.length; index++) {
+        if (items[index].folder) continue;
+        await put("/uploads/" + encodeURIComponent(created.id) + "/files/" + index, items[index].file);
+      }
+    } catch (error) {
+      // A file the browser could not read, say: the send is not left waiting for it.
+      await api("/sends/" + encodeURIComponent(created.id), { method: "DELETE" }).catch(function () {});
+      throw error;
     }
     return created;
   }
