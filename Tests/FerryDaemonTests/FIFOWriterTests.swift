@@ -96,15 +96,15 @@ struct FIFOWriterTests {
   func skippedFile() async throws {
     let first = try Self.fifo()
     let second = try Self.fifo()
-    let sources = [first, second].map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
-    #expect(!BrowserUploads.readsPast(sources, 0))
+    let later: Set = [URL(fileURLWithPath: second).resolvingSymlinksInPath().path]
+    #expect(!BrowserUploads.holdsOpen(later))
     // The send, in this process, opens the second file's FIFO: it skipped the first.
     let reader = open(second, O_RDONLY | O_NONBLOCK)
     defer { close(reader) }
-    #expect(BrowserUploads.readsPast(sources, 0))
-    #expect(!BrowserUploads.readsPast(sources, 1))
+    #expect(BrowserUploads.holdsOpen(later))
+    #expect(!BrowserUploads.holdsOpen([first]))
     let writer = FIFOWriter(
-      path: first, ended: { false }, skipped: { BrowserUploads.readsPast(sources, 0) })
+      path: first, ended: { false }, skipped: { BrowserUploads.holdsOpen(later) })
     await #expect(throws: FIFOWriter.Failure.skipped) { try await writer.open() }
   }
 }

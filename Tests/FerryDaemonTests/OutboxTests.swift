@@ -217,4 +217,31 @@ struct OutboxTests {
     #expect(again.all.map(\.state.word) == ["failed", "failed"])
     #expect(ended.withLock { $0 } == ["failed", "failed"])
   }
+
+  @Test(
+    "a send for now waits its turn behind another to its peer that is under way, past its minute"
+  )
+  func nowWaitsItsTurn() throws {
+    let outbox = Outbox(folder: Self.folder(), keepEnded: 86_400) { _ in }
+    let first = Self.entry()
+    try outbox.add(first)
+    outbox.update(first.id) {
+      $0.state = .delivering(since: Date())
+      return true
+    }
+    var now = OutboxEntry(
+      id: DaemonID.new(), to: "peer", fingerprint: first.fingerprint, byKey: true,
+      carrier: .ferry, paths: ["/y"], when: .now, created: Date(),
+      expires: Date(timeIntervalSinceNow: 60), files: first.files)
+    now.upload = true
+    try outbox.add(now)
+    _ = outbox.expire(now: Date(timeIntervalSinceNow: 120))
+    #expect(outbox.entry(now.id)?.state.word == "queued")
+    outbox.update(first.id) {
+      $0.state = .delivered(at: Date())
+      return true
+    }
+    _ = outbox.expire(now: Date(timeIntervalSinceNow: 120))
+    #expect(outbox.entry(now.id)?.state.word == "failed")
+  }
 }

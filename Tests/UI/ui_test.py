@@ -881,9 +881,16 @@ def test_guards(daemon):
           "ferry ui --no-start without a daemon: exit 2, in words (%s)" % off.stderr.strip()[:120])
 
 
-def test_starts_daemon():
+def test_starts_daemon(port_taken=False):
     """`ferry ui` where no daemon runs (a person clicking the menu entry): it starts one in the
-    background, and its link works."""
+    background, and its link works; it answers LocalSend apps too — unless their port is taken
+    (a LocalSend app on this machine), and then it runs all the same, without them."""
+    holder = None
+    if port_taken:
+        holder = socket.socket()
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(("0.0.0.0", 53317))
+        holder.listen(1)
     base = tempfile.mkdtemp(prefix="fresh-", dir=WORK)
     home = os.path.join(base, "home")
     downloads = os.path.join(base, "Downloads")
@@ -910,7 +917,18 @@ def test_starts_daemon():
         check(json.loads(status.stdout)["receiving"]["dir"] == downloads,
               "with no dir in the config it receives into ~/Downloads")
         check(os.path.exists(os.path.join(home, "daemon.log")), "its output goes to daemon.log")
+        protocols = json.loads(status.stdout)["protocols"]
+        if port_taken:
+            with open(os.path.join(home, "daemon.log")) as f:
+                said = "not answering LocalSend apps" in f.read()
+            check(protocols == ["ferry"] and said,
+                  "LocalSend's port taken: it runs without LocalSend, and says so in its log (%s)" % protocols)
+        else:
+            check("localsend" in protocols and json.loads(status.stdout)["ports"].get("localsend") == 53317,
+                  "it answers LocalSend apps too, with no config saying otherwise (%s)" % protocols)
     finally:
+        if holder is not None:
+            holder.close()
         # The daemon it started, ended by its pid (it runs in a session of its own).
         os.kill(pid, signal.SIGTERM)
         wait_for(lambda: not os.path.exists("/proc/%d" % pid) or
@@ -922,6 +940,7 @@ def main():
     try:
         test_guards(daemon)
         test_starts_daemon()
+        test_starts_daemon(port_taken=True)
         test_page(daemon, Chromium)
         test_page(daemon, Firefox)
     finally:

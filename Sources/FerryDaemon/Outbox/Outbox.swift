@@ -161,8 +161,18 @@ package final class Outbox: Sendable {
   /// (`when: now`); forgets ended ones listed long enough. Returns when to look again (nil:
   /// nothing waits).
   package func expire(now: Date = Date()) -> Date? {
+    // The peers being delivered to now: a send for now waiting behind another to its peer
+    // waits its turn (its peer is in sight), however long that takes.
+    let busy = Set(
+      all.filter {
+        if case .delivering = $0.state { return true }
+        return false
+      }.map { "\($0.carrier.rawValue):\($0.fingerprint)" })
     for entry in all where entry.expires <= now {
       guard case .queued = entry.state else { continue }
+      if entry.when == .now, busy.contains("\(entry.carrier.rawValue):\(entry.fingerprint)") {
+        continue
+      }
       update(entry.id) { entry in
         // Only a send still waiting expires (one that began meanwhile is under way).
         guard case .queued = entry.state, entry.expires <= now else { return false }

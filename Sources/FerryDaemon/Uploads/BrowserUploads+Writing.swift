@@ -32,7 +32,7 @@ extension BrowserUploads {
     let cut = Flag()
     let writer = FIFOWriter(
       path: source, ended: { [self] in cut.isSet || isOver(id) },
-      skipped: { [self] in readsPast(id, index) })
+      skipped: readsPast(id, index))
     // On a task of its own, which the upload's watch cancels when the browser stalls or the
     // send ends (a body whose next bytes never come would hold the request for ever).
     let work = Task { [self] () -> Written in
@@ -80,6 +80,15 @@ extension BrowserUploads {
       uploads.withLock { $0[id]?.state.fileDone(now: Self.now()) }
       return
     case .cut:
+      // The send ended delivered with this file settled: skipped by its receiver, the last of
+      // those it skipped (no later file to show it) — the browser is told all is well.
+      if let entry = sends.outbox.entry(id), case .delivered = entry.state,
+        entry.files.indices.contains(index), entry.files[index].isSettled
+      {
+        await writer.close()
+        uploads.withLock { $0[id]?.state.fileDone(now: Self.now()) }
+        return
+      }
       throw await abandon(id, writer, reason: "its bytes stopped before their end")
     case .whole:
       break

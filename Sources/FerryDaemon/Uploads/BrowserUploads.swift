@@ -195,22 +195,30 @@ package final class BrowserUploads: Sendable {
 
   /// Forgets upload `id` and removes its FIFOs.
   func discard(_ id: String) {
-    let upload = uploads.withLock { $0.removeValue(forKey: id) }
-    if let upload { try? FileManager.default.removeItem(at: upload.folder) }
+    guard let folder = uploads.withLock({ $0.removeValue(forKey: id) })?.folder else { return }
+    // Up to 10 000 unlinks: on a thread of their own, not the daemon's tasks.
+    Thread.detachNewThread { try? FileManager.default.removeItem(at: folder) }
   }
 
   /// Whether the send of upload `id` reads a file after `index` now — it holds that file's
   /// FIFO open, as this process's descriptors show (`/proc/self/fd`) — so that it will never
-  /// read file `index` (its receiver skipped it: one it has already).
-  func readsPast(_ id: String, _ index: Int) -> Bool {
-    Self.readsPast(uploads.withLock({ $0[id]?.sources }) ?? [], index)
+  /// read file `index` (its receiver skipped it: one it has already). The paths are taken once.
+  func readsPast(_ id: String, _ index: Int) -> @Sendable () -> Bool {
+    let later = uploads.withLock { uploads -> Set<String> in
+      guard let upload = uploads[id] else { return [] }
+      // FIFOs only: the daemon itself looks into an empty folder's directory (to check it).
+      return Set(
+        upload.sources.indices.filter { $0 > index && !upload.state.items[$0].folder }
+          .map { upload.sources[$0] })
+    }
+    return { Self.holdsOpen(later) }
   }
 
-  /// Whether this process holds open one of `sources` after `index`.
-  static func readsPast(_ sources: [String], _ index: Int) -> Bool {
-    guard index + 1 < sources.count else { return false }
-    let later = Set(sources[(index + 1)...])
-    guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else {
+  /// Whether this process holds open one of `later` (paths as the kernel names them).
+  static func holdsOpen(_ later: Set<String>) -> Bool {
+    guard !later.isEmpty,
+      let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")
+    else {
       return false
     }
     return names.contains { name in

@@ -161,10 +161,11 @@ extension OutgoingOffer {
         try await inFlight.submitNow(link: link, channel: channel)
         continue
       }
-      guard case .bytes(var bytes) = read else { break }
-      // Read from the stream is gone from it: said before the link may drop under the frame
-      // that carries it, so that a retry never offers the rest as the whole.
+      // What was read from the stream (bytes, or its end) is gone from it: said before the
+      // link may drop under the frame that carries it, so that a retry never offers the rest
+      // as the whole, nor waits for an end that was read already.
       if position == 0 { state.withLock { $0.machine.sent(index, 0..<0) } }
+      guard case .bytes(var bytes) = read else { break }
       let count = bytes.readableBytes
       guard ResourceMessage.maximumFileSize - position >= UInt64(count) else {
         throw readFailure(index, "\(urls[index].path): longer than a file may be (2^62 bytes)")

@@ -51,6 +51,14 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
     completion: .file())
   var socket: String?
 
+  @Flag(
+    name: .customLong("localsend"),
+    help: ArgumentHelp(
+      "Also answer LocalSend apps (phones, Windows, macOS) when the config does not say "
+        + "localsend = false: on its port if it is free, else without them (said once). "
+        + "'ferry ui' starts a daemon so."))
+  var localSendIfFree = false
+
   @Option(
     name: .customLong("ui-port"),
     help: ArgumentHelp(
@@ -85,7 +93,11 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
     } catch {
       throw CLIFailure(status: .usage, message: "\(error)", code: .cannotListen)
     }
-    let settings = try ReceiveSettings(ReceiveCommand.parse([]), config: config, canAsk: true)
+    // --localsend: LocalSend too, unless the config says no — and only if its port is free.
+    let optionalLocalSend = localSendIfFree && config.localsend == nil
+    let settings = try ReceiveSettings(
+      ReceiveCommand.parse(optionalLocalSend ? ["--localsend"] : []), config: config,
+      canAsk: true)
     let folder = try ReceiveDestination(
       settings.dir, create: settings.mkdir, origin: settings.dirOrigin)
     let knownPeers = KnownPeers()
@@ -104,19 +116,20 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
       )
     }
     let sendReporter = SendReporter(output: output, bar: ProgressBar(enabled: false))
+    let front = try await DaemonFrontEnds.start(
+      settings: settings, identity: identity, knownPeers: knownPeers, output: output,
+      localSendOptional: optionalLocalSend)
     let daemon = Daemon(
       Daemon.Configuration(
         identity: identity, name: settings.name, serviceType: settings.service,
         knownPeers: knownPeers, home: FerryHome.defaultDirectory, socket: socket,
         outboxDays: config.daemon.outboxDays, historyLimit: config.daemon.history,
-        notify: config.daemon.notify, localSend: settings.localsend, domains: config.domains,
+        notify: config.daemon.notify, localSend: front.localSend != nil, domains: config.domains,
         uiPorts: uiPorts, policy: policy, receiveFolder: folder.url.path),
       events: log, sendEvents: sendReporter.report,
       outboxEvents: { [output] event in DaemonReporter.report(event, to: output) },
       questionEvents: { [output] change in DaemonReporter.report(change, to: output) },
       aroundEvents: { [output] change in DaemonReporter.report(change, to: output) })
-    let front = try await DaemonFrontEnds.start(
-      settings: settings, identity: identity, knownPeers: knownPeers, output: output)
     let receiver = Receiver(
       Receiver.Configuration(
         options: ReceiveOptions(

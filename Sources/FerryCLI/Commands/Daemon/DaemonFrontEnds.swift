@@ -14,11 +14,14 @@ struct DaemonFrontEnds: Sendable {
     [.ferry(session, advertiser)] + (localSend.map { [$0.frontEnd] } ?? [])
   }
 
-  /// Starts them.
+  /// Starts them. `localSendOptional`: LocalSend was asked for by `--localsend`, not the
+  /// config — when its port cannot be had (a LocalSend app here), the daemon runs without it,
+  /// and says so.
   ///
   /// - Throws: ``CLIFailure`` when the port cannot be listened on, or the name is wrong.
   static func start(
-    settings: ReceiveSettings, identity: Identity, knownPeers: KnownPeers, output: EventWriter
+    settings: ReceiveSettings, identity: Identity, knownPeers: KnownPeers, output: EventWriter,
+    localSendOptional: Bool = false
   ) async throws(CLIFailure) -> DaemonFrontEnds {
     let session: Session
     let advertiser: Advertiser
@@ -34,11 +37,17 @@ struct DaemonFrontEnds: Sendable {
     } catch {
       throw CLIFailure(status: .usage, message: "\(error)", code: .invalidName)
     }
-    let localSend =
-      settings.localsend
-      ? try await LocalSendReceiving.start(
-        ReceiveCommand.defaultLocalSendOptions, identity: identity,
-        displayName: settings.name, output: output) : nil
+    var localSend: LocalSendReceiving?
+    if settings.localsend {
+      do throws(CLIFailure) {
+        localSend = try await LocalSendReceiving.start(
+          ReceiveCommand.defaultLocalSendOptions, identity: identity,
+          displayName: settings.name, output: output)
+      } catch {
+        guard localSendOptional else { throw error }
+        output.note("ferry daemon: not answering LocalSend apps: \(error.message)")
+      }
+    }
     do {
       let preferred = settings.port == 0 ? LastPort.read() : nil
       LastPort.record(try await advertiser.listen(preferring: preferred), preferred: preferred)

@@ -35,7 +35,9 @@ enum DaemonStarter {
     let me =
       (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
       ?? CommandLine.arguments[0]
-    var arguments = [me, "daemon"]
+    // LocalSend too (phones and other computers), unless the config says no or its port is
+    // taken: a person who never opens a terminal has no other way to turn it on.
+    var arguments = [me, "daemon", "--localsend"]
     if let socket { arguments += ["--socket", socket] }
     let process = Process()
     if let setsid = DesktopOpener.executable("setsid") {
