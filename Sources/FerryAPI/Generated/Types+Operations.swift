@@ -1039,9 +1039,10 @@ package enum Operations {
     /// send for now to a Ferry peer around (`to` as for `POST /v1/sends`), listed and cancelled
     /// with the sends; its receiver is offered each file as a stream (its size known at its
     /// end). It is tried once: a file's bytes are read once. It fails when its peer is not
-    /// seen within 60 s, when a file's bytes stop coming for 60 s, or when its upload is cut
-    /// off (the receiver's transfer is then interrupted, never given a shortened file). At
-    /// most 4 uploads at once (429 `busy`), one to a device (409 `busy-device`), each of at
+    /// seen within 60 s, and is cancelled when a file's bytes stop coming for 60 s or its
+    /// upload is cut off (the receiver's transfer is then interrupted, never given a
+    /// shortened file). At most 4 uploads at once (429 `busy`), one whose bytes are still
+    /// coming to a device (409 `busy-device`), each of at
     /// most 10 000 files, the list within 4 MiB; empty folders are created.
     ///
     ///

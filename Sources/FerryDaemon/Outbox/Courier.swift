@@ -269,7 +269,9 @@ package final class Courier: Sendable {
   /// them (or a new send).
   private func keepTime() async {
     while !Task.isCancelled {
-      let next = outbox.expire()
+      // A peer whose task runs is busy even between two of its sends (the next is looked at
+      // before it is marked under way).
+      let next = outbox.expire(busy: running.withLock { $0.peers })
       for fingerprint in outbox.dueFingerprints() {
         if !outbox.due(for: fingerprint, carrier: .ferry).isEmpty, peer(fingerprint) != nil {
           start(fingerprint, carrier: .ferry)

@@ -158,12 +158,14 @@ package final class Outbox: Sendable {
   }
 
   /// Ends the sends whose time is up: expired (`when: seen`), or failed for want of their peer
-  /// (`when: now`); forgets ended ones listed long enough. Returns when to look again (nil:
+  /// (`when: now`) — but for one whose peer is being delivered to (`busy`, and any send under
+  /// way); forgets ended ones listed long enough. Returns when to look again (nil:
   /// nothing waits).
-  package func expire(now: Date = Date()) -> Date? {
-    // The peers being delivered to now: a send for now waiting behind another to its peer
-    // waits its turn (its peer is in sight), however long that takes.
-    let busy = Set(
+  package func expire(now: Date = Date(), busy working: Set<String> = []) -> Date? {
+    // The peers being delivered to now (`carrier:fingerprint`: a send under way, or the
+    // courier's task for that peer between two sends): a send for now waiting behind another
+    // to its peer waits its turn (its peer is in sight), however long that takes.
+    let busy = working.union(
       all.filter {
         if case .delivering = $0.state { return true }
         return false

@@ -95,9 +95,9 @@ package final class BrowserUploads: Sendable {
         return APIProblem(
           429, "busy", "\(Self.maximumOpen) uploads are under way: wait for one to end")
       }
-      // One at a time to a device: sends to one peer go one after another, and an upload
-      // waiting behind another's bytes would run out of its minute. (One whose bytes all came
-      // ends soon: the next may queue behind it.)
+      // One at a time to a device: sends to one peer go one after another, so a second
+      // upload would hold its browser's request open behind the first's. (One whose bytes all
+      // came ends soon: the next may queue behind it.)
       guard
         !uploads.values.contains(where: { $0.fingerprint == key && $0.state.phase != .finished })
       else {

@@ -54,9 +54,9 @@ struct DaemonCommand: LoggingCommand, AsyncParsableCommand {
   @Flag(
     name: .customLong("localsend"),
     help: ArgumentHelp(
-      "Also answer LocalSend apps (phones, Windows, macOS) when the config does not say "
-        + "localsend = false: on its port if it is free, else without them (said once). "
-        + "'ferry ui' starts a daemon so."))
+      "Also answer LocalSend apps (phones, Windows, macOS) when the config has no localsend "
+        + "key: on their port if it is free, else without them (said once). 'ferry ui' starts "
+        + "a daemon so."))
   var localSendIfFree = false
 
   @Option(
