@@ -20,7 +20,7 @@ struct APIRoutesTests {
   @Test("a template's parameter takes one non-empty segment")
   func parameters() throws {
     let routes = try Self.routes()
-    guard case .found(_, let parameters) = routes.match(method: .get, path: "/v1/sends/abc")
+    guard case .found(_, let parameters, _) = routes.match(method: .get, path: "/v1/sends/abc")
     else {
       Issue.record("no match")
       return

@@ -6,10 +6,10 @@ import OpenAPIRuntime
 import Synchronization
 
 /// The control API's requests on one server (``APIServer``): each request's body gathered (at
-/// most ``APIEndpoints/bodyLimit``) — or, for an operation that takes a file
-/// (``APIEndpoints/streamed``), fed to it as it comes (``StreamedBody``) — then handed to its
-/// generated operation on a task of its own, whose answer is written whole — or, for a body of unknown length (the event stream),
-/// as it comes (``APIStreamWriter``). A request whose connection closes has its task
+/// most ``APIEndpoints/bodyLimit``, or what ``APIEndpoints/bodies`` says of its operation) —
+/// or, for an operation that takes a file, fed to it as it comes (``StreamedBody``) — then
+/// handed to its generated operation on a task of its own, whose answer is written whole — or,
+/// for a body of unknown length (the event stream), as it comes (``APIStreamWriter``). A request whose connection closes has its task
 /// cancelled. Errors become the API's JSON `Error`: a request the generated code cannot read is
 /// a 400, never a 500. Called on the connection's event loop.
 final class APIEndpoints: HTTPEndpoints {
@@ -37,12 +37,23 @@ final class APIEndpoints: HTTPEndpoints {
 
   /// The largest request body (a `POST /v1/sends` of 1000 long paths fits).
   static let bodyLimit = 64 * 1024
-  /// The operations that take a larger body: an upload's list of up to 10 000 files.
-  static let larger: [(method: HTTPTypes.HTTPRequest.Method, path: String, limit: Int)] = [
-    (.post, "/v1/uploads", 4 << 20)
+
+  /// How an operation takes its body, when not gathered within ``bodyLimit``.
+  enum Body {
+    /// Gathered, up to this many bytes.
+    case gathered(limit: Int)
+    /// Handed over as it comes, exactly its `Content-Length` (``StreamedBody``).
+    case streamed
+  }
+
+  /// The operations (`METHOD template`) whose body is not the usual: an upload's list of up to
+  /// 10 000 files, and a browser's file.
+  static let bodies: [String: Body] = [
+    "POST /v1/uploads": .gathered(limit: 4 << 20),
+    "PUT /v1/uploads/{id}/files/{index}": .streamed,
   ]
   /// The bytes of gathered bodies both servers (the socket's and the page's) hold at once.
-  static let bodies = ByteBudget(8 << 20)
+  static let held = ByteBudget(8 << 20)
   /// The longest request target.
   static let targetLimit = 8 * 1024
 
@@ -77,14 +88,16 @@ final class APIEndpoints: HTTPEndpoints {
             405, "method-not-allowed",
             "\(path) answers \(allowed.joined(separator: ", ")), not \(method.rawValue)"),
           headers: [("allow", allowed.joined(separator: ", "))]))
-    case .found(let handler, let parameters):
-      if Self.streamed.contains(where: { $0.method == method && APIRoutes.matches(path, $0.path) })
-      {
+    case .found(let handler, let parameters, let template):
+      var limit = Self.bodyLimit
+      switch Self.bodies["\(method.rawValue) \(template)"] {
+      case .streamed:
         return stream(head, method: method, handler: handler, parameters: parameters, reply: reply)
+      case .gathered(let larger):
+        limit = larger
+      case nil:
+        break
       }
-      let limit =
-        Self.larger.first(where: { $0.method == method && APIRoutes.matches(path, $0.path) })?
-        .limit ?? Self.bodyLimit
       if let length = head.headers.first(name: "content-length").flatMap({ Int($0) }),
         length > limit
       {
@@ -99,11 +112,6 @@ final class APIEndpoints: HTTPEndpoints {
         limit: limit)
     }
   }
-
-  /// The operations whose body is handed over as it comes, not gathered: a browser's file.
-  static let streamed: [(method: HTTPTypes.HTTPRequest.Method, path: String)] = [
-    (.put, "/v1/uploads/{id}/files/{index}")
-  ]
 
   /// The request as the generated code takes it.
   private static func request(_ head: HTTPRequestHead, method: HTTPTypes.HTTPRequest.Method)

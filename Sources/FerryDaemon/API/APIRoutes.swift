@@ -23,14 +23,16 @@ package final class APIRoutes: ServerTransport, Sendable {
 
   private struct Route: Sendable {
     let method: HTTPTypes.HTTPRequest.Method
+    /// Its template as registered (`/v1/sends/{id}`).
+    let path: String
     let segments: [Segment]
     let handler: Handler
   }
 
   /// What a request's method and path find.
   package enum Match: Sendable {
-    /// This handler, with these path parameters.
-    case found(Handler, [String: Substring])
+    /// This handler, with these path parameters, found by this template.
+    case found(Handler, [String: Substring], template: String)
     /// The path exists, not for this method: these are.
     case wrongMethod(allowed: [String])
     /// Nothing is at the path.
@@ -47,7 +49,8 @@ package final class APIRoutes: ServerTransport, Sendable {
   package func register(
     _ handler: @escaping Handler, method: HTTPTypes.HTTPRequest.Method, path: String
   ) throws {
-    let route = Route(method: method, segments: Self.template(path), handler: handler)
+    let route = Route(
+      method: method, path: path, segments: Self.template(path), handler: handler)
     routes.withLock { $0.append(route) }
   }
 
@@ -75,15 +78,12 @@ package final class APIRoutes: ServerTransport, Sendable {
     var allowed: [String] = []
     for route in routes.withLock({ $0 }) {
       guard let parameters = Self.parameters(segments, route.segments) else { continue }
-      if route.method == method { return .found(route.handler, parameters) }
+      if route.method == method {
+        return .found(route.handler, parameters, template: route.path)
+      }
       allowed.append(route.method.rawValue)
     }
     return allowed.isEmpty ? .notFound : .wrongMethod(allowed: allowed)
-  }
-
-  /// Whether `path` (a request's) matches `template` (a route's, with `{name}` segments).
-  static func matches(_ path: Substring, _ template: String) -> Bool {
-    parameters(segments(path), Self.template(template)) != nil
   }
 
   /// The parameters of `segments` matched against `template`, nil when it does not match.

@@ -143,7 +143,7 @@ package final class APIServer: Sendable {
     do {
       try HTTPServing.serve(
         channel, endpoints: endpoints, address: address, slot: slot,
-        budget: APIEndpoints.bodies,
+        budget: APIEndpoints.held,
         limits: HTTPRequestStateMachine.Limits(requestDeadline: .seconds(10)),
         idleTimeout: .seconds(30))
       return channel.eventLoop.makeSucceededVoidFuture()

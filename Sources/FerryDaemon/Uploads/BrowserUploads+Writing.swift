@@ -74,25 +74,16 @@ extension BrowserUploads {
       work.cancel()
     }
     uploads.withLock { $0[id]?.writing = nil }
-    switch written {
-    case .skipped:
-      // Skipped by the receiver: nothing to close (nobody reads it).
-      uploads.withLock { $0[id]?.state.fileDone(now: Self.now()) }
-      return
-    case .cut:
-      // The send ended delivered with this file settled: skipped by its receiver, the last of
-      // those it skipped (no later file to show it) — the browser is told all is well.
-      if let entry = sends.outbox.entry(id), case .delivered = entry.state,
+    if written == .cut {
+      // Unless the send ended delivered with this file settled: skipped by its receiver, the
+      // last of those it skipped (no later file to show it) — the browser is told all is well.
+      guard let entry = sends.outbox.entry(id), case .delivered = entry.state,
         entry.files.indices.contains(index), entry.files[index].isSettled
-      {
-        await writer.close()
-        uploads.withLock { $0[id]?.state.fileDone(now: Self.now()) }
-        return
+      else {
+        throw await abandon(id, writer, reason: "its bytes stopped before their end")
       }
-      throw await abandon(id, writer, reason: "its bytes stopped before their end")
-    case .whole:
-      break
     }
+    // Written whole, or skipped by the receiver (the FIFO never opened: nothing to close).
     await writer.close()
     uploads.withLock { $0[id]?.state.fileDone(now: Self.now()) }
   }
