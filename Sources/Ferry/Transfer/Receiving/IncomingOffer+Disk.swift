@@ -59,10 +59,14 @@ extension IncomingOffer {
   func land(_ index: Int, digest: [UInt8]?, _ actions: inout [Machine.Action]) {
     let landing = disk.land(
       index, digest: digest, slots: machine.slots, options: machine.options
-    ) { [self] landing in
+    ) { [self] outcomes in
       // Back on the executor.
-      self.noteLanded(index, landing)
-      self.run { $0.landed(index, landing, into: &$1) }
+      self.asOneTurn {
+        for (index, landing) in outcomes {
+          self.noteLanded(index, landing)
+          self.run { $0.landed(index, landing, into: &$1) }
+        }
+      }
     }
     guard let landing else { return }
     noteLanded(index, landing)

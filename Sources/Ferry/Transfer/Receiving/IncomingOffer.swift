@@ -208,6 +208,16 @@ package final class IncomingOffer: @unchecked Sendable {
     if !inTurn { yieldEvents() }
   }
 
+  /// Runs `body` as one turn of the executor: the events it emits are yielded together at its
+  /// end. On the executor.
+  func asOneTurn(_ body: () -> Void) {
+    let outer = inTurn
+    inTurn = true
+    body()
+    inTurn = outer
+    if !outer { yieldEvents() }
+  }
+
   /// Queues `event` for the application, yielded at the end of the executor's turn. On the
   /// executor.
   func emit(_ event: ResourceEvent) {

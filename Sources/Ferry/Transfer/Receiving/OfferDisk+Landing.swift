@@ -3,38 +3,29 @@ import Dispatch
 import Foundation
 
 /// Landing files: each complete file's staging file settled against its digest and placed
-/// under the destination — beside the offer's executor, a few at once, so that receiving the
-/// next files does not wait for the kernel's work on the last ones.
+/// under the destination — beside the offer's executor (``LandingLane``), so that receiving
+/// the next files does not wait for the kernel's work on the last ones.
 extension OfferDisk {
-  /// How many of one offer's files land beside its executor at once; the next one lands on
-  /// the executor itself. Bounds the descriptors an offer holds open.
-  static let landingAtOnce = 4
-
-  /// Lands file `index` (of `slots`; its end came with `digest`) into `options`: beside the
-  /// executor while fewer than ``landingAtOnce`` of this offer's files land there — nil is
-  /// returned, and `landedBeside` hears how it came out, on the executor — else at once: how it
+  /// Lands file `index` (of `slots`; its end came with `digest`) into `options`: handed to the
+  /// offer's ``LandingLane`` — nil is returned, and `landedBeside` hears, on the executor, how
+  /// it and the files landed with it came out — unless the process already holds
+  /// ``LandingLane/heldAtMost`` files waiting to land, in which case it lands at once: how it
   /// came out. On the executor.
   func land(
     _ index: Int, digest: [UInt8]?, slots: [FileSlot], options: ReceiveOptions?,
-    landedBeside: @escaping @Sendable (Machine.Landing) -> Void
+    landedBeside: @escaping @Sendable ([(index: Int, landing: Machine.Landing)]) -> Void
   ) -> Machine.Landing? {
     guard let file = files.removeValue(forKey: index), let staging, let options else {
       return .failed("its staging file is not open")
     }
     let lander = Lander(
       staging: staging, options: options, sender: sender.bytes, slot: slots[index])
-    guard landingBeside < Self.landingAtOnce else {
+    guard LandingLane.hold() else {
       return lander.land(file, digest: digest)
     }
-    landingBeside += 1
-    let handed = HandedFile(file: file)
-    executor.runBeside { [self] in
-      let landing = lander.land(handed.file, digest: digest)
-      self.executor.run {
-        self.landingBeside -= 1
-        landedBeside(landing)
-      }
-    }
+    lane.hand(
+      LandingLane.Job(index: index, file: file, lander: lander, digest: digest),
+      executor: executor, landed: landedBeside)
     return nil
   }
 
@@ -57,12 +48,6 @@ extension OfferDisk {
 
   /// How many small files are placed between two early write-backs.
   static let writeBackStep = 2048
-}
-
-/// A staged file handed whole to the thread that lands it: the executor forgot it first
-/// (``OfferDisk/files``), so one thread at a time uses it.
-private struct HandedFile: @unchecked Sendable {
-  let file: StagedFile
 }
 
 /// What landing one file needs, copied from the offer: usable on any thread.

@@ -33,10 +33,10 @@ final class OfferDisk: @unchecked Sendable {
   // Executor-confined.
   var staging: StagingArea?
   /// The staged files open now (those landing beside the executor are not: they were handed
-  /// over).
+  /// over to ``lane``).
   var files: [Int: StagedFile] = [:]
-  /// How many of this offer's files land beside the executor now.
-  var landingBeside = 0
+  /// Where this offer's complete files land, in order, beside the executor.
+  let lane = LandingLane()
 
   init(
     sender: Fingerprint, offered: [TransferFile], checksum: ChecksumAlgorithm, resumes: Bool,
