@@ -39,6 +39,24 @@ struct EventRecordTests {
     #expect(Event.addressFields == ["ip", "family", "interface"])
   }
 
+  @Test("a file-done record's spelled-out fields are the ones its properties encode to")
+  func fileDoneSpelledOut() {
+    let records = [
+      FileDone(
+        received: "a/b \u{7}.txt", from: "desk", status: "stored",
+        digest: FileDigest(.sha256, [UInt8](repeating: 0xAB, count: 32)), saved: "/x/a/b"),
+      FileDone(
+        received: "é", from: "p", status: "skipped",
+        digest: FileDigest(.xxh3, [UInt8](repeating: 1, count: 16)), saved: nil),
+      FileDone(received: "z", from: "p", status: "skipped", digest: nil, saved: "-"),
+    ]
+    for record in records {
+      let encoded = JSONValueEncoder.encode(record)
+      #expect(JSONValue.object(record.fields) == encoded)
+      #expect(record.fields.map(\.0) == FileDone.fieldNames)
+    }
+  }
+
   @Test("every record's names are read from its type, and every event has a record")
   func names() {
     #expect(

@@ -10,10 +10,14 @@ protocol EventRecord: Codable, Sendable {
   /// The events it is: most records are one; records alike in their fields are several (the
   /// writer names which: ``EventWriter/emit(_:as:)``).
   static var events: [Event] { get }
+
+  /// Its fields, in order, as JSON: encoded from its properties, unless a record written once
+  /// per file spells them out (tested to be the same).
+  var fields: [(String, JSONValue)] { get }
 }
 
 extension EventRecord {
-  /// Its fields, in order, as JSON.
+  /// Its fields, in order, as JSON, encoded from its properties.
   var fields: [(String, JSONValue)] {
     guard case .object(let members) = JSONValueEncoder.encode(self) else { return [] }
     return members

@@ -85,6 +85,17 @@ struct FileDone: EventRecord {
   ) {
     self.init(peer: peer, path: path, status: status, digest: digest, saved: saved)
   }
+
+  /// Its fields, spelled out rather than encoded: one is written for every file of a batch
+  /// (EventRecordTests checks them against the encoded ones).
+  var fields: [(String, JSONValue)] {
+    func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+    return [
+      ("peer", .string(peer)), ("path", .string(path)), ("status", .string(status)),
+      ("checksum", text(checksum)), ("digest", text(digest)), ("sha256", text(sha256)),
+      ("saved", text(saved)),
+    ]
+  }
 }
 
 /// `left-out`: something `send` does not send, before anyone is asked.
