@@ -7,9 +7,9 @@ import Testing
 @testable import Ferry
 
 /// One offer's files landing beside its executor (``LandingLane``): in the order handed over,
-/// every one of them, outcomes back on the executor; and the process-wide count of files
-/// waiting to land.
-@Suite("The landing lane", .serialized)
+/// every one of them, outcomes back on the executor; what the lane and the process hold at
+/// most.
+@Suite("The landing lane")
 struct LandingLaneTests {
   let sender = try! Fingerprint(bytes: (0..<32).map { UInt8($0) })
 
@@ -48,31 +48,16 @@ struct LandingLaneTests {
     let executor = DispatchQueue(label: "landing-test-executor")
     let key = DispatchSpecificKey<Bool>()
     executor.setSpecific(key: key, value: true)
-    let lane = LandingLane()
+    let budget = LandingBudget(atMost: 1000)
+    let lane = LandingLane(budget: budget)
     let reported = Mutex<[Int]>([])
-    let laned = Mutex<[Int]>([])
+    let taken = Mutex(true)
     let allPlaced = Mutex(true)
     let onExecutor = Mutex(true)
     await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-      // On the executor: the continuation resumed once every file was reported.
-      let resumed = Mutex(false)
-      @Sendable func finishIfDone() {
-        guard reported.withLock({ $0.count }) == jobs.count else { return }
-        let first = resumed.withLock { was -> Bool in
-          defer { was = true }
-          return !was
-        }
-        if first { done.resume() }
-      }
       executor.async {
         for job in jobs {
-          // Counted as OfferDisk.land counts it; a full process lands at once instead.
-          guard LandingLane.hold() else {
-            _ = job.lander.land(job.file, digest: job.digest)
-            reported.withLock { $0.append(job.index) }
-            continue
-          }
-          lane.hand(job, executor: executor) { outcomes in
+          let took = lane.take(job, executor: executor) { outcomes in
             if DispatchQueue.getSpecific(key: key) == nil { onExecutor.withLock { $0 = false } }
             for (index, landing) in outcomes {
               if case .settled(.placed, _) = landing {
@@ -80,39 +65,76 @@ struct LandingLaneTests {
                 allPlaced.withLock { $0 = false }
               }
               reported.withLock { $0.append(index) }
-              laned.withLock { $0.append(index) }
             }
-            finishIfDone()
+            if reported.withLock({ $0.count }) == jobs.count { done.resume() }
           }
+          if !took { taken.withLock { $0 = false } }
         }
-        finishIfDone()
       }
     }
+    #expect(taken.withLock { $0 })
     #expect(allPlaced.withLock { $0 })
     #expect(onExecutor.withLock { $0 })
-    // Each file once; those the lane landed (all of them unless other suites' offers filled
-    // the process's count meanwhile) in the order handed over.
-    #expect(reported.withLock { $0 }.sorted() == Array(0..<300))
-    let order = laned.withLock { $0 }
-    #expect(order == order.sorted())
-    #expect(order.count > 0)
+    #expect(reported.withLock { $0 } == Array(0..<300))
     for index in [0, 150, 299] {
       let text = try String(contentsOf: destination.appending(path: "f\(index)"), encoding: .utf8)
       #expect(text == "file \(index)\n")
     }
+    // Every file counted was let go of.
+    for _ in 0..<1000 { #expect(budget.hold()) }
+    #expect(!budget.hold())
   }
 
-  @Test("at most heldAtMost files wait to land in the whole process")
-  func capped() {
-    var counted = 0
-    while LandingLane.hold() {
-      counted += 1
-      // Other suites' offers may hold some meanwhile: never more than the cap in all.
-      #expect(counted <= LandingLane.heldAtMost)
+  /// An executor that runs nothing until told: work on it and beside it wait in lists.
+  final class HeldExecutor: OfferExecutor, @unchecked Sendable {
+    private let state = Mutex<(on: [@Sendable () -> Void], beside: [@Sendable () -> Void])>(
+      ([], []))
+    func run(_ work: @escaping @Sendable () -> Void) { state.withLock { $0.on.append(work) } }
+    func run(after delay: Duration, _ work: @escaping @Sendable () -> Void) { run(work) }
+    func runBeside(_ work: @escaping @Sendable () -> Void) {
+      state.withLock { $0.beside.append(work) }
     }
-    #expect(!LandingLane.hold())
-    for _ in 0..<counted { LandingLane.letGo() }
-    #expect(LandingLane.hold())
-    LandingLane.letGo()
+    /// Runs what waits beside, then what waits on it, until nothing is left.
+    func settle() {
+      while true {
+        let (on, beside) = state.withLock { state in
+          defer { state = ([], []) }
+          return state
+        }
+        if on.isEmpty, beside.isEmpty { return }
+        for work in beside + on { work() }
+      }
+    }
+  }
+
+  @Test("a full lane, or a process holding its budget, turns files away; all come out")
+  func full() throws {
+    let (_, jobs) = try staged(4)
+    let executor = HeldExecutor()
+    let landed = Mutex<[Int]>([])
+    func take(_ lane: LandingLane, _ job: LandingLane.Job) -> Bool {
+      lane.take(job, executor: executor) { outcomes in
+        landed.withLock { $0 += outcomes.map(\.index) }
+      }
+    }
+    // Bytes: each file is 7 or 8 bytes; a lane of 10 takes one, then none until it drained.
+    let small = LandingLane(budget: LandingBudget(atMost: 100), bytesAtMost: 10)
+    #expect(take(small, jobs[0]))
+    #expect(!take(small, jobs[1]))
+    executor.settle()
+    #expect(landed.withLock { $0 } == [0])
+    #expect(take(small, jobs[1]))
+    // The process's count: two lanes sharing a budget of one.
+    let budget = LandingBudget(atMost: 1)
+    let first = LandingLane(budget: budget)
+    let second = LandingLane(budget: budget)
+    #expect(take(first, jobs[2]))
+    #expect(!take(second, jobs[3]))
+    executor.settle()
+    #expect(landed.withLock { $0 } == [0, 1, 2])
+    #expect(take(second, jobs[3]))
+    executor.settle()
+    #expect(landed.withLock { $0 } == [0, 1, 2, 3])
+    #expect(budget.hold())
   }
 }

@@ -4,12 +4,18 @@ import Synchronization
 /// over in the order they ended and landed in that order — settled against their digests and
 /// renamed under the destination — by one job at a time of ``OfferExecutor/runBeside(_:)``.
 ///
-/// The executor keeps creating and writing the next files meanwhile; the lane renames the last
-/// ones. One job per offer, not several, so that the two threads meet on the staging folder's
-/// lock and no more: on a folder of small files this splits the kernel's work of one file
-/// between two cores instead of adding a third party to its locks. Each job lands every file
-/// handed over by the time it runs and gives their outcomes back to the executor in one turn.
-/// Jobs of all offers share ``DetachedWork/landing``'s width.
+/// The executor keeps creating and writing the next files meanwhile; the lane settles and
+/// renames the last ones. One job per offer, not several, so that on a folder of small files
+/// the kernel's work of each file is split between two threads — which still meet on the
+/// staging folder's lock and the folders files go into — rather than more threads queueing
+/// on those locks. Each job lands every file handed over by the time it runs and gives their
+/// outcomes back to the executor in one turn. Jobs of all offers share
+/// ``DetachedWork/landing``'s width.
+///
+/// A file is not handed over — its caller lands it at once — when the process already holds
+/// ``LandingBudget/atMost`` files waiting to land (each holds a descriptor), or when the lane
+/// would hold more than ``bytesAtMost`` bytes of files (large files are fsync'd one after the other:
+/// an offer that stops waits for the files in its lane, so their flushing stays short).
 ///
 /// Any thread: the hand-over is under a lock; a file handed over is the lane's alone.
 final class LandingLane: Sendable {
@@ -24,43 +30,39 @@ final class LandingLane: Sendable {
     let digest: [UInt8]?
   }
 
-  /// Files handed over, not landed yet, in the whole process: each holds a descriptor open.
-  static let heldAtMost = 128
-  private static let held = Atomic<Int>(0)
+  /// Files waiting to land, counted in the whole process.
+  let budget: LandingBudget
+  /// Bytes of files the lane holds at most (a file larger than that still goes into an empty
+  /// lane): 64 MiB.
+  let bytesAtMost: UInt64
+  private let waiting = Mutex<(jobs: [Job], bytes: UInt64, running: Bool)>(([], 0, false))
 
-  private let waiting = Mutex<(jobs: [Job], running: Bool)>(([], false))
-
-  /// Counts one more file handed over in the process: false (nothing counted) when
-  /// ``heldAtMost`` are already waiting to land — the caller lands its file itself.
-  static func hold() -> Bool {
-    var current = held.load(ordering: .relaxed)
-    while current < heldAtMost {
-      let (exchanged, original) = held.compareExchange(
-        expected: current, desired: current + 1, ordering: .relaxed)
-      if exchanged { return true }
-      current = original
-    }
-    return false
+  /// A lane drawing on `budget` (the process's), holding at most `bytesAtMost` bytes of files.
+  init(budget: LandingBudget = .shared, bytesAtMost: UInt64 = 64 << 20) {
+    self.budget = budget
+    self.bytesAtMost = bytesAtMost
   }
 
-  /// Counts one file handed over less: it landed (or, in tests, was never handed over).
-  static func letGo() {
-    held.subtract(1, ordering: .relaxed)
-  }
-
-  /// Lands `job` after the files handed over before it; `landed` hears, on `executor`, the
-  /// outcomes of the files one job landed, in order. The caller counted it (``hold()``).
-  func hand(
+  /// Lands `job` after the files handed over before it: true, and `landed` hears, on
+  /// `executor`, the outcomes of the files one job landed, in order; false (nothing done) when
+  /// the lane or the process holds as much as it may — the caller lands the file itself.
+  func take(
     _ job: Job, executor: any OfferExecutor,
     landed: @escaping @Sendable ([(index: Int, landing: Landing)]) -> Void
-  ) {
-    let start = waiting.withLock { waiting -> Bool in
+  ) -> Bool {
+    let size = job.file.position
+    let start = waiting.withLock { waiting -> Bool? in
+      if !waiting.jobs.isEmpty, waiting.bytes + size > bytesAtMost { return nil }
+      guard budget.hold() else { return nil }
       waiting.jobs.append(job)
+      waiting.bytes += size
       guard !waiting.running else { return false }
       waiting.running = true
       return true
     }
+    guard let start else { return false }
     if start { executor.runBeside { self.drain(executor, landed) } }
+    return true
   }
 
   /// Lands what was handed over by now and gives back their outcomes; files handed over
@@ -77,8 +79,10 @@ final class LandingLane: Sendable {
     var outcomes: [(index: Int, landing: Landing)] = []
     outcomes.reserveCapacity(jobs.count)
     for job in jobs {
+      let size = job.file.position
       outcomes.append((job.index, job.lander.land(job.file, digest: job.digest)))
-      Self.letGo()
+      waiting.withLock { $0.bytes -= size }
+      budget.letGo()
     }
     let landings = outcomes
     executor.run { landed(landings) }
@@ -87,5 +91,39 @@ final class LandingLane: Sendable {
       return waiting.running
     }
     if more { executor.runBeside { self.drain(executor, landed) } }
+  }
+}
+
+/// How many files may wait to land in a process, each holding its staged file's descriptor:
+/// counted across every offer (``LandingLane``).
+///
+/// Any thread.
+final class LandingBudget: Sendable {
+  /// The process's budget.
+  static let shared = LandingBudget(atMost: 128)
+
+  /// Files waiting at most.
+  let atMost: Int
+  private let held = Atomic<Int>(0)
+
+  init(atMost: Int) {
+    self.atMost = atMost
+  }
+
+  /// Counts one more file waiting: false (nothing counted) when ``atMost`` already wait.
+  func hold() -> Bool {
+    var current = held.load(ordering: .relaxed)
+    while current < atMost {
+      let (exchanged, original) = held.compareExchange(
+        expected: current, desired: current + 1, ordering: .relaxed)
+      if exchanged { return true }
+      current = original
+    }
+    return false
+  }
+
+  /// Counts one file waiting less: it landed.
+  func letGo() {
+    held.subtract(1, ordering: .relaxed)
   }
 }

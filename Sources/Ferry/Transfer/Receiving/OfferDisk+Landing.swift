@@ -8,9 +8,8 @@ import Foundation
 extension OfferDisk {
   /// Lands file `index` (of `slots`; its end came with `digest`) into `options`: handed to the
   /// offer's ``LandingLane`` — nil is returned, and `landedBeside` hears, on the executor, how
-  /// it and the files landed with it came out — unless the process already holds
-  /// ``LandingLane/heldAtMost`` files waiting to land, in which case it lands at once: how it
-  /// came out. On the executor.
+  /// it and the files landed with it came out — unless the lane or the process holds as much
+  /// as it may, in which case it lands at once: how it came out. On the executor.
   func land(
     _ index: Int, digest: [UInt8]?, slots: [FileSlot], options: ReceiveOptions?,
     landedBeside: @escaping @Sendable ([(index: Int, landing: Machine.Landing)]) -> Void
@@ -20,12 +19,10 @@ extension OfferDisk {
     }
     let lander = Lander(
       staging: staging, options: options, sender: sender.bytes, slot: slots[index])
-    guard LandingLane.hold() else {
+    let job = LandingLane.Job(index: index, file: file, lander: lander, digest: digest)
+    guard lane.take(job, executor: executor, landed: landedBeside) else {
       return lander.land(file, digest: digest)
     }
-    lane.hand(
-      LandingLane.Job(index: index, file: file, lander: lander, digest: digest),
-      executor: executor, landed: landedBeside)
     return nil
   }
 

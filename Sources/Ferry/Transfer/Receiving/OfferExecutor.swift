@@ -12,8 +12,8 @@ package protocol OfferExecutor: Sendable {
   /// Runs long `work` (hashing a held file) outside this executor's order, so that the offer's
   /// frames and timers do not wait for it; `work` hands its result back with ``run(_:)``.
   func runDetached(_ work: @escaping @Sendable () -> Void)
-  /// Runs short disk work of one file (settling and placing it) beside this executor, several
-  /// at once; `work` hands its result back with ``run(_:)``.
+  /// Runs disk work of the offer's complete files (settling and placing them:
+  /// ``LandingLane``) beside this executor; `work` hands its results back with ``run(_:)``.
   func runBeside(_ work: @escaping @Sendable () -> Void)
 }
 
@@ -47,8 +47,8 @@ extension DispatchQueue: OfferExecutor {
     DetachedWork.shared.submit(work)
   }
 
-  /// On ``DetachedWork/landing``: at most as many files land at once in the process as it
-  /// has processors (two at least).
+  /// On ``DetachedWork/landing``: at most as many offers' files land at once in the process as
+  /// it has processors (two at least).
   package func runBeside(_ work: @escaping @Sendable () -> Void) {
     DetachedWork.landing.submit(work)
   }
@@ -59,7 +59,8 @@ extension DispatchQueue: OfferExecutor {
 /// open, this side hashes on that many threads at most.
 final class DetachedWork: Sendable {
   static let shared = DetachedWork(width: 2)
-  /// Where files land (``OfferExecutor/runBeside(_:)``): short work, apart from the long.
+  /// Where files land (``OfferExecutor/runBeside(_:)``, a ``LandingLane``'s jobs): apart from
+  /// the long hashing.
   static let landing = DetachedWork(width: max(2, ProcessInfo.processInfo.activeProcessorCount))
 
   /// Jobs running at once.
