@@ -3,8 +3,9 @@ import Ferry
 extension Receiver {
   /// Accepts or declines one Ferry invitation: declined at once when it cannot be received
   /// (`--stdout` and more than one file, not enough room), else by the decider's standing rule,
-  /// or taken back within the resume grace (the same key and batch whose link was lost), or
-  /// by asking. A yes binds: offers on the connection are accepted only as far as the batch
+  /// or taken back within the resume grace (the same key and batch whose link was lost; a
+  /// comeback waits, ``comebackWait`` at most, for the end of the part still received here),
+  /// or by asking. A yes binds: offers on the connection are accepted only as far as the batch
   /// announced (``Approvals``).
   func decide(_ invitation: Invitation, session: Session) async {
     open.add(invitation)
@@ -24,6 +25,18 @@ extension Receiver {
     var byPolicy = false
     // --once: a decline that is the one offer's outcome.
     var isOutcome = false
+    // A sender coming back after a lost link may be here before this side has heard of the
+    // loss (the old part's end comes on another stream, after the offer's last flush): wait
+    // for that part's end, a bounded while, before deciding whether this is a comeback — else
+    // a person who said yes once is asked again.
+    let fingerprint = invitation.fingerprint
+    if summary != nil, configuration.resumeGrace > .zero, approvals.isReceivingPart(fingerprint) {
+      let deadline = min(
+        ContinuousClock.now + Self.comebackWait, invitation.expiresAt - Self.invitationMargin)
+      await partEnds.wait(for: fingerprint, until: deadline) { [approvals] in
+        approvals.isReceivingPart(fingerprint)
+      }
+    }
     let isConnected = session.connectedPeers.contains { $0.fingerprint == invitation.fingerprint }
     if configuration.oneFile, let summary, summary.text == nil,
       summary.entries != 1 || summary.files != 1
@@ -126,6 +139,11 @@ extension Receiver {
   /// How long before an invitation expires its question ends unanswered, so that the decline
   /// (with its reason) reaches the sender before its own timeout does.
   static let invitationMargin: Duration = .seconds(1)
+
+  /// How long an invitation from a sender whose part is still being received here waits for
+  /// that part's end before it is decided (a comeback after a lost link usually arrives within
+  /// a second or two of the loss; the receiver's last flush may take longer on a busy disk).
+  static let comebackWait: Duration = .seconds(10)
 
   /// How long, at least, `--once` waits for the one offer's sender that came back to offer.
   static let resumeFloor: Duration = .seconds(30)
