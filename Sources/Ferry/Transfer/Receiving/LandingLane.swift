@@ -32,8 +32,8 @@ final class LandingLane: Sendable {
 
   /// Files waiting to land, counted in the whole process.
   let budget: LandingBudget
-  /// Bytes of files the lane holds at most (a file larger than that still goes into an empty
-  /// lane): 64 MiB.
+  /// Bytes of files the lane holds at most — handed over and not landed yet (a file larger
+  /// than that still goes into a lane holding nothing): 64 MiB.
   let bytesAtMost: UInt64
   private let waiting = Mutex<(jobs: [Job], bytes: UInt64, running: Bool)>(([], 0, false))
 
@@ -52,7 +52,8 @@ final class LandingLane: Sendable {
   ) -> Bool {
     let size = job.file.position
     let start = waiting.withLock { waiting -> Bool? in
-      if !waiting.jobs.isEmpty, waiting.bytes + size > bytesAtMost { return nil }
+      // Counted until each file landed: a file of any size goes into a lane holding nothing.
+      if waiting.bytes > 0, waiting.bytes + size > bytesAtMost { return nil }
       guard budget.hold() else { return nil }
       waiting.jobs.append(job)
       waiting.bytes += size
