@@ -139,6 +139,23 @@ final class Approvals: Sendable {
     }
   }
 
+  /// Whether `invitation` may be a comeback for a part of its sender's batch that is still
+  /// being received here (its end not reported yet): the same key under the same name, not
+  /// looking like another peer, announcing the same batch (`summary`) — what ``resume(_:summary:within:isConnected:)``
+  /// would take back once that part ended.
+  func awaitsPartEnd(of invitation: Invitation, summary: OfferSummary?) -> Bool {
+    guard let summary else { return false }
+    switch invitation.status {
+    case .changedKey, .similarName: return false
+    case .known, .new: break
+    }
+    return approvals.withLock { approvals in
+      guard let approval = approvals[invitation.fingerprint], case .receiving = approval.part
+      else { return false }
+      return approval.summary == summary && approval.name == invitation.peer.displayName
+    }
+  }
+
   /// Whether a part of `fingerprint`'s batch is being received (its end not reported yet).
   func isReceivingPart(_ fingerprint: Fingerprint) -> Bool {
     approvals.withLock { approvals in

@@ -16,12 +16,13 @@ final class PartEndSignal: Sendable {
   }
 
   /// Waits while `stillReceiving()` says a part from `sender` is being received, at most
-  /// until `deadline`.
+  /// until `deadline` (or until the task is cancelled).
   func wait(
     for sender: Fingerprint, until deadline: ContinuousClock.Instant,
     while stillReceiving: @escaping @Sendable () -> Bool
   ) async {
-    while stillReceiving(), ContinuousClock.now < deadline {
+    // A cancelled task's sleep ends at once: it stops waiting rather than spin to the deadline.
+    while !Task.isCancelled, stillReceiving(), ContinuousClock.now < deadline {
       await withTaskGroup(of: Void.self) { group in
         group.addTask { [self] in
           await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -30,11 +30,18 @@ extension Receiver {
     // for that part's end, a bounded while, before deciding whether this is a comeback — else
     // a person who said yes once is asked again.
     let fingerprint = invitation.fingerprint
-    if summary != nil, configuration.resumeGrace > .zero, approvals.isReceivingPart(fingerprint) {
+    if configuration.resumeGrace > .zero, decider.standingAnswer(for: sender) == nil,
+      approvals.awaitsPartEnd(of: invitation, summary: summary)
+    {
       let deadline = min(
         ContinuousClock.now + Self.comebackWait, invitation.expiresAt - Self.invitationMargin)
       await partEnds.wait(for: fingerprint, until: deadline) { [approvals] in
         approvals.isReceivingPart(fingerprint)
+      }
+      // Withdrawn (or declined by a stop) meanwhile: nothing to decide.
+      guard invitation.isPending else {
+        emit(.gaveUpBeforeAsked(invitation.peer))
+        return
       }
     }
     let isConnected = session.connectedPeers.contains { $0.fingerprint == invitation.fingerprint }
