@@ -359,10 +359,11 @@ struct HostileSenderTests {
     // REVEAL, the TLS exporter), the heap settles only after about 2000 connections, about
     // 5 MiB higher; what is measured is that it then stays where it is.
     _ = try await HostilePeer.attack(port: receiver.port, "churn", ["--count", "2000"])
-    // Two rounds of 1000: a leak grows the heap in each (by 1.8 MiB or more), while the
-    // allocator's own noise (up to about 2 MiB once in a while, measured) is rarely in both.
+    // Three rounds of 1000: a leak grows the heap in each (by 1.8 MiB or more), while the
+    // allocator's own noise (up to about 2 MiB once in a while, measured; 1.1 and 1.5 MiB in
+    // two rounds running once, in a full scripts/test with a core kept busy) is rarely in all.
     var growths: [Int] = []
-    for _ in 0..<2 {
+    for _ in 0..<3 {
       let warm = receiver.residentMemoryKiB
       let results = try await HostilePeer.attack(
         port: receiver.port, "churn", ["--count", "1000"])
@@ -371,7 +372,7 @@ struct HostileSenderTests {
       #expect(results.last?["connections"] as? Int == 1000, "\(results)")
       growths.append(growth)
     }
-    #expect(growths.min()! < 1024, "grew by \(growths) KiB over two rounds of 1000 connections")
+    #expect(growths.min()! < 1024, "grew by \(growths) KiB over three rounds of 1000 connections")
   }
 
   @Test("item 7: an invitation's timeout is clamped to 120 s; one host holds at most 2 slots")
