@@ -141,19 +141,27 @@ final class Approvals: Sendable {
 
   /// Whether `invitation` may be a comeback for a part of its sender's batch that is still
   /// being received here (its end not reported yet): the same key under the same name, not
-  /// looking like another peer, announcing the same batch (`summary`) — what ``resume(_:summary:within:isConnected:)``
-  /// would take back once that part ended.
+  /// looking like another peer, announcing the same batch (`summary`) — what
+  /// ``resume(_:summary:within:isConnected:)`` would take back once that part ended.
   func awaitsPartEnd(of invitation: Invitation, summary: OfferSummary?) -> Bool {
     guard let summary else { return false }
+    return approvals.withLock { approvals in
+      guard let approval = approvals[invitation.fingerprint], case .receiving = approval.part
+      else { return false }
+      return Self.announcesAgain(approval, invitation, summary)
+    }
+  }
+
+  /// Whether `invitation` announces `approval`'s batch again (`summary`), from its key (the
+  /// approval's own) under the same name, not looking like another peer.
+  private static func announcesAgain(
+    _ approval: Approval, _ invitation: Invitation, _ summary: OfferSummary
+  ) -> Bool {
     switch invitation.status {
     case .changedKey, .similarName: return false
     case .known, .new: break
     }
-    return approvals.withLock { approvals in
-      guard let approval = approvals[invitation.fingerprint], case .receiving = approval.part
-      else { return false }
-      return approval.summary == summary && approval.name == invitation.peer.displayName
-    }
+    return approval.summary == summary && approval.name == invitation.peer.displayName
   }
 
   /// Whether a part of `fingerprint`'s batch is being received (its end not reported yet).
@@ -271,14 +279,10 @@ final class Approvals: Sendable {
     _ invitation: Invitation, summary: OfferSummary?, within grace: Duration, isConnected: Bool
   ) -> Approval? {
     guard grace > .zero, let summary else { return nil }
-    switch invitation.status {
-    case .changedKey, .similarName: return nil
-    case .known, .new: break
-    }
     return approvals.withLock { approvals in
-      guard let approval = approvals[invitation.fingerprint], approval.summary == summary,
-        approval.name == invitation.peer.displayName, approval.resumes < Self.maximumResumes,
-        approval.failures < Self.maximumResumes
+      guard let approval = approvals[invitation.fingerprint],
+        Self.announcesAgain(approval, invitation, summary),
+        approval.resumes < Self.maximumResumes, approval.failures < Self.maximumResumes
       else { return nil }
       // A part still arriving on the old link: its files would be counted late, or not at all.
       if case .receiving = approval.part { return nil }

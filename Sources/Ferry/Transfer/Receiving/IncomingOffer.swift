@@ -148,30 +148,27 @@ package final class IncomingOffer: @unchecked Sendable {
       defer { inbox.removeAll(keepingCapacity: true) }
       return inbox
     }
-    inTurn = true
-    defer {
-      inTurn = false
-      yieldEvents()
-    }
-    for item in items {
-      switch item {
-      case .data(let index, let piece, let credit):
-        self.piece = piece
-        let (count, hole): (UInt64, Bool)
-        switch piece {
-        case .bytes(let bytes): (count, hole) = (UInt64(bytes.readableBytes), false)
-        case .hole(let length): (count, hole) = (length, true)
+    asOneTurn {
+      for item in items {
+        switch item {
+        case .data(let index, let piece, let credit):
+          self.piece = piece
+          let (count, hole): (UInt64, Bool)
+          switch piece {
+          case .bytes(let bytes): (count, hole) = (UInt64(bytes.readableBytes), false)
+          case .hole(let length): (count, hole) = (length, true)
+          }
+          run { $0.data(index, count: count, hole: hole, credit: credit, now: .now, into: &$1) }
+          self.piece = nil
+        case .end(let index, let digest):
+          run { $0.fileEnded(index, digest: digest, now: .now, into: &$1) }
+        case .reset(let reason):
+          run { $0.senderReset(reason: reason, into: &$1) }
+        case .linkClosed(let reason):
+          run { $0.linkClosed(reason: reason, into: &$1) }
+        case .violation(let text):
+          run { $0.violation(text, into: &$1) }
         }
-        run { $0.data(index, count: count, hole: hole, credit: credit, now: .now, into: &$1) }
-        self.piece = nil
-      case .end(let index, let digest):
-        run { $0.fileEnded(index, digest: digest, now: .now, into: &$1) }
-      case .reset(let reason):
-        run { $0.senderReset(reason: reason, into: &$1) }
-      case .linkClosed(let reason):
-        run { $0.linkClosed(reason: reason, into: &$1) }
-      case .violation(let text):
-        run { $0.violation(text, into: &$1) }
       }
     }
   }

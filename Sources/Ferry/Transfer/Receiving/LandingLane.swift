@@ -14,8 +14,8 @@ import Synchronization
 ///
 /// A file is not handed over — its caller lands it at once — when the process already holds
 /// ``LandingBudget/atMost`` files waiting to land (each holds a descriptor), or when the lane
-/// would hold more than ``bytesAtMost`` bytes of files (large files are fsync'd one after the other:
-/// an offer that stops waits for the files in its lane, so their flushing stays short).
+/// would hold more than ``bytesAtMost`` bytes of files (large files are fsync'd one after the
+/// other: an offer that stops waits for the files in its lane, so their flushing stays short).
 ///
 /// Any thread: the hand-over is under a lock; a file handed over is the lane's alone.
 final class LandingLane: Sendable {
